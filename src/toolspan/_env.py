@@ -1,0 +1,163 @@
+"""Every environment variable toolspan reads, documented once (the README table repeats this).
+
+Settings resolve as: explicit argument > environment variable > default. Only this module reads
+``os.environ`` for toolspan's own settings; the standard ``OTEL_*`` exporter variables are read by the
+OpenTelemetry SDK and exporters themselves, and are listed here so the table is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Final, NamedTuple
+
+_logger = logging.getLogger(__name__)
+
+
+class EnvVar(NamedTuple):
+    name: str
+    default: str
+    doc: str
+
+
+TOOLSPAN_CAPTURE_CONTENT: Final = EnvVar(
+    "TOOLSPAN_CAPTURE_CONTENT",
+    "true",
+    "Record tool arguments/results and agent messages on spans (`true`/`false`).",
+)
+TOOLSPAN_MAX_ATTRIBUTE_BYTES: Final = EnvVar(
+    "TOOLSPAN_MAX_ATTRIBUTE_BYTES",
+    "16384",
+    "Byte budget of one captured content value; longer JSON is cut to valid JSON and marked.",
+)
+TOOLSPAN_REDACT_KEYS: Final = EnvVar(
+    "TOOLSPAN_REDACT_KEYS",
+    "",
+    "Comma-separated extra key names whose values are redacted, on top of the built-in secret keys.",
+)
+TOOLSPAN_SERVICE_NAME: Final = EnvVar(
+    "TOOLSPAN_SERVICE_NAME",
+    "",
+    "Service name used by `configure()` when neither the argument nor `OTEL_SERVICE_NAME` is set.",
+)
+TOOLSPAN_TIMELINE_DIR: Final = EnvVar(
+    "TOOLSPAN_TIMELINE_DIR",
+    "toolspan-timeline",
+    "Directory the `toolspan_timeline` exporter writes act/observe JSON Lines and per-trace files to.",
+)
+TOOLSPAN_OTLP_FILE: Final = EnvVar(
+    "TOOLSPAN_OTLP_FILE",
+    "toolspan-traces.jsonl",
+    "File the `toolspan_otlp_file` exporter appends OTLP JSON Lines to (Collector `file` exporter format).",
+)
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: Final = EnvVar(
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    "",
+    "The GenAI instrumentations' content switch: a no-content value (`false`, `no_content`, `0`) "
+    "turns toolspan's capture off too.",
+)
+
+# Read by the OpenTelemetry SDK / exporters (and by `configure()` to pick exporters).
+OTEL_SERVICE_NAME: Final = EnvVar("OTEL_SERVICE_NAME", "", "Service name (`service.name`).")
+OTEL_RESOURCE_ATTRIBUTES: Final = EnvVar(
+    "OTEL_RESOURCE_ATTRIBUTES", "", "Extra resource attributes, `key=value,key=value`."
+)
+OTEL_TRACES_EXPORTER: Final = EnvVar(
+    "OTEL_TRACES_EXPORTER",
+    "",
+    "Comma-separated exporter names (`otlp`, `console`, `none`, `toolspan_timeline`, "
+    "`toolspan_otlp_file`, or any `opentelemetry_traces_exporter` entry point). Unset: `otlp` when an "
+    "OTLP endpoint is set, otherwise none.",
+)
+OTEL_EXPORTER_OTLP_ENDPOINT: Final = EnvVar("OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP endpoint.")
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Final = EnvVar(
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "OTLP endpoint for traces only."
+)
+OTEL_EXPORTER_OTLP_PROTOCOL: Final = EnvVar(
+    "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "`grpc` or `http/protobuf`."
+)
+OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Final = EnvVar(
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "", "Protocol for traces only; overrides the one above."
+)
+OTEL_EXPORTER_OTLP_HEADERS: Final = EnvVar(
+    "OTEL_EXPORTER_OTLP_HEADERS", "", "Headers sent with every export, `key=value,key=value`."
+)
+
+ALL: Final = (
+    TOOLSPAN_CAPTURE_CONTENT,
+    TOOLSPAN_MAX_ATTRIBUTE_BYTES,
+    TOOLSPAN_REDACT_KEYS,
+    TOOLSPAN_SERVICE_NAME,
+    TOOLSPAN_TIMELINE_DIR,
+    TOOLSPAN_OTLP_FILE,
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+    OTEL_SERVICE_NAME,
+    OTEL_RESOURCE_ATTRIBUTES,
+    OTEL_TRACES_EXPORTER,
+    OTEL_EXPORTER_OTLP_ENDPOINT,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    OTEL_EXPORTER_OTLP_PROTOCOL,
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+    OTEL_EXPORTER_OTLP_HEADERS,
+)
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off", "no_content", "none"})
+
+
+def get(var: EnvVar) -> str | None:
+    """The variable's value, stripped; ``None`` when unset or empty."""
+    value = os.environ.get(var.name, "").strip()
+    return value or None
+
+
+def get_bool(var: EnvVar) -> bool | None:
+    """``True``/``False`` for a recognised boolean; ``None`` when unset. Unknown values are logged."""
+    value = get(var)
+    if value is None:
+        return None
+    low = value.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    _logger.warning("toolspan: ignoring %s=%r (expected true or false)", var.name, value)
+    return None
+
+
+def get_int(var: EnvVar, minimum: int = 0) -> int | None:
+    """A whole number ``>= minimum``; ``None`` when unset. Bad values are logged and ignored."""
+    value = get(var)
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = minimum - 1
+    if number < minimum:
+        _logger.warning("toolspan: ignoring %s=%r (expected a whole number >= %d)", var.name, value, minimum)
+        return None
+    return number
+
+
+def get_list(var: EnvVar) -> tuple[str, ...]:
+    """Comma-separated values, stripped, empties dropped."""
+    value = get(var)
+    if value is None:
+        return ()
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def genai_capture_content() -> bool | None:
+    """What ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says about capturing content.
+
+    The GenAI instrumentations accept booleans and the newer modes (``NO_CONTENT``, ``SPAN_ONLY``,
+    ``EVENT_ONLY``, ``SPAN_AND_EVENT``); only a no-content value turns toolspan's capture off.
+    """
+    value = get(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)
+    if value is None:
+        return None
+    low = value.lower()
+    if low in _FALSE:
+        return False
+    return True

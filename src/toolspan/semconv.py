@@ -1,0 +1,126 @@
+"""Every span, attribute and event name toolspan writes or reads, in one place.
+
+The OpenTelemetry GenAI names are kept here as plain strings of our own: the upstream
+``opentelemetry.semconv._incubating`` constants are deprecated and move between releases.
+toolspan's own names live under ``toolspan.``. OpenInference and OpenLLMetry names are listed
+because toolspan writes the former (so Phoenix-style UIs render its spans) and the bridge reads both.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- OpenTelemetry GenAI semantic conventions -------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"  # older name of gen_ai.provider.name, still read
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+# Older GenAI content events, still read by the bridge.
+GEN_AI_PROMPT: Final = "gen_ai.prompt"
+GEN_AI_COMPLETION: Final = "gen_ai.completion"
+
+# Values of gen_ai.operation.name
+OP_EXECUTE_TOOL: Final = "execute_tool"
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CREATE_AGENT: Final = "create_agent"
+OP_CHAT: Final = "chat"
+OP_TEXT_COMPLETION: Final = "text_completion"
+OP_GENERATE_CONTENT: Final = "generate_content"
+OP_EMBEDDINGS: Final = "embeddings"
+LLM_OPERATIONS: Final = frozenset({OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT})
+
+# Values of gen_ai.tool.type
+TOOL_TYPE_FUNCTION: Final = "function"
+TOOL_TYPE_EXTENSION: Final = "extension"
+TOOL_TYPE_DATASTORE: Final = "datastore"
+
+# --- General OpenTelemetry ----------------------------------------------------------------------
+ERROR_TYPE: Final = "error.type"
+SERVICE_NAME: Final = "service.name"
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+
+# --- OpenInference (Arize Phoenix) ----------------------------------------------------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OI_TOOL_NAME: Final = "tool.name"
+OI_TOOL_DESCRIPTION: Final = "tool.description"
+OI_TOOL_PARAMETERS: Final = "tool.parameters"
+OI_TOOL_CALL_ID: Final = "tool_call.id"
+OI_INPUT_VALUE: Final = "input.value"
+OI_INPUT_MIME_TYPE: Final = "input.mime_type"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_OUTPUT_MIME_TYPE: Final = "output.mime_type"
+OI_AGENT_NAME: Final = "agent.name"
+OI_SESSION_ID: Final = "session.id"
+OI_KIND_TOOL: Final = "TOOL"
+OI_KIND_AGENT: Final = "AGENT"
+OI_KIND_LLM: Final = "LLM"
+OI_KIND_CHAIN: Final = "CHAIN"
+MIME_JSON: Final = "application/json"
+MIME_TEXT: Final = "text/plain"
+
+# --- OpenLLMetry (Traceloop) ------------------------------------------------------------------------
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"  # workflow | task | agent | tool
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+
+# --- toolspan's own ----------------------------------------------------------------------------------
+TOOLSPAN_EXECUTION_ID: Final = "toolspan.execution_id"
+TOOLSPAN_TOOL_CALL_ID: Final = "toolspan.tool_call_id"
+TOOLSPAN_TOOL_STATE: Final = "toolspan.tool.state"
+TOOLSPAN_PLAN_NAME: Final = "toolspan.plan.name"
+TOOLSPAN_PARENT_EXECUTION_ID: Final = "toolspan.parent.execution_id"
+TOOLSPAN_PARENT_TOOL_CALL_ID: Final = "toolspan.parent.tool_call_id"
+TOOLSPAN_STEP_INDEX: Final = "toolspan.step.index"
+TOOLSPAN_STREAM_TEXT: Final = "toolspan.stream.text"  # aggregate of the text_delta chunks of a span
+TOOLSPAN_RESULT_ITEMS: Final = "toolspan.result.items"  # how many items a generator tool yielded
+
+# Events recorded on spans
+THOUGHT_EVENT: Final = "toolspan.thought"
+THOUGHT_CONTENT: Final = "toolspan.thought.content"
+PERMISSION_REQUIRED_EVENT: Final = "toolspan.permission_required"
+PERMISSION_DECIDED_EVENT: Final = "toolspan.permission_decided"
+PERMISSION_DECISION: Final = "toolspan.permission.decision"  # "allow" | "deny"
+PERMISSION_NOTE: Final = "toolspan.permission.note"
+GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
+
+# Values of toolspan.tool.state: the tool state machine of seed 003.
+STATE_PENDING: Final = "PENDING"
+STATE_AWAITING_APPROVAL: Final = "AWAITING_APPROVAL"
+STATE_RUNNING: Final = "RUNNING"
+STATE_COMPLETED: Final = "COMPLETED"
+STATE_FAILED: Final = "FAILED"
+STATE_DENIED: Final = "DENIED"
+STATE_CANCELLED: Final = "CANCELLED"
+STATE_SEALED: Final = "SEALED"
+
+# Id prefixes: execution_id = "exec_" + 16-hex span id; synthesized call id = "call_" + 16-hex span id.
+EXECUTION_ID_PREFIX: Final = "exec_"
+CALL_ID_PREFIX: Final = "call_"
+
+# Span names
+TOOL_SPAN_PREFIX: Final = "execute_tool "
+AGENT_SPAN_PREFIX: Final = "invoke_agent "
+PLAN_SPAN_PREFIX: Final = "plan "
+
+# Instrumentation scope
+SCOPE_NAME: Final = "toolspan"
