@@ -1,44 +1,139 @@
 """toolspan's one frozen configuration, resolved as: argument > environment variable > default.
 
-(Minimal first version; see the config/serializer work for the full resolution and validation.)
+``resolve_config(...)`` builds a validated :class:`Config`; ``configure()`` installs it with
+``set_config``; instrumentation reads it with ``get_config()`` on every call (a module global read,
+no environment parsing after the first call).
+
+Settings:
+
+- ``capture_content``: record tool arguments/results and agent messages. Argument >
+  ``TOOLSPAN_CAPTURE_CONTENT`` > ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (a no-content
+  value such as ``false``/``NO_CONTENT`` turns capture off) > on.
+- ``max_attribute_bytes``: UTF-8 byte budget of one captured value (default 16384, minimum 64).
+  Argument > ``TOOLSPAN_MAX_ATTRIBUTE_BYTES`` > default.
+- ``redact_keys``: values under these keys are replaced by ``"[REDACTED]"`` at any depth. A key
+  matches when its normalised form (case-folded, ``-`` and ``_`` removed) *ends with* one of these
+  normalised names, so ``"X-Api-Key"``, ``"apiKey"`` and ``"OPENAI_API_KEY"`` all match ``api_key``
+  while ``"max_tokens"`` does not match ``token``. The built-in secret names are always included;
+  names given as argument and in ``TOOLSPAN_REDACT_KEYS`` add up (a setting never un-redacts a key).
+- ``redact``: optional callback ``redact(path, value) -> value``. ``path`` is the dotted path of the
+  value inside the captured object (``""`` for the whole value, ``"user.password"``,
+  ``"items.0.token"``; list positions are numbers). It is called for the whole value and for every
+  mapping entry (dict keys, dataclass/pydantic fields) not already redacted by key, with the original
+  Python value, and returns what to record instead (return ``value`` unchanged to keep it,
+  ``REDACTED`` to hide it). What it returns is serialised normally (its own entries are checked
+  again). If it raises, the value is recorded as ``REDACTED``.
+
+Bad environment values are logged and ignored; bad arguments raise ``TypeError``/``ValueError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from toolspan import _env
 
-# Keys whose values are secrets by default, matched case-insensitively as substrings of a key
-# after removing '-' and '_' (so "X-Api-Key", "api_key" and "openaiApiKey" all match "apikey").
-DEFAULT_REDACT_KEYS = frozenset(
-    {"apikey", "token", "password", "passwd", "authorization", "secret", "cookie", "credential", "privatekey"}
-)
-REDACTED = "[REDACTED]"
+__all__ = [
+    "DEFAULT_MAX_ATTRIBUTE_BYTES",
+    "DEFAULT_REDACT_KEYS",
+    "MIN_ATTRIBUTE_BYTES",
+    "REDACTED",
+    "Config",
+    "Redactor",
+    "get_config",
+    "normalize_key",
+    "resolve_config",
+    "set_config",
+]
+
+_logger = logging.getLogger(__name__)
+
+REDACTED: Final = "[REDACTED]"
+DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 16384
+MIN_ATTRIBUTE_BYTES: Final = 64
 
 Redactor = Callable[[str, Any], Any]
+"""``redact(path, value) -> value``: see the module docstring."""
+
+
+def normalize_key(key: str) -> str:
+    """A key as redaction compares it: case-folded, without ``-`` and ``_``."""
+    return key.casefold().replace("-", "").replace("_", "")
+
+
+# Built-in secret names (already normalised); a key matches when its normalised form ends with one.
+DEFAULT_REDACT_KEYS: Final = frozenset(
+    {
+        "apikey",
+        "token",
+        "accesstoken",
+        "refreshtoken",
+        "password",
+        "passwd",
+        "passphrase",
+        "authorization",
+        "secret",
+        "clientsecret",
+        "secretkey",
+        "accesskey",
+        "cookie",
+        "cookies",
+        "setcookie",
+        "credential",
+        "credentials",
+        "privatekey",
+        "sessionkey",
+    }
+)
+
+
+def _normalize_keys(keys: Iterable[object], what: str) -> frozenset[str]:
+    if isinstance(keys, (str, bytes)):
+        raise TypeError(f"{what} must be a collection of key names, not a single {type(keys).__name__}")
+    out: set[str] = set()
+    for key in keys:
+        if not isinstance(key, str):
+            raise TypeError(f"{what} must contain str key names, got {type(key).__name__}: {key!r}")
+        norm = normalize_key(key.strip())
+        if not norm:
+            raise ValueError(f"{what} contains an empty key name: {key!r}")
+        out.add(norm)
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
 class Config:
+    """Validated capture settings. ``redact_keys`` is the complete set (normalised on creation)."""
+
     capture_content: bool = True
-    max_attribute_bytes: int = 16384
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
     redact_keys: frozenset[str] = field(default=DEFAULT_REDACT_KEYS)
     redact: Redactor | None = None
 
-
-_current: Config | None = None
+    def __post_init__(self) -> None:
+        if not isinstance(self.capture_content, bool):
+            raise TypeError(f"capture_content must be a bool, got {type(self.capture_content).__name__}")
+        size = self.max_attribute_bytes
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(f"max_attribute_bytes must be an int, got {type(size).__name__}")
+        if size < MIN_ATTRIBUTE_BYTES:
+            raise ValueError(f"max_attribute_bytes must be >= {MIN_ATTRIBUTE_BYTES}, got {size}")
+        if self.redact is not None and not callable(self.redact):
+            raise TypeError(f"redact must be a callable (path, value) -> value, got {self.redact!r}")
+        object.__setattr__(self, "redact_keys", _normalize_keys(self.redact_keys, "redact_keys"))
 
 
 def resolve_config(
     *,
     capture_content: bool | None = None,
     max_attribute_bytes: int | None = None,
-    redact_keys: tuple[str, ...] | frozenset[str] | None = None,
+    redact_keys: Iterable[str] | None = None,
     redact: Redactor | None = None,
 ) -> Config:
+    """Resolve each setting as argument > environment > default; raise on bad arguments."""
     if capture_content is None:
         capture_content = _env.get_bool(_env.TOOLSPAN_CAPTURE_CONTENT)
         if capture_content is None:
@@ -46,19 +141,46 @@ def resolve_config(
         if capture_content is None:
             capture_content = True
     if max_attribute_bytes is None:
-        max_attribute_bytes = _env.get_int(_env.TOOLSPAN_MAX_ATTRIBUTE_BYTES, minimum=64) or 16384
-    extra = redact_keys if redact_keys is not None else _env.get_list(_env.TOOLSPAN_REDACT_KEYS)
-    keys = DEFAULT_REDACT_KEYS | frozenset(k.lower().replace("-", "").replace("_", "") for k in extra)
-    return Config(capture_content, max_attribute_bytes, keys, redact)
+        max_attribute_bytes = _env.get_int(_env.TOOLSPAN_MAX_ATTRIBUTE_BYTES, minimum=MIN_ATTRIBUTE_BYTES)
+        if max_attribute_bytes is None:
+            max_attribute_bytes = DEFAULT_MAX_ATTRIBUTE_BYTES
+    keys = set(DEFAULT_REDACT_KEYS)
+    for name in _env.get_list(_env.TOOLSPAN_REDACT_KEYS):
+        norm = normalize_key(name)
+        if norm:
+            keys.add(norm)
+        else:
+            _logger.warning("toolspan: ignoring empty key %r in %s", name, _env.TOOLSPAN_REDACT_KEYS.name)
+    if redact_keys is not None:
+        keys |= _normalize_keys(redact_keys, "redact_keys")
+    return Config(capture_content, max_attribute_bytes, frozenset(keys), redact)
+
+
+_current: Config | None = None
 
 
 def get_config() -> Config:
+    """The active configuration (resolved from the environment on first use)."""
+    config = _current
+    if config is None:
+        config = _first_config()
+    return config
+
+
+def _first_config() -> Config:
     global _current
-    if _current is None:
-        _current = resolve_config()
-    return _current
+    try:
+        config = resolve_config()
+    except Exception:  # cannot happen with env-only input; never break a tool call over it
+        _logger.exception("toolspan: could not resolve the configuration; using defaults")
+        config = Config()
+    _current = config
+    return config
 
 
 def set_config(config: Config | None) -> None:
+    """Install ``config``; ``None`` re-resolves from the environment on the next ``get_config()``."""
     global _current
+    if config is not None and not isinstance(config, Config):
+        raise TypeError(f"set_config expects a Config or None, got {type(config).__name__}")
     _current = config

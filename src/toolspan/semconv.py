@@ -92,6 +92,7 @@ TOOLSPAN_PARENT_EXECUTION_ID: Final = "toolspan.parent.execution_id"
 TOOLSPAN_PARENT_TOOL_CALL_ID: Final = "toolspan.parent.tool_call_id"
 TOOLSPAN_STEP_INDEX: Final = "toolspan.step.index"
 TOOLSPAN_STREAM_TEXT: Final = "toolspan.stream.text"  # aggregate of the text_delta chunks of a span
+TOOLSPAN_STREAM_TRUNCATED: Final = "toolspan.stream.truncated"  # true when the aggregate hit the budget
 TOOLSPAN_RESULT_ITEMS: Final = "toolspan.result.items"  # how many items a generator tool yielded
 
 # Events recorded on spans
@@ -124,3 +125,26 @@ PLAN_SPAN_PREFIX: Final = "plan "
 
 # Instrumentation scope
 SCOPE_NAME: Final = "toolspan"
+
+# --- Read by the bridge (toolspan.bridge.classify) ---------------------------------------------------
+OP_RETRIEVAL: Final = "retrieval"
+OI_KIND_RETRIEVER: Final = "RETRIEVER"
+OI_KIND_EMBEDDING: Final = "EMBEDDING"
+TRACELOOP_KIND_TOOL: Final = "tool"
+TRACELOOP_KIND_AGENT: Final = "agent"
+TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+TRACELOOP_KIND_TASK: Final = "task"
+# Jaeger/OpenTracing boolean tag marking a failed span (readers may leave it as an attribute).
+LEGACY_ERROR_TAG: Final = "error"
+# error.type values (unqualified or module-qualified class names) that mean "cancelled", not "failed".
+CANCELLATION_ERROR_TYPES: Final = frozenset(
+    {
+        "CancelledError",
+        "asyncio.CancelledError",
+        "asyncio.exceptions.CancelledError",
+        "concurrent.futures.CancelledError",
+        "concurrent.futures._base.CancelledError",
+        "KeyboardInterrupt",
+        "GeneratorExit",
+    }
+)

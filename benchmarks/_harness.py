@@ -1,0 +1,127 @@
+"""The measuring side of a contender process: the tool, the timing loop, the JSON it prints.
+
+A contender script (``benchmarks/contenders/run_<name>.py``) maps each of its modes to a setup function
+that returns the decorated tool, then calls ``run(...)``. The orchestrator starts the script with the
+contender's own virtual environment, reads the one ``RESULT {...}`` line it prints, and checks it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+RESULT_PREFIX = "RESULT "
+ARGS = ("Paris", 3)
+
+
+def get_forecast(city: str, days: int) -> dict[str, Any]:
+    """Return the weather forecast for a city."""
+    return {"city": city, "days": days, "forecast": "sunny", "temperature_c": 21}
+
+
+EXPECTED = get_forecast(*ARGS)
+
+
+@dataclass
+class Setup:
+    """What a contender's mode hands to the timing loop."""
+
+    tool: Callable[..., Any]
+    # Called between repeats, outside the timed region: drains the span queue so every repeat starts
+    # with an empty BatchSpanProcessor queue. None: flush the global provider.
+    flush: Callable[[], Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def flush_global_provider() -> None:
+    """Force-flush the global tracer provider, when it is an SDK one."""
+    from opentelemetry import trace
+
+    force_flush = getattr(trace.get_tracer_provider(), "force_flush", None)
+    if force_flush is not None:
+        force_flush()
+
+
+def time_calls(fn: Callable[..., Any], n: int) -> float:
+    """Nanoseconds per call of ``fn(*ARGS)`` over ``n`` calls (loop overhead included)."""
+    a, b = ARGS
+    loop = range(n)
+    clock = time.perf_counter_ns
+    start = clock()
+    for _ in loop:
+        fn(a, b)
+    return (clock() - start) / n
+
+
+def versions(distributions: Sequence[str]) -> dict[str, str]:
+    """Installed versions of the given distributions (plus the OpenTelemetry API and SDK)."""
+    out: dict[str, str] = {}
+    for name in ("opentelemetry-api", "opentelemetry-sdk", *distributions):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def run(modes: dict[str, Callable[[], Setup]], distributions: Sequence[str] = ()) -> None:
+    """Parse the command line, set up the requested mode, time it, print one RESULT line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=sorted(modes), required=True)
+    parser.add_argument("--n", type=int, default=20_000, help="calls per repeat")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=5_000, help="calls before timing")
+    opts = parser.parse_args()
+
+    from _noop import EXPORTER
+
+    started = time.perf_counter()
+    setup = modes[opts.mode]()
+    setup_s = time.perf_counter() - started
+    flush = setup.flush or flush_global_provider
+    tool = setup.tool
+
+    result = tool(*ARGS)
+    if result != EXPECTED:
+        raise SystemExit(f"decorated tool returned {result!r}, expected {EXPECTED!r}")
+    for _ in range(2):
+        time_calls(tool, opts.warmup)
+        time_calls(get_forecast, opts.warmup)
+        flush()
+
+    samples: list[float] = []
+    bare: list[float] = []
+    for _ in range(opts.repeats):
+        flush()
+        gc.collect()
+        samples.append(time_calls(tool, opts.n))
+        bare.append(time_calls(get_forecast, opts.n))
+    flush()
+
+    out = {
+        "mode": opts.mode,
+        "n": opts.n,
+        "repeats": opts.repeats,
+        "samples_ns": [round(s, 1) for s in samples],
+        "bare_samples_ns": [round(s, 1) for s in bare],
+        "calls": 1 + 2 * opts.warmup + opts.n * opts.repeats,
+        "spans_exported": EXPORTER.exported,
+        "sample_span": EXPORTER.sample,
+        "setup_seconds": round(setup_s, 3),
+        "notes": setup.notes,
+        "versions": versions(distributions),
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "pid": os.getpid(),
+    }
+    sys.stdout.write(RESULT_PREFIX + json.dumps(out) + "\n")
+    sys.stdout.flush()

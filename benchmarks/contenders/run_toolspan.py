@@ -1,0 +1,53 @@
+"""toolspan's ``@toolspan.tool``.
+
+``on``: the application installs its SDK provider (BatchSpanProcessor + do-nothing exporter) first,
+then ``toolspan.configure()`` keeps it. ``nocapture``: the same with
+``toolspan.configure(capture_content=False)`` (and ``TOOLSPAN_CAPTURE_CONTENT=false``). ``off``: no SDK provider installed, no configure().
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from _harness import Setup, get_forecast, run
+from _noop import make_provider
+from opentelemetry import trace
+
+
+def _decorate() -> Any:
+    import toolspan
+
+    tool = getattr(toolspan, "tool", None)
+    if tool is None:  # before the public name is exported
+        from toolspan._tool import tool
+    return tool(get_forecast)
+
+
+def _configure(**kwargs: Any) -> None:
+    import toolspan
+
+    configure = getattr(toolspan, "configure", None)
+    if configure is not None:
+        configure(**kwargs)
+
+
+def on() -> Setup:
+    trace.set_tracer_provider(make_provider())
+    _configure()
+    return Setup(tool=_decorate())
+
+
+def nocapture() -> Setup:
+    os.environ["TOOLSPAN_CAPTURE_CONTENT"] = "false"
+    trace.set_tracer_provider(make_provider())
+    _configure(capture_content=False)
+    return Setup(tool=_decorate(), notes=["toolspan.configure(capture_content=False)"])
+
+
+def off() -> Setup:
+    return Setup(tool=_decorate(), notes=["no SDK provider installed"])
+
+
+if __name__ == "__main__":
+    run({"on": on, "nocapture": nocapture, "off": off}, ["toolspan"])

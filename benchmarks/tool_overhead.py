@@ -1,0 +1,498 @@
+"""Per-call cost of a decorated tool: toolspan against raw OpenTelemetry and other tracing libraries.
+
+Every contender runs in its own process and its own virtual environment (``.bench-venvs/<name>/``,
+created on demand with ``python -m venv`` + pip), with the SDK's ``BatchSpanProcessor`` and an
+exporter that does nothing (``benchmarks/_noop.py``). The tool takes two arguments and returns a
+small dict; content capture is on unless a row says otherwise.
+
+    python benchmarks/tool_overhead.py                 # full run, writes results/tool_overhead.json
+    python benchmarks/tool_overhead.py --quick         # a few seconds per contender, for a smoke check
+    python benchmarks/tool_overhead.py --only bare,handwritten,toolspan
+    python benchmarks/tool_overhead.py --render        # reprint the table of the saved JSON
+    python benchmarks/tool_overhead.py --update-readme # also put the table into benchmarks/README.md
+
+Processes of all contenders are interleaved over ``--rounds`` rounds, so a noisy moment on the
+machine does not land on one contender only; each process times ``--repeats`` repeats of ``--n``
+calls after a warm-up, and the table shows the median and the minimum over all repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import venv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+VENVS = REPO / ".bench-venvs"
+RESULTS = BENCH_DIR / "results"
+DEFAULT_OUTPUT = RESULTS / "tool_overhead.json"
+CONVERT_RESULTS = RESULTS / "convert.json"
+README = BENCH_DIR / "README.md"
+README_START = "<!-- results:start -->"
+README_END = "<!-- results:end -->"
+RESULT_PREFIX = "RESULT "
+# Pinned so that a rerun measures the same code; bump together and rerun everything.
+OTEL_VERSION = "1.45.1"
+BASE_PACKAGES = (f"opentelemetry-api=={OTEL_VERSION}", f"opentelemetry-sdk=={OTEL_VERSION}")
+# Variables that would change what a contender does: the parent's are not passed on.
+SCRUBBED_ENV_PREFIXES = ("OTEL_", "TOOLSPAN_", "TRACELOOP_", "LANGFUSE_", "LOGFIRE_", "MLFLOW_", "OPENINFERENCE_")
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str
+    label: str
+    packages: tuple[str, ...]
+    modes: tuple[str, ...]
+    distributions: tuple[str, ...] = ()
+
+
+CONTENDERS: dict[str, Contender] = {
+    c.name: c
+    for c in (
+        Contender("bare", "bare function (floor)", (), ("bare",)),
+        Contender("handwritten", "hand-written OTel span", (), ("on", "off")),
+        Contender("toolspan", "toolspan @tool", ("-e", str(REPO)), ("on", "nocapture", "off"), ("toolspan",)),
+        # traceloop-sdk unpinned sends pip's resolver backtracking for many minutes; it also imports
+        # httpx without depending on it.
+        Contender("openllmetry", "OpenLLMetry @tool", ("traceloop-sdk==0.62.4", "httpx"), ("on", "off"),
+                  ("traceloop-sdk",)),
+        Contender(
+            "openinference",
+            "OpenInference @tracer.tool",
+            ("openinference-instrumentation==0.1.72",),
+            ("on", "off"),
+            ("openinference-instrumentation", "openinference-semantic-conventions"),
+        ),
+        Contender("langfuse", 'Langfuse @observe(as_type="tool")', ("langfuse==5.0.4",), ("on", "off"), ("langfuse",)),
+        Contender(
+            "mlflow", 'MLflow @mlflow.trace(span_type="TOOL")', ("mlflow-tracing==3.17.2",), ("on", "off"), ("mlflow-tracing",)
+        ),
+        Contender("logfire", "Logfire @logfire.instrument", ("logfire==5.2.0",), ("on", "off"), ("logfire",)),
+    )
+}
+MODE_LABELS = {"bare": "-", "on": "on", "nocapture": "on, capture off", "off": "off"}
+# The hand-written span that every "on" row is compared with.
+REFERENCE = ("handwritten", "on")
+FLOOR = ("bare", "bare")
+
+
+@dataclass
+class Row:
+    contender: str
+    mode: str
+    samples_ns: list[float] = field(default_factory=list)
+    bare_samples_ns: list[float] = field(default_factory=list)
+    processes: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+# --- environments ---------------------------------------------------------------------------------
+
+
+def venv_python(name: str) -> Path:
+    bindir = "Scripts" if os.name == "nt" else "bin"
+    return VENVS / name / bindir / ("python.exe" if os.name == "nt" else "python")
+
+
+def ensure_venv(contender: Contender, *, reinstall: bool, log: Any) -> Path:
+    """Create ``.bench-venvs/<name>`` with the contender's packages, unless it already matches."""
+    target = VENVS / contender.name
+    marker = target / "toolspan-bench.json"
+    wanted = {"packages": [*BASE_PACKAGES, *contender.packages]}
+    if not reinstall and marker.exists():
+        try:
+            if json.loads(marker.read_text()) == wanted:
+                return venv_python(contender.name)
+        except ValueError:
+            pass
+    print(f"[setup] creating {target.relative_to(REPO)} ({' '.join(contender.packages) or 'otel only'})",
+          file=log, flush=True)
+    venv.EnvBuilder(with_pip=True, clear=True).create(target)
+    python = venv_python(contender.name)
+    cmd = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           *BASE_PACKAGES, *contender.packages]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip install failed for {contender.name}:\n{proc.stderr[-2000:]}")
+    marker.write_text(json.dumps(wanted))
+    return python
+
+
+# --- running ----------------------------------------------------------------------------------------
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV_PREFIXES)}
+    env["PYTHONPATH"] = str(BENCH_DIR)
+    env["PYTHONHASHSEED"] = "0"
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def run_process(python: Path, contender: Contender, mode: str, opts: argparse.Namespace) -> dict[str, Any]:
+    script = BENCH_DIR / "contenders" / f"run_{contender.name}.py"
+    cmd = [str(python), str(script), "--mode", mode, "--n", str(opts.n), "--repeats", str(opts.repeats),
+           "--warmup", str(opts.warmup)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), cwd=str(BENCH_DIR),
+                          timeout=opts.timeout, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}")
+    result: dict[str, Any] = json.loads(lines[-1][len(RESULT_PREFIX):])
+    result["stderr_tail"] = proc.stderr[-500:] if proc.stderr.strip() else ""
+    return result
+
+
+def check_spans(row: Row, result: dict[str, Any]) -> str | None:
+    """The exporter must have seen spans when tracing is on, and none when it is off."""
+    exported = result["spans_exported"]
+    if row.mode == "off" or row.mode == "bare":
+        return f"{exported} spans exported with tracing off" if exported else None
+    if exported == 0:
+        return "no span reached the do-nothing exporter"
+    return None
+
+
+# --- machine -------------------------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+    }
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        info["memory_gib"] = round(pages / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    return info
+
+
+def loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def git_commit() -> str | None:
+    try:
+        proc = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=False)
+    except OSError:
+        return None
+    return proc.stdout.strip() or None
+
+
+# --- summary and table ------------------------------------------------------------------------------
+
+
+def summarize(rows: list[Row]) -> list[dict[str, Any]]:
+    by_key = {(r.contender, r.mode): r for r in rows}
+
+    def median_of(key: tuple[str, str]) -> float | None:
+        row = by_key.get(key)
+        return statistics.median(row.samples_ns) if row and row.samples_ns else None
+
+    reference = median_of(REFERENCE)
+    floor = median_of(FLOOR)
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        entry: dict[str, Any] = {
+            "contender": r.contender,
+            "label": CONTENDERS[r.contender].label,
+            "mode": r.mode,
+            "tracing": MODE_LABELS[r.mode],
+        }
+        if r.error or not r.samples_ns:
+            entry["error"] = r.error or "no samples"
+            out.append(entry)
+            continue
+        med = statistics.median(r.samples_ns)
+        entry.update(
+            median_ns=round(med, 1),
+            min_ns=round(min(r.samples_ns), 1),
+            samples=len(r.samples_ns),
+            samples_ns=r.samples_ns,
+            in_process_bare_median_ns=round(statistics.median(r.bare_samples_ns), 1) if r.bare_samples_ns else None,
+            spans_exported=sum(p["spans_exported"] for p in r.processes),
+            calls=sum(p["calls"] for p in r.processes),
+            sample_span=next((p["sample_span"] for p in r.processes if p.get("sample_span")), None),
+            notes=sorted({n for p in r.processes for n in p.get("notes", [])}),
+            versions=r.processes[0]["versions"] if r.processes else {},
+            setup_seconds=r.processes[0].get("setup_seconds") if r.processes else None,
+        )
+        if r.mode != "bare" and reference:
+            entry["x_handwritten"] = round(med / reference, 3)
+        if r.mode in ("off", "bare") and floor is not None:
+            entry["above_bare_ns"] = round(med - floor, 1)
+        out.append(entry)
+    return out
+
+
+def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 5's targets, judged on medians of this one run."""
+    med = {(e["contender"], e["mode"]): e.get("median_ns") for e in summary}
+    targets: list[dict[str, Any]] = []
+    ts_on, ts_off = med.get(("toolspan", "on")), med.get(("toolspan", "off"))
+    ref, floor = med.get(REFERENCE), med.get(FLOOR)
+    others_on = {c: v for (c, m), v in med.items() if m == "on" and c not in ("toolspan", "handwritten") and v}
+    others_off = {c: v for (c, m), v in med.items() if m == "off" and c not in ("toolspan", "handwritten") and v}
+    if ts_on and ref:
+        ratio = ts_on / ref
+        targets.append({"target": "toolspan capture on <= 1.10x hand-written span", "value": round(ratio, 3),
+                        "met": ratio <= 1.10})
+    if ts_on and others_on:
+        fastest = min(others_on, key=others_on.__getitem__)
+        targets.append({"target": "toolspan faster than every other library (tracing on)",
+                        "value": f"{ts_on:.0f} ns vs {fastest} {others_on[fastest]:.0f} ns",
+                        "met": ts_on < others_on[fastest]})
+    if ts_off and floor:
+        above = ts_off - floor
+        targets.append({"target": "toolspan tracing off <= 300 ns above the bare call",
+                        "value": round(above, 1), "met": above <= 300})
+    if ts_off and others_off:
+        cheapest = min(others_off, key=others_off.__getitem__)
+        targets.append({"target": "toolspan tracing off <= cheapest other library's off switch",
+                        "value": f"{ts_off:.0f} ns vs {cheapest} {others_off[cheapest]:.0f} ns",
+                        "met": ts_off <= others_off[cheapest]})
+    return targets
+
+
+def convert_summary() -> dict[str, Any] | None:
+    """The bridge's throughput, as written by benchmarks/bench_convert.py (not run from here)."""
+    if not CONVERT_RESULTS.exists():
+        return None
+    try:
+        data: dict[str, Any] = json.loads(CONVERT_RESULTS.read_text())
+    except (OSError, ValueError) as exc:
+        return {"error": f"unreadable {CONVERT_RESULTS.name}: {exc}"}
+    return data
+
+
+def fmt_ns(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    lines = [
+        "| contender | tracing | median ns/call | min ns/call | x hand-written | ns above bare |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for e in doc["rows"]:
+        if "error" in e:
+            lines.append(f"| {e['label']} | {e['tracing']} | failed: {e['error'][:60]} | | | |")
+            continue
+        ratio = f"{e['x_handwritten']:.2f}x" if "x_handwritten" in e else "-"
+        above = f"{e['above_bare_ns']:+,.0f}" if "above_bare_ns" in e else "-"
+        lines.append(f"| {e['label']} | {e['tracing']} | {fmt_ns(e['median_ns'])} | {fmt_ns(e['min_ns'])} | "
+                     f"{ratio} | {above} |")
+    return "\n".join(lines)
+
+
+def render_bridge(doc: dict[str, Any]) -> str:
+    bridge = doc.get("bridge")
+    if not bridge:
+        return "Bridge throughput: not measured in this run (no `benchmarks/results/convert.json`)."
+    if "error" in bridge:
+        return f"Bridge throughput: {bridge['error']}"
+    return "Bridge throughput (from `benchmarks/results/convert.json`):\n\n" + render_convert(bridge)
+
+
+def render_convert(bridge: dict[str, Any]) -> str:
+    """A small table of the convert benchmark's numbers, whatever its exact layout."""
+    lines = ["| measure | value |", "|---|---:|"]
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            lines.append(f"| {prefix} | {value:,.6g} |")
+        elif isinstance(value, str) and len(value) <= 80:
+            lines.append(f"| {prefix} | {value} |")
+
+    walk("", {k: v for k, v in bridge.items() if k not in ("machine",)})
+    return "\n".join(lines[:40])
+
+
+def render_machine(doc: dict[str, Any]) -> str:
+    m = doc["machine"]
+    run = doc["run"]
+    versions = ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items())
+    return (
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m.get('memory_gib', '?')} GiB, "
+        f"{m['implementation']} {m['python']}, {m['platform']}.\n"
+        f"Run: {run['date']}, commit {run.get('commit') or '?'}, {run['rounds']} rounds x {run['repeats']} "
+        f"repeats x {run['n']:,} calls per row (warm-up {run['warmup']:,}), load average before/after "
+        f"{run.get('loadavg_before')} / {run.get('loadavg_after')}.\n"
+        f"Versions: {versions}."
+    )
+
+
+def render_targets(doc: dict[str, Any]) -> str:
+    out = []
+    for t in doc.get("targets", []):
+        out.append(f"- {'met' if t['met'] else 'MISSED'}: {t['target']} ({t['value']})")
+    return "\n".join(out)
+
+
+def render_all(doc: dict[str, Any]) -> str:
+    parts = [render_table(doc), render_targets(doc), render_machine(doc), render_bridge(doc)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def update_readme(doc: dict[str, Any]) -> None:
+    text = README.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{README.name} has no {README_START} ... {README_END} section")
+    block = f"{README_START}\n{render_all(doc)}\n{README_END}"
+    README.write_text(text[:start] + block + text[end + len(README_END):])
+
+
+# --- main -----------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny run (smoke check, numbers meaningless)")
+    p.add_argument("--only", default="", help="comma-separated contenders (default: all): " + ",".join(CONTENDERS))
+    p.add_argument("--n", type=int, default=None, help="calls per repeat (default 20000)")
+    p.add_argument("--repeats", type=int, default=None, help="repeats per process (default 5)")
+    p.add_argument("--rounds", type=int, default=None, help="processes per row, interleaved (default 3)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up calls per process (default 5000)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per process")
+    p.add_argument("--no-venv", action="store_true",
+                   help="run every contender with this interpreter instead of its own venv")
+    p.add_argument("--reinstall", action="store_true", help="recreate the venvs")
+    p.add_argument("--setup-only", action="store_true", help="create the venvs and exit")
+    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    p.add_argument("--render", action="store_true", help="print the table of --output and exit")
+    p.add_argument("--update-readme", action="store_true", help="write the table into benchmarks/README.md")
+    opts = p.parse_args(argv)
+    defaults = (500, 2, 1, 200) if opts.quick else (20_000, 5, 3, 5_000)
+    for name, default in zip(("n", "repeats", "rounds", "warmup"), defaults, strict=True):
+        if getattr(opts, name) is None:
+            setattr(opts, name, default)
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    if opts.render:
+        doc = json.loads(opts.output.read_text())
+        print(render_all(doc))
+        if opts.update_readme:
+            update_readme(doc)
+        return 0
+
+    names = [n.strip() for n in opts.only.split(",") if n.strip()] or list(CONTENDERS)
+    unknown = [n for n in names if n not in CONTENDERS]
+    if unknown:
+        raise SystemExit(f"unknown contender(s): {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
+    log = sys.stderr
+    pythons: dict[str, Path] = {}
+    rows: list[Row] = []
+    for name in names:
+        contender = CONTENDERS[name]
+        try:
+            pythons[name] = Path(sys.executable) if opts.no_venv else ensure_venv(
+                contender, reinstall=opts.reinstall, log=log)
+            rows.extend(Row(name, mode) for mode in contender.modes)
+        except Exception as exc:  # a contender that cannot be installed is reported, not fatal
+            rows.extend(Row(name, mode, error=str(exc)) for mode in contender.modes)
+
+    if opts.setup_only:
+        failed = [r for r in rows if r.error]
+        for r in failed:
+            print(f"[setup] {r.contender}: {r.error}", file=log)
+        return 1 if failed else 0
+
+    load_before = loadavg()
+    started = time.time()
+    for rnd in range(opts.rounds):
+        todo = [r for r in rows if r.error is None]
+        shift = rnd % max(len(todo), 1)
+        for row in todo[shift:] + todo[:shift]:  # a different order each round
+            contender = CONTENDERS[row.contender]
+            print(f"[round {rnd + 1}/{opts.rounds}] {row.contender} {row.mode}", file=log, flush=True)
+            try:
+                result = run_process(pythons[row.contender], contender, row.mode, opts)
+            except Exception as exc:
+                row.error = str(exc)
+                continue
+            problem = check_spans(row, result)
+            if problem:
+                row.error = problem
+                continue
+            row.samples_ns.extend(result["samples_ns"])
+            row.bare_samples_ns.extend(result["bare_samples_ns"])
+            row.processes.append(result)
+
+    summary = summarize(rows)
+    versions: dict[str, str] = {}
+    for e in summary:
+        versions.update(e.get("versions", {}))
+    doc: dict[str, Any] = {
+        "benchmark": "tool_overhead",
+        "unit": "ns per call (loop overhead included)",
+        "tool": "get_forecast(city: str, days: int) -> small dict, called as get_forecast('Paris', 3)",
+        "machine": machine_info(),
+        "run": {
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": git_commit(),
+            "quick": opts.quick,
+            "no_venv": opts.no_venv,
+            "n": opts.n,
+            "repeats": opts.repeats,
+            "rounds": opts.rounds,
+            "warmup": opts.warmup,
+            "seconds": round(time.time() - started, 1),
+            "loadavg_before": load_before,
+            "loadavg_after": loadavg(),
+            "reference": "/".join(REFERENCE),
+        },
+        "versions": dict(sorted(versions.items())),
+        "rows": summary,
+        "targets": evaluate_targets(summary),
+        "bridge": convert_summary(),
+    }
+    opts.output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = opts.output.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.replace(opts.output)
+    print(render_all(doc))
+    if opts.update_readme:
+        update_readme(doc)
+    return 1 if any("error" in e for e in summary) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

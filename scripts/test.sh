@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite: lint, format check, strict type check, tests
+# (the end-to-end tests install and start the real rotel collector and Phoenix backend themselves).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test,threading]"
+.venv/bin/ruff check src tests benchmarks examples
+.venv/bin/ruff format --check src tests benchmarks examples
+.venv/bin/mypy
+.venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,115 @@
+"""What travels in the OpenTelemetry ``Context`` besides the span: the running tool and the model's
+call id handed to the next tool.
+
+Both live in the OpenTelemetry context (not in bare ``contextvars``), so everything that carries the
+context carries them too: ``asyncio`` tasks, and threads once the OpenTelemetry threading
+instrumentation is on (``toolspan.configure()`` turns it on).
+"""
+
+from __future__ import annotations
+
+from contextvars import Token
+from types import TracebackType
+from typing import NamedTuple
+
+from opentelemetry import context as context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+
+__all__ = [
+    "PENDING_CALL_ID_KEY",
+    "TOOL_KEY",
+    "ToolFrame",
+    "current_execution_id",
+    "current_tool",
+    "current_tool_call_id",
+    "take_pending_call_id",
+    "tool_call_id",
+]
+
+TOOL_KEY = context_api.create_key("toolspan-tool")
+PENDING_CALL_ID_KEY = context_api.create_key("toolspan-pending-call-id")
+
+
+class ToolFrame(NamedTuple):
+    """The tool call running in a context: its span and its two ids."""
+
+    span: trace_api.Span
+    execution_id: str
+    tool_call_id: str
+
+
+def current_tool(ctx: Context | None = None) -> ToolFrame | None:
+    """The innermost running tool call of ``ctx`` (default: the current context), or ``None``."""
+    frame = (ctx if ctx is not None else context_api.get_current()).get(TOOL_KEY)
+    return frame if isinstance(frame, ToolFrame) else None
+
+
+def current_execution_id() -> str | None:
+    """The ``execution_id`` of the innermost running tool call; ``None`` outside a tool (or when
+    tracing is off)."""
+    frame = current_tool()
+    return None if frame is None else frame.execution_id
+
+
+def current_tool_call_id() -> str | None:
+    """The ``tool_call_id`` of the innermost running tool call (the model's id when it gave one);
+    ``None`` outside a tool (or when tracing is off)."""
+    frame = current_tool()
+    return None if frame is None else frame.tool_call_id
+
+
+class _Handoff:
+    """A model call id waiting for the next tool span; taken at most once, by one span only."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, call_id: str) -> None:
+        self._slot = [call_id]
+
+    def take(self) -> str | None:
+        try:
+            return self._slot.pop()  # atomic: of two racing tool calls exactly one gets the id
+        except IndexError:
+            return None
+
+
+def take_pending_call_id(ctx: Context) -> str | None:
+    """Take the call id handed over by ``tool_call_id(...)`` in ``ctx``, if any is still waiting."""
+    handoff = ctx.get(PENDING_CALL_ID_KEY)
+    if handoff is None:
+        return None
+    return handoff.take() if isinstance(handoff, _Handoff) else None
+
+
+class tool_call_id:  # noqa: N801 - used like a function: ``with toolspan.tool_call_id(...)``
+    """Hand the model's own call id to the next tool span started inside the block (that one only).
+
+        with toolspan.tool_call_id("toolu_01A..."):
+            result = get_weather(city="Paris")   # its span carries gen_ai.tool.call.id = "toolu_01A..."
+
+    The id is taken by the first tool span that starts in this block or in a task or thread started
+    from it; every other tool call gets its own ``"call_" + <span id>``. Leaving the block drops an
+    id nobody took. Sibling tasks never see each other's blocks.
+    """
+
+    __slots__ = ("_call_id", "_tokens")
+
+    def __init__(self, call_id: str) -> None:
+        if not isinstance(call_id, str) or not call_id:
+            raise ValueError(f"tool_call_id needs a non-empty string, got {call_id!r}")
+        self._call_id = call_id
+        self._tokens: list[Token[Context]] = []
+
+    def __enter__(self) -> str:
+        ctx = context_api.set_value(PENDING_CALL_ID_KEY, _Handoff(self._call_id))
+        self._tokens.append(context_api.attach(ctx))
+        return self._call_id
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        context_api.detach(self._tokens.pop())

@@ -1,0 +1,130 @@
+"""Merge and order span records so every view sees the same deterministic input.
+
+Rules for records sharing ``(trace_id, span_id)``:
+
+- one record never ended (``end_ns is None``, e.g. a durable act record written at tool start) and another
+  ended: one span, the ended record, with attributes of the open record filled in where the ended one lacks
+  them (an act record plus its completion);
+- identical records (equal apart from ``origin``): collapsed into one (the one with the smallest origin);
+- conflicting records: all kept, in a deterministic order; every record after the first is a *duplicate*
+  (``duplicate_flags`` marks it), none is lost.
+
+The result is sorted by ``(start_ns, span_id, origin, trace_id)`` and, for records still equal on that,
+by their full content, so any permutation of the input gives the same list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any, cast
+
+from toolspan.bridge.model import Span
+
+__all__ = ["coalesce", "duplicate_flags", "sort_key"]
+
+
+def sort_key(span: Span) -> tuple[int, str, str, str]:
+    return (span.start_ns, span.span_id, span.origin, span.trace_id)
+
+
+def _content_key(span: Span) -> str:
+    # Total order for records equal on sort_key: their whole content as canonical JSON.
+    return json.dumps(
+        [
+            span.parent_span_id,
+            span.name,
+            span.end_ns,
+            span.kind,
+            span.status,
+            span.status_message,
+            dict(span.attributes),
+            [[e.name, e.time_ns, dict(e.attributes)] for e in span.events],
+            [[li.trace_id, li.span_id, dict(li.attributes)] for li in span.links],
+            dict(span.resource),
+            span.scope,
+        ],
+        sort_keys=True,
+        default=repr,
+    )
+
+
+def _same(a: Span, b: Span) -> bool:
+    return a == b if a.origin == b.origin else replace(a, origin="") == replace(b, origin="")
+
+
+def _merge_group(group: list[Span]) -> list[Span]:
+    # Collapse identical records (keep the smallest origin).
+    group.sort(key=lambda s: (s.origin, _content_key(s)))
+    unique: list[Span] = []
+    for span in group:
+        if not any(_same(span, kept) for kept in unique):
+            unique.append(span)
+    if len(unique) == 1:
+        return unique
+    opened = [s for s in unique if s.end_ns is None]
+    ended = [s for s in unique if s.end_ns is not None]
+    if opened and ended:
+        # The first ended record (in a stable order) absorbs every open record: act record + completion.
+        ended.sort(key=lambda s: (s.start_ns, s.origin, _content_key(s)))
+        first = ended[0]
+        attrs: dict[str, Any] = {}
+        for span in opened:
+            attrs.update(span.attributes)
+        attrs.update(first.attributes)
+        merged = replace(first, attributes=attrs) if attrs.keys() != first.attributes.keys() else first
+        return [merged, *ended[1:]]
+    return unique
+
+
+def coalesce(spans: Iterable[Span]) -> list[Span]:
+    """Deduplicate and merge records of the same span, then sort deterministically (see module doc)."""
+    by_key: dict[tuple[str, str], Span | list[Span]] = {}
+    multi = False
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        seen = by_key.get(key)
+        if seen is None:
+            by_key[key] = span
+        elif isinstance(seen, list):
+            seen.append(span)
+        else:
+            by_key[key] = [seen, span]
+            multi = True
+    if not multi:
+        result: list[Span] = cast("list[Span]", list(by_key.values()))
+    else:
+        result = []
+        for value in by_key.values():
+            if isinstance(value, list):
+                result.extend(_merge_group(value))
+            else:
+                result.append(value)
+    result.sort(key=sort_key)
+    _break_ties(result)
+    return result
+
+
+def _break_ties(spans: list[Span]) -> None:
+    i = 0
+    n = len(spans)
+    while i < n - 1:
+        key = sort_key(spans[i])
+        j = i + 1
+        while j < n and sort_key(spans[j]) == key:
+            j += 1
+        if j - i > 1:
+            spans[i:j] = sorted(spans[i:j], key=_content_key)
+        i = j
+
+
+def duplicate_flags(spans: Sequence[Span]) -> list[bool]:
+    """For a coalesced list: ``True`` for every record whose ``(trace_id, span_id)`` appeared before it."""
+    seen: set[tuple[str, str]] = set()
+    flags = []
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        flags.append(key in seen)
+        seen.add(key)
+    return flags

@@ -1,0 +1,82 @@
+"""Read spans from any source into the neutral model (``toolspan.bridge.model.Span``).
+
+Sources: in-process SDK ``ReadableSpan``s; OTLP JSON requests and the Collector ``file`` exporter's
+JSON Lines (legacy ``instrumentationLibrarySpans``, enums as numbers or names, hex or base64 ids);
+OTLP protobuf (a request body, or the file exporter's 4-byte big-endian length-prefixed ``proto``
+format); Jaeger v1 (``{data: [...]}`` or a bare trace) and v3 (``{"result": ...}``); Tempo v1
+(``batches``) and v2 (``{"trace": ...}``, ``status: "PARTIAL"``); Arize Phoenix span documents when
+``_phoenix`` is present. Inputs: paths, directories (recursive, sorted), globs, ``-`` (stdin),
+bytes, binary or text file objects, parsed JSON documents, or a list of those.
+
+Strict by default: the first bad record raises ``BridgeReadError`` naming source, line (or JSON
+path) and field. ``lenient=True`` skips bad records (a span where possible, else its container),
+records each in ``ReadReport.issues`` and counts them in ``records_skipped``. Two things are never
+errors, only reported issues: a JSON Lines last line (or framed message) cut off mid-write, and a
+backend's ``PARTIAL`` trace. Missing or empty ids (``""``) read as all-zero ids; a missing or zero
+end time reads as ``end_ns=None`` (a started span whose end was not recorded). Bytes values become
+their base64 text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers._detect import describe, iter_document
+from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadIssue, ReadReport
+from toolspan.bridge.readers._sdk import from_readable_span, from_readable_spans
+from toolspan.bridge.readers._sources import TRACE_SUFFIXES, iter_source, resolve_inputs
+
+__all__ = [
+    "TRACE_SUFFIXES",
+    "BridgeReadError",
+    "ReadIssue",
+    "ReadReport",
+    "describe",
+    "from_readable_span",
+    "from_readable_spans",
+    "iter_spans",
+    "read_spans",
+    "resolve_inputs",
+    "spans_from_document",
+]
+
+
+def iter_spans(
+    source: Any,
+    *,
+    lenient: bool = False,
+    report: ReadReport | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Span]:
+    """Stream the spans of one source (or a list of sources), in input order.
+
+    ``report`` (created if ``None``) is updated as spans are read. ``progress`` is called now and
+    then with the number of input bytes consumed since its previous call.
+    """
+    rep = report if report is not None else ReadReport()
+    for span in iter_source(source, lenient, rep, progress):
+        rep.spans_read += 1
+        yield span
+
+
+def read_spans(
+    sources: Any, *, lenient: bool = False, progress: Callable[[int], None] | None = None
+) -> tuple[list[Span], ReadReport]:
+    """All spans of ``sources`` (one source or an iterable of them) and the report of the read."""
+    report = ReadReport()
+    single = (str, bytes, bytearray, memoryview, dict, os.PathLike)
+    if isinstance(sources, single) or hasattr(sources, "read"):
+        items: Iterable[Any] = [sources]
+    else:
+        items = list(sources)
+    spans = list(iter_spans(items, lenient=lenient, report=report, progress=progress))
+    return spans, report
+
+
+def spans_from_document(doc: Any, *, origin: str = "") -> list[Span]:
+    """The spans of one parsed JSON document of any supported format (strict)."""
+    ctx = Ctx(origin or "<document>", False, ReadReport())
+    return list(iter_document(doc, ctx))

@@ -1,0 +1,127 @@
+"""Recognise a parsed JSON document and hand it to the reader of its format."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers._jaeger import iter_envelope, iter_trace
+from toolspan.bridge.readers._otlp_json import iter_request
+from toolspan.bridge.readers._report import BridgeReadError, Ctx, join
+from toolspan.bridge.readers._values import _short
+
+_phoenix_cache: list[ModuleType | None] = []
+
+
+def _phoenix() -> ModuleType | None:
+    """The Arize Phoenix reader module if it is installed in this package (imported lazily)."""
+    if not _phoenix_cache:
+        try:
+            _phoenix_cache.append(importlib.import_module("toolspan.bridge.readers._phoenix"))
+        except ImportError:
+            _phoenix_cache.append(None)
+    return _phoenix_cache[0]
+
+
+def _camel(value: Any) -> Any:
+    """Proto field names (``resource_spans``) to the lowerCamelCase JSON names (``resourceSpans``)."""
+    if type(value) is list:
+        return [_camel(v) for v in value]
+    if type(value) is not dict:
+        return value
+    out = {}
+    for key, v in value.items():
+        name = key
+        if type(key) is str and "_" in key:
+            head, *rest = key.split("_")
+            name = head + "".join(part[:1].upper() + part[1:] for part in rest)
+        out[name] = _camel(v)
+    return out
+
+
+def describe(doc: Any) -> str:
+    """A short name of the format of a parsed document (for messages and tests)."""
+    if type(doc) is list:
+        return "JSON array"
+    if type(doc) is not dict:
+        return "not a JSON object"
+    if "resourceSpans" in doc:
+        return "OTLP JSON"
+    if "batches" in doc:
+        return "Tempo v1"
+    if type(doc.get("result")) is dict:
+        return "Jaeger v3"
+    if type(doc.get("trace")) is dict:
+        return "Tempo v2"
+    if "data" in doc:
+        return "Jaeger v1 envelope"
+    if "spans" in doc and ("traceID" in doc or "processes" in doc):
+        return "Jaeger v1 trace"
+    if "resource_spans" in doc:
+        return "OTLP JSON (proto field names)"
+    mod = _phoenix()
+    if mod is not None and mod.looks_like_phoenix(doc):
+        return "Phoenix"
+    return "unknown"
+
+
+def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
+    """Spans of any supported parsed document; unknown documents are a read error."""
+    if type(doc) is dict and "resourceSpans" in doc:
+        yield from iter_request(doc, ctx, prefix)
+        return
+    if type(doc) is list:
+        for i, item in enumerate(doc):
+            yield from iter_document(item, ctx, join(prefix, f"[{i}]"))
+        return
+    if type(doc) is not dict:
+        ctx.fail(prefix, f"not a JSON object: {_short(doc)}")
+        return
+    if "batches" in doc:
+        yield from iter_request(doc, ctx, prefix)
+    elif type(doc.get("result")) is dict:
+        yield from iter_document(doc["result"], ctx, join(prefix, "result"))
+    elif type(doc.get("trace")) is dict:
+        yield from _tempo_v2(doc, ctx, prefix)
+    elif "data" in doc:
+        yield from iter_envelope(doc, ctx, prefix)
+    elif type(doc.get("spans")) is list and ("traceID" in doc or "processes" in doc):
+        yield from iter_trace(doc, ctx, prefix)
+    elif "resource_spans" in doc:
+        yield from iter_document(_camel(doc), ctx, prefix)
+    elif "error" in doc and len(doc) <= 2:
+        err = doc["error"]
+        msg = err.get("message", err) if type(err) is dict else err
+        ctx.fail(join(prefix, "error"), f"the server returned an error instead of a trace: {_short(msg)}")
+    elif not doc:
+        return
+    else:
+        mod = _phoenix()
+        if mod is not None and mod.looks_like_phoenix(doc):
+            try:
+                spans = mod.spans_from_phoenix(doc, origin=ctx.origin)
+            except BridgeReadError as e:
+                ctx.fail(prefix, str(e))
+                return
+            yield from spans
+            return
+        keys = ", ".join(sorted(str(k) for k in doc)[:6])
+        ctx.fail(prefix, f"not a trace document of a known format (keys: {keys})")
+
+
+def _tempo_v2(doc: dict[str, Any], ctx: Ctx, prefix: str) -> Iterator[Span]:
+    status = doc.get("status")
+    partial = status in ("PARTIAL", 1)
+    trace_ids: set[str] = set()
+    for span in iter_document(doc["trace"], ctx, join(prefix, "trace")):
+        if partial:
+            trace_ids.add(span.trace_id)
+        yield span
+    if partial:
+        message = doc.get("message") or "the backend returned a partial trace"
+        ids = sorted(trace_ids)
+        ctx.report.partial_traces.extend(ids)
+        ctx.warn(join(prefix, "status"), f"PARTIAL trace {', '.join(ids) or '(no spans)'}: {message}")

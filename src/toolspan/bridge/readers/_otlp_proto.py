@@ -1,0 +1,142 @@
+"""OTLP protobuf: a binary ``ExportTraceServiceRequest`` body and the Collector ``file`` exporter's
+``proto`` format (each message preceded by its length as a 4-byte big-endian unsigned integer)."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Iterator
+from typing import IO, Any
+
+from toolspan.bridge.model import SPAN_KINDS, Span, SpanEvent, SpanLink
+from toolspan.bridge.readers._report import Ctx
+from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
+
+_STATUS = ("UNSET", "OK", "ERROR")
+
+
+def _request_type() -> Any:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    return ExportTraceServiceRequest
+
+
+def _value(v: Any) -> Any:
+    which = v.WhichOneof("value")
+    if which == "string_value":
+        return v.string_value
+    if which == "bool_value":
+        return v.bool_value
+    if which == "int_value":
+        return v.int_value
+    if which == "double_value":
+        return v.double_value
+    if which == "bytes_value":
+        return base64.b64encode(v.bytes_value).decode("ascii")
+    if which == "array_value":
+        return [_value(x) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return _attrs(v.kvlist_value.values)
+    return None
+
+
+def _attrs(items: Any) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in items}
+
+
+def _hex(raw: bytes, zero: str) -> str:
+    return raw.hex().rjust(len(zero), "0") if raw else zero
+
+
+def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") -> Iterator[Span]:
+    """Spans of one binary ``ExportTraceServiceRequest``."""
+    from google.protobuf.message import DecodeError
+
+    try:
+        request = _request_type().FromString(data)
+    except DecodeError as e:
+        ctx.fail("", f"not a valid OTLP {what}: {e}")
+        return
+    origin = ctx.origin
+    for rs in request.resource_spans:
+        resource = _attrs(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            scope = ss.scope.name
+            for sp in ss.spans:
+                parent = sp.parent_span_id.hex() if sp.parent_span_id else None
+                if parent == ZERO_SPAN:
+                    parent = None
+                kind = SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else "UNSPECIFIED"
+                code = _STATUS[sp.status.code] if 0 <= sp.status.code < 3 else "UNSET"
+                yield Span(
+                    _hex(sp.trace_id, ZERO_TRACE),
+                    _hex(sp.span_id, ZERO_SPAN),
+                    parent,
+                    sp.name,
+                    sp.start_time_unix_nano,
+                    sp.end_time_unix_nano or None,
+                    kind,
+                    code,
+                    sp.status.message,
+                    _attrs(sp.attributes),
+                    tuple(SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
+                    tuple(
+                        SpanLink(
+                            _hex(ln.trace_id, ZERO_TRACE), _hex(ln.span_id, ZERO_SPAN), _attrs(ln.attributes)
+                        )
+                        for ln in sp.links
+                    ),
+                    resource,
+                    scope,
+                    origin,
+                )
+
+
+def looks_length_prefixed(head: bytes) -> bool:
+    """Whether bytes look like the file exporter's framing rather than a bare request.
+
+    A bare request starts with field 1 (``0x0a``); a 4-byte big-endian length of a message under
+    16 MiB starts with ``0x00``.
+    """
+    return len(head) >= 4 and head[0] != 0x0A
+
+
+def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any = None) -> Iterator[Span]:
+    """Spans of a length-prefixed file; a message cut short at the end is reported, not raised.
+
+    A framed message that starts with ``{`` is JSON (what the exporter writes for ``json`` with
+    compression); it is parsed as an OTLP JSON request.
+    """
+    import json
+
+    from toolspan.bridge.readers._otlp_json import iter_request
+
+    index = 0
+    while True:
+        head = stream.read(4)
+        if not head:
+            return
+        index += 1
+        ctx.line = index
+        if len(head) < 4:
+            ctx.warn("", f"message {index}: incomplete length prefix at end of input (cut off)", 1)
+            return
+        (size,) = struct.unpack(">I", head)
+        data = stream.read(size)
+        if on_bytes is not None:
+            on_bytes(4 + len(data))
+        if len(data) < size:
+            ctx.warn("", f"message {index}: cut off at end of input ({len(data)} of {size} bytes)", 1)
+            return
+        if data[:1] == b"{":
+            try:
+                doc = json.loads(data)
+            except ValueError as e:
+                ctx.fail("", f"message {index}: invalid JSON: {e}")
+                continue
+            if type(doc) is not dict:
+                ctx.fail("", f"message {index}: not an OTLP JSON request")
+                continue
+            yield from iter_request(doc, ctx)
+        else:
+            yield from iter_proto_request(data, ctx, f"protobuf message {index}")

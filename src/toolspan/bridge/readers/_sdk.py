@@ -1,0 +1,60 @@
+"""In-process OpenTelemetry SDK ``ReadableSpan``s (ended or not) as neutral spans."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from toolspan.bridge.model import Span, SpanEvent, SpanLink
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _attrs(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {} if not attributes else {k: _plain(v) for k, v in attributes.items()}
+
+
+def from_readable_span(span: ReadableSpan) -> Span:
+    """One SDK span; a span that has not ended gets ``end_ns=None``."""
+    ctx = span.context
+    if ctx is None:
+        raise ValueError(f"span {span.name!r} has no span context")
+    parent = span.parent
+    resource = _attrs(span.resource.attributes) if span.resource is not None else {}
+    scope = span.instrumentation_scope.name if span.instrumentation_scope is not None else ""
+    return Span(
+        trace_id=f"{ctx.trace_id:032x}",
+        span_id=f"{ctx.span_id:016x}",
+        parent_span_id=f"{parent.span_id:016x}" if parent is not None and parent.span_id else None,
+        name=span.name,
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time,
+        kind=span.kind.name,
+        status=span.status.status_code.name,
+        status_message=span.status.description or "",
+        attributes=_attrs(span.attributes),
+        events=tuple(SpanEvent(e.name, e.timestamp, _attrs(e.attributes)) for e in span.events),
+        links=tuple(
+            SpanLink(f"{ln.context.trace_id:032x}", f"{ln.context.span_id:016x}", _attrs(ln.attributes))
+            for ln in span.links
+        ),
+        resource=resource,
+        scope=scope,
+        origin="",
+    )
+
+
+def from_readable_spans(spans: Iterable[ReadableSpan]) -> list[Span]:
+    """SDK spans (from ``InMemorySpanExporter`` or any exporter), ended or not."""
+    return [from_readable_span(s) for s in spans]

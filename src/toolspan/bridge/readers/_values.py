@@ -1,0 +1,299 @@
+"""Normalisation of ids, times, kinds, statuses and OTLP AnyValues into the neutral model.
+
+Every helper raises ``FieldError`` (a ``ValueError``) with the offending sub-path on bad input.
+Bytes values (OTLP ``bytesValue``, Jaeger ``binary`` tags, protobuf ``bytes_value``) become their
+standard padded base64 string: the neutral model holds JSON-able values only, and base64 is what
+OTLP JSON and Jaeger already carry, so every format reads to the same string.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Final
+
+from toolspan.bridge.model import SPAN_KINDS
+
+HEX: Final = "0123456789abcdef"
+ZERO_TRACE: Final = "0" * 32
+ZERO_SPAN: Final = "0" * 16
+
+
+class FieldError(ValueError):
+    """A bad value at ``path`` (relative to the record being read)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _id_slow(value: Any, nbytes: int, what: str) -> str:
+    if not isinstance(value, str):
+        raise FieldError("", f"not a hex or base64 {what} id: {_short(value)}")
+    if not value:
+        return "0" * (2 * nbytes)
+    lo = value.lower()
+    if len(lo) <= 2 * nbytes and not lo.strip(HEX):
+        return lo.rjust(2 * nbytes, "0")
+    try:
+        raw = base64.b64decode(value.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not raw or len(raw) > nbytes:
+        raise FieldError("", f"not a hex or base64 {what} id: {_short(value)}")
+    return raw.hex().rjust(2 * nbytes, "0")
+
+
+def trace_id(value: Any) -> str:
+    """A 32-hex trace id from hex (any case, any length up to 32) or base64; ``""`` means missing."""
+    if type(value) is str and len(value) == 32:
+        lo = value.lower()
+        if not lo.strip(HEX):
+            return lo
+    return _id_slow(value, 16, "trace")
+
+
+def span_id(value: Any) -> str:
+    """A 16-hex span id from hex (any case, any length up to 16) or base64; ``""`` means missing."""
+    if type(value) is str and len(value) == 16:
+        lo = value.lower()
+        if not lo.strip(HEX):
+            return lo
+    return _id_slow(value, 8, "span")
+
+
+def parent_id(value: Any) -> str | None:
+    """A parent span id, or ``None`` for a missing, empty or all-zero one."""
+    if value is None or value == "":
+        return None
+    sid = span_id(value)
+    return None if sid == ZERO_SPAN else sid
+
+
+def nanos(value: Any) -> int:
+    """Integer nanoseconds from an int or a decimal string."""
+    t = type(value)
+    if t is int:
+        return int(value)
+    if t is str:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise FieldError("", f"not an integer of nanoseconds: {_short(value)}")
+
+
+def end_nanos(value: Any) -> int | None:
+    """Like ``nanos``; a missing or zero end time is ``None`` (the span never ended)."""
+    if value is None or value in ("0", 0):
+        return None
+    return nanos(value)
+
+
+def _names(prefix: str, names: tuple[str, ...]) -> dict[Any, str]:
+    table: dict[Any, str] = {}
+    for number, name in enumerate(names):
+        table[number] = name
+        table[name] = name
+        table[name.lower()] = name
+        table[prefix + name] = name
+    return table
+
+
+KINDS: Final = _names("SPAN_KIND_", SPAN_KINDS)
+STATUSES: Final = _names("STATUS_CODE_", ("UNSET", "OK", "ERROR"))
+
+
+def kind(value: Any) -> str:
+    """A ``SPAN_KINDS`` name from a number, an enum name or a Jaeger ``span.kind`` value."""
+    if value is None:
+        return "UNSPECIFIED"
+    if type(value) in (int, str):
+        name = KINDS.get(value)
+        if name is not None:
+            return name
+    raise FieldError("", f"unknown span kind: {_short(value)}")
+
+
+def status(value: Any) -> tuple[str, str]:
+    """``(code, message)`` from an OTLP status object (numbers, names, legacy ``deprecatedCode``)."""
+    if not value:
+        if value is None or type(value) is dict:
+            return "UNSET", ""
+        raise FieldError("", f"not a status object: {_short(value)}")
+    if type(value) is not dict:
+        raise FieldError("", f"not a status object: {_short(value)}")
+    message = value.get("message", "")
+    if message is None:
+        message = ""
+    elif type(message) is not str:
+        raise FieldError("message", f"not a string: {_short(message)}")
+    raw = value.get("code")
+    if raw is None:
+        code = "UNSET"
+    else:
+        found = STATUSES.get(raw) if type(raw) in (int, str) else None
+        if found is None:
+            raise FieldError("code", f"unknown status code: {_short(raw)}")
+        code = found
+    if code == "UNSET":
+        # OTLP rule for old senders: code unset and deprecated_code not OK means ERROR.
+        old = value.get("deprecatedCode")
+        if old not in (None, 0, "DEPRECATED_STATUS_CODE_OK"):
+            code = "ERROR"
+    return code, message
+
+
+# --- OTLP JSON AnyValue -------------------------------------------------------------------------
+
+
+def _str(x: Any) -> str:
+    if type(x) is str:
+        return x
+    raise FieldError("stringValue", f"not a string: {_short(x)}")
+
+
+def _bool(x: Any) -> bool:
+    if type(x) is bool:
+        return x
+    raise FieldError("boolValue", f"not a boolean: {_short(x)}")
+
+
+def _int(x: Any) -> int:
+    t = type(x)
+    if t is int:
+        return int(x)
+    if t is str:
+        try:
+            return int(x)
+        except ValueError:
+            pass
+    raise FieldError("intValue", f"not an integer: {_short(x)}")
+
+
+def _double(x: Any) -> float:
+    t = type(x)
+    if t is float or t is int:
+        return float(x)
+    if t is str:
+        try:
+            return float(x)
+        except ValueError:
+            pass
+    raise FieldError("doubleValue", f"not a number: {_short(x)}")
+
+
+def b64_text(x: Any, path: str = "bytesValue") -> str:
+    """Validate base64 (standard or URL-safe) and return it in standard padded form."""
+    if type(x) is str:
+        try:
+            raw = base64.b64decode(x.replace("-", "+").replace("_", "/"), validate=True)
+        except (binascii.Error, ValueError):
+            pass
+        else:
+            return base64.b64encode(raw).decode("ascii")
+    raise FieldError(path, f"not base64: {_short(x)}")
+
+
+def _values_list(x: Any, path: str) -> list[Any]:
+    if type(x) is not dict:
+        raise FieldError(path, f"not an object: {_short(x)}")
+    values = x.get("values")
+    if values is None:
+        return []
+    if type(values) is not list:
+        raise FieldError(path + ".values", f"not a list: {_short(values)}")
+    return values
+
+
+def _array(x: Any) -> list[Any]:
+    out = []
+    for i, item in enumerate(_values_list(x, "arrayValue")):
+        try:
+            out.append(any_value(item))
+        except FieldError as e:
+            raise FieldError(_sub(f"arrayValue.values[{i}]", e.path), e.message) from None
+    return out
+
+
+def _kvlist(x: Any) -> dict[str, Any]:
+    try:
+        return attributes(_values_list(x, "kvlistValue"))
+    except FieldError as e:
+        if e.path.startswith("kvlistValue"):
+            raise
+        raise FieldError(_sub("kvlistValue.values", e.path), e.message) from None
+
+
+_ANY: Final = {
+    "stringValue": _str,
+    "boolValue": _bool,
+    "intValue": _int,
+    "doubleValue": _double,
+    "bytesValue": b64_text,
+    "arrayValue": _array,
+    "kvlistValue": _kvlist,
+}
+
+
+def _sub(prefix: str, path: str) -> str:
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+def any_value(value: Any) -> Any:
+    """Plain Python from an OTLP JSON AnyValue (``{}`` or no known key means ``None``)."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise FieldError("", f"not an AnyValue object: {_short(value)}")
+    for key, x in value.items():
+        conv = _ANY.get(key)
+        if conv is not None:
+            return conv(x)
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    """A dict from an OTLP JSON KeyValue list (``None`` means empty); later duplicates win."""
+    out: dict[str, Any] = {}
+    if items is None:
+        return out
+    try:
+        for kv in items:
+            key = kv["key"]
+            value = kv.get("value")
+            if type(value) is dict and len(value) == 1:
+                s = value.get("stringValue")
+                if type(s) is str and type(key) is str:
+                    out[key] = s
+                    continue
+            if type(key) is not str:
+                raise TypeError
+            out[key] = any_value(value)
+    except Exception:  # locate the bad item precisely (slow path, errors only)
+        _diagnose_attributes(items)
+        raise FieldError("", "malformed attribute list") from None
+    return out
+
+
+def _diagnose_attributes(items: Any) -> None:
+    if type(items) is not list:
+        raise FieldError("", f"not a list: {_short(items)}")
+    for i, kv in enumerate(items):
+        if type(kv) is not dict:
+            raise FieldError(f"[{i}]", f"not a key/value object: {_short(kv)}")
+        key = kv.get("key")
+        if type(key) is not str:
+            raise FieldError(f"[{i}].key", f"not a string: {_short(key)}")
+        try:
+            any_value(kv.get("value"))
+        except FieldError as e:
+            raise FieldError(_sub(f"[{i}].value", e.path), e.message) from None

@@ -1,0 +1,67 @@
+"""Views: pure, deterministic functions from neutral spans to the JSON the seed frontends read.
+
+Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in ``toolspan/bridge/schemas``
+(``load_schema(name)``, names in ``SCHEMA_NAMES``):
+
+- ``to_events`` / ``act_event`` / ``observe_event`` / ``match_observe``: act/observe events (seed 000),
+  schema ``events`` (one event);
+- ``to_timelines``: one conversation timeline per conversation (seed 002), schema ``timeline`` (one document);
+- ``to_tree`` / ``to_trees``: the trace document with its execution tree (seed 004), schema ``tree``;
+- ``to_plans``: the plan hierarchy (seed 001), schema ``plans``;
+- ``to_progress``: progress/control/monitor envelopes (seed 003), schema ``progress`` (one envelope).
+
+Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
+coalesces them first (``toolspan.bridge._coalesce``) and never drops a span record.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any, Final
+
+from toolspan.bridge.classify import classify
+from toolspan.bridge.views._common import SCHEMA_VERSION
+from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
+from toolspan.bridge.views._plans import to_plans
+from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
+from toolspan.bridge.views._timeline import to_timelines
+from toolspan.bridge.views._tree import to_tree, to_trees
+
+__all__ = [
+    "AUTO_SEAL_RESULT",
+    "SCHEMA_NAMES",
+    "SCHEMA_VERSION",
+    "act_event",
+    "classify",
+    "load_schema",
+    "match_observe",
+    "observe_event",
+    "to_events",
+    "to_plans",
+    "to_progress",
+    "to_timelines",
+    "to_tree",
+    "to_trees",
+]
+
+SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress")
+
+
+@cache
+def _schema_text(name: str) -> str:
+    if name not in SCHEMA_NAMES:
+        raise ValueError(f"unknown schema {name!r}; expected one of {', '.join(SCHEMA_NAMES)}")
+    return (
+        resources.files("toolspan.bridge")
+        .joinpath("schemas")
+        .joinpath(f"{name}.schema.json")
+        .read_text("utf-8")
+    )
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema (a fresh dict) of ``events``, ``timeline``, ``tree``, ``plans`` or ``progress``."""
+    schema: dict[str, Any] = json.loads(_schema_text(name))
+    return schema

@@ -1,0 +1,148 @@
+"""Helpers shared by the views: time formats, traces and their parent/child structure."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+from toolspan.bridge.classify import AGENT, LLM, PLAN, TOOL, classify
+from toolspan.bridge.model import Span
+
+SCHEMA_VERSION: Final = "1.0"
+
+NS_PER_MS: Final = 1_000_000
+
+
+def ms(ns: int) -> int:
+    """Integer milliseconds since the epoch (floor)."""
+    return ns // NS_PER_MS
+
+
+def duration_ms(start_ns: int, end_ns: int) -> int:
+    """Whole milliseconds between two times, rounded half up, never negative."""
+    return max(0, (end_ns - start_ns + NS_PER_MS // 2) // NS_PER_MS)
+
+
+def iso(ns: int | None) -> str | None:
+    """ISO 8601 UTC with microseconds, e.g. ``2023-11-14T22:13:20.000001Z``."""
+    if ns is None:
+        return None
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}Z"
+
+
+def summary(value: Any, limit: int = 200) -> str | None:
+    """A short one-line text for ``value`` (truncated with an ellipsis)."""
+    if value is None:
+        return None
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    )
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def group_traces(spans: Sequence[Span]) -> list[list[Span]]:
+    """Split a coalesced list into traces (each keeps the list order), ordered by first span."""
+    groups: dict[str, list[Span]] = {}
+    for span in spans:
+        group = groups.get(span.trace_id)
+        if group is None:
+            groups[span.trace_id] = [span]
+        else:
+            group.append(span)
+    return list(groups.values())
+
+
+class TraceIndex:
+    """Parent/child structure of one trace's coalesced records (indices into ``spans``).
+
+    ``parent[i]`` is the record of ``spans[i].parent_span_id`` (the first record with that id), or ``None``
+    for a root, an orphan (``orphan[i]``) or the record whose parent link was cut to break a cycle
+    (``cycle[i]``). ``order`` is a pre-order walk from the roots in which every record appears once.
+    """
+
+    def __init__(self, spans: Sequence[Span]) -> None:
+        self.spans = spans
+        n = len(spans)
+        self.kinds = [classify(s) for s in spans]
+        first: dict[str, int] = {}
+        for i, span in enumerate(spans):
+            first.setdefault(span.span_id, i)
+        self.first = first
+        parent: list[int | None] = [None] * n
+        self.orphan = [False] * n
+        self.cycle = [False] * n
+        for i, span in enumerate(spans):
+            pid = span.parent_span_id
+            if pid is None:
+                continue
+            p = first.get(pid)
+            if p is None:
+                self.orphan[i] = True
+            else:
+                parent[i] = p
+        self.parent = parent
+        self._break_cycles()
+        children: list[list[int]] = [[] for _ in range(n)]
+        for i, p in enumerate(self.parent):
+            if p is not None:
+                children[p].append(i)
+        self.children = children
+        self.roots = [i for i in range(n) if self.parent[i] is None]
+        self.order = self._preorder()
+
+    def _break_cycles(self) -> None:
+        n = len(self.spans)
+        parent = self.parent
+        # state: 0 unknown, 1 on the current walk, 2 reaches a root.
+        state = [0] * n
+        for start in range(n):
+            if state[start]:
+                continue
+            path = []
+            node: int | None = start
+            while node is not None and state[node] == 0:
+                state[node] = 1
+                path.append(node)
+                node = parent[node]
+            if node is not None and state[node] == 1:
+                # A cycle: cut the link of its earliest record (smallest index = earliest start).
+                loop = path[path.index(node) :]
+                cut = min(loop)
+                parent[cut] = None
+                self.cycle[cut] = True
+            for i in path:
+                state[i] = 2
+
+    def _preorder(self) -> list[int]:
+        order: list[int] = []
+        stack = list(reversed(self.roots))
+        while stack:
+            i = stack.pop()
+            order.append(i)
+            stack.extend(reversed(self.children[i]))
+        return order
+
+    def nearest(self, i: int, kinds: frozenset[str]) -> int | None:
+        """The closest proper ancestor of ``i`` whose kind is in ``kinds``."""
+        p = self.parent[i]
+        while p is not None:
+            if self.kinds[p] in kinds:
+                return p
+            p = self.parent[p]
+        return None
+
+    def trace_end_ns(self) -> int:
+        """The latest time recorded in the trace (an end, or a start when nothing ended later)."""
+        return max((s.end_ns if s.end_ns is not None else s.start_ns) for s in self.spans)
+
+
+AGENTS: Final = frozenset({AGENT})
+PLANS: Final = frozenset({PLAN})
+TOOLS: Final = frozenset({TOOL})
+PLANS_TOOLS: Final = frozenset({PLAN, TOOL})
+AGENTS_LLMS: Final = frozenset({AGENT, LLM})

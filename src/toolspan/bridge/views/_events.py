@@ -1,0 +1,145 @@
+"""Act/observe events (seed 000): an ``act`` when a tool starts, an ``observe`` when it ends.
+
+act:     {schema_version, type: "act", execution_id, tool_name, call_id, tool_input, status: "running",
+          timestamp (ms, tool start), trace_id, span_id}
+observe: {schema_version, type: "observe", execution_id, tool_name, call_id, observation, duration_ms,
+          is_error, state, timestamp (ms, tool end), trace_id, span_id}
+
+``tool_input`` is ``{}`` when the span recorded no arguments (content capture off). ``observation`` is the
+tool's result, or ``{"error": "<text>"}`` when the call failed, was cancelled or denied (``is_error``).
+``state`` (extra) is the final tool state (COMPLETED, FAILED, CANCELLED, DENIED).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge.classify import (
+    TOOL,
+    call_id,
+    classify,
+    execution_id,
+    tool_error,
+    tool_input,
+    tool_name,
+    tool_output,
+    tool_state,
+)
+from toolspan.bridge.model import Span
+from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, duration_ms
+
+__all__ = ["act_event", "match_observe", "observe_event", "to_events"]
+
+
+def act_event(span: Span) -> dict[str, Any]:
+    """The ``act`` event of a tool span; works on a span that has not ended."""
+    value = tool_input(span)
+    sid = span.span_id
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "type": "act",
+        "execution_id": "exec_" + sid,
+        "tool_name": tool_name(span),
+        "call_id": call_id(span),
+        "tool_input": {} if value is None else value,
+        "status": "running",
+        "timestamp": span.start_ns // NS_PER_MS,
+        "trace_id": span.trace_id,
+        "span_id": sid,
+    }
+
+
+def observe_event(span: Span) -> dict[str, Any]:
+    """The ``observe`` event of an ended tool span (``ValueError`` if ``span.end_ns`` is ``None``)."""
+    end = span.end_ns
+    if end is None:
+        raise ValueError(f"span {span.span_id} has not ended: it has no observe event")
+    state = tool_state(span)
+    error = tool_error(span, state)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "type": "observe",
+        "execution_id": execution_id(span),
+        "tool_name": tool_name(span),
+        "call_id": call_id(span),
+        "observation": tool_output(span) if error is None else {"error": error},
+        "duration_ms": duration_ms(span.start_ns, end),
+        "is_error": error is not None,
+        "state": state,
+        "timestamp": end // NS_PER_MS,
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+    }
+
+
+def to_events(spans: Iterable[Span]) -> list[dict[str, Any]]:
+    """Act and observe events of every tool span, in time order (act at start, observe at end).
+
+    A tool span that never ended gives only its act. Ties are broken deterministically: at equal times an
+    observe of a call that took time comes before an act, and an act before the observe of a zero-length call.
+    """
+    acts: list[tuple[int, int, int, dict[str, Any]]] = []
+    observes: list[tuple[int, int, int, dict[str, Any]]] = []
+    for i, span in enumerate(coalesce(spans)):
+        if classify(span) != TOOL:
+            continue
+        start = span.start_ns
+        acts.append((start, 1, i, act_event(span)))
+        end = span.end_ns
+        if end is not None:
+            rank = 0 if end > start else 2
+            observes.append((max(end, start), rank, i, observe_event(span)))
+    observes.sort(key=lambda item: item[:3])
+    merged = heapq.merge(acts, observes, key=lambda item: item[:3])
+    return [item[3] for item in merged]
+
+
+def _name(event: Mapping[str, Any]) -> Any:
+    return event.get("tool_name", event.get("toolName"))
+
+
+def match_observe(
+    events: Sequence[Mapping[str, Any]],
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+    """Pair every act with its observe (``None`` if none), in act order, as seed 000's frontend does.
+
+    An act with an ``execution_id`` matches the first later unmatched observe with the same id, wherever it
+    is (ids are unique, so parallel calls pair correctly). Only when the act has no id, the seed's legacy
+    fallback applies: the first later unmatched observe that also has no id and the same tool name
+    (``tool_name`` or ``toolName``), searching no further than the next ``act`` or ``user_message``.
+    """
+    by_id: dict[Any, list[int]] = {}
+    for j, event in enumerate(events):
+        if event.get("type") == "observe" and event.get("execution_id"):
+            by_id.setdefault(event["execution_id"], []).append(j)
+    used: set[int] = set()
+    pairs: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = []
+    for i, act in enumerate(events):
+        if act.get("type") != "act":
+            continue
+        found: int | None = None
+        exec_id = act.get("execution_id")
+        if exec_id:
+            found = next((j for j in by_id.get(exec_id, ()) if j > i and j not in used), None)
+        else:
+            name = _name(act)
+            for j in range(i + 1, len(events)):
+                event = events[j]
+                kind = event.get("type")
+                if (
+                    kind == "observe"
+                    and j not in used
+                    and not event.get("execution_id")
+                    and _name(event) == name
+                ):
+                    found = j
+                    break
+                if kind in ("act", "user_message"):
+                    break
+        if found is not None:
+            used.add(found)
+        pairs.append((act, None if found is None else events[found]))
+    return pairs

@@ -1,0 +1,166 @@
+"""Conversation timelines (seed 002): ``{schema_version, conversationId, timeline, total}`` per conversation.
+
+- Traces are grouped by ``gen_ai.conversation.id`` (or OpenInference ``session.id``); a trace without one is
+  its own conversation whose ``conversationId`` is the trace id. Traces of a conversation follow each other
+  in order of their first span (one trace = one turn); their items never interleave.
+- Items: ``user_message`` (at the start of a turn agent: an agent span with no agent above it),
+  ``thought`` (every ``toolspan.thought`` event), ``tool_call`` (tool start), ``tool_result`` (tool end),
+  ``assistant_message`` (end of the turn agent). Sub-agents started inside tools contribute their thoughts
+  and tool calls but not messages (their input is a tool's request, not the user's).
+  When a turn agent recorded no messages, the user text comes from the first LLM span under it and the
+  answer from the LLM span that ended last (as in the Jaeger agent fixture).
+- ``sequenceNumber`` runs 1..n without gaps over the conversation; ``id`` is ``f"{event_type}-{seq}"`` with
+  the seed's stored event type (``user_message``, ``thought``, ``act``, ``observe``, ``assistant_message``).
+- ``timestamp`` is ms since the epoch. Tool items also carry ``execution_id`` and ``call_id`` (extra).
+- A tool that never ended has only its ``tool_call``. Streaming deltas are never items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from toolspan import semconv as sc
+from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge.classify import (
+    AGENT,
+    LLM,
+    TOOL,
+    agent_input_text,
+    agent_output_text,
+    thoughts,
+    tool_call,
+)
+from toolspan.bridge.model import Span
+from toolspan.bridge.views._common import AGENTS, SCHEMA_VERSION, TraceIndex, group_traces, ms
+
+__all__ = ["to_timelines"]
+
+_Item = tuple[int, int, int, int, dict[str, Any]]
+
+
+def _conversation_id(trace: list[Span]) -> str:
+    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+        for span in trace:
+            value = span.attributes.get(key)
+            if value is not None and value != "":
+                return str(value)
+    return trace[0].trace_id
+
+
+def _turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:
+    span = index.spans[agent]
+    user = agent_input_text(span)
+    answer = agent_output_text(span)
+    if user is not None and answer is not None:
+        return user, answer
+    llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and index.nearest(i, AGENTS) == agent]
+    if user is None and llms:
+        user = agent_input_text(index.spans[llms[0]])
+    ended = [i for i in llms if index.spans[i].end_ns is not None]
+    if answer is None and ended:
+        last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
+        answer = agent_output_text(index.spans[last])
+    return user, answer
+
+
+def _trace_items(trace: list[Span]) -> list[_Item]:
+    index = TraceIndex(trace)
+    items: list[_Item] = []
+    for i, span in enumerate(trace):
+        kind = index.kinds[i]
+        for n, (t, text) in enumerate(thoughts(span)):
+            items.append((t, 2, i, n, {"type": "thought", "_event": "thought", "content": text}))
+        if kind == TOOL:
+            tc = tool_call(span)
+            ids = {"execution_id": tc.execution_id, "call_id": tc.call_id}
+            items.append(
+                (
+                    span.start_ns,
+                    3,
+                    i,
+                    0,
+                    {
+                        "type": "tool_call",
+                        "_event": "act",
+                        "toolName": tc.name,
+                        "toolInput": {} if tc.input is None else tc.input,
+                        **ids,
+                    },
+                )
+            )
+            end = span.end_ns
+            if end is not None:
+                output = tc.output if tc.error is None else {"error": tc.error}
+                items.append(
+                    (
+                        max(end, span.start_ns),
+                        1 if end > span.start_ns else 4,
+                        i,
+                        1,
+                        {
+                            "type": "tool_result",
+                            "_event": "observe",
+                            "toolName": tc.name,
+                            "toolOutput": output,
+                            "isError": tc.is_error,
+                            **ids,
+                        },
+                    )
+                )
+        elif kind == AGENT and index.nearest(i, AGENTS) is None:
+            user, answer = _turn_messages(index, i)
+            if user is not None:
+                items.append(
+                    (
+                        span.start_ns,
+                        0,
+                        i,
+                        0,
+                        {"type": "user_message", "_event": "user_message", "content": user},
+                    )
+                )
+            if answer is not None and span.end_ns is not None:
+                items.append(
+                    (
+                        max(span.end_ns, span.start_ns),
+                        5,
+                        i,
+                        1,
+                        {"type": "assistant_message", "_event": "assistant_message", "content": answer},
+                    )
+                )
+    items.sort(key=lambda item: item[:4])
+    return items
+
+
+def to_timelines(spans: Iterable[Span]) -> list[dict[str, Any]]:
+    """One timeline document per conversation, ordered by the conversation's first span."""
+    conversations: dict[str, list[list[Span]]] = {}
+    for trace in group_traces(coalesce(spans)):
+        conversations.setdefault(_conversation_id(trace), []).append(trace)
+    docs = []
+    for conversation_id, traces in conversations.items():
+        timeline: list[dict[str, Any]] = []
+        for trace in sorted(traces, key=lambda t: (t[0].start_ns, t[0].trace_id)):
+            for time_ns, _rank, _i, _n, fields in _trace_items(trace):
+                seq = len(timeline) + 1
+                event_type = fields.pop("_event")
+                timeline.append(
+                    {
+                        "id": f"{event_type}-{seq}",
+                        "type": fields.pop("type"),
+                        "sequenceNumber": seq,
+                        "timestamp": ms(time_ns),
+                        **fields,
+                    }
+                )
+        docs.append(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "conversationId": conversation_id,
+                "timeline": timeline,
+                "total": len(timeline),
+            }
+        )
+    return docs

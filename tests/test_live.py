@@ -1,0 +1,441 @@
+"""LiveEventProcessor: act at tool start, observe at tool end, text deltas, streams, durable act log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+from toolspan import semconv as sc
+from toolspan.bridge.readers import from_readable_spans, read_spans
+from toolspan.bridge.views import act_event, observe_event, to_events, to_progress
+from toolspan.config import Config, get_config, set_config
+from toolspan.exporters.live import LiveEventProcessor, text_delta
+
+TESTS = Path(__file__).resolve().parent
+Event = dict[str, Any]
+
+
+class Rig:
+    """A real SDK provider with a LiveEventProcessor and an in-memory exporter."""
+
+    def __init__(self, processor: LiveEventProcessor) -> None:
+        self.processor = processor
+        self.memory = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource({"service.name": "toolspan-test"}))
+        self.provider.add_span_processor(processor)
+        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
+        self.tracer = self.provider.get_tracer(sc.SCOPE_NAME)
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.memory.get_finished_spans())
+
+    def tool(self, name: str, args: dict[str, Any], body: Callable[[], Any]) -> Any:
+        """Run ``body`` as tool ``name`` the way the instrumentation records it (span contract)."""
+        return run_tool(self.tracer, name, args, body)
+
+
+def run_tool(tracer: trace_api.Tracer, name: str, args: dict[str, Any], body: Callable[[], Any]) -> Any:
+    arguments = json.dumps(args)
+    span = tracer.start_span(
+        sc.TOOL_SPAN_PREFIX + name,
+        attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: name,
+            sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+            sc.GEN_AI_TOOL_DESCRIPTION: f"The {name} tool.",
+            sc.GEN_AI_TOOL_CALL_ARGUMENTS: arguments,
+            sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
+            sc.OI_TOOL_NAME: name,
+            sc.OI_INPUT_VALUE: arguments,
+        },
+    )
+    sid = f"{span.get_span_context().span_id:016x}"
+    span.set_attributes(
+        {
+            sc.TOOLSPAN_EXECUTION_ID: sc.EXECUTION_ID_PREFIX + sid,
+            sc.TOOLSPAN_TOOL_CALL_ID: sc.CALL_ID_PREFIX + sid,
+        }
+    )
+    try:
+        with trace_api.use_span(
+            span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+        ):
+            result = body()
+    except Exception as exc:
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.set_attributes({sc.ERROR_TYPE: type(exc).__name__, sc.TOOLSPAN_TOOL_STATE: sc.STATE_FAILED})
+        raise
+    else:
+        text = json.dumps(result)
+        span.set_attributes(
+            {
+                sc.GEN_AI_TOOL_CALL_RESULT: text,
+                sc.OI_OUTPUT_VALUE: text,
+                sc.TOOLSPAN_TOOL_STATE: sc.STATE_COMPLETED,
+            }
+        )
+        return result
+    finally:
+        span.end()
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    made = Rig(LiveEventProcessor())
+    yield made
+    made.provider.shutdown()
+
+
+@pytest.fixture
+def budget() -> Iterator[Callable[[Config], None]]:
+    saved = get_config()
+    yield set_config
+    set_config(saved)
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def bridge_events(span: ReadableSpan) -> list[Event]:
+    """What the bridge says about the same (finished) span: its act and observe events."""
+    (converted,) = from_readable_spans([span])
+    return [act_event(converted), observe_event(converted)]
+
+
+# --- act / observe ----------------------------------------------------------------------------------
+
+
+def test_act_is_emitted_before_the_tool_body_and_observe_after_it(rig: Rig) -> None:
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    seen_in_body: list[list[str]] = []
+
+    def body() -> int:
+        seen_in_body.append([e["type"] for e in got])
+        return 3
+
+    with rig.tracer.start_as_current_span(
+        "invoke_agent planner", attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
+    ):
+        assert rig.tool("add", {"a": 1, "b": 2}, body) == 3
+    assert seen_in_body == [["act"]]
+    tool_span = next(s for s in rig.finished() if s.name == "execute_tool add")
+    assert got == bridge_events(tool_span)  # exactly the bridge's events, and nothing for the agent span
+    assert got[0]["tool_input"] == {"a": 1, "b": 2}
+    assert got[1]["observation"] == 3
+
+
+def test_failed_tool_observe_equals_the_bridge_and_the_error_still_propagates(rig: Rig) -> None:
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    error = ValueError("nope")
+
+    def body() -> None:
+        raise error
+
+    with pytest.raises(ValueError) as raised:
+        rig.tool("bad", {}, body)
+    assert raised.value is error
+    (span,) = rig.finished()
+    assert got == bridge_events(span)
+    assert got[1]["is_error"] is True
+
+
+def test_a_raising_callback_is_logged_and_affects_neither_others_nor_the_tool(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    first: list[Event] = []
+    last: list[Event] = []
+    rig.processor.subscribe(first.append)
+
+    def broken(event: Event) -> None:
+        raise RuntimeError("subscriber bug")
+
+    rig.processor.subscribe(broken)
+    rig.processor.subscribe(last.append)
+    with caplog.at_level(logging.ERROR, logger="toolspan.exporters.live"):
+        assert rig.tool("echo", {"x": 1}, lambda: "ok") == "ok"
+    assert first == last == bridge_events(rig.finished()[0])
+    logged = [str(r.exc_info[1]) for r in caplog.records if r.exc_info is not None]
+    assert logged == ["subscriber bug", "subscriber bug"]  # act and observe, each logged with its traceback
+
+
+def test_unsubscribe_stops_delivery(rig: Rig) -> None:
+    got: list[Event] = []
+    unsubscribe = rig.processor.subscribe(got.append)
+    rig.tool("one", {}, lambda: 1)
+    unsubscribe()
+    unsubscribe()  # idempotent
+    rig.tool("two", {}, lambda: 2)
+    assert [e["tool_name"] for e in got] == ["one", "one"]
+
+
+def test_events_from_parallel_threads_pair_up_by_execution_id(rig: Rig) -> None:
+    got: list[Event] = []
+    lock = threading.Lock()
+
+    def record(event: Event) -> None:
+        with lock:
+            got.append(event)
+
+    rig.processor.subscribe(record)
+    threads = [threading.Thread(target=rig.tool, args=("same", {"i": i}, lambda: None)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    expected = [e for span in rig.finished() for e in bridge_events(span)]
+    assert sorted(got, key=lambda e: (e["execution_id"], e["type"])) == sorted(
+        expected, key=lambda e: (e["execution_id"], e["type"])
+    )
+    assert len({e["execution_id"] for e in got}) == 8
+
+
+# --- async streams ----------------------------------------------------------------------------------
+
+
+async def test_stream_yields_live_events_and_ends_on_shutdown(rig: Rig) -> None:
+    stream = rig.processor.stream()
+    await asyncio.to_thread(rig.tool, "fetch", {"url": "u"}, lambda: {"ok": True})
+    rig.tool("local", {}, lambda: None)  # from the loop's own thread too
+    rig.processor.shutdown()
+    rig.processor.shutdown()  # idempotent
+    got = [event async for event in stream]
+    assert got == [e for span in rig.finished() for e in bridge_events(span)]
+    assert stream.dropped == 0
+
+
+async def test_slow_consumer_drops_the_oldest_events_and_counts_them(rig: Rig) -> None:
+    stream = rig.processor.stream(maxsize=3)
+    other = rig.processor.stream()
+    for i in range(5):
+        rig.tool(f"t{i}", {}, lambda: None)
+    rig.processor.shutdown()
+    got = [event async for event in stream]
+    everything = [event async for event in other]
+    assert len(everything) == 10
+    assert got == everything[-3:]
+    assert stream.dropped == 7
+    assert other.dropped == 0
+    assert rig.processor.dropped == 7
+
+
+async def test_closed_stream_gets_nothing_more_and_a_late_stream_ends_at_once(rig: Rig) -> None:
+    async with rig.processor.stream() as stream:
+        rig.tool("a", {}, lambda: None)
+        assert (await anext(stream))["type"] == "act"
+    rig.tool("b", {}, lambda: None)
+    rest = [event async for event in stream]
+    assert [(e["type"], e["tool_name"]) for e in rest] == [("observe", "a")]  # queued before close
+    rig.processor.shutdown()
+    assert [event async for event in rig.processor.stream()] == []
+
+
+async def test_stream_fed_from_many_threads_keeps_each_threads_order(rig: Rig) -> None:
+    stream = rig.processor.stream(maxsize=10_000)
+
+    def worker(n: int) -> None:
+        for i in range(20):
+            rig.tool(f"w{n}", {"i": i}, lambda: None)
+
+    await asyncio.gather(*(asyncio.to_thread(worker, n) for n in range(4)))
+    rig.processor.shutdown()
+    got = [event async for event in stream]
+    assert len(got) == 160
+    for n in range(4):
+        mine = [e for e in got if e["tool_name"] == f"w{n}"]
+        assert [e["type"] for e in mine] == ["act", "observe"] * 20
+        assert [e["tool_input"] for e in mine[::2]] == [{"i": i} for i in range(20)]
+        assert [e["execution_id"] for e in mine[::2]] == [e["execution_id"] for e in mine[1::2]]
+
+
+# --- text deltas ----------------------------------------------------------------------------------------
+
+
+def test_text_deltas_reach_subscribers_in_order_and_the_span_gets_one_aggregate(rig: Rig) -> None:
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+
+    def body() -> str:
+        for chunk in ("Hel", "lo", " wörld"):
+            text_delta(chunk)
+        return "done"
+
+    rig.tool("writer", {}, body)
+    (span,) = rig.finished()
+    exec_id = f"exec_{span.context.span_id:016x}"
+    assert got == [
+        bridge_events(span)[0],
+        {"type": "text_delta", "execution_id": exec_id, "delta": "Hel"},
+        {"type": "text_delta", "execution_id": exec_id, "delta": "lo"},
+        {"type": "text_delta", "execution_id": exec_id, "delta": " wörld"},
+        bridge_events(span)[1],
+    ]
+    assert span.events == ()  # never one span event per delta
+    sid = f"{span.context.span_id:016x}"
+    assert attrs(span) == {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: "writer",
+        sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+        sc.GEN_AI_TOOL_DESCRIPTION: "The writer tool.",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: "{}",
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
+        sc.OI_TOOL_NAME: "writer",
+        sc.OI_INPUT_VALUE: "{}",
+        sc.TOOLSPAN_EXECUTION_ID: "exec_" + sid,
+        sc.TOOLSPAN_TOOL_CALL_ID: "call_" + sid,
+        sc.TOOLSPAN_STREAM_TEXT: "Hello wörld",
+        sc.GEN_AI_TOOL_CALL_RESULT: '"done"',
+        sc.OI_OUTPUT_VALUE: '"done"',
+        sc.TOOLSPAN_TOOL_STATE: sc.STATE_COMPLETED,
+    }
+
+
+def test_llm_span_deltas_are_streamed_without_act_or_observe(rig: Rig) -> None:
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    with rig.tracer.start_as_current_span(
+        "chat gpt", attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
+    ) as span:
+        text_delta("a")
+        text_delta("")  # nothing to stream
+        text_delta("b")
+    exec_id = f"exec_{span.get_span_context().span_id:016x}"
+    assert got == [
+        {"type": "text_delta", "execution_id": exec_id, "delta": "a"},
+        {"type": "text_delta", "execution_id": exec_id, "delta": "b"},
+    ]
+    (finished,) = rig.finished()
+    assert attrs(finished) == {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.TOOLSPAN_STREAM_TEXT: "ab"}
+
+
+def test_aggregate_is_cut_at_the_byte_budget_and_marked(rig: Rig, budget: Callable[[Config], None]) -> None:
+    budget(Config(max_attribute_bytes=64))
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    chunks = ["a" * 55, "abcd", "ééé", "tail"]  # 55 + 4 + 6 bytes: the cut falls inside the third chunk
+    with rig.tracer.start_as_current_span("chat m", attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}):
+        for chunk in chunks:
+            text_delta(chunk)
+    assert [e["delta"] for e in got] == chunks  # subscribers get everything
+    (span,) = rig.finished()
+    assert attrs(span) == {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+        sc.TOOLSPAN_STREAM_TEXT: "a" * 55 + "abcdéé",  # 63 bytes: whole characters only
+        sc.TOOLSPAN_STREAM_TRUNCATED: True,
+    }
+
+
+def test_no_aggregate_when_content_capture_is_off(rig: Rig, budget: Callable[[Config], None]) -> None:
+    budget(Config(capture_content=False))
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    with rig.tracer.start_as_current_span("chat m", attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}):
+        text_delta("secret")
+    assert [e["delta"] for e in got] == ["secret"]
+    assert attrs(rig.finished()[0]) == {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
+
+
+def test_deltas_go_only_to_processors_that_saw_the_span_start(rig: Rig) -> None:
+    other = Rig(LiveEventProcessor())
+    mine: list[Event] = []
+    theirs: list[Event] = []
+    rig.processor.subscribe(mine.append)
+    other.processor.subscribe(theirs.append)
+    with rig.tracer.start_as_current_span("chat m", attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}):
+        text_delta("x")
+    text_delta("outside any span")  # dropped, never raises
+    other.provider.shutdown()
+    assert [e["delta"] for e in mine] == ["x"]
+    assert theirs == []
+
+
+def test_text_delta_without_any_live_processor_still_aggregates() -> None:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with provider.get_tracer("t").start_as_current_span("chat m") as span:
+        text_delta("a", span=span)
+        text_delta("b")
+    provider.shutdown()
+    assert attrs(memory.get_finished_spans()[0]) == {sc.TOOLSPAN_STREAM_TEXT: "ab"}
+
+
+# --- durable act log -------------------------------------------------------------------------------------
+
+
+def _durable_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _only_span(line: dict[str, Any]) -> dict[str, Any]:
+    (resource_spans,) = line["resourceSpans"]
+    (scope_spans,) = resource_spans["scopeSpans"]
+    (span,) = scope_spans["spans"]
+    return dict(span)
+
+
+def test_durable_log_has_the_act_on_disk_before_the_body_runs_and_the_end_after(tmp_path: Path) -> None:
+    path = tmp_path / "acts.jsonl"
+    rig = Rig(LiveEventProcessor(durable_path=path))
+    on_disk_in_body: list[list[dict[str, Any]]] = []
+    rig.tool("save", {"k": "v"}, lambda: on_disk_in_body.append(_durable_lines(path)))
+    rig.provider.shutdown()
+    (lines_in_body,) = on_disk_in_body
+    (started,) = lines_in_body
+    assert "endTimeUnixNano" not in _only_span(started)
+    assert _only_span(started)["name"] == "execute_tool save"
+    assert [line["resourceSpans"] for line in _durable_lines(path)[:1]] == [started["resourceSpans"]]
+    ended = _only_span(_durable_lines(path)[1])
+    assert ended["spanId"] == _only_span(started)["spanId"]
+    assert "endTimeUnixNano" in ended
+    spans, report = read_spans([path])
+    assert report.records_skipped == 0
+    assert len(spans) == 2  # the started record and the ended one
+    in_process = from_readable_spans(rig.finished())
+    assert to_events(spans) == to_events(in_process)  # the file alone gives the same act/observe pair
+    assert to_progress(spans) == to_progress(in_process)
+
+
+def test_the_progress_view_reports_a_tool_of_a_process_that_died_as_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "acts.jsonl"
+    child = subprocess.run(
+        [sys.executable, str(TESTS / "live_crash_child.py"), str(path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert child.returncode == 1, child.stderr
+    assert child.stdout.strip() == "inside the tool"  # it died inside the tool body
+    spans, report = read_spans([path])
+    tool = next(s for s in spans if s.name == "execute_tool delete_files")
+    assert tool.end_ns is None
+    assert tool.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"pattern": "*.tmp"}'
+    assert report.records_skipped == 0
+    ends = [
+        envelope["event"]
+        for envelope in to_progress(spans)
+        if envelope["event"]["type"] == "tool:end" and envelope["event"]["call"]["name"] == "delete_files"
+    ]
+    assert [end["call"]["state"] for end in ends] == [sc.STATE_SEALED]
+    assert ends[0]["call"]["execution_id"] == "exec_" + tool.span_id
