@@ -29,7 +29,7 @@ from typing import Any
 
 import toolspan
 from toolspan.bridge.readers import read_spans
-from toolspan.bridge.views import to_events, to_plans, to_timelines, to_tree
+from toolspan.bridge.views import to_events, to_plans, to_timelines, to_trees
 
 CONVERSATION_ID = "conv-demo-0001"
 SERVICE_NAME = "toolspan-demo"
@@ -134,23 +134,26 @@ ASSISTANT_SCRIPT: list[Turn] = [
 ]
 
 RESEARCHER_SCRIPT: list[Turn] = [
-    lambda _: [text("Searching the notes."), tool_use("toolu_demo_sub_01", "search_notes", query="OpenTelemetry")],
+    lambda _: [
+        text("Searching the notes."),
+        tool_use("toolu_demo_sub_01", "search_notes", query="OpenTelemetry"),
+    ],
     lambda r: [text(" ".join(r["toolu_demo_sub_01"]))],
 ]
 
 
 class ScriptedModel:
-    """Replays pre-scripted assistant turns; each turn sees the tool results of the previous one."""
+    """Replays pre-scripted assistant turns; each turn sees the tool results so far."""
 
     def __init__(self, script: list[Turn]) -> None:
         self._turns: Iterator[Turn] = iter(script)
 
     def create(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        last = messages[-1]["content"]
+        """The next assistant turn, given the conversation so far (tool results are parsed back)."""
         results: dict[str, Any] = {}
-        if isinstance(last, list):
-            for block in last:
-                if block.get("type") == "tool_result":
+        for message in messages:
+            if message["role"] == "user" and isinstance(message["content"], list):
+                for block in message["content"]:
                     content = block["content"]
                     results[block["tool_use_id"]] = content if block["is_error"] else json.loads(content)
         return {"role": "assistant", "content": next(self._turns)(results)}
@@ -172,12 +175,12 @@ def run_agent(
         while True:
             reply = model.create(messages)
             messages.append(reply)
-            said = " ".join(b["text"] for b in reply["content"] if b["type"] == "text")
-            results = toolspan.run_tool_calls(reply["content"], tools, approve=approve)
-            if not results:
+            said = " ".join(block["text"] for block in reply["content"] if block["type"] == "text")
+            if not any(block["type"] == "tool_use" for block in reply["content"]):
                 agent.set_output(said)
                 return said
             toolspan.thought(said)
+            results = toolspan.run_tool_calls(reply["content"], tools, approve=approve)
             messages.append({"role": "user", "content": results})
 
 
@@ -189,16 +192,31 @@ def short(value: Any, limit: int = 60) -> str:
     return textual if len(textual) <= limit else textual[: limit - 1] + "\u2026"
 
 
-def print_timeline(events: list[dict[str, Any]]) -> None:
-    print(f"{'seq':>3}  {'type':<7}  {'tool':<12}  {'call id':<18}  {'execution id':<21}  input / output")
+def tool_depths(spans: list[Any]) -> dict[str, int]:
+    """How many tool calls each span runs inside (a sub-plan's tools sit inside the tool that started it)."""
+    by_id = {span.span_id: span for span in spans}
+    depths = {}
+    for span in spans:
+        depth, parent = 0, by_id.get(span.parent_span_id or "")
+        while parent is not None:
+            depth += parent.attributes.get("gen_ai.operation.name") == "execute_tool"
+            parent = by_id.get(parent.parent_span_id or "")
+        depths[span.span_id] = depth
+    return depths
+
+
+def print_timeline(events: list[dict[str, Any]], depths: dict[str, int]) -> None:
+    print(f"{'seq':>3}  {'type':<7}  {'tool':<14}  {'call id':<18}  {'execution id':<21}  input / output")
     for seq, event in enumerate(events, 1):
         if event["type"] == "act":
             detail = short(event["tool_input"])
+        elif event["is_error"]:
+            detail = f"[{event['state']}] " + short(event["observation"].get("error"))
         else:
-            detail = ("ERROR " if event["is_error"] else "") + short(event["observation"])
-            detail += f"  [{event['state']}]"
+            detail = f"[{event['state']}] " + short(event["observation"])
+        tool = "  " * depths.get(event["span_id"], 0) + event["tool_name"]
         print(
-            f"{seq:>3}  {event['type']:<7}  {event['tool_name']:<12}  {event['call_id']:<18}  "
+            f"{seq:>3}  {event['type']:<7}  {tool:<14}  {event['call_id']:<18}  "
             f"{event['execution_id']:<21}  {detail}"
         )
 
@@ -232,15 +250,16 @@ def main(argv: list[str] | None = None) -> int:
 
     spans, _report = read_spans(traces)
     events = to_events(spans)
-    print_timeline(events)
+    print_timeline(events, tool_depths(spans))
     (out / "events.jsonl").write_text(
         "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events), encoding="utf-8"
     )
     timelines = to_timelines(spans)
     write_json(out / "timeline.json", next(t for t in timelines if t["conversationId"] == CONVERSATION_ID))
-    write_json(out / "tree.json", to_tree(spans))
+    write_json(out / "tree.json", to_trees(spans))  # one trace document per turn
     write_json(out / "plans.json", to_plans(spans))
-    print(f"\n{len(spans)} spans; trace files in {out}/: traces.jsonl events.jsonl timeline.json tree.json plans.json")
+    names = "traces.jsonl events.jsonl timeline.json tree.json plans.json"
+    print(f"\n{len(spans)} spans; trace files in {out}/: {names}")
     return 0
 
 

@@ -163,8 +163,14 @@ def scenario() -> list[Span]:
             "execute_tool search_flights",
             2,
             10,
-            tool_attrs(2, "search_flights", {"city": "Paris"}, {"flights": ["AF1"]}, state="COMPLETED",
-                       model_id="toolu_01"),
+            tool_attrs(
+                2,
+                "search_flights",
+                {"city": "Paris"},
+                {"flights": ["AF1"]},
+                state="COMPLETED",
+                model_id="toolu_01",
+            ),
         ),
         span(
             3,
@@ -263,7 +269,11 @@ def scenario() -> list[Span]:
 
 _ATTR_CHOICES = [
     {},
-    {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "t", sc.GEN_AI_TOOL_CALL_ARGUMENTS: "{}"},
+    {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: "t",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: "{}",
+    },
     {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_CALL_RESULT: "not json"},
     {sc.OPENINFERENCE_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "oi", sc.OI_INPUT_VALUE: "[1, 2]"},
     {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_INPUT_MESSAGES: messages("user", "hi")},
@@ -282,16 +292,31 @@ def span_forests(draw: st.DrawFn) -> tuple[list[Span], int]:
     traces = draw(st.lists(st.sampled_from([TRACE_1, TRACE_2]), min_size=n, max_size=n))
     spans: list[Span] = []
     for i in range(n):
-        parent = draw(st.one_of(st.none(), st.integers(min_value=1, max_value=n + 3)))  # may be self/cycle/orphan
+        parent = draw(
+            st.one_of(st.none(), st.integers(min_value=1, max_value=n + 3))
+        )  # may be self/cycle/orphan
         start = draw(st.integers(min_value=0, max_value=50))
         end = draw(st.one_of(st.none(), st.integers(min_value=start - 2, max_value=start + 50)))
         attrs = dict(draw(st.sampled_from(_ATTR_CHOICES)))
         events: tuple[SpanEvent, ...] = ()
         if draw(st.booleans()):
-            events = (thought(start, "hmm"), permission(start), permission(start, draw(st.sampled_from(["allow", "deny"]))))
+            events = (
+                thought(start, "hmm"),
+                permission(start),
+                permission(start, draw(st.sampled_from(["allow", "deny"]))),
+            )
         spans.append(
-            span(i + 1, parent, f"s{i}", start, end, attrs, trace=traces[i],
-                 status=draw(st.sampled_from(["UNSET", "OK", "ERROR"])), events=events)
+            span(
+                i + 1,
+                parent,
+                f"s{i}",
+                start,
+                end,
+                attrs,
+                trace=traces[i],
+                status=draw(st.sampled_from(["UNSET", "OK", "ERROR"])),
+                events=events,
+            )
         )
     expected = len(spans)
     extra: list[Span] = []

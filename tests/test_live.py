@@ -19,8 +19,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
 
+import toolspan
 from toolspan import semconv as sc
 from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.bridge.views import act_event, observe_event, to_events, to_progress
@@ -46,54 +46,18 @@ class Rig:
         return list(self.memory.get_finished_spans())
 
     def tool(self, name: str, args: dict[str, Any], body: Callable[[], Any]) -> Any:
-        """Run ``body`` as tool ``name`` the way the instrumentation records it (span contract)."""
-        return run_tool(self.tracer, name, args, body)
+        """Call ``body`` as the ``@toolspan.tool`` named ``name`` with keyword arguments ``args``."""
+        return run_tool(self.provider, name, args, body)
 
 
-def run_tool(tracer: trace_api.Tracer, name: str, args: dict[str, Any], body: Callable[[], Any]) -> Any:
-    arguments = json.dumps(args)
-    span = tracer.start_span(
-        sc.TOOL_SPAN_PREFIX + name,
-        attributes={
-            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_NAME: name,
-            sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
-            sc.GEN_AI_TOOL_DESCRIPTION: f"The {name} tool.",
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: arguments,
-            sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
-            sc.OI_TOOL_NAME: name,
-            sc.OI_INPUT_VALUE: arguments,
-        },
-    )
-    sid = f"{span.get_span_context().span_id:016x}"
-    span.set_attributes(
-        {
-            sc.TOOLSPAN_EXECUTION_ID: sc.EXECUTION_ID_PREFIX + sid,
-            sc.TOOLSPAN_TOOL_CALL_ID: sc.CALL_ID_PREFIX + sid,
-        }
-    )
-    try:
-        with trace_api.use_span(
-            span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-        ):
-            result = body()
-    except Exception as exc:
-        span.record_exception(exc)
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-        span.set_attributes({sc.ERROR_TYPE: type(exc).__name__, sc.TOOLSPAN_TOOL_STATE: sc.STATE_FAILED})
-        raise
-    else:
-        text = json.dumps(result)
-        span.set_attributes(
-            {
-                sc.GEN_AI_TOOL_CALL_RESULT: text,
-                sc.OI_OUTPUT_VALUE: text,
-                sc.TOOLSPAN_TOOL_STATE: sc.STATE_COMPLETED,
-            }
-        )
-        return result
-    finally:
-        span.end()
+def run_tool(
+    provider: trace_api.TracerProvider, name: str, args: dict[str, Any], body: Callable[[], Any]
+) -> Any:
+    def call(**kwargs: Any) -> Any:
+        """A test tool."""
+        return body()
+
+    return toolspan.wrap(call, name=name, tracer_provider=provider)(**args)
 
 
 @pytest.fixture
@@ -209,6 +173,53 @@ def test_events_from_parallel_threads_pair_up_by_execution_id(rig: Rig) -> None:
     assert len({e["execution_id"] for e in got}) == 8
 
 
+def test_the_act_carries_the_models_call_id_handed_over_at_start(rig: Rig) -> None:
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    seen_in_body: list[list[str]] = []
+
+    @toolspan.tool(tracer_provider=rig.provider)
+    def get_weather(city: str) -> dict[str, Any]:
+        """Current weather of a city."""
+        seen_in_body.append([e["call_id"] for e in got])
+        return {"city": city, "temp": 22}
+
+    with toolspan.agent("planner", input="Weather?", tracer_provider=rig.provider) as run:
+        with toolspan.tool_call_id("toolu_01A"):
+            run.set_output(str(get_weather("Paris")))
+        with toolspan.plan("sub", tracer_provider=rig.provider):
+            get_weather("Oslo")
+    paris, oslo = (s for s in rig.finished() if s.name == "execute_tool get_weather")
+    assert seen_in_body[0] == ["toolu_01A"]  # known at tool start, before the body runs
+    assert got == bridge_events(paris) + bridge_events(oslo)  # nothing for the agent and the plan
+    assert got[2]["call_id"] == "call_" + got[2]["span_id"]
+
+
+async def test_async_and_async_generator_tools_emit_act_before_and_observe_after(rig: Rig) -> None:
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    seen: list[list[str]] = []
+
+    @toolspan.tool(tracer_provider=rig.provider)
+    async def fetch(url: str) -> str:
+        """Fetch a URL."""
+        seen.append([e["type"] for e in got])
+        await asyncio.sleep(0)
+        return "<html>"
+
+    @toolspan.tool(tracer_provider=rig.provider)
+    async def numbers(n: int) -> Any:
+        """Count."""
+        for i in range(n):
+            seen.append([e["type"] for e in got])
+            yield i
+
+    assert await fetch("u") == "<html>"
+    assert [i async for i in numbers(2)] == [0, 1]
+    assert seen == [["act"], ["act", "observe", "act"], ["act", "observe", "act"]]
+    assert got == [e for span in rig.finished() for e in bridge_events(span)]
+
+
 # --- async streams ----------------------------------------------------------------------------------
 
 
@@ -249,8 +260,13 @@ async def test_closed_stream_gets_nothing_more_and_a_late_stream_ends_at_once(ri
     assert [event async for event in rig.processor.stream()] == []
 
 
-async def test_stream_fed_from_many_threads_keeps_each_threads_order(rig: Rig) -> None:
+async def test_stream_read_while_many_threads_feed_it_keeps_each_threads_order(rig: Rig) -> None:
     stream = rig.processor.stream(maxsize=10_000)
+
+    async def consume() -> list[Event]:
+        return [event async for event in stream]
+
+    consumer = asyncio.create_task(consume())  # reads while the tools run
 
     def worker(n: int) -> None:
         for i in range(20):
@@ -258,7 +274,7 @@ async def test_stream_fed_from_many_threads_keeps_each_threads_order(rig: Rig) -
 
     await asyncio.gather(*(asyncio.to_thread(worker, n) for n in range(4)))
     rig.processor.shutdown()
-    got = [event async for event in stream]
+    got = await consumer
     assert len(got) == 160
     for n in range(4):
         mine = [e for e in got if e["tool_name"] == f"w{n}"]
@@ -274,37 +290,42 @@ def test_text_deltas_reach_subscribers_in_order_and_the_span_gets_one_aggregate(
     got: list[Event] = []
     rig.processor.subscribe(got.append)
 
-    def body() -> str:
+    @toolspan.tool(tracer_provider=rig.provider)
+    def writer(topic: str) -> str:
+        """Write about a topic."""
         for chunk in ("Hel", "lo", " wörld"):
-            text_delta(chunk)
+            toolspan.text_delta(chunk)
         return "done"
 
-    rig.tool("writer", {}, body)
+    assert writer("greetings") == "done"
     (span,) = rig.finished()
-    exec_id = f"exec_{span.context.span_id:016x}"
+    sid = f"{span.context.span_id:016x}"
+    delta = {"type": "text_delta", "execution_id": "exec_" + sid}
     assert got == [
         bridge_events(span)[0],
-        {"type": "text_delta", "execution_id": exec_id, "delta": "Hel"},
-        {"type": "text_delta", "execution_id": exec_id, "delta": "lo"},
-        {"type": "text_delta", "execution_id": exec_id, "delta": " wörld"},
+        {**delta, "delta": "Hel"},
+        {**delta, "delta": "lo"},
+        {**delta, "delta": " wörld"},
         bridge_events(span)[1],
     ]
     assert span.events == ()  # never one span event per delta
-    sid = f"{span.context.span_id:016x}"
     assert attrs(span) == {
         sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
         sc.GEN_AI_TOOL_NAME: "writer",
         sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
-        sc.GEN_AI_TOOL_DESCRIPTION: "The writer tool.",
-        sc.GEN_AI_TOOL_CALL_ARGUMENTS: "{}",
+        sc.GEN_AI_TOOL_DESCRIPTION: "Write about a topic.",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"topic": "greetings"}',
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
         sc.OI_TOOL_NAME: "writer",
-        sc.OI_INPUT_VALUE: "{}",
+        sc.OI_TOOL_DESCRIPTION: "Write about a topic.",
+        sc.OI_INPUT_VALUE: '{"topic": "greetings"}',
+        sc.OI_INPUT_MIME_TYPE: sc.MIME_JSON,
         sc.TOOLSPAN_EXECUTION_ID: "exec_" + sid,
         sc.TOOLSPAN_TOOL_CALL_ID: "call_" + sid,
-        sc.TOOLSPAN_STREAM_TEXT: "Hello wörld",
+        sc.TOOLSPAN_STREAM_TEXT: "Hello wörld",  # the one aggregated value
         sc.GEN_AI_TOOL_CALL_RESULT: '"done"',
         sc.OI_OUTPUT_VALUE: '"done"',
+        sc.OI_OUTPUT_MIME_TYPE: sc.MIME_JSON,
         sc.TOOLSPAN_TOOL_STATE: sc.STATE_COMPLETED,
     }
 
@@ -428,10 +449,16 @@ def test_the_progress_view_reports_a_tool_of_a_process_that_died_as_sealed(tmp_p
     assert child.returncode == 1, child.stderr
     assert child.stdout.strip() == "inside the tool"  # it died inside the tool body
     spans, report = read_spans([path])
-    tool = next(s for s in spans if s.name == "execute_tool delete_files")
-    assert tool.end_ns is None
-    assert tool.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"pattern": "*.tmp"}'
     assert report.records_skipped == 0
+    agent, tool = spans  # both started, neither ended: one record each
+    assert [(s.name, s.end_ns) for s in spans] == [
+        ("invoke_agent cleaner", None),
+        ("execute_tool delete_files", None),
+    ]
+    assert tool.parent_span_id == agent.span_id
+    assert tool.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"pattern": "*.tmp"}'
+    (act,) = to_events(spans)  # an act and no observe
+    assert (act["type"], act["tool_name"], act["tool_input"]) == ("act", "delete_files", {"pattern": "*.tmp"})
     ends = [
         envelope["event"]
         for envelope in to_progress(spans)

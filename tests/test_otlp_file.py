@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+import toolspan
 from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter, encode_otlp_json
 from toolspan.testing import FakeClock, SequentialIdGenerator
@@ -275,6 +276,7 @@ def test_full_disk_is_logged_and_returns_failure(
 _CUT_WRITE_SCRIPT = """
 import resource, signal, sys
 from opentelemetry.sdk.trace import TracerProvider
+import toolspan
 from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 
@@ -329,7 +331,9 @@ def test_constructible_without_arguments_from_the_environment(
     assert not (tmp_path / "env.jsonl").exists()  # nothing is created before the first export
 
 
-def test_the_bridge_reads_the_file_back_as_the_same_spans(tmp_path: Path, captured: list[ReadableSpan]) -> None:
+def test_the_bridge_reads_the_file_back_as_the_same_spans(
+    tmp_path: Path, captured: list[ReadableSpan]
+) -> None:
     path = tmp_path / "t.jsonl"
     exporter = OtlpJsonFileExporter(path)
     assert exporter.export(captured[:1]) is SpanExportResult.SUCCESS
@@ -339,3 +343,24 @@ def test_the_bridge_reads_the_file_back_as_the_same_spans(tmp_path: Path, captur
     assert report.records_skipped == 0
     assert [replace(s, origin="") for s in spans] == from_readable_spans(captured)
     assert [s.origin for s in spans] == [f"{path}:1", f"{path}:2"]
+
+
+def test_toolspan_spans_round_trip_through_the_file_with_every_attribute(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    memory = InMemorySpanExporter()
+    provider = _provider(SimpleSpanProcessor(memory), SimpleSpanProcessor(OtlpJsonFileExporter(path)))
+
+    @toolspan.tool(tracer_provider=provider)
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        return a / b
+
+    with toolspan.agent("calc", input="1/0?", tracer_provider=provider) as run:
+        toolspan.thought("try it")
+        with toolspan.tool_call_id("toolu_01A"), pytest.raises(ZeroDivisionError):
+            divide(1, 0)
+        run.set_output(str(divide(1, 4)))
+    provider.shutdown()
+    spans, report = read_spans([path])
+    assert report.records_skipped == 0
+    assert [replace(s, origin="") for s in spans] == from_readable_spans(memory.get_finished_spans())

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -18,11 +19,23 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from test_live import run_tool
+import toolspan
 from toolspan import semconv as sc
 from toolspan.bridge.readers import from_readable_spans
-from toolspan.bridge.views import act_event, observe_event, to_timelines, to_tree
+from toolspan.bridge.views import act_event, load_schema, observe_event, to_timelines, to_tree
 from toolspan.exporters.timeline import TimelineJsonExporter
+
+
+def run_tool(
+    provider: trace_api.TracerProvider, name: str, args: dict[str, Any], body: Callable[[], Any]
+) -> Any:
+    """Call ``body`` as the ``@toolspan.tool`` named ``name`` with keyword arguments ``args``."""
+
+    def call(**kwargs: Any) -> Any:
+        """A test tool."""
+        return body()
+
+    return toolspan.wrap(call, name=name, tracer_provider=provider)(**args)
 
 
 class Rig:
@@ -40,26 +53,14 @@ class Rig:
         return [s for s in spans if trace_id is None or f"{s.context.trace_id:032x}" == trace_id]
 
     def agent(self, name: str, body: Callable[[], Any], context: Any = None) -> str:
-        """Run ``body`` under an agent span; returns the trace id."""
-        attributes = {
-            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: name,
-            sc.GEN_AI_INPUT_MESSAGES: json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
-            ),
-        }
-        with self.tracer.start_as_current_span(
-            sc.AGENT_SPAN_PREFIX + name, context, attributes=attributes
-        ) as span:
+        """Run ``body`` in the ``toolspan.agent`` ``name`` (asked "hi", answering "bye"); its trace id."""
+        with toolspan.agent(name, input="hi", context=context, tracer_provider=self.provider) as run:
             body()
-            span.set_attribute(
-                sc.GEN_AI_OUTPUT_MESSAGES,
-                json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "bye"}]}]),
-            )
-        return f"{span.get_span_context().trace_id:032x}"
+            run.set_output("bye")
+        return f"{run.span.get_span_context().trace_id:032x}"
 
     def tool(self, name: str, args: dict[str, Any], body: Callable[[], Any] = lambda: None) -> Any:
-        return run_tool(self.tracer, name, args, body)
+        return run_tool(self.provider, name, args, body)
 
     def events(self) -> list[dict[str, Any]]:
         path = self.directory / "events.jsonl"
@@ -117,6 +118,13 @@ def test_act_observe_lines_as_tools_end_and_files_when_the_root_ends(rig: Rig) -
     assert sorted(p.name for p in rig.directory.iterdir()) == sorted(
         [f"{trace_id}.timeline.json", f"{trace_id}.tree.json", "events.jsonl"]
     )
+    validate = {
+        name: Draft202012Validator(load_schema(name)).validate for name in ("events", "tree", "timeline")
+    }
+    for event in rig.events():
+        validate["events"](event)
+    validate["tree"](rig.tree(trace_id))
+    validate["timeline"](rig.timeline(trace_id))
     assert [item["type"] for item in timeline["timeline"]] == [
         "user_message",
         "tool_call",
@@ -246,7 +254,7 @@ def test_unwritable_directory_is_logged_and_returns_failure(
     with provider.get_tracer("t").start_as_current_span(
         "invoke_agent a", attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
     ):
-        run_tool(provider.get_tracer("t"), "t", {}, lambda: None)
+        run_tool(provider, "t", {}, lambda: None)
     exporter = TimelineJsonExporter(tmp_path / "file" / "out")
     with caplog.at_level(logging.WARNING, logger="toolspan.exporters.timeline"):
         assert exporter.export(memory.get_finished_spans()) is SpanExportResult.FAILURE

@@ -42,11 +42,16 @@ def traced_tool() -> Any:
         attributes["input.value"] = arguments
         attributes["input.mime_type"] = "application/json"
         with tracer.start_as_current_span(
-            SPAN_NAME, kind=SpanKind.INTERNAL, attributes=attributes, record_exception=False,
+            SPAN_NAME,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
             set_status_on_exception=False,
         ) as span:
             span_id = format(span.get_span_context().span_id, "016x")
-            span.set_attributes({"toolspan.execution_id": "exec_" + span_id, "toolspan.tool_call_id": "call_" + span_id})
+            span.set_attributes(
+                {"toolspan.execution_id": "exec_" + span_id, "toolspan.tool_call_id": "call_" + span_id}
+            )
             try:
                 result = get_forecast(city, days)
             except BaseException as exc:
@@ -56,12 +61,14 @@ def traced_tool() -> Any:
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
                 raise
             text = json.dumps(result)
-            span.set_attributes({
-                "gen_ai.tool.call.result": text,
-                "output.value": text,
-                "output.mime_type": "application/json",
-                "toolspan.tool.state": "COMPLETED",
-            })
+            span.set_attributes(
+                {
+                    "gen_ai.tool.call.result": text,
+                    "output.value": text,
+                    "output.mime_type": "application/json",
+                    "toolspan.tool.state": "COMPLETED",
+                }
+            )
             return result
 
     return get_forecast_traced

@@ -37,9 +37,13 @@ def _decorate() -> Any:
 
 def on() -> Setup:
     client = _client(span_exporter=EXPORTER)
-    return Setup(tool=_decorate(), flush=client.flush, notes=[
-        "Langfuse(span_exporter=noop): LangfuseSpanProcessor (BatchSpanProcessor subclass) wrapping it",
-    ])
+    return Setup(
+        tool=_decorate(),
+        flush=client.flush,
+        notes=[
+            "Langfuse(span_exporter=noop): LangfuseSpanProcessor (BatchSpanProcessor subclass) wrapping it",
+        ],
+    )
 
 
 def off() -> Setup:

@@ -44,17 +44,24 @@ def on() -> Setup:
         service_name="bench",
         additional_span_processors=[batch_processor()],
     )
-    return Setup(tool=_decorate(logfire), flush=logfire.force_flush, notes=[
-        "logfire.configure(send_to_logfire=False, console=False, metrics=False, "
-        "additional_span_processors=[BatchSpanProcessor(noop)])",
-        "@logfire.instrument('get_forecast', record_return=True)",
-    ])
+    return Setup(
+        tool=_decorate(logfire),
+        flush=logfire.force_flush,
+        notes=[
+            "logfire.configure(send_to_logfire=False, console=False, metrics=False, "
+            "additional_span_processors=[BatchSpanProcessor(noop)])",
+            "@logfire.instrument('get_forecast', record_return=True)",
+        ],
+    )
 
 
 def off() -> Setup:
     logfire = _logfire()
-    return Setup(tool=_decorate(logfire), flush=lambda: None,
-                 notes=["logfire.configure() not called: Logfire creates no spans"])
+    return Setup(
+        tool=_decorate(logfire),
+        flush=lambda: None,
+        notes=["logfire.configure() not called: Logfire creates no spans"],
+    )
 
 
 if __name__ == "__main__":

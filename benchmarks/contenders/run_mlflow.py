@@ -46,17 +46,24 @@ def on() -> Setup:
     def flush() -> None:
         provider.provider.get().force_flush()
 
-    return Setup(tool=tool, flush=flush, notes=[
-        "MLflow's OtelSpanProcessor (a BatchSpanProcessor subclass) with its OTLP exporter factory "
-        "patched to return the do-nothing exporter",
-    ])
+    return Setup(
+        tool=tool,
+        flush=flush,
+        notes=[
+            "MLflow's OtelSpanProcessor (a BatchSpanProcessor subclass) with its OTLP exporter factory "
+            "patched to return the do-nothing exporter",
+        ],
+    )
 
 
 def off() -> Setup:
     mlflow = _mlflow()
     mlflow.tracing.disable()
-    return Setup(tool=mlflow.trace(span_type="TOOL")(get_forecast), flush=lambda: None,
-                 notes=["mlflow.tracing.disable()"])
+    return Setup(
+        tool=mlflow.trace(span_type="TOOL")(get_forecast),
+        flush=lambda: None,
+        notes=["mlflow.tracing.disable()"],
+    )
 
 
 if __name__ == "__main__":

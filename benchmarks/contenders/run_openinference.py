@@ -24,7 +24,9 @@ def _decorate() -> Any:
 
 def on() -> Setup:
     trace.set_tracer_provider(make_provider())
-    return Setup(tool=_decorate(), notes=["OITracer(trace.get_tracer(...), TraceConfig()) on the global provider"])
+    return Setup(
+        tool=_decorate(), notes=["OITracer(trace.get_tracer(...), TraceConfig()) on the global provider"]
+    )
 
 
 def off() -> Setup:

@@ -39,11 +39,15 @@ def _decorate() -> Any:
 
 def on() -> Setup:
     traceloop = _traceloop()
-    traceloop.init(app_name="bench", exporter=EXPORTER, disable_batch=False, telemetry_enabled=False,
-                   instruments=set())
-    return Setup(tool=_decorate(), notes=[
-        "Traceloop.init(exporter=noop, disable_batch=False, telemetry_enabled=False, instruments=set())",
-    ])
+    traceloop.init(
+        app_name="bench", exporter=EXPORTER, disable_batch=False, telemetry_enabled=False, instruments=set()
+    )
+    return Setup(
+        tool=_decorate(),
+        notes=[
+            "Traceloop.init(exporter=noop, disable_batch=False, telemetry_enabled=False, instruments=set())",
+        ],
+    )
 
 
 def off() -> Setup:

@@ -2,7 +2,8 @@
 
 ``on``: the application installs its SDK provider (BatchSpanProcessor + do-nothing exporter) first,
 then ``toolspan.configure()`` keeps it. ``nocapture``: the same with
-``toolspan.configure(capture_content=False)`` (and ``TOOLSPAN_CAPTURE_CONTENT=false``). ``off``: no SDK provider installed, no configure().
+``toolspan.configure(capture_content=False)`` (and ``TOOLSPAN_CAPTURE_CONTENT=false``).
+``off``: no SDK provider installed, no configure().
 """
 
 from __future__ import annotations
@@ -18,18 +19,13 @@ from opentelemetry import trace
 def _decorate() -> Any:
     import toolspan
 
-    tool = getattr(toolspan, "tool", None)
-    if tool is None:  # before the public name is exported
-        from toolspan._tool import tool
-    return tool(get_forecast)
+    return toolspan.tool(get_forecast)
 
 
 def _configure(**kwargs: Any) -> None:
     import toolspan
 
-    configure = getattr(toolspan, "configure", None)
-    if configure is not None:
-        configure(**kwargs)
+    toolspan.configure(**kwargs)
 
 
 def on() -> Setup:

@@ -1,3 +1,49 @@
-"""toolspan: every tool call of an AI agent as an OpenTelemetry span."""
+"""toolspan: every tool call of an AI agent as an OpenTelemetry span.
 
-__all__: list[str] = []
+import toolspan
+
+@toolspan.tool
+def get_weather(city: str) -> dict:
+    \"\"\"Current weather of a city.\"\"\"
+    ...
+
+with toolspan.agent("planner", input="Weather in Paris?") as run:
+    with toolspan.tool_call_id("toolu_01A..."):
+        run.set_output(str(get_weather("Paris")))
+"""
+
+from __future__ import annotations
+
+from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
+from toolspan._context import current_execution_id, current_tool_call_id, tool_call_id
+from toolspan._outcome import ToolDenied
+from toolspan._scopes import Run, agent, plan, thought
+from toolspan._setup import configure
+from toolspan._tool import record_permission_decided, record_permission_required, tool, wrap, wrap_tools
+from toolspan._tracer import VERSION as __version__
+from toolspan.exporters.live import text_delta
+from toolspan.propagation import extract, inject
+
+__all__ = [
+    "Run",
+    "ToolCall",
+    "ToolDenied",
+    "__version__",
+    "agent",
+    "arun_tool_calls",
+    "configure",
+    "current_execution_id",
+    "current_tool_call_id",
+    "extract",
+    "inject",
+    "plan",
+    "record_permission_decided",
+    "record_permission_required",
+    "run_tool_calls",
+    "text_delta",
+    "thought",
+    "tool",
+    "tool_call_id",
+    "wrap",
+    "wrap_tools",
+]

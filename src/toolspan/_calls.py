@@ -5,7 +5,8 @@
 
 Accepted calls: OpenAI Chat Completions ``tool_calls`` (or the whole assistant message), OpenAI
 Responses ``function_call`` items, Anthropic ``tool_use`` blocks (or a whole assistant message / its
-``content`` list; text, thinking and server-side tool blocks are skipped); dicts or SDK objects.
+``content`` list); dicts or SDK objects. Items that are not client function calls (text, thinking,
+reasoning, server-side tool blocks) are skipped; an OpenAI ``custom`` tool call gets an error result.
 
 Results, one per call and in call order: ``{"role": "tool", "tool_call_id", "content"}`` (Chat
 Completions), ``{"type": "function_call_output", "call_id", "output"}`` (Responses) or ``{"type":
@@ -30,11 +31,12 @@ import functools
 import inspect
 import json
 import logging
-import weakref
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from opentelemetry import trace as trace_api
 
@@ -46,8 +48,8 @@ _logger = logging.getLogger(__name__)
 __all__ = ["Approver", "ToolCall", "arun_tool_calls", "run_tool_calls"]
 
 Api = Literal["openai", "openai_responses", "anthropic"]
-Decision = Union[bool, str, tuple[Union[bool, str], Union[str, None]]]
-Approver = Callable[["ToolCall"], Union[Decision, Awaitable[Decision]]]
+Decision = bool | str | tuple[bool | str, str | None]
+Approver = Callable[["ToolCall"], Decision | Awaitable[Decision]]
 
 _ALLOW = "allow"
 _DENY = "deny"
@@ -74,6 +76,10 @@ class InvalidArgumentsError(ValueError):
     """The model's arguments are not a JSON object."""
 
 
+class UnsupportedToolCallError(TypeError):
+    """A kind of tool call that toolspan cannot run (an OpenAI custom tool call)."""
+
+
 # --- parsing the model's calls ------------------------------------------------------------------
 
 
@@ -87,28 +93,24 @@ def _call_items(calls: Any) -> list[Any]:
     """The individual call items of ``calls`` (a list, or a whole assistant message)."""
     if isinstance(calls, (list, tuple)):
         return list(calls)
-    if isinstance(calls, (str, bytes)) or calls is None:
-        raise TypeError(f"calls must be a list of tool calls or an assistant message, not {calls!r:.80}")
-    tool_calls = _get(calls, "tool_calls")
-    if tool_calls is not None:  # OpenAI assistant message
-        return list(tool_calls)
-    content = _get(calls, "content")
-    if isinstance(content, (list, tuple)):  # Anthropic assistant message
-        return list(content)
-    if _get(calls, "function") is not None or _get(calls, "type") in ("tool_use", "function_call"):
-        return [calls]
-    if isinstance(calls, Mapping) or "content" in _names(calls):
-        return []  # a message without tool calls (OpenAI tool_calls=None, or text-only content)
-    if isinstance(calls, Iterable):
-        return list(calls)
+    if calls is not None and not isinstance(calls, (str, bytes)):
+        tool_calls = _get(calls, "tool_calls")
+        if tool_calls is not None:  # OpenAI assistant message
+            return list(tool_calls)
+        content = _get(calls, "content")
+        if isinstance(content, (list, tuple)):  # Anthropic assistant message
+            return list(content)
+        if _get(calls, "function") is not None or _get(calls, "type") in ("tool_use", "function_call"):
+            return [calls]
+        if _has(calls, "tool_calls") or _has(calls, "content"):
+            return []  # a message without tool calls (OpenAI tool_calls=None, or text-only content)
+        if not isinstance(calls, Mapping) and isinstance(calls, Iterable):
+            return list(calls)
     raise TypeError(f"calls must be a list of tool calls or an assistant message, not {calls!r:.80}")
 
 
-def _names(obj: Any) -> set[str]:
-    try:
-        return set(dir(obj))
-    except Exception:
-        return set()
+def _has(obj: Any, key: str) -> bool:
+    return key in obj if isinstance(obj, Mapping) else hasattr(obj, key)
 
 
 def _parse_arguments(raw: Any) -> dict[str, Any]:
@@ -136,6 +138,7 @@ def _parse(item: Any, index: int) -> _Parsed | None:
     """Parse one item; ``None`` for a block that is not a client tool call (text, thinking...)."""
     function = _get(item, "function")
     kind = _get(item, "type")
+    unsupported = False
     if function is not None:
         api: Api = "openai"
         call_id, name, raw_args = _get(item, "id"), _get(function, "name"), _get(function, "arguments")
@@ -145,6 +148,10 @@ def _parse(item: Any, index: int) -> _Parsed | None:
     elif kind == "function_call":
         api = "openai_responses"
         call_id, name, raw_args = _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")
+    elif kind == "custom" and _get(item, "custom") is not None:  # OpenAI custom (free-form) tool call
+        api = "openai"
+        call_id, name = _get(item, "id"), _get(_get(item, "custom"), "name")
+        raw_args, unsupported = None, True
     elif isinstance(kind, str):
         return None  # text, thinking, server_tool_use, ... blocks: not ours to run
     else:
@@ -158,6 +165,8 @@ def _parse(item: Any, index: int) -> _Parsed | None:
         arguments = _parse_arguments(raw_args)
     except InvalidArgumentsError as exc:
         arguments, error = {}, exc
+    if unsupported:
+        error = UnsupportedToolCallError("custom (free-form input) tool calls are not supported")
     return _Parsed(ToolCall(id=call_id, name=str(name or ""), arguments=arguments, api=api, raw=item), error)
 
 
@@ -197,10 +206,11 @@ def _result(call: ToolCall, content: str, is_error: bool) -> dict[str, Any]:
 
 # --- the registry ----------------------------------------------------------------------------------
 
-# Instrumented (and approval-gated) versions of registry entries: entry -> {(name, provider): wrapper}.
-_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[str, int], Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
+# Instrumented, approval-gated versions of registry entries, by the entry's identity (a bounded LRU:
+# the cached wrapper keeps its entry alive, so an unbounded cache would leak per-request callables).
+_CACHE_SIZE = 512
+_CACHE: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Callable[..., Any]]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
 
 
 def _tool_name(fn: Any) -> str:
@@ -225,26 +235,40 @@ def _registry(tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., A
     return registry
 
 
+def _identity(fn: Any) -> tuple[Any, ...]:
+    """What makes two registry entries the same callable (a bound method is re-created on access)."""
+    if inspect.ismethod(fn):
+        return (fn.__self__, fn.__func__)
+    return (fn,)
+
+
 def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None) -> Callable[..., Any]:
-    key = (name, id(provider) if provider is not None else 0)
-    try:
-        per_fn = _CACHE.get(fn)
-    except TypeError:  # not weak-referenceable or not hashable: instrument on every call
-        per_fn = None
-    if per_fn is not None and key in per_fn:
-        return per_fn[key]
+    """``fn`` instrumented as tool ``name`` (kept if decorated) with the approval gate inside its span."""
+    objects = _identity(fn)
+    key = (*map(id, objects), name, id(provider))
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], (*objects, provider), strict=True)):
+            _CACHE.move_to_end(key)
+            return hit[1]
     info = _tool.tool_info(fn)
     if info is not None:
-        body, wrap_kwargs = info.func, dict(
-            name=info.name, description=info.description, tool_type=info.tool_type
+        # The original callable (bound for a decorated method) runs behind the gate in a new tool
+        # with the same name, description and type; the user's decorated object is left as it is.
+        body = getattr(fn, "__wrapped__", info.func)
+        wrapper = _tool.wrap(
+            _gated(body),
+            name=info.name,
+            description=info.description,
+            tool_type=info.tool_type,
+            tracer_provider=provider or info.tracer_provider,
         )
     else:
-        body, wrap_kwargs = fn, {"name": name}
-    wrapper: Callable[..., Any] = _tool.wrap(_gated(body), tracer_provider=provider, **wrap_kwargs)
-    try:
-        _CACHE.setdefault(fn, {})[key] = wrapper
-    except TypeError:
-        pass
+        wrapper = _tool.wrap(_gated(fn), name=name, tracer_provider=provider)
+    with _CACHE_LOCK:
+        _CACHE[key] = ((*objects, provider), wrapper)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return wrapper
 
 
@@ -326,7 +350,7 @@ async def _check_async() -> None:
         _record(await _decide_async(approval))
 
 
-def _gated(body: Callable[..., Any]) -> Callable[..., Any]:
+def _gate(body: Callable[..., Any]) -> Callable[..., Any]:
     """``body`` behind the approval check, same signature and kind, so the check runs in its tool span."""
     if inspect.isasyncgenfunction(body):
 
@@ -337,7 +361,7 @@ def _gated(body: Callable[..., Any]) -> Callable[..., Any]:
                 yield item
 
         return agen
-    if inspect.iscoroutinefunction(body):
+    if inspect.iscoroutinefunction(body) or inspect.iscoroutinefunction(type(body).__call__):
 
         @functools.wraps(body)
         async def coro(*args: Any, **kwargs: Any) -> Any:
@@ -360,6 +384,14 @@ def _gated(body: Callable[..., Any]) -> Callable[..., Any]:
         return body(*args, **kwargs)
 
     return func
+
+
+def _gated(body: Callable[..., Any]) -> Callable[..., Any]:
+    """``_gate(body)`` with the docstring of the function a ``functools.partial`` wraps (not partial's)."""
+    gate = _gate(body)
+    if isinstance(body, functools.partial):
+        gate.__doc__ = inspect.getdoc(body.func)
+    return gate
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -450,8 +482,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     """Run one job from async code; never raises an ``Exception``."""
     loop = asyncio.get_running_loop()
     if job.fn is None or not _is_async(job.fn):
-        ctx = contextvars.copy_context()
-        return await asyncio.to_thread(ctx.run, _execute, job, loop)
+        return await asyncio.to_thread(_execute, job, loop)  # to_thread carries the context over
     approval = None if job.approve is None else _Approval(job.approve, job.call, loop)
     token = _APPROVAL.set(approval)
     try:
@@ -468,6 +499,11 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     return _finish(job, outcome, None)
 
 
+def _check_workers(max_workers: int | None) -> None:
+    if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
+        raise ValueError(f"max_workers must be a positive int or None, got {max_workers!r}")
+
+
 def run_tool_calls(
     calls: Any,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
@@ -481,9 +517,12 @@ def run_tool_calls(
 
     ``approve(call)`` (optional) returns ``True``/``"allow"``, ``False``/``"deny"`` or ``(decision,
     note)``; it runs inside the tool's span, and a denied call does not run (state DENIED, result
-    ``"PermissionDenied: <note>"``). An approver that raises denies. Raises ``TypeError`` only when
-    ``calls`` or ``tools`` is not in a recognized shape (before running anything).
+    ``"PermissionDenied: <note>"``). An approver that raises denies. ``tracer_provider`` (default: the
+    global one, or a decorated tool's own) receives the spans. Raises only for a caller's mistake, before
+    running anything: ``TypeError`` when ``calls`` or ``tools`` has no recognized shape, ``ValueError``
+    for two listed tools of one name or a bad ``max_workers``.
     """
+    _check_workers(max_workers)
     jobs = _prepare(calls, tools, approve, tracer_provider)
     if not parallel or len(jobs) < 2:
         return [_execute(job) for job in jobs]
@@ -505,6 +544,7 @@ async def arun_tool_calls(
     """Async ``run_tool_calls``: coroutine tools are awaited (``asyncio.gather`` when ``parallel``),
     sync tools run in ``asyncio.to_thread``; ``approve`` may be async. ``max_workers`` bounds how many
     calls run at once."""
+    _check_workers(max_workers)
     jobs = _prepare(calls, tools, approve, tracer_provider)
     if not parallel or len(jobs) < 2:
         return [await _aexecute(job) for job in jobs]

@@ -18,6 +18,7 @@ from opentelemetry.context import Context
 
 __all__ = [
     "PENDING_CALL_ID_KEY",
+    "Handoff",
     "TOOL_KEY",
     "ToolFrame",
     "current_execution_id",
@@ -59,7 +60,7 @@ def current_tool_call_id() -> str | None:
     return None if frame is None else frame.tool_call_id
 
 
-class _Handoff:
+class Handoff:
     """A model call id waiting for the next tool span; taken at most once, by one span only."""
 
     __slots__ = ("_slot",)
@@ -79,10 +80,10 @@ def take_pending_call_id(ctx: Context) -> str | None:
     handoff = ctx.get(PENDING_CALL_ID_KEY)
     if handoff is None:
         return None
-    return handoff.take() if isinstance(handoff, _Handoff) else None
+    return handoff.take() if isinstance(handoff, Handoff) else None
 
 
-class tool_call_id:  # noqa: N801 - used like a function: ``with toolspan.tool_call_id(...)``
+class tool_call_id:
     """Hand the model's own call id to the next tool span started inside the block (that one only).
 
         with toolspan.tool_call_id("toolu_01A..."):
@@ -102,7 +103,7 @@ class tool_call_id:  # noqa: N801 - used like a function: ``with toolspan.tool_c
         self._tokens: list[Token[Context]] = []
 
     def __enter__(self) -> str:
-        ctx = context_api.set_value(PENDING_CALL_ID_KEY, _Handoff(self._call_id))
+        ctx = context_api.set_value(PENDING_CALL_ID_KEY, Handoff(self._call_id))
         self._tokens.append(context_api.attach(ctx))
         return self._call_id
 

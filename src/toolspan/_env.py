@@ -82,6 +82,11 @@ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Final = EnvVar(
 OTEL_EXPORTER_OTLP_HEADERS: Final = EnvVar(
     "OTEL_EXPORTER_OTLP_HEADERS", "", "Headers sent with every export, `key=value,key=value`."
 )
+OTEL_BSP_MAX_QUEUE_SIZE: Final = EnvVar(
+    "OTEL_BSP_MAX_QUEUE_SIZE",
+    "2048",
+    "Spans `configure()`'s batch processors hold at most while exporting (more are dropped).",
+)
 
 ALL: Final = (
     TOOLSPAN_CAPTURE_CONTENT,
@@ -99,6 +104,7 @@ ALL: Final = (
     OTEL_EXPORTER_OTLP_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
     OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_BSP_MAX_QUEUE_SIZE,
 )
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
@@ -157,7 +163,4 @@ def genai_capture_content() -> bool | None:
     value = get(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)
     if value is None:
         return None
-    low = value.lower()
-    if low in _FALSE:
-        return False
-    return True
+    return value.lower() not in _FALSE

@@ -60,7 +60,9 @@ def drive_sync(gen: Generator[Any, Any, Any], start: Callable[[], GeneratorRun])
             to_throw = exc
 
 
-async def drive_async(agen: AsyncGenerator[Any, Any], start: Callable[[], GeneratorRun]) -> AsyncGenerator[Any, Any]:
+async def drive_async(
+    agen: AsyncGenerator[Any, Any], start: Callable[[], GeneratorRun]
+) -> AsyncGenerator[Any, Any]:
     """Iterate ``agen`` as the consumer asks; ``start()`` is called at the first resume."""
     run = start()
     to_send: Any = None

@@ -27,7 +27,7 @@ __all__ = ["CANCELLATIONS", "ToolDenied", "end_span", "error_type", "record_outc
 CANCELLATIONS: tuple[type[BaseException], ...] = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 
 
-class ToolDenied(Exception):  # noqa: N818 - the public name of the contract
+class ToolDenied(Exception):
     """Raise in a tool (or an approval flow) to refuse the call: the span ends in state DENIED.
 
     ``note`` says why; it becomes the message of the exception.

@@ -59,7 +59,9 @@ class ParamSpec:
                 defaults.append((param.name, param.default))
         # A receiver (self/cls) exists for classmethods and plain functions (which wrapt binds as
         # methods), not for staticmethods, bound methods or other callables.
-        has_receiver = bool(names) and (isinstance(obj, classmethod) or (inspect.isfunction(func) and not static))
+        has_receiver = bool(names) and (
+            isinstance(obj, classmethod) or (inspect.isfunction(func) and not static)
+        )
         return cls(tuple(names), var_positional, tuple(defaults), has_receiver, static)
 
     def bind(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +72,7 @@ class ParamSpec:
             names, args = self.bound_names, args[1:]  # called unbound with its receiver first
         else:
             names = self.names
-        out = dict(zip(names, args)) if args else {}
+        out = dict(zip(names, args, strict=False)) if args else {}
         if len(args) > len(names):
             out[self.var_positional or "args"] = list(args[len(names) :])
         if kwargs:
@@ -94,4 +96,3 @@ def first_str_argument(spec: ParamSpec, instance: Any, args: tuple[Any, ...], kw
         if isinstance(value, str):
             return value
     return None
-

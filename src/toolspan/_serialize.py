@@ -37,7 +37,7 @@ import math
 import re
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any, Final
 
@@ -51,9 +51,41 @@ MAX_DEPTH: Final = 32
 DICT_MARKER_KEY: Final = "...[truncated]"
 FALLBACK_KEY: Final = "toolspan.truncated"
 
-_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _make_encode() -> Callable[[Any], str]:
+    """``JSONEncoder(ensure_ascii=False, allow_nan=False).encode``, calling the C encoder directly.
+
+    Built once (``JSONEncoder.encode`` builds it on every call). Without cycle checks: a cycle ends in
+    ``RecursionError``, which sends the value to the slow path like any other encoding error.
+    """
+    fallback = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or quote is None:
+        return fallback
+    try:
+        chunks = make(None, _not_json, quote, None, ": ", ", ", False, False, False)
+        join = "".join
+
+        def encode(value: Any) -> str:
+            if type(value) is str:
+                return quote(value)  # type: ignore[no-any-return]
+            return join(chunks(value, 0))
+
+        sample = {"a": [1, 2.5, None, True, 'é\n"', {"b": -3}], "1": "x"}
+        if encode(sample) != fallback(sample):
+            return fallback
+    except Exception:
+        return fallback
+    return encode
+
+
+_ENCODE: Final = _make_encode()
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
-_JSON_ESCAPED: Final = re.compile(r'["\\\x00-\x1f]')
 _SAFE_KEYS_MAX: Final = 4096
 
 
@@ -67,20 +99,22 @@ def _nbytes(text: str) -> int:
 class _Matcher:
     """Secret-key test for one ``redact_keys`` set, with a cache of keys known to be safe."""
 
-    __slots__ = ("safe", "suffixes")
+    __slots__ = ("safe", "secret", "suffixes")
 
     def __init__(self, keys: frozenset[str]) -> None:
         self.suffixes = tuple(sorted(keys))
         self.safe: set[str] = set()
+        self.secret: set[str] = set()
 
     def is_secret(self, key: str) -> bool:
         if key in self.safe:
             return False
-        if normalize_key(key).endswith(self.suffixes):
+        if key in self.secret:
             return True
-        if len(self.safe) < _SAFE_KEYS_MAX:
-            self.safe.add(key)
-        return False
+        found = normalize_key(key).endswith(self.suffixes)
+        if len(key) <= 128 and len(self.safe) + len(self.secret) < _SAFE_KEYS_MAX:
+            (self.secret if found else self.safe).add(key)
+        return found
 
     def has_secret(self, value: Any, depth: int = 0) -> bool:
         """Whether any dict key inside a JSON-native ``value`` is a secret (conservative: True if unsure)."""
@@ -165,7 +199,7 @@ def _clean(text: str) -> str:
 
 def _type_name(value: Any) -> str:
     try:
-        return str(type(value).__qualname__)
+        return str(type(value).__name__)
     except Exception:
         return "object"
 
@@ -333,9 +367,10 @@ class _Walker:
     def conv_bytes(self, value: bytes | bytearray | memoryview) -> str:
         size = value.nbytes if isinstance(value, memoryview) else len(value)
         keep = size if self.budget is None else min(size, max(self.left, 0))
-        data = value.tobytes() if isinstance(value, memoryview) else bytes(value)
-        if keep < size:
-            data = data[:keep]
+        if isinstance(value, memoryview):
+            data = value.tobytes()[:keep]
+        else:
+            data = bytes(value[:keep] if keep < size else value)
         text = _bytes_text(data, size - keep)
         self.cut = self.cut or keep < size
         self.spend(len(text) + 2)
@@ -474,15 +509,15 @@ def _fit_str(node: str, limit: int) -> tuple[str, int] | None:
     keep = min(length, limit)
     while True:
         omitted = prior + length - keep
-        text = node[:keep]
-        if omitted:
-            text = f"{text}...[truncated {omitted} chars]"
+        marker = f"...[truncated {omitted} chars]" if omitted else ""
+        text = node[:keep] + marker
         size = _size(text)
         if size <= limit:
             return text, size
         if keep == 0:
             return None
-        keep = max(0, keep - max(1, size - limit))
+        per_char = max(1.0, (size - len(marker) - 2) / keep)  # bytes per kept char, roughly
+        keep = max(0, keep - max(1, math.ceil((size - limit) / per_char)))
 
 
 def _fit_list(node: list[Any], limit: int) -> tuple[list[Any], int] | None:
@@ -529,11 +564,24 @@ def _fit_dict(node: dict[str, Any], limit: int) -> tuple[dict[str, Any], int] | 
     return (out, used) if used <= limit else None
 
 
-def _fallback(full_text: str, limit: int) -> str:
+def _only_marker(tree: Any, out: Any) -> bool:
+    """Whether a non-empty container was cut down to its marker alone (a preview says more)."""
+    omitted: int = getattr(tree, "omitted", 0)
+    if isinstance(tree, dict) and (tree or omitted):
+        return isinstance(out, dict) and list(out) == [DICT_MARKER_KEY]
+    if isinstance(tree, list) and (tree or omitted):
+        return bool(out == [_list_marker(len(tree) + omitted)])
+    return False
+
+
+def _fallback(full_text: str, limit: int, cut_text: str | None) -> str:
+    """The wrapper with a preview of ``full_text``; else ``cut_text`` (a marker-only cut) if any."""
     head = _ENCODE({FALLBACK_KEY: True, "preview": ""})
-    preview = _fit_str(full_text, limit - _nbytes(head))
+    preview = _fit_str(full_text, limit - _nbytes(head) + 2)  # +2: the preview's quotes are in both
     if preview is not None:
         return _ENCODE({FALLBACK_KEY: True, "preview": preview[0]})
+    if cut_text is not None:
+        return cut_text
     head = _ENCODE({FALLBACK_KEY: True})
     return head if _nbytes(head) <= limit else "null"
 
@@ -545,18 +593,22 @@ def dumps(value: Any, config: Config) -> str:
     """JSON text of ``value`` for a span attribute: redacted, at most ``config.max_attribute_bytes``
     UTF-8 bytes, always valid JSON, never raising."""
     budget = config.max_attribute_bytes
-    matcher = _matcher(config.redact_keys)
     if config.redact is None and not (type(value) is str and len(value) > budget):
+        # Fast path: plain JSON that fits and has no secret key is returned as the C encoder wrote it.
         try:
             text = _ENCODE(value)
-            if (len(text) if text.isascii() else len(text.encode("utf-8"))) <= budget and not (
-                _may_hold_secret(value, text, matcher)
-            ):
-                return text
+            if (len(text) if text.isascii() else len(text.encode("utf-8"))) <= budget:
+                if '": ' not in text:  # no object key anywhere (string values escape their quotes)
+                    return text
+                matcher = _MATCHERS.get(config.redact_keys) or _matcher(config.redact_keys)
+                if type(value) is dict and matcher.safe.issuperset(value) and text.count('": ') == len(value):
+                    return text  # a flat dict whose keys are all known to be safe
+                if not _may_hold_secret(value, text, matcher):
+                    return text
         except Exception:
             pass
     try:
-        return _dumps_slow(value, matcher, config.redact, budget)
+        return _dumps_slow(value, _matcher(config.redact_keys), config.redact, budget)
     except Exception:
         _logger.warning("toolspan: could not serialise a %s value", _type_name(value), exc_info=True)
         text = _ENCODE(f"[unrepresentable {_type_name(value)}]")
@@ -571,11 +623,14 @@ def _dumps_slow(value: Any, matcher: _Matcher, redact: Redactor | None, budget: 
         if _nbytes(text) <= budget:
             return text
     fitted = _fit(tree, budget)
+    cut_text = None
     if fitted is not None:
         text = _ENCODE(fitted[0])
         if _nbytes(text) <= budget:
-            return text
-    return _fallback(_ENCODE(_render(tree)), budget)
+            if not _only_marker(tree, fitted[0]):
+                return text
+            cut_text = text
+    return _fallback(_ENCODE(_render(tree)), budget, cut_text)
 
 
 def to_json_text(value: Any) -> str:

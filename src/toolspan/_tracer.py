@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from importlib import metadata
 
@@ -39,10 +40,8 @@ def get_tracer(provider: trace_api.TracerProvider | None) -> trace_api.Tracer | 
         return _explicit[provider]
     except KeyError:
         tracer = provider.get_tracer(SCOPE_NAME, VERSION)
-        try:
+        with contextlib.suppress(TypeError):  # a provider that cannot be weakly referenced: no caching
             _explicit[provider] = tracer
-        except TypeError:  # a provider that cannot be weakly referenced: no caching
-            pass
         return tracer
     except TypeError:
         return provider.get_tracer(SCOPE_NAME, VERSION)

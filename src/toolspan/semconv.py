@@ -63,6 +63,8 @@ OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 OI_TOOL_NAME: Final = "tool.name"
 OI_TOOL_DESCRIPTION: Final = "tool.description"
 OI_TOOL_PARAMETERS: Final = "tool.parameters"
+OI_METADATA: Final = "metadata"  # JSON text
+OI_PROMPT_TEMPLATE_VARIABLES: Final = "llm.prompt_template.variables"  # JSON text
 OI_TOOL_CALL_ID: Final = "tool_call.id"
 OI_INPUT_VALUE: Final = "input.value"
 OI_INPUT_MIME_TYPE: Final = "input.mime_type"
@@ -104,6 +106,11 @@ PERMISSION_DECISION: Final = "toolspan.permission.decision"  # "allow" | "deny"
 PERMISSION_NOTE: Final = "toolspan.permission.note"
 GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
 
+# W3C baggage entries written by toolspan.inject() inside a tool: the ids of that tool call, so a
+# sub-plan started from the carrier in another process sets toolspan.parent.*.
+BAGGAGE_EXECUTION_ID: Final = "toolspan.execution_id"
+BAGGAGE_TOOL_CALL_ID: Final = "toolspan.tool_call_id"
+
 # Values of toolspan.tool.state: the tool state machine of seed 003.
 STATE_PENDING: Final = "PENDING"
 STATE_AWAITING_APPROVAL: Final = "AWAITING_APPROVAL"
@@ -129,6 +136,7 @@ SCOPE_NAME: Final = "toolspan"
 # --- Read by the bridge (toolspan.bridge.classify) ---------------------------------------------------
 OP_RETRIEVAL: Final = "retrieval"
 OI_KIND_RETRIEVER: Final = "RETRIEVER"
+OI_TOOL_ID: Final = "tool.id"  # OpenInference: id of the tool call a TOOL span executes
 OI_KIND_EMBEDDING: Final = "EMBEDDING"
 TRACELOOP_KIND_TOOL: Final = "tool"
 TRACELOOP_KIND_AGENT: Final = "agent"

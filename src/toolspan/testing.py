@@ -68,13 +68,13 @@ class FakeClock:
         return value
 
     def __enter__(self) -> FakeClock:
-        self._saved = sdk_trace.time_ns
-        sdk_trace.time_ns = self  # type: ignore[attr-defined]
+        self._saved = getattr(sdk_trace, "time_ns")  # noqa: B009 - the SDK's module-level clock
+        setattr(sdk_trace, "time_ns", self)  # noqa: B010
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._saved is not None:
-            sdk_trace.time_ns = self._saved  # type: ignore[attr-defined]
+            setattr(sdk_trace, "time_ns", self._saved)  # noqa: B010
             self._saved = None
 
 

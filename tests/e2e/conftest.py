@@ -268,7 +268,8 @@ def e2e_binaries() -> tuple[Path, Path]:
         )
         rotel, phoenix = _rotel_binary(), _phoenix_binary()
         if done.returncode != 0 or rotel is None or phoenix is None:
-            pytest.fail(f"{INSTALL_SCRIPT.name} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            pytest.fail(f"{INSTALL_SCRIPT.name} failed ({done.returncode}):\n{output}")
     return rotel, phoenix
 
 

@@ -3,8 +3,8 @@
 Rules for records sharing ``(trace_id, span_id)``:
 
 - one record never ended (``end_ns is None``, e.g. a durable act record written at tool start) and another
-  ended: one span, the ended record, with attributes of the open record filled in where the ended one lacks
-  them (an act record plus its completion);
+  ended: one span, the ended record, with attributes and events of the open record added where the ended one
+  lacks them (an act record plus its completion);
 - identical records (equal apart from ``origin``): collapsed into one (the one with the smallest origin);
 - conflicting records: all kept, in a deterministic order; every record after the first is a *duplicate*
   (``duplicate_flags`` marks it), none is lost.
@@ -73,7 +73,13 @@ def _merge_group(group: list[Span]) -> list[Span]:
         for span in opened:
             attrs.update(span.attributes)
         attrs.update(first.attributes)
-        merged = replace(first, attributes=attrs) if attrs.keys() != first.attributes.keys() else first
+        events = list(first.events)
+        for span in opened:
+            events.extend(e for e in span.events if e not in events)
+        merged = first
+        if attrs.keys() != first.attributes.keys() or len(events) != len(first.events):
+            events.sort(key=lambda e: e.time_ns)
+            merged = replace(first, attributes=attrs, events=tuple(events))
         return [merged, *ended[1:]]
     return unique
 

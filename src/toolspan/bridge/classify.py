@@ -15,15 +15,16 @@ no tool attributes: they are the HTTP leg of the ``execute_tool`` span above the
 (counting them as tool calls would report every MCP call twice).
 
 Ids follow the instrumentation contract whatever wrote the span: ``execution_id`` = ``exec_`` + span id;
-``call_id`` = the model's id (``gen_ai.tool.call.id``, OpenInference ``tool_call.id``), else
+``call_id`` = the model's id (``gen_ai.tool.call.id``, OpenInference ``tool_call.id`` or ``tool.id``), else
 ``toolspan.tool_call_id``, else ``call_`` + span id.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from json.scanner import make_scanner
 from typing import Any, Final
 
 from toolspan import semconv as sc
@@ -105,6 +106,7 @@ _KNOWN_STATES: Final = frozenset(
 )
 _ALLOW_WORDS: Final = frozenset({"allow", "allowed", "approve", "approved", "yes", "true"})
 _JSON_START: Final = frozenset('{["-0123456789tfn')
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 def classify(span: Span) -> str:
@@ -136,13 +138,19 @@ def parse_json(value: Any) -> Any:
     """``value`` parsed if it is a string holding JSON; anything else (or non-JSON text) unchanged."""
     if isinstance(value, str) and value:
         first = value[0]
-        if first in " \t\r\n":
-            stripped = value.strip()
-            first = stripped[0] if stripped else ""
         if first in _JSON_START:
+            # The C scanner directly: json.loads' wrapper costs more than decoding a small value.
+            try:
+                obj, end = _scan_once(value, 0)
+            except (StopIteration, ValueError, RecursionError):
+                return value
+            if end == len(value) or not value[end:].strip():
+                return obj
+            return value
+        if first in " \t\r\n":
             try:
                 return json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return value
     return value
 
@@ -153,7 +161,7 @@ def execution_id(span: Span) -> str:
 
 def call_id(span: Span) -> str:
     attrs = span.attributes
-    for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
+    for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)

@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import IO, Any, Final
 
@@ -32,10 +33,11 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace import Span as SdkSpan
 
 from toolspan import semconv
+from toolspan.bridge.classify import TOOL
+from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event, classify, observe_event
 from toolspan.config import get_config
-from toolspan.exporters.otlp_file import encode_otlp_json_line
 
 __all__ = ["Event", "EventCallback", "LiveEventProcessor", "LiveStream", "text_delta"]
 
@@ -50,8 +52,8 @@ DEFAULT_QUEUE_SIZE: Final = 1000
 _SpanKey = tuple[int, int]  # (trace_id, span_id)
 
 
-def _is_tool(span: Any) -> bool:
-    return bool(classify(span) == "tool")
+def _is_tool(span: Span) -> bool:
+    return classify(span) == TOOL
 
 
 # --- text deltas ------------------------------------------------------------------------------------
@@ -134,64 +136,80 @@ def text_delta(text: str, *, span: trace_api.Span | None = None) -> None:
 # --- async streams ----------------------------------------------------------------------------------
 
 
-class _End:
-    pass
-
-
-_END: Final = _End()
-
-
 class LiveStream:
-    """One subscriber's async iterator of live events.
+    """One subscriber's async iterator of live events (one consumer per stream).
 
-    Fed thread-safely (``loop.call_soon_threadsafe``) into a queue of at most ``maxsize`` events; when
-    the consumer is slower than the tools, the oldest events are dropped and counted in ``dropped``.
-    Iteration ends after the processor shuts down (the queued events are delivered first) or after
-    ``aclose()``. Also an async context manager that closes it on exit.
+    Producers (any thread) append to a buffer of at most ``maxsize`` events and wake the consumer's
+    loop with ``loop.call_soon_threadsafe`` (at most one wake-up pending at a time), so memory stays
+    bounded even while the loop is busy. When the consumer is slower than the tools, the oldest
+    events are dropped and counted in ``dropped``. Iteration ends after the processor shuts down or
+    after ``aclose()``, once the buffered events are read. Also an async context manager that closes
+    the stream on exit.
     """
 
     def __init__(self, processor: LiveEventProcessor, loop: asyncio.AbstractEventLoop, maxsize: int) -> None:
         self._processor = processor
         self._loop = loop
+        self._lock = threading.Lock()
+        self._buffer: deque[Event] = deque()
         self._maxsize = max(1, maxsize)
-        self._queue: asyncio.Queue[Event | _End] = asyncio.Queue()
+        self._ready = asyncio.Event()
+        self._wake_pending = False
         self._closed = False
         self.dropped = 0
 
-    # Called from any thread.
-    def _offer(self, item: Event | _End) -> bool:
+    def _offer(self, event: Event) -> bool:
+        """Buffer ``event`` (from any thread); ``False`` when the consumer's loop is closed."""
+        with self._lock:
+            if self._closed:
+                return True
+            dropped = len(self._buffer) >= self._maxsize
+            if dropped:
+                self._buffer.popleft()
+                self.dropped += 1
+            self._buffer.append(event)
+        if dropped:
+            self._processor._count_drop()
+        return self._wake()
+
+    def _close(self) -> bool:
+        with self._lock:
+            self._closed = True
+        return self._wake()
+
+    def _wake(self) -> bool:
+        with self._lock:
+            if self._wake_pending:
+                return True
+            self._wake_pending = True
         try:
-            self._loop.call_soon_threadsafe(self._put, item)
+            self._loop.call_soon_threadsafe(self._woken)
         except RuntimeError:  # the loop is closed: nobody will ever read this stream
             return False
         return True
 
-    # Runs on the stream's loop.
-    def _put(self, item: Event | _End) -> None:
-        if self._closed:
-            return
-        if isinstance(item, _End):
-            self._closed = True
-        elif self._queue.qsize() >= self._maxsize:
-            self._queue.get_nowait()
-            self.dropped += 1
-            self._processor._count_drop()
-        self._queue.put_nowait(item)
+    def _woken(self) -> None:  # on the consumer's loop
+        with self._lock:
+            self._wake_pending = False
+        self._ready.set()
 
     def __aiter__(self) -> LiveStream:
         return self
 
     async def __anext__(self) -> Event:
-        item = await self._queue.get()
-        if isinstance(item, _End):
-            self._queue.put_nowait(item)  # stay ended for later calls
-            raise StopAsyncIteration
-        return item
+        while True:
+            with self._lock:
+                if self._buffer:
+                    return self._buffer.popleft()
+                if self._closed:
+                    raise StopAsyncIteration
+            await self._ready.wait()
+            self._ready.clear()
 
     async def aclose(self) -> None:
-        """Stop receiving events; iteration ends once the queued events are read."""
+        """Stop receiving events; iteration ends once the buffered events are read."""
         self._processor._remove_stream(self)
-        self._put(_END)
+        self._close()
 
     async def __aenter__(self) -> LiveStream:
         return self
@@ -215,6 +233,9 @@ class _DurableLog:
         self._closed = False
 
     def write(self, span: ReadableSpan, *, sync: bool) -> None:
+        # Imported here: the OTLP encoder (protobuf) is only needed with a durable log.
+        from toolspan.exporters.otlp_file import encode_otlp_json_line
+
         line = encode_otlp_json_line([span])
         with self._lock:
             if self._closed:
@@ -328,7 +349,7 @@ class LiveEventProcessor(SpanProcessor):
             if not self._shutdown:
                 self._streams.add(stream)
                 return stream
-        stream._put(_END)
+        stream._close()
         return stream
 
     # --- SpanProcessor ---
@@ -380,7 +401,7 @@ class LiveEventProcessor(SpanProcessor):
         with _processors_lock:
             _processors.discard(self)
         for stream in streams:
-            stream._offer(_END)
+            stream._close()
         if self._durable is not None:
             self._durable.close()
 

@@ -37,6 +37,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from toolspan import _env
+from toolspan.bridge.classify import TOOL
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event, classify, observe_event, to_timelines, to_tree
@@ -165,7 +166,7 @@ class TimelineJsonExporter(SpanExporter):
         ok = True
         for span in spans:
             try:
-                if classify(span) == "tool":
+                if classify(span) == TOOL:
                     lines.append(_dumps(act_event(span)) + "\n")
                     lines.append(_dumps(observe_event(span)) + "\n")
             except Exception:

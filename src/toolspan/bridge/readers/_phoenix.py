@@ -13,12 +13,16 @@ What Phoenix keeps, and so what these spans carry: Phoenix stores times as micro
 ISO times are read exactly; the ``otlpv1`` nanoseconds, which Phoenix derives through a float, are
 rounded back to the microsecond it stored). It keeps no span kind (``kind`` is ``UNSPECIFIED``), no links,
 no resource and no scope. It moves ``openinference.span.kind`` out of ``attributes`` into ``span_kind``
-(put back here unless it is ``UNKNOWN``), and it adds OpenInference attributes it derives from
-``gen_ai.*`` ones (``llm.input_messages.*`` ...), which are kept as Phoenix returned them.
+(put back here unless it is ``UNKNOWN``). It parses the OpenInference attributes that hold JSON text
+(``tool.parameters``, ``metadata``, ``llm.prompt_template.variables``) and returns them flattened
+(``tool.parameters.city``): they are folded back into one JSON text here. It adds OpenInference
+attributes it derives from ``gen_ai.*`` ones (``tool.parameters``, ``tool.id``, ``session.id``,
+``llm.input_messages.*`` ...); those are kept as Phoenix returned them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
@@ -32,6 +36,8 @@ from toolspan.bridge.readers._report import BridgeReadError, ReadIssue
 __all__ = ["looks_like_phoenix", "spans_from_phoenix"]
 
 _UNKNOWN_KIND: Final = "UNKNOWN"
+# OpenInference attributes whose value is JSON text, which Phoenix parses and serves flattened.
+_JSON_TEXT_KEYS: Final = (sc.OI_TOOL_PARAMETERS, sc.OI_METADATA, sc.OI_PROMPT_TEMPLATE_VARIABLES)
 _NS_PER_US: Final = 1000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ISO: Final = re.compile(
@@ -149,12 +155,15 @@ def _rest_span(raw: dict[str, Any], origin: str) -> Span:
     if type(message) is not str:
         raise v.FieldError("status_message", f"not a string: {v._short(message)}")
     attrs = _at("attributes", _flat_attributes, raw.get("attributes"))
+    _fold_json_text(attrs)
     kind = raw.get("span_kind")
     if kind is not None and type(kind) is not str:
         raise v.FieldError("span_kind", f"not a string: {v._short(kind)}")
     if kind and kind != _UNKNOWN_KIND and sc.OPENINFERENCE_SPAN_KIND not in attrs:
         attrs[sc.OPENINFERENCE_SPAN_KIND] = kind
-    events_raw = raw.get("events") or []
+    events_raw = raw.get("events")
+    if events_raw is None:
+        events_raw = []
     if type(events_raw) is not list:
         raise v.FieldError("events", f"not a list: {v._short(events_raw)}")
     events = tuple(_at(f"events[{i}]", _rest_event, e) for i, e in enumerate(events_raw))
@@ -232,6 +241,38 @@ def _flatten(prefix: str, value: Mapping[Any, Any], out: dict[str, Any]) -> None
             out[name] = item
 
 
+def _fold_json_text(attrs: dict[str, Any]) -> None:
+    """Put Phoenix's parsed-and-flattened JSON text attributes back as one JSON text each, in place."""
+    for key in _JSON_TEXT_KEYS:
+        prefix = key + "."
+        nested = [k for k in attrs if k.startswith(prefix)]
+        if nested and key not in attrs:
+            tree: dict[str, Any] = {}
+            for name in nested:
+                *parents, leaf = name[len(prefix) :].split(".")
+                node = tree
+                for part in parents:
+                    child = node.setdefault(part, {})
+                    if type(child) is not dict:
+                        break
+                    node = child
+                else:
+                    node[leaf] = attrs.pop(name)
+            attrs[key] = json.dumps(_lists(tree), ensure_ascii=False)
+        elif type(attrs.get(key)) in (dict, list):
+            attrs[key] = json.dumps(attrs[key], ensure_ascii=False)
+
+
+def _lists(value: Any) -> Any:
+    """Objects keyed ``"0"``, ``"1"``... (Phoenix's flattened lists of objects) back to lists."""
+    if type(value) is not dict:
+        return value
+    items = {k: _lists(v) for k, v in value.items()}
+    if items and all(k == str(i) for i, k in enumerate(items)):
+        return list(items.values())
+    return items
+
+
 # --- GET /v1/projects/{project}/spans/otlpv1 ---------------------------------------------------------
 
 
@@ -243,10 +284,14 @@ def _otlp_span(raw: dict[str, Any], origin: str) -> Span:
     end_raw = raw.get("end_time_unix_nano")
     end = None if end_raw in (None, 0, "0") else _at("end_time_unix_nano", _stored_ns, end_raw)
     status, message = _at("status", v.status, raw.get("status"))
-    events_raw = raw.get("events") or []
+    events_raw = raw.get("events")
+    if events_raw is None:
+        events_raw = []
     if type(events_raw) is not list:
         raise v.FieldError("events", f"not a list: {v._short(events_raw)}")
     events = tuple(_at(f"events[{i}]", _otlp_event, e) for i, e in enumerate(events_raw))
+    attrs = _at("attributes", _otlp_attributes, raw.get("attributes"))
+    _fold_json_text(attrs)
     return Span(
         trace_id=tid,
         span_id=sid,
@@ -258,7 +303,7 @@ def _otlp_span(raw: dict[str, Any], origin: str) -> Span:
         kind="UNSPECIFIED",
         status=status,
         status_message=message,
-        attributes=_at("attributes", _otlp_attributes, raw.get("attributes")),
+        attributes=attrs,
         events=events,
         origin=origin,
     )

@@ -30,6 +30,7 @@ from toolspan.bridge.classify import (
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, duration_ms
+from toolspan.semconv import EXECUTION_ID_PREFIX
 
 __all__ = ["act_event", "match_observe", "observe_event", "to_events"]
 
@@ -41,7 +42,7 @@ def act_event(span: Span) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "type": "act",
-        "execution_id": "exec_" + sid,
+        "execution_id": EXECUTION_ID_PREFIX + sid,
         "tool_name": tool_name(span),
         "call_id": call_id(span),
         "tool_input": {} if value is None else value,
@@ -87,14 +88,33 @@ def to_events(spans: Iterable[Span]) -> list[dict[str, Any]]:
         if classify(span) != TOOL:
             continue
         start = span.start_ns
-        acts.append((start, 1, i, act_event(span)))
+        act = act_event(span)
+        acts.append((start, 1, i, act))
         end = span.end_ns
         if end is not None:
-            rank = 0 if end > start else 2
-            observes.append((max(end, start), rank, i, observe_event(span)))
-    observes.sort(key=lambda item: item[:3])
-    merged = heapq.merge(acts, observes, key=lambda item: item[:3])
-    return [item[3] for item in merged]
+            state = tool_state(span)
+            error = tool_error(span, state)
+            observe = {
+                "schema_version": SCHEMA_VERSION,
+                "type": "observe",
+                "execution_id": act["execution_id"],
+                "tool_name": act["tool_name"],
+                "call_id": act["call_id"],
+                "observation": tool_output(span) if error is None else {"error": error},
+                "duration_ms": duration_ms(start, end),
+                "is_error": error is not None,
+                "state": state,
+                "timestamp": end // NS_PER_MS,
+                "trace_id": span.trace_id,
+                "span_id": span.span_id,
+            }
+            observes.append((max(end, start), 0 if end > start else 2, i, observe))
+    observes.sort(key=_key)
+    return [item[3] for item in heapq.merge(acts, observes, key=_key)]
+
+
+def _key(item: tuple[int, int, int, dict[str, Any]]) -> tuple[int, int, int]:
+    return item[0], item[1], item[2]
 
 
 def _name(event: Mapping[str, Any]) -> Any:

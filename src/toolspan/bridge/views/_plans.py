@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
@@ -54,7 +54,9 @@ from toolspan.bridge.views._common import (
     iso,
 )
 
-__all__ = ["to_plans"]
+__all__ = ["PLAN_ID_PREFIX", "to_plans"]
+
+PLAN_ID_PREFIX: Final = "plan_"
 
 
 def _text(value: Any) -> str | None:
@@ -90,7 +92,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[di
     # (time, rank, record, sub-index, thought text, tool record)
     marks: list[tuple[int, int, int, int, str | None, int | None]] = []
     for i in range(len(spans)):
-        own = i == agent or index.nearest(i, AGENTS) == agent
+        own = i == agent or (index.kinds[i] != AGENT and index.nearest(i, AGENTS) == agent)
         if not own:
             continue
         for n, (t, content) in enumerate(thoughts(spans[i])):
@@ -159,12 +161,16 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
     plan_ids: list[dict[int, str]] = []
     synthetic: list[str | None] = []
     for index in traces:
-        ids = {i: "plan_" + index.spans[i].span_id for i in range(len(index.spans)) if index.kinds[i] == PLAN}
+        ids = {
+            i: PLAN_ID_PREFIX + index.spans[i].span_id
+            for i in range(len(index.spans))
+            if index.kinds[i] == PLAN
+        }
         plan_ids.append(ids)
         loose = any(
             index.kinds[i] == AGENT and index.nearest(i, PLANS) is None for i in range(len(index.spans))
         )
-        synthetic.append("plan_" + index.spans[0].trace_id if loose else None)
+        synthetic.append(PLAN_ID_PREFIX + index.spans[0].trace_id if loose else None)
 
     def plan_of(t: int, i: int) -> str | None:
         """Plan id owning record i of trace t (closest plan above, else the synthetic root)."""

@@ -102,7 +102,7 @@ def _tool_items(t: int, i: int, tc: ToolCall, trace_end: int) -> list[_Item]:
         if mark.decision is None:
             event = {
                 "type": "permission_required",
-                "call": _snapshot(tc, sc.STATE_AWAITING_APPROVAL, marks[:n], ended=False),
+                "call": _snapshot(tc, sc.STATE_AWAITING_APPROVAL, marks[: n + 1], ended=False),
             }
         else:
             event = {

@@ -1,0 +1,363 @@
+"""``toolspan.configure()``: capture settings, and a ``TracerProvider`` only when the application has none.
+
+What it does, in order:
+
+1. Resolves and installs the capture :class:`~toolspan.config.Config` (always, also when the
+   application keeps its own provider).
+2. If the global provider is still the API's proxy (nobody installed one), creates an SDK
+   ``TracerProvider`` with ``Resource.create(...)`` and the exporters asked for, and installs it. The
+   service name resolves as: ``service_name`` argument > ``resource_attributes["service.name"]`` >
+   ``OTEL_SERVICE_NAME`` > ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES`` > ``TOOLSPAN_SERVICE_NAME`` >
+   the SDK's ``unknown_service:<executable>``. Other ``resource_attributes`` override
+   ``OTEL_RESOURCE_ATTRIBUTES`` key by key.
+3. If an SDK provider is installed, keeps it (never replaced; its resource is not changed) and adds only
+   what the call explicitly asks for (``exporters``, ``console``, ``file``, ``span_processors``); exporters
+   the environment selects are left to whoever set that provider up.
+4. With ``instrument_threading`` (default), enables OpenTelemetry's ``ThreadingInstrumentor`` (once: it
+   is left alone when already on) so ``ThreadPoolExecutor``, ``Thread`` and ``loop.run_in_executor``
+   keep the calling span as parent.
+
+Exporters when ``exporters`` is None come from ``OTEL_TRACES_EXPORTER`` (comma list, ``none`` for none;
+names are ``opentelemetry_traces_exporter`` entry points: ``otlp``, ``otlp_proto_grpc``,
+``otlp_proto_http``, ``console``, ``toolspan_timeline``, ``toolspan_otlp_file``, ...). ``otlp`` follows
+``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` default, or
+``http/protobuf``). Unset, it means ``otlp`` when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set, otherwise no exporter. Endpoint, headers and timeout are
+read by the OTLP exporters. Every exporter runs behind a ``BatchSpanProcessor``, whose queue is capped
+(``OTEL_BSP_MAX_QUEUE_SIZE``, 2048 spans by default; spans beyond it are dropped, never buffered without
+bound). Unknown names are logged and skipped. Calling ``configure()`` again with the same arguments adds
+nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any, Final
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.util.types import AttributeValue
+
+from toolspan import _env
+from toolspan.config import Redactor, resolve_config, set_config
+from toolspan.semconv import SERVICE_NAME
+
+__all__ = ["EXPORTER_ENTRY_POINT_GROUP", "configure"]
+
+_logger = logging.getLogger(__name__)
+
+EXPORTER_ENTRY_POINT_GROUP: Final = "opentelemetry_traces_exporter"
+_OTLP_BY_PROTOCOL: Final = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
+
+_lock = threading.RLock()
+# What configure() attached to each provider (exporter names, file paths, exporter/processor objects).
+_attached: weakref.WeakKeyDictionary[TracerProvider, set[object]] = weakref.WeakKeyDictionary()
+_threading_warned = False
+
+
+def configure(
+    *,
+    service_name: str | None = None,
+    exporters: Sequence[str | SpanExporter] | None = None,
+    console: bool = False,
+    file: str | os.PathLike[str] | None = None,
+    span_processors: Iterable[SpanProcessor] = (),
+    capture_content: bool | None = None,
+    max_attribute_bytes: int | None = None,
+    redact_keys: Iterable[str] | None = None,
+    redact: Redactor | None = None,
+    instrument_threading: bool = True,
+    resource_attributes: Mapping[str, AttributeValue] | None = None,
+) -> trace_api.TracerProvider:
+    """Set up toolspan (see the module docstring) and return the tracer provider in use.
+
+    Raises ``TypeError``/``ValueError`` for bad arguments; problems with exporters or the environment
+    are logged and skipped.
+    """
+    config = resolve_config(
+        capture_content=capture_content,
+        max_attribute_bytes=max_attribute_bytes,
+        redact_keys=redact_keys,
+        redact=redact,
+    )
+    processors = list(span_processors)
+    _check_arguments(
+        service_name=service_name,
+        exporters=exporters,
+        console=console,
+        file=file,
+        processors=processors,
+        instrument_threading=instrument_threading,
+        resource_attributes=resource_attributes,
+    )
+    set_config(config)
+
+    with _lock:
+        provider = _configure_provider(
+            service_name=service_name,
+            exporters=exporters,
+            console=console,
+            file=file,
+            processors=processors,
+            resource_attributes=resource_attributes,
+        )
+    if instrument_threading:
+        _instrument_threading()
+    return provider
+
+
+def _check_arguments(
+    *,
+    service_name: object,
+    exporters: object,
+    console: object,
+    file: object,
+    processors: list[Any],
+    instrument_threading: object,
+    resource_attributes: object,
+) -> None:
+    if service_name is not None and not isinstance(service_name, str):
+        raise TypeError(f"service_name must be a str, got {type(service_name).__name__}")
+    if exporters is not None:
+        if isinstance(exporters, (str, bytes)) or not isinstance(exporters, Sequence):
+            raise TypeError("exporters must be a list of exporter names or SpanExporter instances")
+        for item in exporters:
+            if not isinstance(item, (str, SpanExporter)):
+                raise TypeError(f"exporters items must be names or SpanExporter instances, got {item!r}")
+    if not isinstance(console, bool):
+        raise TypeError(f"console must be a bool, got {type(console).__name__}")
+    if file is not None and not isinstance(file, (str, os.PathLike)):
+        raise TypeError(f"file must be a path, got {type(file).__name__}")
+    for processor in processors:
+        if not isinstance(processor, SpanProcessor):
+            raise TypeError(f"span_processors items must be SpanProcessor instances, got {processor!r}")
+    if not isinstance(instrument_threading, bool):
+        raise TypeError(f"instrument_threading must be a bool, got {type(instrument_threading).__name__}")
+    if resource_attributes is not None and not isinstance(resource_attributes, Mapping):
+        raise TypeError("resource_attributes must be a mapping of attribute names to values")
+
+
+def _configure_provider(
+    *,
+    service_name: str | None,
+    exporters: Sequence[str | SpanExporter] | None,
+    console: bool,
+    file: str | os.PathLike[str] | None,
+    processors: list[SpanProcessor],
+    resource_attributes: Mapping[str, AttributeValue] | None,
+) -> trace_api.TracerProvider:
+    explicit = _explicit_parts(exporters, console, file, processors)
+    current = trace_api.get_tracer_provider()
+    if isinstance(current, trace_api.ProxyTracerProvider):
+        parts = explicit if exporters is not None else _env_parts() + explicit
+        provider = TracerProvider(resource=_resource(service_name, resource_attributes))
+        added = _attach(provider, parts)
+        trace_api.set_tracer_provider(provider)
+        installed = trace_api.get_tracer_provider()
+        if installed is provider:
+            _logger.info(
+                "toolspan: installed a TracerProvider (service.name=%r) with %s",
+                provider.resource.attributes.get(SERVICE_NAME),
+                _describe(added),
+            )
+            return provider
+        # Another thread installed one in between: use it, as if it had been there before.
+        provider.shutdown()
+        current = installed
+    if isinstance(current, TracerProvider):
+        added = _attach(current, explicit)
+        _logger.info(
+            "toolspan: kept the installed TracerProvider%s; added %s",
+            " (service_name/resource_attributes not applied to it)"
+            if service_name is not None or resource_attributes
+            else "",
+            _describe(added),
+        )
+    elif explicit:
+        _logger.warning(
+            "toolspan: the installed tracer provider (%s) is not an SDK TracerProvider; "
+            "cannot add the requested exporters/processors",
+            type(current).__name__,
+        )
+    else:
+        _logger.info("toolspan: kept the installed tracer provider (%s)", type(current).__name__)
+    return current
+
+
+# A part to attach: (identity key for idempotence, label for the log, maker of its SpanProcessor).
+_Part = tuple[object, str, Any]
+
+
+def _explicit_parts(
+    exporters: Sequence[str | SpanExporter] | None,
+    console: bool,
+    file: str | os.PathLike[str] | None,
+    processors: list[SpanProcessor],
+) -> list[_Part]:
+    parts: list[_Part] = []
+    for item in exporters or ():
+        if isinstance(item, str):
+            parts.extend(_named_parts([item]))
+        else:
+            parts.append((item, type(item).__name__, _batch(item)))
+    if console:
+        parts.append(("exporter:console", "console", lambda: _batch_processor(ConsoleSpanExporter())))
+    if file is not None:
+        path = os.path.abspath(os.fspath(file))
+        parts.append((f"file:{path}", f"file {path}", lambda: _file_processor(path)))
+    for processor in processors:
+        parts.append((processor, type(processor).__name__, lambda p=processor: p))
+    return parts
+
+
+def _batch(exporter: SpanExporter) -> Any:
+    return lambda: _batch_processor(exporter)
+
+
+def _batch_processor(exporter: SpanExporter) -> BatchSpanProcessor:
+    """A BatchSpanProcessor (queue capped by OTEL_BSP_MAX_QUEUE_SIZE, 2048 by default)."""
+    try:
+        return BatchSpanProcessor(exporter)
+    except ValueError as exc:  # e.g. a queue smaller than the default export batch of 512
+        queue = _env.get_int(_env.OTEL_BSP_MAX_QUEUE_SIZE, minimum=1) or 2048
+        _logger.warning("toolspan: %s; exporting in batches of at most %d spans", exc, min(queue, 512))
+        return BatchSpanProcessor(exporter, max_export_batch_size=min(queue, 512))
+
+
+def _env_parts() -> list[_Part]:
+    names = [name.lower() for name in _env.get_list(_env.OTEL_TRACES_EXPORTER)]
+    if _env.get(_env.OTEL_TRACES_EXPORTER) is None and (
+        _env.get(_env.OTEL_EXPORTER_OTLP_ENDPOINT) or _env.get(_env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+    ):
+        names = ["otlp"]
+    return _named_parts(names)
+
+
+def _named_parts(names: Iterable[str]) -> list[_Part]:
+    parts: list[_Part] = []
+    for raw in names:
+        name = _resolve_name(raw)
+        if name is not None:
+            parts.append((f"exporter:{name}", name, lambda n=name: _named_processor(n)))
+    return parts
+
+
+def _resolve_name(raw: str) -> str | None:
+    name = raw.strip().lower()
+    if not name or name == "none":
+        return None
+    if name != "otlp":
+        return name
+    protocol = (
+        _env.get(_env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+        or _env.get(_env.OTEL_EXPORTER_OTLP_PROTOCOL)
+        or "grpc"
+    ).lower()
+    resolved = _OTLP_BY_PROTOCOL.get(protocol)
+    if resolved is None:
+        _logger.warning(
+            "toolspan: OTLP protocol %r is not supported (use grpc or http/protobuf); no OTLP exporter",
+            protocol,
+        )
+    return resolved
+
+
+def _named_processor(name: str) -> SpanProcessor | None:
+    found = entry_points(group=EXPORTER_ENTRY_POINT_GROUP, name=name)
+    entry = next(iter(found), None)
+    if entry is None:
+        known = sorted({e.name for e in entry_points(group=EXPORTER_ENTRY_POINT_GROUP)})
+        _logger.warning("toolspan: unknown trace exporter %r (known: %s); skipped", name, ", ".join(known))
+        return None
+    try:
+        exporter = entry.load()()
+    except Exception:
+        _logger.warning("toolspan: could not create the %r trace exporter; skipped", name, exc_info=True)
+        return None
+    if not isinstance(exporter, SpanExporter):
+        _logger.warning("toolspan: %r did not give a SpanExporter (%r); skipped", name, exporter)
+        return None
+    return _batch_processor(exporter)
+
+
+def _file_processor(path: str) -> SpanProcessor | None:
+    try:
+        from toolspan.exporters.otlp_file import OtlpJsonFileExporter
+    except ImportError:
+        _logger.warning("toolspan: the OTLP JSON file exporter is unavailable; file=%r skipped", path)
+        return None
+    try:
+        return _batch_processor(OtlpJsonFileExporter(path))
+    except Exception:
+        _logger.warning("toolspan: could not create the file exporter for %r; skipped", path, exc_info=True)
+        return None
+
+
+def _attach(provider: TracerProvider, parts: list[_Part]) -> list[str]:
+    """Add each part not attached before; return the labels of those added."""
+    done = _attached.setdefault(provider, set())
+    added: list[str] = []
+    for key, label, make in parts:
+        if key in done:
+            continue
+        try:
+            processor = make()
+        except Exception:
+            _logger.warning("toolspan: could not set up %s; skipped", label, exc_info=True)
+            continue
+        if processor is None:
+            continue
+        provider.add_span_processor(processor)
+        done.add(key)
+        added.append(label)
+    return added
+
+
+def _describe(added: list[str]) -> str:
+    return "exporters/processors: " + ", ".join(added) if added else "no exporters/processors"
+
+
+def _resource(service_name: str | None, resource_attributes: Mapping[str, AttributeValue] | None) -> Resource:
+    attributes: dict[str, AttributeValue] = dict(resource_attributes or {})
+    if service_name:
+        attributes[SERVICE_NAME] = service_name
+    elif SERVICE_NAME not in attributes:
+        try:
+            from_env = (
+                OTELResourceDetector().detect().attributes
+            )  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+        except Exception:
+            from_env = {}
+        fallback = _env.get(_env.TOOLSPAN_SERVICE_NAME)
+        if SERVICE_NAME not in from_env and fallback:
+            attributes[SERVICE_NAME] = fallback
+    return Resource.create(attributes)
+
+
+def _instrument_threading() -> None:
+    """Enable OpenTelemetry's ThreadingInstrumentor unless it is on (warn once if not installed)."""
+    global _threading_warned
+    with _lock:
+        try:
+            from opentelemetry.instrumentation.threading import ThreadingInstrumentor
+        except ImportError:
+            if not _threading_warned:
+                _threading_warned = True
+                _logger.warning(
+                    "toolspan: opentelemetry-instrumentation-threading is not installed, so tools run in "
+                    "thread pools start new traces; install toolspan[threading]"
+                )
+            return
+        try:
+            instrumentor = ThreadingInstrumentor()
+            if not instrumentor.is_instrumented_by_opentelemetry:
+                instrumentor.instrument()
+        except Exception:
+            _logger.warning("toolspan: could not enable the threading instrumentation", exc_info=True)

@@ -1,0 +1,385 @@
+"""The per-call lifecycle of a tool span: start attributes, ids, result, outcome, and the wrappers
+``@tool`` installs for each kind of function.
+
+Per call:
+
+- no SDK tracer provider installed (and no ``tracer_provider=``): the call goes straight through;
+- otherwise the span starts with the static attributes, ``gen_ai.tool.call.id`` when a model id was
+  handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
+  serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
+  records, so a sampled-out call serializes nothing;
+- the ids are set right after start, the state and result at the end.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+
+from toolspan import _serialize, semconv
+from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame, take_pending_call_id
+from toolspan._gen import drive_async, drive_sync
+from toolspan._outcome import end_span, record_outcome
+from toolspan._params import ParamSpec
+from toolspan._tracer import get_tracer
+from toolspan.config import get_config
+
+_logger = logging.getLogger(__name__)
+
+__all__ = ["ToolInfo", "wrapper_for"]
+
+_new_frame = tuple.__new__
+# The context key of the current span: one Context built per call instead of two.
+_SPAN_KEY = next(iter(trace_api.set_span_in_context(trace_api.INVALID_SPAN, Context())))
+
+_TEXT_ATTRS = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, semconv.OI_INPUT_VALUE)
+
+
+class ToolInfo:
+    """What ``@tool`` computed once for a function."""
+
+    __slots__ = (
+        "base_attributes",
+        "description",
+        "func",
+        "name",
+        "params",
+        "span_name",
+        "tool_type",
+        "tracer_provider",
+    )
+
+    def __init__(
+        self,
+        func: Any,
+        name: str,
+        description: str | None,
+        tool_type: str,
+        tracer_provider: trace_api.TracerProvider | None,
+    ) -> None:
+        self.func = func
+        self.name = name
+        self.description = description
+        self.tool_type = tool_type
+        self.tracer_provider = tracer_provider
+        self.span_name = semconv.TOOL_SPAN_PREFIX + name
+        self.params = ParamSpec.of(func)
+        attrs: dict[str, Any] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+            semconv.GEN_AI_TOOL_NAME: name,
+            semconv.GEN_AI_TOOL_TYPE: tool_type,
+        }
+        if description:
+            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
+        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
+        attrs[semconv.OI_TOOL_NAME] = name
+        if description:
+            attrs[semconv.OI_TOOL_DESCRIPTION] = description
+        self.base_attributes = attrs
+
+
+class _StartAttributes(dict[str, Any]):
+    """The start attributes of a tool span; the arguments are added on the first read.
+
+    The SDK reads the attributes given to ``start_span`` only when it records the span (samplers
+    that drop a span do not look at them), so a dropped span never pays for serialization.
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None) -> None:
+        super().__init__(base)
+        self._pending = pending
+
+    def fill(self) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        info, instance, args, kwargs, config = pending
+        try:
+            text = _serialize.dumps(info.params.bind(instance, args, kwargs), config)
+        except Exception:
+            _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
+            return
+        dict.__setitem__(self, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
+        dict.__setitem__(self, semconv.OI_INPUT_VALUE, text)
+        dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
+
+    @property
+    def filled(self) -> bool:
+        return self._pending is None
+
+    def __len__(self) -> int:
+        self.fill()
+        return dict.__len__(self)
+
+    def __iter__(self) -> Iterator[str]:
+        self.fill()
+        return dict.__iter__(self)
+
+    def __contains__(self, key: object) -> bool:
+        self.fill()
+        return dict.__contains__(self, key)
+
+    def __getitem__(self, key: str) -> Any:
+        self.fill()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.fill()
+        return dict.get(self, key, default)
+
+    def items(self) -> Any:
+        self.fill()
+        return dict.items(self)
+
+    def keys(self) -> Any:
+        self.fill()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.fill()
+        return dict.values(self)
+
+    def copy(self) -> dict[str, Any]:
+        self.fill()
+        return dict(dict.items(self))
+
+
+class _ToolRun:
+    """One running tool call: its span, context and what a generator yielded so far."""
+
+    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "limit", "span")
+
+    def __init__(  # noqa: PLR0917 - the hot path: no argument packing
+        self,
+        info: ToolInfo,
+        tracer: trace_api.Tracer,
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call_id: str | None,
+        parent: Context,
+    ) -> None:
+        self.info = info
+        self.aggregate = False
+        self.count = 0
+        self.items: list[Any] | None = None
+        self.limit = 0
+        config = self.config = get_config()
+        attrs = _StartAttributes(
+            info.base_attributes, (info, instance, args, kwargs, config) if config.capture_content else None
+        )
+        if call_id is not None:
+            dict.__setitem__(attrs, semconv.GEN_AI_TOOL_CALL_ID, call_id)
+        span = self.span = tracer.start_span(info.span_name, context=parent, attributes=attrs)
+        span_context = span.get_span_context()
+        if not span_context.is_valid:
+            self.ctx = trace_api.set_span_in_context(span, parent)
+            return
+        hex_id = format(span_context.span_id, "016x")
+        frame = _new_frame(
+            ToolFrame,
+            (span, semconv.EXECUTION_ID_PREFIX + hex_id, call_id or semconv.CALL_ID_PREFIX + hex_id),
+        )
+        values = dict(parent)
+        values[_SPAN_KEY] = span
+        values[TOOL_KEY] = frame
+        self.ctx = Context(values)
+        if span.is_recording():
+            ids = {
+                semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
+                semconv.TOOLSPAN_TOOL_CALL_ID: frame.tool_call_id,
+            }
+            if not attrs.filled:  # an SDK that did not read the start attributes: set them now
+                attrs.fill()
+                for key in (*_TEXT_ATTRS, semconv.OI_INPUT_MIME_TYPE):
+                    if key in attrs:
+                        ids[key] = dict.__getitem__(attrs, key)
+            span.set_attributes(ids)
+
+    # -- generator aggregation -------------------------------------------------------------------
+
+    def start_items(self) -> None:
+        self.aggregate = True
+        if self.config.capture_content and self.span.is_recording():
+            self.items = []
+            # Each JSON item takes at least 2 bytes (value and comma): more cannot fit the budget.
+            self.limit = self.config.max_attribute_bytes // 2 + 1
+
+    def item(self, value: Any) -> None:
+        self.count += 1
+        items = self.items
+        if items is not None and len(items) < self.limit:
+            items.append(value)
+
+    # -- endings ---------------------------------------------------------------------------------
+
+    def ok(self, result: Any) -> None:
+        span = self.span
+        try:
+            if span.is_recording():
+                attrs: dict[str, Any] = {semconv.TOOLSPAN_TOOL_STATE: semconv.STATE_COMPLETED}
+                if self.aggregate:
+                    result = self.items
+                    attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
+                config = self.config
+                if config.capture_content:
+                    try:
+                        text = _serialize.dumps(result, config)
+                    except Exception:
+                        _logger.warning(
+                            "toolspan: could not record the result of %s", self.info.name, exc_info=True
+                        )
+                    else:
+                        attrs[semconv.GEN_AI_TOOL_CALL_RESULT] = text
+                        attrs[semconv.OI_OUTPUT_VALUE] = text
+                        attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
+                span.set_attributes(attrs)
+        except Exception:
+            _logger.warning("toolspan: could not record the end of %s", self.info.name, exc_info=True)
+        end_span(span)
+
+    def fail(self, exc: BaseException) -> None:
+        extra = {semconv.TOOLSPAN_RESULT_ITEMS: self.count} if self.aggregate else {}
+        record_outcome(self.span, exc, tool=True, **extra)
+        end_span(self.span)
+
+    def closed(self) -> None:
+        try:
+            if self.span.is_recording():
+                self.span.add_event(
+                    semconv.GENERATOR_CLOSED_EVENT, {semconv.TOOLSPAN_RESULT_ITEMS: self.count}
+                )
+        except Exception:
+            _logger.warning("toolspan: could not record the early close of %s", self.info.name, exc_info=True)
+        self.fail(GeneratorExit())
+
+
+def _start(  # noqa: PLR0917 - the hot path: no argument packing
+    info: ToolInfo,
+    tracer: trace_api.Tracer,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call_id: str | None,
+    parent: Context,
+) -> _ToolRun | None:
+    try:
+        return _ToolRun(info, tracer, instance, args, kwargs, call_id, parent)
+    except Exception:
+        _logger.warning("toolspan: could not start the span of %s", info.name, exc_info=True)
+        return None
+
+
+def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        provider = info.tracer_provider
+        if provider is None and trace_api._TRACER_PROVIDER is None:
+            return wrapped(*args, **kwargs)  # tracing is off: a plain call
+        tracer = get_tracer(provider)
+        if tracer is None:
+            return wrapped(*args, **kwargs)
+        parent = context_api.get_current()
+        handoff: Handoff | None = parent.get(PENDING_CALL_ID_KEY)  # type: ignore[assignment]
+        try:
+            run = _ToolRun(
+                info, tracer, instance, args, kwargs, None if handoff is None else handoff.take(), parent
+            )
+        except Exception:
+            _logger.warning("toolspan: could not start the span of %s", info.name, exc_info=True)
+            return wrapped(*args, **kwargs)
+        token = context_api.attach(run.ctx)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            context_api.detach(token)
+            run.fail(exc)
+            raise
+        context_api.detach(token)
+        run.ok(result)
+        return result
+
+    return wrapper
+
+
+def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
+    async def run_async(  # noqa: PLR0917 - the hot path: no argument packing
+        tracer: trace_api.Tracer,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call_id: str | None,
+    ) -> Any:
+        parent = context_api.get_current()
+        run = _start(info, tracer, instance, args, kwargs, call_id, parent)
+        if run is None:
+            return await wrapped(*args, **kwargs)
+        token = context_api.attach(run.ctx)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            context_api.detach(token)
+            run.fail(exc)
+            raise
+        context_api.detach(token)
+        run.ok(result)
+        return result
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None:
+            return wrapped(*args, **kwargs)
+        # The model's id is taken when the tool is called, the span starts when it is awaited.
+        call_id = take_pending_call_id(context_api.get_current())
+        return run_async(tracer, wrapped, instance, args, kwargs, call_id)
+
+    return wrapper
+
+
+def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None:
+            return wrapped(*args, **kwargs)
+        call_id = take_pending_call_id(context_api.get_current())
+        gen = wrapped(*args, **kwargs)
+
+        def start() -> _ToolRun:
+            run = _start(info, tracer, instance, args, kwargs, call_id, context_api.get_current())
+            if run is None:  # telemetry failed: iterate under a span that records nothing
+                run = _ToolRun.__new__(_ToolRun)
+                run.info, run.span, run.count, run.items, run.limit = info, trace_api.INVALID_SPAN, 0, None, 0
+                run.aggregate = False
+                run.ctx, run.config = context_api.get_current(), get_config()
+            run.start_items()
+            return run
+
+        return drive_async(gen, start) if is_async else drive_sync(gen, start)
+
+    return wrapper
+
+
+def wrapper_for(info: ToolInfo, func: Any) -> Callable[..., Any]:
+    """The wrapt wrapper for ``func``'s kind: plain, coroutine, generator or async generator."""
+    if inspect.isasyncgenfunction(func):
+        return _generator_wrapper(info, True)
+    if inspect.isgeneratorfunction(func):
+        return _generator_wrapper(info, False)
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__):
+        return _async_wrapper(info)
+    return _sync_wrapper(info)

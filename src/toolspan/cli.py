@@ -1,0 +1,232 @@
+"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress [-o FILE] [--lenient]``.
+
+Reads spans from files, directories, globs or stdin (``-``) in any format the bridge reads, renders them
+with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``), one JSON
+document otherwise (``timeline``: an array of conversation documents; ``tree``: the trace document, or
+an array of them for several traces; ``plans``: one object).
+
+``--to events`` streams: each span is turned into its events as it is read, in input order, without
+holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
+Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
+
+TARGETS = ("events", "timeline", "tree", "plans", "progress")
+STREAMS = frozenset({"events", "progress"})
+_PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
+_MAX_ISSUES_SHOWN = 10
+
+
+class _Bar:
+    """A one-line progress bar on stderr: bytes read of the total, and spans read."""
+
+    def __init__(self, total: int, report: ReadReport, stream: IO[str]) -> None:
+        self.total = total
+        self.done = 0
+        self.report = report
+        self.stream = stream
+        self.last = 0.0
+
+    def __call__(self, nbytes: int) -> None:
+        self.done += nbytes
+        now = time.monotonic()
+        if now - self.last >= 0.2:
+            self.last = now
+            self.draw()
+
+    def draw(self) -> None:
+        spans = f"{self.report.spans_read:,} spans"
+        if self.total > 0:
+            frac = min(1.0, self.done / self.total)
+            filled = int(frac * 30)
+            bar = "#" * filled + "." * (30 - filled)
+            line = f"\r[{bar}] {frac * 100:5.1f}%  {self.done / 1e6:,.1f}/{self.total / 1e6:,.1f} MB  {spans}"
+        else:
+            line = f"\r{self.done / 1e6:,.1f} MB  {spans}"
+        self.stream.write(line)
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.draw()
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    convert = sub.add_parser(
+        "convert",
+        help="convert spans (OTLP JSON/protobuf, Jaeger, Tempo, ...) into a frontend format",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
+    convert.add_argument("--to", required=True, choices=TARGETS, help="output format")
+    convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
+    convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
+    convert.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
+    convert.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
+    return parser
+
+
+def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
+    """Act and observe events, span by span; an open act record and its completion give one act."""
+    from toolspan.bridge.classify import TOOL, classify
+    from toolspan.bridge.views import act_event, observe_event
+
+    open_acts: set[tuple[str, str]] = set()
+    for span in spans:
+        if classify(span) != TOOL:
+            continue
+        key = (span.trace_id, span.span_id)
+        if span.end_ns is None:
+            if key not in open_acts:
+                open_acts.add(key)
+                yield act_event(span)
+            continue
+        if key in open_acts:
+            open_acts.discard(key)
+        else:
+            yield act_event(span)
+        yield observe_event(span)
+
+
+def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iterator[Any] | None, Any]:
+    """``(json_lines_items, None)`` for streams, ``(None, document)`` otherwise."""
+    from toolspan.bridge import views
+
+    if target == "events":
+        if sort_events:
+            return iter(views.to_events(list(spans))), None
+        return _events_stream(spans), None
+    if target == "progress":
+        return iter(views.to_progress(list(spans))), None
+    if target == "timeline":
+        return None, views.to_timelines(list(spans))
+    if target == "tree":
+        trees = views.to_trees(list(spans))
+        return None, trees[0] if len(trees) == 1 else trees
+    return None, views.to_plans(list(spans))
+
+
+def _write_lines(items: Iterator[Any], out: IO[str]) -> int:
+    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
+    buf: list[str] = []
+    n = 0
+    for item in items:
+        buf.append(encode(item))
+        n += 1
+        if len(buf) >= 4096:
+            buf.append("")
+            out.write("\n".join(buf))
+            buf.clear()
+    if buf:
+        buf.append("")
+        out.write("\n".join(buf))
+    return n
+
+
+def _report_issues(report: ReadReport, lenient: bool, err: IO[str]) -> None:
+    shown = 0
+    for issue in report.issues:
+        if shown >= _MAX_ISSUES_SHOWN:
+            err.write(f"toolspan: ... and {len(report.issues) - shown} more issue(s)\n")
+            break
+        label = "skipped" if lenient and issue.skipped else "warning"
+        err.write(f"toolspan: {label}: {issue}\n")
+        shown += 1
+    if lenient and report.records_skipped:
+        err.write(
+            f"toolspan: read {report.spans_read} span(s); skipped {report.records_skipped} bad record(s)\n"
+        )
+
+
+def _total_bytes(paths: list[Path | str]) -> int:
+    total = 0
+    for p in paths:
+        if p != "-":
+            try:
+                total += os.stat(p).st_size
+            except OSError:
+                pass
+    return total
+
+
+def convert(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    """Run ``toolspan convert``; returns the exit status."""
+    report = ReadReport()
+    try:
+        paths = resolve_inputs(args.inputs)
+    except BridgeReadError as e:
+        err.write(f"toolspan: error: {e}\n")
+        return 1
+    total = _total_bytes(paths)
+    show = args.progress or (err.isatty() and total >= _PROGRESS_MIN_BYTES)
+    bar = _Bar(total, report, err) if show else None
+    progress: Callable[[int], None] | None = bar
+    spans = iter_spans(paths, lenient=args.lenient, report=report, progress=progress)
+    try:
+        lines, document = _render(args.to, spans, args.sorted)
+        if lines is not None:
+            _write_lines(lines, out)
+        else:
+            json.dump(document, out, ensure_ascii=False, indent=args.indent)
+            out.write("\n")
+        out.flush()
+    except BridgeReadError as e:
+        if bar is not None:
+            bar.close()
+        err.write(f"toolspan: error: {e}\n")
+        return 1
+    if bar is not None:
+        bar.close()
+    _report_issues(report, args.lenient, err)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``toolspan`` command."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command != "convert":
+        parser.print_help(sys.stderr)
+        return 2
+    # A one-shot conversion allocates millions of short-lived containers: keep the collector off the
+    # long-lived startup objects, and collect less often.
+    gc.freeze()
+    old_threshold = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        if args.output and args.output != "-":
+            with open(args.output, "w", encoding="utf-8", newline="\n") as out:
+                return convert(args, out, sys.stderr)
+        return convert(args, sys.stdout, sys.stderr)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("toolspan: interrupted\n")
+        return 130
+    except OSError as e:
+        sys.stderr.write(f"toolspan: error: {e}\n")
+        return 1
+    finally:
+        gc.set_threshold(*old_threshold)
+        gc.unfreeze()

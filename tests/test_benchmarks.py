@@ -1,0 +1,134 @@
+"""Smoke test of ``benchmarks/tool_overhead.py``: a tiny run of the bare, hand-written and toolspan
+contenders with this interpreter (no venvs), checking the JSON it writes. No timing assertions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "benchmarks" / "tool_overhead.py"
+ROWS = {
+    ("bare", "bare"),
+    ("handwritten", "on"),
+    ("handwritten", "off"),
+    ("toolspan", "on"),
+    ("toolspan", "nocapture"),
+    ("toolspan", "off"),
+}
+# Attributes whose values differ between two spans (ids) or between the two contenders' tool names.
+TABLE_HEADER = (
+    "| contender | tracing | median ns/call | min ns/call | x hand-written | ns above bare "
+    "| CPU ns/call | CPU x hand-written |"
+)
+PER_CALL = {"toolspan.execution_id", "toolspan.tool_call_id"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("bench") / "tool_overhead.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--no-venv",
+            "--only",
+            "bare,handwritten,toolspan",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text()), proc.stdout
+
+
+def rows_by_key(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["contender"], r["mode"]): r for r in doc["rows"]}
+
+
+def test_writes_one_row_per_contender_and_mode(run: tuple[dict[str, Any], str]) -> None:
+    doc, _ = run
+    assert doc["benchmark"] == "tool_overhead"
+    assert set(rows_by_key(doc)) == ROWS
+    assert doc["run"]["quick"] is True
+    assert doc["run"]["no_venv"] is True
+    assert doc["run"]["rounds"] == 1
+    assert set(doc["machine"]) >= {"cpu", "cores", "python", "implementation", "platform"}
+    assert {"opentelemetry-api", "opentelemetry-sdk", "toolspan"} <= set(doc["versions"])
+
+
+def test_every_row_has_its_numbers(run: tuple[dict[str, Any], str]) -> None:
+    doc, _ = run
+    n = doc["run"]["repeats"] * doc["run"]["rounds"]
+    for key, row in rows_by_key(doc).items():
+        assert "error" not in row, (key, row.get("error"))
+        assert len(row["samples_ns"]) == n
+        assert row["samples"] == n
+        assert 0 < row["min_ns"] <= row["median_ns"], key
+        assert len(row["cpu_samples_ns"]) == n
+        assert 0 < row["cpu_min_ns"] <= row["cpu_median_ns"], key
+        assert row["in_process_bare_median_ns"] > 0
+    rows = rows_by_key(doc)
+    assert rows[("handwritten", "on")]["x_handwritten"] == 1.0
+    assert rows[("handwritten", "on")]["cpu_x_handwritten"] == 1.0
+    assert "x_handwritten" not in rows[("bare", "bare")]
+    assert rows[("bare", "bare")]["above_bare_ns"] == 0
+    assert rows[("bare", "bare")]["cpu_above_bare_ns"] == 0
+    for key in [("handwritten", "off"), ("toolspan", "off")]:
+        assert "above_bare_ns" in rows[key]
+    assert "above_bare_ns" not in rows[("toolspan", "on")]
+
+
+def test_spans_reach_the_noop_exporter_only_with_tracing_on(run: tuple[dict[str, Any], str]) -> None:
+    doc, _ = run
+    for (contender, mode), row in rows_by_key(doc).items():
+        if mode in ("on", "nocapture"):
+            # Every call made a span; none was dropped at this size (the queue holds 2048).
+            assert row["spans_exported"] == row["calls"] > 0, (contender, mode)
+            assert row["sample_span"]["name"] == "execute_tool get_forecast"
+        else:
+            assert row["spans_exported"] == 0, (contender, mode)
+            assert row["sample_span"] is None
+
+
+def test_handwritten_span_carries_toolspans_attributes(run: tuple[dict[str, Any], str]) -> None:
+    rows = rows_by_key(run[0])
+    hand = rows[("handwritten", "on")]["sample_span"]["attributes"]
+    tool = rows[("toolspan", "on")]["sample_span"]["attributes"]
+    assert set(hand) == set(tool)
+    assert {k: v for k, v in hand.items() if k not in PER_CALL} == {
+        k: v for k, v in tool.items() if k not in PER_CALL
+    }
+    for key in PER_CALL:
+        assert hand[key][:5] == tool[key][:5]
+
+
+def test_capture_off_row_records_no_content(run: tuple[dict[str, Any], str]) -> None:
+    attrs = rows_by_key(run[0])[("toolspan", "nocapture")]["sample_span"]["attributes"]
+    assert not {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "input.value", "output.value"} & set(
+        attrs
+    )
+    assert attrs["toolspan.tool.state"] == "COMPLETED"
+
+
+def test_targets_and_table(run: tuple[dict[str, Any], str]) -> None:
+    doc, stdout = run
+    names = [t["target"] for t in doc["targets"]]
+    assert names == 2 * [
+        "toolspan capture on <= 1.10x hand-written span",
+        "toolspan tracing off <= 300 ns above the bare call",
+    ]
+    assert [t["clock"] for t in doc["targets"]] == ["wall", "wall", "cpu", "cpu"]
+    assert all(isinstance(t["met"], bool) for t in doc["targets"])
+    assert TABLE_HEADER in stdout
+    assert stdout.count("| toolspan @tool |") == 3

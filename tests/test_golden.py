@@ -1,0 +1,188 @@
+"""Golden outputs of every view for one deterministic scenario.
+
+Two sources of the same scenario (see ``_bridge_data.scenario``): spans built by hand following the span
+contract (``hand_*.json``), and the scenario run through toolspan's own instrumentation with deterministic ids
+and clock (``instrumented_*.json``; skipped until the public API is there). Regenerate with
+``TOOLSPAN_UPDATE_GOLDEN=1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolspan
+from _bridge_data import scenario, validate
+from toolspan.bridge.model import Span
+from toolspan.bridge.views import to_events, to_plans, to_progress, to_timelines, to_trees
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE_ENV = "TOOLSPAN_UPDATE_GOLDEN"
+
+VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
+    "events": ("events", to_events),
+    "timeline": ("timeline", to_timelines),
+    "tree": ("tree", to_trees),
+    "plans": ("plans", to_plans),
+    "progress": ("progress", to_progress),
+}
+_API = (
+    "tool",
+    "agent",
+    "plan",
+    "thought",
+    "tool_call_id",
+    "record_permission_required",
+    "record_permission_decided",
+    "ToolDenied",
+)
+
+
+def _validate_view(view: str, output: Any) -> None:
+    schema = VIEWS[view][0]
+    for item in output if isinstance(output, list) else [output]:
+        validate(schema, item)
+
+
+def _check(name: str, output: Any) -> None:
+    import os
+
+    path = GOLDEN / f"{name}.json"
+    text = json.dumps(output, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    if os.environ.get(UPDATE_ENV) == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"{path} missing: run with {UPDATE_ENV}=1"
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(text)
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_hand_built_scenario_golden(view: str) -> None:
+    output = VIEWS[view][1](scenario())
+    _validate_view(view, output)
+    _check(f"hand_{view}", output)
+
+
+def instrumented_scenario() -> list[Span]:
+    """Run the scenario through toolspan's public API; return its spans, one of them never ended."""
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+    from toolspan.bridge.readers import from_readable_spans
+    from toolspan.testing import capture_spans
+
+    ts: Any = toolspan
+
+    class Started(SpanProcessor):
+        def __init__(self) -> None:
+            self.spans: list[ReadableSpan] = []
+
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            self.spans.append(span)
+
+    @ts.tool
+    def search_flights(city: str) -> dict[str, Any]:
+        return {"flights": ["AF1"]}
+
+    @ts.tool
+    def check_availability(flight: str) -> bool:
+        raise ValueError("sold out")
+
+    @ts.tool
+    async def reserve_hotel(night: int) -> dict[str, int]:
+        for _ in range(3 - night):  # the second call finishes first
+            await asyncio.sleep(0)
+        return {"room": 100 + night}
+
+    async def booker_work(flight: str) -> None:
+        ts.thought("Check availability, then reserve two hotels in parallel.")
+        with contextlib.suppress(ValueError):
+            check_availability(flight)
+        await asyncio.gather(reserve_hotel(1), reserve_hotel(2))
+
+    @ts.tool
+    def book_trip(flight: str) -> str:
+        with ts.plan("booking"), ts.agent("booker", input="Book flight AF1 and a hotel") as run:
+            asyncio.run(booker_work(flight))
+            run.set_output("Flight booked, hotel reserved twice")
+        return "booked"
+
+    @ts.tool
+    def delete_files(path: str) -> None:
+        ts.record_permission_required()
+        ts.record_permission_decided("deny", "Deleting is not allowed")
+        raise ts.ToolDenied("Deleting is not allowed")
+
+    @ts.tool
+    def send_email(to: str) -> dict[str, bool]:
+        ts.record_permission_required()
+        ts.record_permission_decided("allow", "ok")
+        return {"sent": True}
+
+    @ts.tool
+    def rent_car(days: int) -> dict[str, str]:
+        return {"car": "C3"}
+
+    @ts.tool
+    def notify(msg: str) -> Any:
+        yield "sending"
+        yield "sent"
+
+    with capture_spans(deterministic=True) as finished:
+        started = Started()
+        finished.provider.add_span_processor(started)  # type: ignore[attr-defined]
+        with ts.agent("planner", input="Plan a trip to Paris", conversation_id="conv-1") as run:
+            ts.thought("Search flights first, then book.")
+            with ts.tool_call_id("toolu_01"):
+                search_flights("Paris")
+            book_trip("AF1")
+            with contextlib.suppress(ts.ToolDenied):
+                delete_files("/tmp")
+            send_email("me")
+            run.set_output("Your trip is booked.")
+        with ts.agent("planner", input="Also rent a car", conversation_id="conv-1") as run:
+            rent_car(3)
+            pending = notify("car")
+            next(pending)  # started, never finished: its span stays open
+            run.set_output("The car is rented.")
+        done = list(finished())
+        ended = {s.context.span_id for s in done}
+        open_spans = [s for s in started.spans if s.context.span_id not in ended]
+        spans = from_readable_spans([*done, *open_spans])
+        pending.close()
+    return spans
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_instrumented_scenario_golden(view: str) -> None:
+    missing = [name for name in _API if not hasattr(toolspan, name)]
+    if missing:
+        pytest.skip(f"toolspan does not export {', '.join(missing)} yet")
+    spans = instrumented_scenario()
+    output = VIEWS[view][1](spans)
+    _validate_view(view, output)
+    _check(f"instrumented_{view}", output)
+
+
+def test_hand_and_instrumented_scenarios_tell_the_same_story() -> None:
+    missing = [name for name in _API if not hasattr(toolspan, name)]
+    if missing:
+        pytest.skip(f"toolspan does not export {', '.join(missing)} yet")
+
+    def story(spans: list[Span]) -> list[Any]:
+        (doc,) = to_timelines(spans)
+        items = [
+            (i["type"], i.get("content"), i.get("toolName"), i.get("toolOutput"), i.get("isError"))
+            for i in doc["timeline"]
+        ]
+        progress = [
+            (e["event"]["type"], (e["event"].get("call") or {}).get("state")) for e in to_progress(spans)
+        ]
+        return [items, progress]
+
+    assert story(instrumented_scenario()) == story(scenario())

@@ -1,0 +1,201 @@
+"""Progress / control / monitor envelopes (seed 003)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given, settings
+
+from _bridge_data import GENAI_FIXTURE, T0, scenario, sid, span, span_forests, tool_attrs, validate
+from toolspan import semconv as sc
+from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge.classify import TOOL, classify
+from toolspan.bridge.views import AUTO_SEAL_RESULT, SCHEMA_VERSION, to_progress
+
+MS0 = T0 // 1_000_000
+
+
+def _brief(envelopes: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    out = []
+    for env in envelopes:
+        ev = env["event"]
+        call = ev.get("call") or {}
+        out.append(
+            (
+                env["channel"],
+                ev["type"],
+                call.get("name"),
+                call.get("state"),
+                ev.get("decision"),
+                ev.get("reason"),
+            )
+        )
+    return out
+
+
+def test_scenario_envelopes() -> None:
+    envelopes = to_progress(scenario())
+    for env in envelopes:
+        validate("progress", env)
+        assert env["schema_version"] == SCHEMA_VERSION
+        assert env["event"]["channel"] == env["channel"]
+    assert [e["bookmark"]["seq"] for e in envelopes] == list(range(1, len(envelopes) + 1))
+    stamps = [e["bookmark"]["timestamp"] for e in envelopes]
+    assert stamps == sorted(stamps)
+    assert _brief(envelopes) == [
+        ("progress", "tool:start", "search_flights", "RUNNING", None, None),
+        ("progress", "tool:end", "search_flights", "COMPLETED", None, None),
+        ("monitor", "tool_executed", "search_flights", "COMPLETED", None, None),
+        ("progress", "tool:start", "book_trip", "RUNNING", None, None),
+        ("progress", "tool:start", "check_availability", "RUNNING", None, None),
+        ("progress", "tool:error", "check_availability", "FAILED", None, None),
+        ("progress", "tool:end", "check_availability", "FAILED", None, None),
+        ("monitor", "tool_executed", "check_availability", "FAILED", None, None),
+        ("progress", "tool:start", "reserve_hotel", "RUNNING", None, None),
+        ("progress", "tool:start", "reserve_hotel", "RUNNING", None, None),
+        ("progress", "tool:end", "reserve_hotel", "COMPLETED", None, None),
+        ("monitor", "tool_executed", "reserve_hotel", "COMPLETED", None, None),
+        ("progress", "tool:end", "reserve_hotel", "COMPLETED", None, None),
+        ("monitor", "tool_executed", "reserve_hotel", "COMPLETED", None, None),
+        ("progress", "tool:end", "book_trip", "COMPLETED", None, None),
+        ("monitor", "tool_executed", "book_trip", "COMPLETED", None, None),
+        ("control", "permission_required", "delete_files", "AWAITING_APPROVAL", None, None),
+        ("control", "permission_decided", None, None, "deny", None),
+        ("progress", "tool:end", "delete_files", "DENIED", None, None),  # denied: never started
+        ("monitor", "tool_executed", "delete_files", "DENIED", None, None),
+        ("control", "permission_required", "send_email", "AWAITING_APPROVAL", None, None),
+        ("control", "permission_decided", None, None, "allow", None),
+        ("progress", "tool:start", "send_email", "RUNNING", None, None),  # starts once allowed
+        ("progress", "tool:end", "send_email", "COMPLETED", None, None),
+        ("monitor", "tool_executed", "send_email", "COMPLETED", None, None),
+        ("progress", "done", None, None, None, "completed"),
+        ("progress", "tool:start", "rent_car", "RUNNING", None, None),
+        ("progress", "tool:end", "rent_car", "COMPLETED", None, None),
+        ("monitor", "tool_executed", "rent_car", "COMPLETED", None, None),
+        ("progress", "tool:start", "notify", "RUNNING", None, None),
+        ("progress", "tool:end", "notify", "SEALED", None, None),
+        ("progress", "done", None, None, None, "interrupted"),
+    ]
+    by_seq = {e["bookmark"]["seq"]: e for e in envelopes}
+    assert by_seq[26]["event"] == {"type": "done", "step": 7, "reason": "completed", "channel": "progress"}
+    assert by_seq[6]["event"]["error"] == "ValueError: sold out"
+    decided = by_seq[22]
+    assert decided == {
+        "schema_version": SCHEMA_VERSION,
+        "channel": "control",
+        "event": {
+            "type": "permission_decided",
+            "callId": "call_" + sid(10),
+            "decision": "allow",
+            "note": "ok",
+            "decidedAt": MS0 + 73,
+            "channel": "control",
+        },
+        "bookmark": {"seq": 22, "timestamp": MS0 + 73},
+    }
+    assert by_seq[23]["bookmark"]["timestamp"] == MS0 + 73
+    waiting = by_seq[21]["event"]["call"]
+    assert (waiting["state"], waiting["approval"]) == (
+        "AWAITING_APPROVAL",
+        {"required": True, "decision": None, "note": None, "decidedAt": None},
+    )
+    executed = by_seq[25]["event"]["call"]
+    assert executed == {
+        "id": "call_" + sid(10),
+        "name": "send_email",
+        "state": "COMPLETED",
+        "execution_id": "exec_" + sid(10),
+        "inputPreview": {"to": "me"},
+        "startedAt": MS0 + 70,
+        "completedAt": MS0 + 80,
+        "durationMs": 10,
+        "result": {"sent": True},
+        "error": None,
+        "isError": False,
+        "approval": {"required": True, "decision": "allow", "note": "ok", "decidedAt": MS0 + 73},
+    }
+
+
+def test_sealed_call_carries_the_auto_seal_payload() -> None:
+    spans = [
+        span(1, None, "invoke_agent a", 0, None, {sc.GEN_AI_OPERATION_NAME: "invoke_agent"}),
+        span(2, 1, "execute_tool slow", 3, None, tool_attrs(2, "slow", {"x": 1})),
+    ]
+    envelopes = to_progress(spans)
+    for env in envelopes:
+        validate("progress", env)
+    assert _brief(envelopes) == [
+        ("progress", "tool:start", "slow", "RUNNING", None, None),
+        ("progress", "tool:end", "slow", "SEALED", None, None),
+        ("progress", "done", None, None, None, "interrupted"),
+    ]
+    call = envelopes[1]["event"]["call"]
+    assert (
+        call["result"]
+        == AUTO_SEAL_RESULT
+        == {
+            "ok": False,
+            "error": (
+                "The session was interrupted while the tool was running; the call was sealed automatically."
+            ),
+            "recommendations": [
+                "Check for side effects the tool may have caused",
+                "Confirm the state of external systems before retrying",
+            ],
+            "_autoSealed": True,
+        }
+    )
+    assert (call["isError"], call["completedAt"], call["durationMs"]) == (True, None, None)
+
+
+def test_trace_without_agents_gets_one_done() -> None:
+    spans = [span(1, None, "execute_tool t", 0, 4, tool_attrs(1, "t", {}, 1))]
+    assert _brief(to_progress(spans))[-1] == ("progress", "done", None, None, None, "completed")
+    assert to_progress(spans)[-1]["event"]["step"] == 1
+
+
+def test_cancelled_call_has_no_tool_error() -> None:
+    attrs = tool_attrs(1, "t", {})
+    attrs[sc.ERROR_TYPE] = "CancelledError"
+    attrs[sc.TOOLSPAN_TOOL_STATE] = "CANCELLED"
+    types = [
+        (e["event"]["type"], (e["event"].get("call") or {}).get("state"))
+        for e in to_progress([span(1, None, "execute_tool t", 0, 4, attrs)])
+    ]
+    assert types == [
+        ("tool:start", "RUNNING"),
+        ("tool:end", "CANCELLED"),
+        ("tool_executed", "CANCELLED"),
+        ("done", None),
+    ]
+
+
+def test_jaeger_fixture_progress() -> None:
+    from toolspan.bridge.readers import read_spans
+
+    spans, _ = read_spans([str(GENAI_FIXTURE)])
+    envelopes = to_progress(spans)
+    for env in envelopes:
+        validate("progress", env)
+    kinds = [e["event"]["type"] for e in envelopes]
+    assert (kinds.count("tool:start"), kinds.count("tool:end"), kinds.count("tool_executed")) == (7, 7, 7)
+    assert kinds[-1] == "done"
+    assert envelopes[-1]["event"]["step"] == 7
+
+
+@settings(max_examples=80, deadline=None)
+@given(span_forests())
+def test_random_forests_one_tool_end_per_call_and_monotonic_seq(data: tuple[list[Any], int]) -> None:
+    spans, _ = data
+    tools = [s for s in coalesce(spans) if classify(s) == TOOL]
+    envelopes = to_progress(spans)
+    for env in envelopes:
+        validate("progress", env)
+    assert [e["bookmark"]["seq"] for e in envelopes] == list(range(1, len(envelopes) + 1))
+    ends = [e for e in envelopes if e["event"]["type"] == "tool:end"]
+    assert len(ends) == len(tools)
+    assert sum(e["event"]["call"]["state"] == "SEALED" for e in ends) == sum(s.end_ns is None for s in tools)
+    shuffled = list(spans)
+    random.Random(11).shuffle(shuffled)
+    assert to_progress(shuffled) == envelopes
