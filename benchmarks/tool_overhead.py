@@ -314,6 +314,10 @@ def summarize(rows: list[Row]) -> list[dict[str, Any]]:
             else None,
             spans_exported=sum(p["spans_exported"] for p in r.processes),
             calls=sum(p["calls"] for p in r.processes),
+            # Spans the BatchSpanProcessor dropped because its queue was full (tracing on only).
+            spans_dropped=0
+            if r.mode in ("off", "bare")
+            else sum(p["calls"] - p["spans_exported"] for p in r.processes),
             sample_span=next((p["sample_span"] for p in r.processes if p.get("sample_span")), None),
             notes=sorted({n for p in r.processes for n in p.get("notes", [])}),
             versions=r.processes[0]["versions"] if r.processes else {},

@@ -3,13 +3,13 @@
 # .e2e/ (git-ignored), so their dependencies never mix with the test venv:
 #   .e2e/rotel-venv    rotel, an OTLP collector whose Rust binary (rotel/rotel-agent) ships in the wheel
 #   .e2e/phoenix-venv  arize-phoenix, a trace backend with an OTLP receiver and a REST API
-# Idempotent: a component whose venv already has the pinned version is skipped. The test suite runs this
-# by itself when a component is missing. Override the pins with ROTEL_VERSION / PHOENIX_VERSION, the
-# cache directory with TOOLSPAN_E2E_DIR, the interpreter with PYTHON.
+# Idempotent: a component whose venv already has the pinned version is skipped (a quick check), so the
+# test suite runs this before every e2e session. Override the pins with ROTEL_VERSION / PHOENIX_VERSION and the
+# interpreter with PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-DIR=${TOOLSPAN_E2E_DIR:-.e2e}
+DIR=.e2e
 ROTEL_VERSION=${ROTEL_VERSION:-0.0.1a15}
 PHOENIX_VERSION=${PHOENIX_VERSION:-20.26.1}
 mkdir -p "$DIR"
@@ -26,7 +26,7 @@ install() {  # install VENV PACKAGE==VERSION MARKER-COMMAND...
   rm -rf "$venv"
   "$PY" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q --pre "$spec"
+  "$venv/bin/python" -m pip install -q "$spec"  # an exact pin also admits a pre-release (rotel)
   "$@"
   echo "$spec" >"$venv/.installed"
   echo "e2e-deps: $spec installed in $((SECONDS - start)) s"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolspan.bridge.model import Span, SpanEvent
-from toolspan.bridge.readers import BridgeReadError, read_spans, spans_from_document
+from toolspan.bridge.readers import BridgeReadError, describe, read_spans, spans_from_document
 from toolspan.bridge.readers._phoenix import looks_like_phoenix, spans_from_phoenix
 
 CAPTURES = Path(__file__).parent / "e2e" / "captures"
@@ -332,12 +332,64 @@ def test_otlpv1_kvlist_bytes_and_doubles(otlp_doc: dict[str, Any]) -> None:
 def test_readers_auto_detect_phoenix(
     rest_doc: dict[str, Any], otlp_doc: dict[str, Any], tmp_path: Path
 ) -> None:
+    def bare(spans: list[Span]) -> list[Span]:
+        return [dataclasses.replace(s, origin="") for s in spans]
+
     expected = [EXPECTED[s["context"]["span_id"]] for s in rest_doc["data"]]
-    assert spans_from_document(rest_doc) == expected
-    assert spans_from_document(rest_doc["data"]) == expected
-    assert _by_id(spans_from_document(otlp_doc)) == EXPECTED
+    assert bare(spans_from_document(rest_doc)) == expected
+    assert bare(spans_from_document(rest_doc["data"])) == expected
+    assert _by_id(bare(spans_from_document(otlp_doc))) == EXPECTED
+    assert describe(rest_doc) == "Phoenix"
     path = tmp_path / "phoenix.json"
     path.write_text(json.dumps(rest_doc), encoding="utf-8")
     spans, report = read_spans(path)
-    assert [s.span_id for s in spans] == [s.span_id for s in expected]
+    assert bare(spans) == expected
+    assert {s.origin for s in spans} == {f"{path}:1"}
     assert report.spans_read == 5
+
+
+def test_readers_report_a_bad_phoenix_span_with_file_and_path(
+    rest_doc: dict[str, Any], tmp_path: Path
+) -> None:
+    rest_doc["data"][3]["context"]["span_id"] = "xyz"
+    path = tmp_path / "phoenix.json"
+    path.write_text(json.dumps(rest_doc), encoding="utf-8")
+    with pytest.raises(BridgeReadError, match=r"phoenix\.json:1: data\[3\]\.context\.span_id: not a hex"):
+        read_spans(path)
+    spans, report = read_spans(path, lenient=True)
+    assert spans == []
+    assert report.records_skipped == 1
+    assert [(i.line, i.field) for i in report.issues] == [(1, "data[3].context.span_id")]
+
+
+def test_json_text_attributes_are_folded_back(rest_doc: dict[str, Any]) -> None:
+    # Phoenix parses tool.parameters / metadata / llm.prompt_template.variables (JSON text) and serves
+    # them flattened; lists of objects come back with numeric segments.
+    raw = rest_doc["data"][3]
+    raw["attributes"] = {
+        "tool.parameters.city": "Paris",
+        "tool.parameters.days": 3,
+        "tool.parameters.stops.0.name": "a",
+        "tool.parameters.stops.1.name": "b",
+        "tool.parameters.tags": ["x", "y"],
+        "metadata.user.id": "u1",
+        "llm.prompt_template.variables": ["v"],
+        "tool.name": "weather",
+    }
+    attrs = spans_from_phoenix(raw)[0].attributes
+    assert attrs == {
+        "tool.parameters": json.dumps(
+            {"city": "Paris", "days": 3, "stops": [{"name": "a"}, {"name": "b"}], "tags": ["x", "y"]}
+        ),
+        "metadata": '{"user": {"id": "u1"}}',
+        "llm.prompt_template.variables": '["v"]',
+        "tool.name": "weather",
+        "openinference.span.kind": "TOOL",
+    }
+
+
+def test_json_text_attribute_already_text_is_left_alone(rest_doc: dict[str, Any]) -> None:
+    raw = rest_doc["data"][3]
+    raw["attributes"] = {"tool.parameters": "not json", "metadata": '{"a": 1}'}
+    attrs = spans_from_phoenix(raw)[0].attributes
+    assert attrs == {"tool.parameters": "not json", "metadata": '{"a": 1}', "openinference.span.kind": "TOOL"}

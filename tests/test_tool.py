@@ -178,9 +178,9 @@ def test_generator_throw_is_forwarded() -> None:
         with pytest.raises(StopIteration):
             next(gen)
     span = only(spans)
-    assert span.attributes is not None
-    assert span.attributes["toolspan.tool.state"] == "COMPLETED"
-    assert span.attributes["gen_ai.tool.call.result"] == '[1, "handled k"]'
+    assert dict(span.attributes or {}) == tool_attrs(
+        span, "resilient", arguments="{}", result='[1, "handled k"]', toolspan__result__items=2
+    )
 
 
 async def test_async_generator_span(spans: Spans) -> None:
@@ -252,15 +252,20 @@ def test_methods_classmethods_staticmethods_leave_out_receiver(spans: Spans) -> 
     assert box.cls_below(5) == 50
     assert Toolbox.static_above(6) == 7
     assert box.static_below(7) == 9
-    got = [(span.name, (span.attributes or {})["gen_ai.tool.call.arguments"]) for span in spans()]
-    assert got == [
-        ("execute_tool scale", '{"x": 2}'),
-        ("execute_tool scale", '{"x": 3}'),
-        ("execute_tool cls_above", '{"x": 4}'),
-        ("execute_tool cls_below", '{"x": 5}'),
-        ("execute_tool static_above", '{"x": 6}'),
-        ("execute_tool static_below", '{"x": 7}'),
+    expected = [
+        ("scale", 2, 20),
+        ("scale", 3, 30),
+        ("cls_above", 4, 40),
+        ("cls_below", 5, 50),
+        ("static_above", 6, 7),
+        ("static_below", 7, 9),
     ]
+    finished = spans()
+    assert [span.name for span in finished] == [f"execute_tool {name}" for name, _, _ in expected]
+    for span, (name, x, result) in zip(finished, expected, strict=True):
+        assert dict(span.attributes or {}) == tool_attrs(
+            span, name, arguments=f'{{"x": {x}}}', result=str(result)
+        )
 
 
 async def test_async_method(spans: Spans) -> None:
@@ -761,3 +766,62 @@ def test_tool_info_of_bound_method() -> None:
     assert info.name == "scale"
     assert tool_info(len) is None
     assert semconv.TOOL_SPAN_PREFIX + info.name == info.span_name
+
+
+def test_start_attributes_dropped_by_a_sampler_are_set_after_start() -> None:
+    from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+
+    class Replacing(Sampler):
+        """Records every span but replaces its start attributes (as a sampler may)."""
+
+        def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, {"sampled.by": "test"})
+
+        def get_description(self) -> str:
+            return "Replacing"
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=Replacing())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with installed_tracer_provider(provider):
+        assert add(1, 1) == 2
+    (span,) = exporter.get_finished_spans()
+    sid = format(span.context.span_id, "016x")  # type: ignore[union-attr]
+    assert dict(span.attributes or {}) == {
+        "sampled.by": "test",
+        "gen_ai.tool.call.arguments": '{"a": 1, "b": 1}',
+        "input.value": '{"a": 1, "b": 1}',
+        "input.mime_type": "application/json",
+        "toolspan.execution_id": "exec_" + sid,
+        "toolspan.tool_call_id": "call_" + sid,
+        "toolspan.tool.state": "COMPLETED",
+        "gen_ai.tool.call.result": "2",
+        "output.value": "2",
+        "output.mime_type": "application/json",
+    }
+
+
+def test_wrap_bound_methods_partials_and_callable_objects(spans: Spans) -> None:
+    import functools
+
+    class Pricer:
+        def __init__(self, rate: float) -> None:
+            self.rate = rate
+
+        def price(self, amount: float) -> float:
+            return amount * self.rate
+
+        async def __call__(self, amount: float) -> float:
+            return amount + self.rate
+
+    pricer = Pricer(2.0)
+    assert toolspan.wrap(pricer.price, name="price")(3.0) == 6.0
+    assert toolspan.wrap(functools.partial(pow, 2), name="pow2")(5) == 32
+    wrapped_obj = toolspan.wrap(pricer, name="add_rate")
+    assert asyncio.run(wrapped_obj(1.0)) == 3.0
+    got = [(s.name, (s.attributes or {}).get("gen_ai.tool.call.arguments")) for s in spans()]
+    assert got == [
+        ("execute_tool price", '{"amount": 3.0}'),
+        ("execute_tool pow2", '{"exp": 5, "mod": null}'),
+        ("execute_tool add_rate", '{"amount": 1.0}'),
+    ]

@@ -46,11 +46,27 @@ def _description(obj: Any) -> str | None:
 
 
 class _ToolWrapper(wrapt.FunctionWrapper):  # type: ignore[misc]
-    """A tool: a transparent wrapper (name, signature, docstring, kind) that knows its ``ToolInfo``."""
+    """A tool using the global tracer provider: a transparent wrapper (name, signature, docstring,
+    kind) that knows its ``ToolInfo``."""
 
     def __init__(self, wrapped: Any, info: ToolInfo) -> None:
         super().__init__(wrapped, wrapper_for(info, getattr(wrapped, "__func__", wrapped)))
         self._self_toolspan_info = info
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # A direct (unbound) call: skip wrapt's generic path, which probes ``__self__`` on every
+        # call, and with no tracer provider installed call straight through. Bound calls (methods,
+        # classmethods) go through wrapt's bound wrapper.
+        if trace_api._TRACER_PROVIDER is None:
+            return self.__wrapped__(*args, **kwargs)
+        return self._self_wrapper(self.__wrapped__, None, args, kwargs)
+
+
+class _ProviderToolWrapper(_ToolWrapper):
+    """A tool given its own ``tracer_provider=``: always traced."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._self_wrapper(self.__wrapped__, None, args, kwargs)
 
 
 def tool_info(fn: Any) -> ToolInfo | None:
@@ -95,7 +111,7 @@ def _make(
     if description is None:
         description = _description(base)
     info = ToolInfo(base, name, description, tool_type or semconv.TOOL_TYPE_FUNCTION, tracer_provider)
-    return _ToolWrapper(base, info)
+    return (_ToolWrapper if tracer_provider is None else _ProviderToolWrapper)(base, info)
 
 
 @overload

@@ -111,6 +111,7 @@ class CountingExporter(SpanExporter):
     def __init__(self, inner: SpanExporter) -> None:
         self.inner = inner
         self.handed: list[str] = []
+        self.failed: list[str] = []
         self.results: list[dict[str, Any]] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -118,6 +119,8 @@ class CountingExporter(SpanExporter):
         self.handed.extend(ids)
         start = time.monotonic()
         result = self.inner.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self.failed.extend(ids)
         self.results.append(
             {"spans": len(ids), "result": result.name, "seconds": round(time.monotonic() - start, 3)}
         )
@@ -194,6 +197,7 @@ def faults() -> None:
                 {
                     "ended": recorder.ended,
                     "handed": counting.handed if counting else None,
+                    "failed": counting.failed if counting else None,
                     "exports": counting.results if counting else None,
                     "queue_max": recorder.queue_max,
                     "queue_len": len(queue) if queue is not None else None,

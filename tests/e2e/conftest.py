@@ -252,24 +252,23 @@ def app_env(endpoint: str, protocol: str, project: str, **extra: str) -> dict[st
 
 @pytest.fixture(scope="session")
 def e2e_binaries() -> tuple[Path, Path]:
-    """Paths of the rotel and phoenix executables, installing them first if they are missing."""
+    """Paths of the rotel and phoenix executables, after ``scripts/e2e-deps.sh`` made sure the pinned
+    versions are installed (a quick check when they are; a cold install takes a minute or two)."""
+    bash = shutil.which("bash") or "bash"
+    env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)}
+    done = subprocess.run(
+        [bash, str(INSTALL_SCRIPT)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+        check=False,
+    )
     rotel, phoenix = _rotel_binary(), _phoenix_binary()
-    if rotel is None or phoenix is None:
-        bash = shutil.which("bash") or "bash"
-        env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)}
-        done = subprocess.run(
-            [bash, str(INSTALL_SCRIPT)],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-            check=False,
-        )
-        rotel, phoenix = _rotel_binary(), _phoenix_binary()
-        if done.returncode != 0 or rotel is None or phoenix is None:
-            output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-            pytest.fail(f"{INSTALL_SCRIPT.name} failed ({done.returncode}):\n{output}")
+    if done.returncode != 0 or rotel is None or phoenix is None:
+        output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        pytest.fail(f"{INSTALL_SCRIPT.name} failed ({done.returncode}):\n{output}")
     return rotel, phoenix
 
 

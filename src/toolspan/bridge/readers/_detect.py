@@ -57,7 +57,7 @@ def describe(doc: Any) -> str:
     if type(doc.get("trace")) is dict:
         return "Tempo v2"
     if "data" in doc:
-        return "Jaeger v1 envelope"
+        return "Phoenix" if _is_phoenix(doc) else "Jaeger v1 envelope"
     if "spans" in doc and ("traceID" in doc or "processes" in doc):
         return "Jaeger v1 trace"
     if "resource_spans" in doc:
@@ -87,7 +87,10 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
     elif type(doc.get("trace")) is dict:
         yield from _tempo_v2(doc, ctx, prefix)
     elif "data" in doc:
-        yield from iter_envelope(doc, ctx, prefix)
+        if _is_phoenix(doc):  # Phoenix pages are {"data": [...], "next_cursor": ...} too
+            yield from _phoenix_spans(doc, ctx, prefix)
+        else:
+            yield from iter_envelope(doc, ctx, prefix)
     elif type(doc.get("spans")) is list and ("traceID" in doc or "processes" in doc):
         yield from iter_trace(doc, ctx, prefix)
     elif "resource_spans" in doc:
@@ -98,18 +101,31 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         ctx.fail(join(prefix, "error"), f"the server returned an error instead of a trace: {_short(msg)}")
     elif not doc:
         return
+    elif _is_phoenix(doc):
+        yield from _phoenix_spans(doc, ctx, prefix)
     else:
-        mod = _phoenix()
-        if mod is not None and mod.looks_like_phoenix(doc):
-            try:
-                spans = mod.spans_from_phoenix(doc, origin=ctx.origin)
-            except BridgeReadError as e:
-                ctx.fail(prefix, str(e))
-                return
-            yield from spans
-            return
         keys = ", ".join(sorted(str(k) for k in doc)[:6])
         ctx.fail(prefix, f"not a trace document of a known format (keys: {keys})")
+
+
+def _is_phoenix(doc: Any) -> bool:
+    mod = _phoenix()
+    return mod is not None and bool(mod.looks_like_phoenix(doc))
+
+
+def _phoenix_spans(doc: Any, ctx: Ctx, prefix: str) -> Iterator[Span]:
+    mod = _phoenix()
+    assert mod is not None
+    try:
+        spans = mod.spans_from_phoenix(doc, origin=ctx.origin)
+    except BridgeReadError as e:
+        issue = e.issue
+        if issue is None:
+            ctx.fail(prefix, str(e))
+        else:
+            ctx.fail(join(prefix, issue.field), issue.message)
+        return
+    yield from spans
 
 
 def _tempo_v2(doc: dict[str, Any], ctx: Ctx, prefix: str) -> Iterator[Span]:

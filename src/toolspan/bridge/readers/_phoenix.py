@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
@@ -104,7 +104,7 @@ def spans_from_phoenix(doc: object, *, origin: str = "") -> list[Span]:
     return out
 
 
-def _fail(origin: str, path: str, message: str) -> None:
+def _fail(origin: str, path: str, message: str) -> NoReturn:
     issue = ReadIssue(origin or "<phoenix>", None, path, message)
     raise BridgeReadError(str(issue), issue)
 

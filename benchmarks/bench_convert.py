@@ -1,0 +1,137 @@
+"""Benchmark ``toolspan convert FILE --to events -o /dev/null`` on a generated OTLP JSON Lines file.
+
+Generates the input if missing (``gen_agent_spans.py``: agent traces, 200 spans per request line), then
+measures, each in a fresh Python process (``os.wait4`` gives that process's own CPU time and peak RSS):
+
+- ``json_loads``: ``json.loads`` of every line of the file, nothing else (the baseline);
+- ``convert``: ``python -m toolspan convert FILE --to events -o /dev/null``;
+and the same conversion in-process (``toolspan.cli.main``, the same code path) for wall time.
+
+Reports spans/second, peak RSS against the input size, and the ratio of the conversion to the baseline
+(by CPU time, which is robust to other load on the machine, and by wall time). Targets: ratio <= 3,
+peak RSS below the input file's size. Results go to ``benchmarks/results/convert.json``.
+
+    python benchmarks/bench_convert.py [--spans 1000000] [--input FILE] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_agent_spans import generate  # noqa: E402
+
+BASELINE = """
+import json, sys
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        json.loads(line)
+"""
+
+
+def run_child(argv: list[str]) -> dict[str, float]:
+    """Run a process; its wall time, CPU time (user + sys) and peak RSS (bytes), from its own rusage."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv} failed ({proc.returncode}): {err}")
+    rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": rss}
+
+
+def best(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: min(r[key] for r in runs) for key in runs[0]}
+
+
+def count_spans(path: Path) -> int:
+    n = 0
+    with path.open("rb") as f:
+        for line in f:
+            n += line.count(b'"spanId"')
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=1_000_000)
+    parser.add_argument("--input", type=Path, default=None, help="default: <tmp>/toolspan-bench/agent_spans_<N>.jsonl")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement (the best is kept)")
+    parser.add_argument("--skip-inprocess", action="store_true")
+    parser.add_argument("--results", type=Path, default=HERE / "results" / "convert.json")
+    args = parser.parse_args(argv)
+
+    path = args.input or Path(tempfile.gettempdir()) / "toolspan-bench" / f"agent_spans_{args.spans}.jsonl"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        print(f"generating {args.spans} spans into {path} ...", file=sys.stderr)
+        generate(path, args.spans)
+    size = path.stat().st_size
+    n_spans = count_spans(path)
+    py = sys.executable
+
+    baseline_runs, convert_runs, inproc_runs = [], [], []
+    for i in range(args.repeat):
+        print(f"run {i + 1}/{args.repeat}: json.loads baseline ...", file=sys.stderr)
+        baseline_runs.append(run_child([py, "-c", BASELINE, str(path)]))
+        print(f"run {i + 1}/{args.repeat}: toolspan convert (subprocess) ...", file=sys.stderr)
+        convert_runs.append(
+            run_child([py, "-m", "toolspan", "convert", str(path), "--to", "events", "-o", os.devnull])
+        )
+        if not args.skip_inprocess:
+            from toolspan.cli import main as cli_main
+
+            print(f"run {i + 1}/{args.repeat}: toolspan convert (in-process) ...", file=sys.stderr)
+            t0, c0 = time.perf_counter(), time.process_time()
+            rc = cli_main(["convert", str(path), "--to", "events", "-o", os.devnull])
+            if rc != 0:
+                raise SystemExit(f"in-process convert failed: {rc}")
+            inproc_runs.append({"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0})
+
+    base, conv = best(baseline_runs), best(convert_runs)
+    results: dict[str, Any] = {
+        "input": {"path_name": path.name, "bytes": size, "spans": n_spans, "lines": None},
+        "json_loads_baseline": base,
+        "convert_subprocess": conv,
+        "convert_inprocess": best(inproc_runs) if inproc_runs else None,
+        "spans_per_second_wall": n_spans / conv["wall_s"],
+        "spans_per_second_cpu": n_spans / conv["cpu_s"],
+        "ratio_to_json_loads_cpu": conv["cpu_s"] / base["cpu_s"],
+        "ratio_to_json_loads_wall": conv["wall_s"] / base["wall_s"],
+        "peak_rss_bytes": conv["peak_rss_bytes"],
+        "peak_rss_fraction_of_input": conv["peak_rss_bytes"] / size,
+        "targets": {"ratio_max": 3.0, "peak_rss_below_input": True},
+        "met": {
+            "ratio_cpu": conv["cpu_s"] / base["cpu_s"] <= 3.0,
+            "peak_rss": conv["peak_rss_bytes"] < size,
+        },
+        "repeat": args.repeat,
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()} {os.cpu_count()} CPUs",
+        "load_average_at_end": os.getloadavg(),
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    with path.open("rb") as f:
+        results["input"]["lines"] = sum(1 for _ in f)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
