@@ -69,7 +69,9 @@ def count_spans(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=1_000_000)
-    parser.add_argument("--input", type=Path, default=None, help="default: <tmp>/toolspan-bench/agent_spans_<N>.jsonl")
+    parser.add_argument(
+        "--input", type=Path, default=None, help="default: <tmp>/toolspan-bench/agent_spans_<N>.jsonl"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement (the best is kept)")
     parser.add_argument("--skip-inprocess", action="store_true")
     parser.add_argument("--results", type=Path, default=HERE / "results" / "convert.json")

@@ -20,7 +20,11 @@ from typing import Any
 TOOLS = [
     ("search_docs", "Search the documentation index", {"query": "how to rotate api keys", "top_k": 5}),
     ("read_file", "Read a file from the workspace", {"path": "src/app/config.py", "max_bytes": 65536}),
-    ("run_shell", "Run a shell command in the sandbox", {"cmd": "pytest -q tests/test_api.py", "timeout": 120}),
+    (
+        "run_shell",
+        "Run a shell command in the sandbox",
+        {"cmd": "pytest -q tests/test_api.py", "timeout": 120},
+    ),
     ("http_get", "Fetch a URL", {"url": "https://api.example.com/v1/orders?limit=20", "headers": {}}),
     ("sql_query", "Query the analytics warehouse", {"sql": "select count(*) from orders where day = ?"}),
 ]
@@ -88,7 +92,10 @@ class Gen:
                 failed = rng.random() < 0.1
                 arguments = json.dumps(args)
                 result = json.dumps(
-                    {"items": [f"result line {k} for {name}" for k in range(rng.randint(1, 4))], "ok": not failed}
+                    {
+                        "items": [f"result line {k} for {name}" for k in range(rng.randint(1, 4))],
+                        "ok": not failed,
+                    }
                 )
                 model_id = f"call_{rng.getrandbits(64):016x}"
                 attrs = [
@@ -136,15 +143,23 @@ class Gen:
                     _s("gen_ai.operation.name", "invoke_agent"),
                     _s("gen_ai.agent.name", "coder"),
                     _s("gen_ai.conversation.id", conv),
-                    _s("gen_ai.input.messages", _msgs("user", "Please fix the failing test in tests/test_api.py")),
-                    _s("gen_ai.output.messages", _msgs("assistant", "The test passes now: the config was stale.")),
+                    _s(
+                        "gen_ai.input.messages",
+                        _msgs("user", "Please fix the failing test in tests/test_api.py"),
+                    ),
+                    _s(
+                        "gen_ai.output.messages",
+                        _msgs("assistant", "The test passes now: the config was stale."),
+                    ),
                     _s("openinference.span.kind", "AGENT"),
                 ],
                 "events": [
                     {
                         "timeUnixNano": str(t0 + 500_000),
                         "name": "toolspan.thought",
-                        "attributes": [_s("toolspan.thought.content", "I should look at the test output first.")],
+                        "attributes": [
+                            _s("toolspan.thought.content", "I should look at the test output first.")
+                        ],
                     }
                 ],
                 "status": {},
@@ -175,7 +190,9 @@ def generate(out: Path, n_spans: int, batch: int = 200, seed: int = 7) -> None:
                 t0 += 60_000_000_000
             take = min(batch, n_spans - written)
             chunk, pending = pending[:take], pending[take:]
-            request = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": chunk}]}]}
+            request = {
+                "resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": chunk}]}]
+            }
             f.write(json.dumps(request, separators=(",", ":")))
             f.write("\n")
             written += take

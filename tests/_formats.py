@@ -24,7 +24,6 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1 import trace_pb2
 
 from toolspan.bridge.model import SPAN_KINDS, STATUS_CODES, Span
 
@@ -105,7 +104,11 @@ def otlp_request(spans: Sequence[Span], *, tempo: bool = False) -> dict[str, Any
                     for e in s.events
                 ],
                 "links": [
-                    {"traceId": ident(ln.trace_id), "spanId": ident(ln.span_id), "attributes": _attrs_json(ln.attributes)}
+                    {
+                        "traceId": ident(ln.trace_id),
+                        "spanId": ident(ln.span_id),
+                        "attributes": _attrs_json(ln.attributes),
+                    }
                     for ln in s.links
                 ],
                 "status": {},
@@ -237,7 +240,9 @@ def jaeger_traces(spans: Sequence[Span]) -> list[dict[str, Any]]:
     traces: dict[str, dict[str, Any]] = {}
     process_ids: dict[str, dict[str, str]] = {}
     for s in spans:
-        trace = traces.setdefault(s.trace_id, {"traceID": _jaeger_trace_id(s.trace_id), "spans": [], "processes": {}})
+        trace = traces.setdefault(
+            s.trace_id, {"traceID": _jaeger_trace_id(s.trace_id), "spans": [], "processes": {}}
+        )
         pids = process_ids.setdefault(s.trace_id, {})
         rkey = json.dumps(dict(s.resource), sort_keys=True)
         if rkey not in pids:
@@ -249,7 +254,9 @@ def jaeger_traces(spans: Sequence[Span]) -> list[dict[str, Any]]:
             }
         refs = []
         if s.parent_span_id:
-            refs.append({"refType": "CHILD_OF", "traceID": _jaeger_trace_id(s.trace_id), "spanID": s.parent_span_id})
+            refs.append(
+                {"refType": "CHILD_OF", "traceID": _jaeger_trace_id(s.trace_id), "spanID": s.parent_span_id}
+            )
         for ln in s.links:
             rtype = "CHILD_OF" if ln.attributes.get("opentracing.ref_type") == "child_of" else "FOLLOWS_FROM"
             refs.append({"refType": rtype, "traceID": _jaeger_trace_id(ln.trace_id), "spanID": ln.span_id})
@@ -344,7 +351,9 @@ def parity_trace() -> list[Span]:
     def sid(n: int) -> str:
         return f"{n:016x}"
 
-    def tool(n: int, parent: int, name: str, state: str, start: int, end: int, **extra: Any) -> dict[str, Any]:
+    def tool(
+        n: int, parent: int, name: str, state: str, start: int, end: int, **extra: Any
+    ) -> dict[str, Any]:
         args = json.dumps({"query": f"{name} input", "limit": 3})
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
@@ -359,7 +368,14 @@ def parity_trace() -> list[Span]:
             sc.OI_INPUT_VALUE: args,
             **extra,
         }
-        return {"n": n, "parent": parent, "name": sc.TOOL_SPAN_PREFIX + name, "start": start, "end": end, "attrs": attrs}
+        return {
+            "n": n,
+            "parent": parent,
+            "name": sc.TOOL_SPAN_PREFIX + name,
+            "start": start,
+            "end": end,
+            "attrs": attrs,
+        }
 
     specs = [
         {
@@ -380,7 +396,9 @@ def parity_trace() -> list[Span]:
                 ),
                 sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_AGENT,
             },
-            "events": [SpanEvent(sc.THOUGHT_EVENT, t0 + 5 * ms, {sc.THOUGHT_CONTENT: "Plan first, then search."})],
+            "events": [
+                SpanEvent(sc.THOUGHT_EVENT, t0 + 5 * ms, {sc.THOUGHT_CONTENT: "Plan first, then search."})
+            ],
         },
         {
             "n": 2,
@@ -430,7 +448,11 @@ def parity_trace() -> list[Span]:
                     {sc.PERMISSION_DECISION: "allow", sc.PERMISSION_NOTE: "read-only"},
                 ),
             ],
-            "links": [SpanLink("00000000000000000000000000000abc", sid(0xABC), {"opentracing.ref_type": "follows_from"})],
+            "links": [
+                SpanLink(
+                    "00000000000000000000000000000abc", sid(0xABC), {"opentracing.ref_type": "follows_from"}
+                )
+            ],
         },
         tool(
             5,
@@ -447,7 +469,11 @@ def parity_trace() -> list[Span]:
                 SpanEvent(
                     sc.EXCEPTION_EVENT,
                     t0 + 699 * ms,
-                    {sc.EXCEPTION_TYPE: "TimeoutError", sc.EXCEPTION_MESSAGE: "fetch timed out", "escaped": True},
+                    {
+                        sc.EXCEPTION_TYPE: "TimeoutError",
+                        sc.EXCEPTION_MESSAGE: "fetch timed out",
+                        "escaped": True,
+                    },
                 )
             ],
         },

@@ -1,4 +1,4 @@
-"""Every recorded trace under ``<repo>/../shared/fixtures`` loads, with spans, parents and attributes checked."""
+"""Every recorded trace under ``<repo>/../shared/fixtures`` loads; spans, parents and attributes checked."""
 
 from __future__ import annotations
 
@@ -61,9 +61,12 @@ def test_every_fixture_file_is_listed_and_loads_with_its_span_count() -> None:
         spans = load(rel)
         assert len(spans) == count, rel
         for s in spans:
-            assert len(s.trace_id) == 32 and s.trace_id == s.trace_id.lower()
-            assert len(s.span_id) == 16 and s.span_id == s.span_id.lower()
-            assert isinstance(s.start_ns, int) and isinstance(s.end_ns, int)
+            assert len(s.trace_id) == 32
+            assert s.trace_id == s.trace_id.lower()
+            assert len(s.span_id) == 16
+            assert s.span_id == s.span_id.lower()
+            assert isinstance(s.start_ns, int)
+            assert isinstance(s.end_ns, int)
 
 
 def test_reading_the_fixture_directory_reads_every_trace_file_and_skips_the_markdown() -> None:
@@ -121,7 +124,8 @@ def test_file_exporter_lines_empty_ids_events_links_and_status() -> None:
         SpanLink("0" * 32, "0" * 16, {"span-link-attr": "span-link-attr-val"}),
         SpanLink("0" * 32, "0" * 16, {}),
     )
-    assert spans[7].start_ns == 1581452772000011821 and spans[7].end_ns == 1581452772000012924
+    assert spans[7].start_ns == 1581452772000011821
+    assert spans[7].end_ns == 1581452772000012924
 
 
 def test_legacy_instrumentation_library_spans_and_status_names_read_like_the_current_shape() -> None:
@@ -134,13 +138,42 @@ def test_legacy_instrumentation_library_spans_and_status_names_read_like_the_cur
 def test_jaeger_memstore_otlp_kinds_orphans_links_and_typed_values() -> None:
     spans = load("otlp/jaeger_memstore_otel_traces_01.json")
     assert [(s.trace_id, s.span_id, s.parent_span_id, s.kind, s.scope) for s in spans] == [
-        ("00000000000000010000000000000000", "0000000000000002", "0000000000000003", "SERVER", "testing-library-2"),
-        ("00000000000000020000000000000000", "0000000000000003", "0000000000000010", "CLIENT", "testing-library-2"),
-        ("00000000000000010000000000000000", "0000000000000004", "0000000000000011", "PRODUCER", "testing-library-3"),
-        ("00000000000000020000000000000000", "0000000000000005", "0000000000000010", "CONSUMER", "testing-library-3"),
+        (
+            "00000000000000010000000000000000",
+            "0000000000000002",
+            "0000000000000003",
+            "SERVER",
+            "testing-library-2",
+        ),
+        (
+            "00000000000000020000000000000000",
+            "0000000000000003",
+            "0000000000000010",
+            "CLIENT",
+            "testing-library-2",
+        ),
+        (
+            "00000000000000010000000000000000",
+            "0000000000000004",
+            "0000000000000011",
+            "PRODUCER",
+            "testing-library-3",
+        ),
+        (
+            "00000000000000020000000000000000",
+            "0000000000000005",
+            "0000000000000010",
+            "CONSUMER",
+            "testing-library-3",
+        ),
     ]
     for s in spans:
-        assert s.attributes == {"peer.service": "service-y", "peer.ipv4": 23456, "blob": "AAAwOQ==", "temperature": 72.5}
+        assert s.attributes == {
+            "peer.service": "service-y",
+            "peer.ipv4": 23456,
+            "blob": "AAAwOQ==",
+            "temperature": 72.5,
+        }
         assert s.status == "ERROR"
         assert s.resource == {"service.name": "service-x"}
         assert s.events == (
@@ -148,8 +181,14 @@ def test_jaeger_memstore_otlp_kinds_orphans_links_and_typed_values() -> None:
             SpanEvent("", 1485467191639875000, {"x": "y"}),
         )
         assert s.links == (
-            SpanLink("00000000000000010000000000000000", "0000000000000004", {"opentracing.ref_type": "follows_from"}),
-            SpanLink("00000000000000ff0000000000000000", "00000000000000ff", {"opentracing.ref_type": "child_of"}),
+            SpanLink(
+                "00000000000000010000000000000000",
+                "0000000000000004",
+                {"opentracing.ref_type": "follows_from"},
+            ),
+            SpanLink(
+                "00000000000000ff0000000000000000", "00000000000000ff", {"opentracing.ref_type": "child_of"}
+            ),
         )
 
 
@@ -191,7 +230,9 @@ def test_jaeger_v1_all_tag_types_duplicate_span_ids_references_and_padding() -> 
 def test_jaeger_v1_and_v3_parity_capture_differ_only_where_jaeger_converted_differently() -> None:
     v1 = load("jaeger/v1_api_traces_envelope_parity.json")
     v3 = load("jaeger/v3_api_traces_parity.json")
-    assert [dataclasses.replace(s, origin="") for s in v1[1:]] == [dataclasses.replace(s, origin="") for s in v3[1:]]
+    assert [dataclasses.replace(s, origin="") for s in v1[1:]] == [
+        dataclasses.replace(s, origin="") for s in v3[1:]
+    ]
     a1, a3 = v1[0], v3[0]
     assert a1.kind == a3.kind == "SERVER"
     assert (a1.start_ns, a1.end_ns) == (a3.start_ns, a3.end_ns) == (1_000_000, 2_000_000)
@@ -199,7 +240,11 @@ def test_jaeger_v1_and_v3_parity_capture_differ_only_where_jaeger_converted_diff
     assert a1.resource == a3.resource == {"service.name": "test-service", "res-tag": "res-val"}
     # v1: the string `error` tag is the status and otel.library.* the scope; Jaeger's v3 conversion kept
     # them as plain attributes.
-    assert (a1.status, a1.scope, a1.attributes) == ("ERROR", "test-lib", {"gen_ai.operation.name": "chat", "http.method": "GET"})
+    assert (a1.status, a1.scope, a1.attributes) == (
+        "ERROR",
+        "test-lib",
+        {"gen_ai.operation.name": "chat", "http.method": "GET"},
+    )
     assert (a3.status, a3.scope) == ("UNSET", "")
     assert a3.attributes == {
         "error": "true",
@@ -249,7 +294,9 @@ def test_jaeger_v3_hotrod_services_events_and_errors() -> None:
     spans = load("jaeger/v3_get_trace_hotrod.json")
     assert len({s.trace_id for s in spans}) == 1
     assert sum(len(s.events) for s in spans) == 52
-    assert [(s.name, s.status_message) for s in spans if s.status == "ERROR"] == [("GetDriver", "An error occurred")] * 3
+    assert [(s.name, s.status_message) for s in spans if s.status == "ERROR"] == [
+        ("GetDriver", "An error occurred")
+    ] * 3
     assert Counter(s.kind for s in spans) == {"CLIENT": 27, "SERVER": 13}
     assert len({s.resource["service.name"] for s in spans}) == 6
     first = spans[0]
@@ -317,7 +364,11 @@ def test_parent_cycle_keeps_both_spans_with_their_parents() -> None:
 def test_follows_from_to_a_missing_span_is_the_parent_of_an_orphan() -> None:
     root, orphan = load("jaeger/v1_ui_edge_follows_from_orphan.json")
     assert (root.span_id, root.parent_span_id) == ("d4dcb46e95b781f5", None)
-    assert (orphan.span_id, orphan.parent_span_id, orphan.links) == ("0000000000000008", "aaaaaaaaaaaaaaaa", ())
+    assert (orphan.span_id, orphan.parent_span_id, orphan.links) == (
+        "0000000000000008",
+        "aaaaaaaaaaaaaaaa",
+        (),
+    )
     assert orphan.start_ns < root.start_ns
 
 

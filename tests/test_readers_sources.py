@@ -83,7 +83,7 @@ def test_bytes_file_objects_text_streams_and_parsed_documents() -> None:
 
 
 def test_stdin_dash_is_read_by_the_cli_path() -> None:
-    code = "from toolspan.bridge.readers import read_spans; s, r = read_spans('-'); print(len(s), r.sources_read)"
+    code = "from toolspan.bridge.readers import read_spans as r; s, n = r('-'); print(len(s), n.sources_read)"
     data = "\n" + json.dumps(request(["a", "b", "c"])) + "\n"
     out = subprocess.run([sys.executable, "-c", code], input=data.encode(), capture_output=True, check=True)
     assert out.stdout.decode().split() == ["3", "1"]
@@ -148,9 +148,11 @@ def test_iter_spans_streams_and_updates_the_report_and_progress(tmp_path: Path) 
     seen: list[int] = []
     it = iter_spans(path, report=report, progress=seen.append)
     first = next(it)
-    assert first.name == "s0" and report.spans_read == 1
+    assert first.name == "s0"
+    assert report.spans_read == 1
     rest = list(it)
-    assert len(rest) == 4 and report.spans_read == 5
+    assert len(rest) == 4
+    assert report.spans_read == 5
     assert sum(seen) == path.stat().st_size
 
 
@@ -174,7 +176,8 @@ def test_sdk_readable_spans_ended_and_not_ended() -> None:
     (live,) = from_readable_spans([open_span])  # type: ignore[list-item]
     ctx = root.get_span_context()
     tid, sid = f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}"
-    assert ended.end_ns is not None and ended.start_ns <= ended.end_ns
+    assert ended.end_ns is not None
+    assert ended.start_ns <= ended.end_ns
     assert dataclasses.replace(ended, start_ns=0, end_ns=0, resource={}) == Span(
         trace_id=tid,
         span_id=sid,
@@ -190,6 +193,11 @@ def test_sdk_readable_spans_ended_and_not_ended() -> None:
     )
     assert ended.resource["service.name"] == "sdk-test"
     assert live.end_ns is None
-    assert (live.parent_span_id, live.status, live.status_message, live.attributes) == (sid, "ERROR", "boom", {"x": 1.5})
+    assert (live.parent_span_id, live.status, live.status_message, live.attributes) == (
+        sid,
+        "ERROR",
+        "boom",
+        {"x": 1.5},
+    )
     assert live.links == (SpanLink(tid, sid, {"why": "because"}),)
     open_span.end()

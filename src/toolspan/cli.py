@@ -13,6 +13,7 @@ Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -143,14 +144,12 @@ def _write_lines(items: Iterator[Any], out: IO[str]) -> int:
 
 
 def _report_issues(report: ReadReport, lenient: bool, err: IO[str]) -> None:
-    shown = 0
-    for issue in report.issues:
+    for shown, issue in enumerate(report.issues):
         if shown >= _MAX_ISSUES_SHOWN:
             err.write(f"toolspan: ... and {len(report.issues) - shown} more issue(s)\n")
             break
         label = "skipped" if lenient and issue.skipped else "warning"
         err.write(f"toolspan: {label}: {issue}\n")
-        shown += 1
     if lenient and report.records_skipped:
         err.write(
             f"toolspan: read {report.spans_read} span(s); skipped {report.records_skipped} bad record(s)\n"
@@ -161,10 +160,8 @@ def _total_bytes(paths: list[Path | str]) -> int:
     total = 0
     for p in paths:
         if p != "-":
-            try:
+            with contextlib.suppress(OSError):
                 total += os.stat(p).st_size
-            except OSError:
-                pass
     return total
 
 

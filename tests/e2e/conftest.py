@@ -1,9 +1,9 @@
 """Real components for the end-to-end tests: the rotel OTLP collector and the Arize Phoenix backend.
 
-Both are installed by ``scripts/e2e-deps.sh`` into their own venvs under ``<repo>/.e2e/`` (run here
-automatically when missing), started as subprocesses bound to 127.0.0.1 on free ports, waited for with
-a bounded timeout, and stopped by their pid (terminate, then kill). Logs go to pytest's tmp dirs and
-are shown when a component fails to start.
+Both are installed by ``scripts/e2e-deps.sh`` into their own venvs under ``<repo>/.e2e/`` (run once
+per session: a quick check when the pinned versions are there), started as subprocesses bound to
+127.0.0.1 on free ports, waited for with a bounded timeout, and stopped by their pid (terminate, then
+kill). Logs go to pytest's tmp dirs and are shown when a component fails to start.
 
 Phoenix's OTLP gRPC receiver binds every interface (Phoenix hard-codes ``[::]``); it gets a free port
 and only rotel on 127.0.0.1 talks to it. Everything else listens on 127.0.0.1 only.

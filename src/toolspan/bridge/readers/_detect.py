@@ -45,7 +45,7 @@ def _camel(value: Any) -> Any:
 def describe(doc: Any) -> str:
     """A short name of the format of a parsed document (for messages and tests)."""
     if type(doc) is list:
-        return "JSON array"
+        return "Phoenix" if _is_phoenix(doc) else "JSON array"
     if type(doc) is not dict:
         return "not a JSON object"
     if "resourceSpans" in doc:
@@ -62,10 +62,36 @@ def describe(doc: Any) -> str:
         return "Jaeger v1 trace"
     if "resource_spans" in doc:
         return "OTLP JSON (proto field names)"
+    return "Phoenix" if _is_phoenix(doc) else "unknown"
+
+
+def _is_phoenix(doc: Any) -> bool:
     mod = _phoenix()
-    if mod is not None and mod.looks_like_phoenix(doc):
-        return "Phoenix"
-    return "unknown"
+    return mod is not None and bool(mod.looks_like_phoenix(doc))
+
+
+def _iter_phoenix(doc: Any, ctx: Ctx, prefix: str) -> Iterator[Span]:
+    """Phoenix spans; in lenient mode span by span, so one bad span costs only itself."""
+    mod = _phoenix()
+    assert mod is not None
+    if ctx.lenient and type(doc.get("data") if type(doc) is dict else doc) is list:
+        items = doc["data"] if type(doc) is dict else doc
+        where = "data" if type(doc) is dict else ""
+        for i, item in enumerate(items):
+            try:
+                spans = mod.spans_from_phoenix(item, origin=ctx.origin)
+            except BridgeReadError as e:
+                path = join(join(prefix, f"{where}[{i}]"), e.issue.field if e.issue else "")
+                ctx.fail(path, e.issue.message if e.issue else str(e))
+                continue
+            yield from spans
+        return
+    try:
+        spans = mod.spans_from_phoenix(doc, origin=ctx.origin)
+    except BridgeReadError as e:
+        ctx.fail(join(prefix, e.issue.field if e.issue else ""), e.issue.message if e.issue else str(e))
+        return
+    yield from spans
 
 
 def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
@@ -74,6 +100,9 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         yield from iter_request(doc, ctx, prefix)
         return
     if type(doc) is list:
+        if _is_phoenix(doc):
+            yield from _iter_phoenix(doc, ctx, prefix)
+            return
         for i, item in enumerate(doc):
             yield from iter_document(item, ctx, join(prefix, f"[{i}]"))
         return
@@ -86,11 +115,8 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         yield from iter_document(doc["result"], ctx, join(prefix, "result"))
     elif type(doc.get("trace")) is dict:
         yield from _tempo_v2(doc, ctx, prefix)
-    elif "data" in doc:
-        if _is_phoenix(doc):  # Phoenix pages are {"data": [...], "next_cursor": ...} too
-            yield from _phoenix_spans(doc, ctx, prefix)
-        else:
-            yield from iter_envelope(doc, ctx, prefix)
+    elif "data" in doc and not _is_phoenix(doc):
+        yield from iter_envelope(doc, ctx, prefix)
     elif type(doc.get("spans")) is list and ("traceID" in doc or "processes" in doc):
         yield from iter_trace(doc, ctx, prefix)
     elif "resource_spans" in doc:
@@ -102,30 +128,10 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
     elif not doc:
         return
     elif _is_phoenix(doc):
-        yield from _phoenix_spans(doc, ctx, prefix)
+        yield from _iter_phoenix(doc, ctx, prefix)
     else:
         keys = ", ".join(sorted(str(k) for k in doc)[:6])
         ctx.fail(prefix, f"not a trace document of a known format (keys: {keys})")
-
-
-def _is_phoenix(doc: Any) -> bool:
-    mod = _phoenix()
-    return mod is not None and bool(mod.looks_like_phoenix(doc))
-
-
-def _phoenix_spans(doc: Any, ctx: Ctx, prefix: str) -> Iterator[Span]:
-    mod = _phoenix()
-    assert mod is not None
-    try:
-        spans = mod.spans_from_phoenix(doc, origin=ctx.origin)
-    except BridgeReadError as e:
-        issue = e.issue
-        if issue is None:
-            ctx.fail(prefix, str(e))
-        else:
-            ctx.fail(join(prefix, issue.field), issue.message)
-        return
-    yield from spans
 
 
 def _tempo_v2(doc: dict[str, Any], ctx: Ctx, prefix: str) -> Iterator[Span]:

@@ -1,0 +1,229 @@
+"""``toolspan convert``: inputs, outputs, streaming, exit codes and stderr reporting."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from _formats import parity_trace, render
+from toolspan.bridge import views
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import read_spans
+from toolspan.cli import _events_stream, main
+
+
+def fixtures_dir() -> Path:
+    env = os.environ.get("TOOLSPAN_FIXTURES")
+    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+
+
+AGENT = fixtures_dir() / "jaeger" / "v1_ui_genai_agent_trace.json"
+needs_fixtures = pytest.mark.skipif(not AGENT.is_file(), reason="fixtures not found")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def as_json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def tool_record(end: bool, **attrs: str) -> dict[str, Any]:
+    span: dict[str, Any] = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "00f067aa0ba902b7",
+        "name": "execute_tool search",
+        "kind": 1,
+        "startTimeUnixNano": "1700000000000000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
+            {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": '{"q": "x"}'}},
+        ]
+        + [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
+    if end:
+        span["endTimeUnixNano"] = "1700000000250000000"
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+
+
+@needs_fixtures
+def test_events_of_the_agent_fixture_are_valid_json_lines_with_one_pair_per_tool_call(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "convert", str(AGENT), "--to", "events")
+    assert (code, err) == (0, "")
+    events = [json.loads(line) for line in out.splitlines()]
+    schema = views.load_schema("events")
+    for event in events:
+        jsonschema.validate(event, schema)
+    spans, _ = read_spans(AGENT)
+    assert sorted(map(json.dumps, events)) == sorted(map(json.dumps, as_json(views.to_events(spans))))
+    acts = [e for e in events if e["type"] == "act"]
+    observes = [e for e in events if e["type"] == "observe"]
+    assert len(acts) == len(observes) > 0
+    assert [a["execution_id"] for a in acts] == [o["execution_id"] for o in observes]
+
+
+@needs_fixtures
+def test_sorted_events_are_exactly_the_view_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "convert", str(AGENT), "--to", "events", "--sorted")
+    assert code == 0
+    spans, _ = read_spans(AGENT)
+    assert [json.loads(line) for line in out.splitlines()] == as_json(views.to_events(spans))
+
+
+@pytest.mark.parametrize(
+    ("target", "render_view"),
+    [
+        ("timeline", views.to_timelines),
+        ("tree", views.to_tree),
+        ("plans", views.to_plans),
+    ],
+)
+def test_document_targets_write_the_view_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, render_view: Any
+) -> None:
+    src = tmp_path / "trace.json"
+    src.write_bytes(render("tempo_v2", parity_trace()))
+    out_file = tmp_path / "out.json"
+    code, out, err = run(capsys, "convert", str(src), "--to", target, "-o", str(out_file))
+    assert (code, out, err) == (0, "", "")
+    assert json.loads(out_file.read_text()) == as_json(render_view(parity_trace()))
+
+
+def test_progress_target_writes_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "trace.jsonl"
+    src.write_bytes(render("otlp_jsonl", parity_trace()))
+    code, out, _ = run(capsys, "convert", str(src), "--to", "progress")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == as_json(views.to_progress(parity_trace()))
+
+
+def test_tree_of_several_traces_is_an_array(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    trace = parity_trace()
+    other = [dataclasses.replace(s, trace_id="f" * 32) for s in trace]
+    (tmp_path / "a.json").write_bytes(render("otlp_json", trace))
+    (tmp_path / "b.json").write_bytes(render("jaeger_v3", other))
+    code, out, _ = run(capsys, "convert", str(tmp_path), "--to", "tree")
+    assert code == 0
+    assert json.loads(out) == as_json(views.to_trees(trace + other))
+
+
+def test_an_open_act_record_and_its_completion_stream_as_one_act_and_one_observe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "traces.jsonl"
+    src.write_text(
+        json.dumps(tool_record(end=False))
+        + "\n"
+        + json.dumps(tool_record(end=True, **{"gen_ai.tool.call.result": '{"ok": true}'}))
+        + "\n"
+    )
+    code, out, _ = run(capsys, "convert", str(src), "--to", "events")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [(e["type"], e["execution_id"]) for e in events] == [
+        ("act", "exec_00f067aa0ba902b7"),
+        ("observe", "exec_00f067aa0ba902b7"),
+    ]
+    assert events[1]["observation"] == {"ok": True}
+    assert events[1]["duration_ms"] == 250
+
+
+def test_events_stream_span_by_span_without_reading_ahead() -> None:
+    pulled: list[str] = []
+    trace = [s for s in parity_trace() if s.name.startswith("execute_tool")]
+
+    def source() -> Iterator[Span]:
+        for span in trace:
+            pulled.append(span.span_id)
+            yield span
+
+    stream = _events_stream(source())
+    first = next(stream)
+    assert first["type"] == "act"
+    assert pulled == [trace[0].span_id]
+    second = next(stream)
+    assert second["type"] == "observe"
+    assert pulled == [trace[0].span_id]
+    assert len(list(stream)) == 2 * (len(trace) - 1)
+
+
+def test_stdin_and_the_module_entry_point(tmp_path: Path) -> None:
+    data = render("jaeger_v1", parity_trace())
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolspan", "convert", "-", "--to", "events", "--sorted"],
+        input=data,
+        capture_output=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == as_json(views.to_events(parity_trace()))
+
+
+def test_bad_input_exits_1_with_a_one_line_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text(json.dumps(tool_record(end=True)) + "\n" + '{"resourceSpans": 5}\n')
+    code, _out, err = run(capsys, "convert", str(src), "--to", "events")
+    assert code == 1
+    assert err == f"toolspan: error: {src}:2: resourceSpans: not a list: 5\n"
+    code, _, err = run(capsys, "convert", str(tmp_path / "missing.json"), "--to", "tree")
+    assert (code, err) == (1, f"toolspan: error: {tmp_path / 'missing.json'}: no such file or directory\n")
+
+
+def test_lenient_mode_reports_skipped_records_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text(json.dumps(tool_record(end=True)) + "\n" + '{"resourceSpans": 5}\n')
+    code, out, err = run(capsys, "convert", str(src), "--to", "events", "--lenient")
+    assert code == 0
+    assert len(out.splitlines()) == 2
+    assert err.splitlines() == [
+        f"toolspan: skipped: {src}:2: resourceSpans: not a list: 5",
+        "toolspan: read 1 span(s); skipped 1 bad record(s)",
+    ]
+
+
+def test_partial_traces_are_warned_about(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads(render("tempo_v2", parity_trace()))
+    doc["status"] = "PARTIAL"
+    src = tmp_path / "partial.json"
+    src.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "convert", str(src), "--to", "tree")
+    assert code == 0
+    assert err == (
+        f"toolspan: warning: {src}:1: status: PARTIAL trace 0000000000000000a1b2c3d4e5f60718: "
+        "the backend returned a partial trace\n"
+    )
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["convert", "x.json", "--to", "nonsense"])
+    assert info.value.code == 2
+    assert main([]) == 2
+    capsys.readouterr()
+
+
+def test_progress_bar_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "trace.jsonl"
+    src.write_bytes(render("otlp_jsonl", parity_trace()))
+    code, _, err = run(capsys, "convert", str(src), "--to", "events", "--progress", "-o", str(tmp_path / "o"))
+    assert code == 0
+    assert err.startswith("\r[")
+    assert err.rstrip("\n").endswith(f"100.0%  0.0/0.0 MB  {len(parity_trace())} spans")
