@@ -40,6 +40,9 @@ class Setup:
     # with an empty BatchSpanProcessor queue. None: flush the global provider.
     flush: Callable[[], Any] | None = None
     notes: list[str] = field(default_factory=list)
+    # Timed in the same process, in every repeat right after the tool: the hand-written span over
+    # the same provider, so a ratio can be taken repeat by repeat (robust to a busy machine).
+    reference: Callable[..., Any] | None = None
 
 
 def flush_global_provider() -> None:
@@ -104,13 +107,26 @@ def run(modes: dict[str, Callable[[], Setup]], distributions: Sequence[str] = ()
     samples: list[float] = []
     cpu_samples: list[float] = []
     bare: list[float] = []
+    bare_cpu: list[float] = []
+    ref: list[float] = []
+    ref_cpu: list[float] = []
+    if setup.reference is not None:
+        time_calls(setup.reference, opts.warmup)
     for _ in range(opts.repeats):
         flush()
         gc.collect()
         wall_ns, cpu_ns = time_calls(tool, opts.n)
         samples.append(wall_ns)
         cpu_samples.append(cpu_ns)
-        bare.append(time_calls(get_forecast, opts.n)[0])
+        wall_ns, cpu_ns = time_calls(get_forecast, opts.n)
+        bare.append(wall_ns)
+        bare_cpu.append(cpu_ns)
+        if setup.reference is not None:
+            flush()
+            gc.collect()
+            wall_ns, cpu_ns = time_calls(setup.reference, opts.n)
+            ref.append(wall_ns)
+            ref_cpu.append(cpu_ns)
     flush()
 
     out = {
@@ -120,7 +136,11 @@ def run(modes: dict[str, Callable[[], Setup]], distributions: Sequence[str] = ()
         "samples_ns": [round(s, 1) for s in samples],
         "cpu_samples_ns": [round(s, 1) for s in cpu_samples],
         "bare_samples_ns": [round(s, 1) for s in bare],
+        "bare_cpu_samples_ns": [round(s, 1) for s in bare_cpu],
+        "reference_samples_ns": [round(s, 1) for s in ref],
+        "reference_cpu_samples_ns": [round(s, 1) for s in ref_cpu],
         "calls": 1 + 2 * opts.warmup + opts.n * opts.repeats,
+        "reference_calls": (opts.warmup + opts.n * opts.repeats) if setup.reference is not None else 0,
         "spans_exported": EXPORTER.exported,
         "sample_span": EXPORTER.sample,
         "setup_seconds": round(setup_s, 3),

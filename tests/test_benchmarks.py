@@ -24,7 +24,7 @@ ROWS = {
 # Attributes whose values differ between two spans (ids) or between the two contenders' tool names.
 TABLE_HEADER = (
     "| contender | tracing | median ns/call | min ns/call | x hand-written | ns above bare "
-    "| CPU ns/call | CPU x hand-written |"
+    "| CPU ns/call | CPU x hand-written | paired |"
 )
 PER_CALL = {"toolspan.execution_id", "toolspan.tool_call_id"}
 
@@ -86,6 +86,12 @@ def test_every_row_has_its_numbers(run: tuple[dict[str, Any], str]) -> None:
     assert rows[("bare", "bare")]["cpu_above_bare_ns"] == 0
     for key in [("handwritten", "off"), ("toolspan", "off")]:
         assert "above_bare_ns" in rows[key]
+        assert "paired_above_bare_ns" in rows[key]
+    # toolspan's on rows time the hand-written span in the same process too.
+    for key in [("toolspan", "on"), ("toolspan", "nocapture")]:
+        assert rows[key]["paired_x_handwritten"] > 0
+        assert rows[key]["reference_calls"] > 0
+    assert "paired_x_handwritten" not in rows[("handwritten", "on")]
     assert "above_bare_ns" not in rows[("toolspan", "on")]
 
 
@@ -94,10 +100,12 @@ def test_spans_reach_the_noop_exporter_only_with_tracing_on(run: tuple[dict[str,
     for (contender, mode), row in rows_by_key(doc).items():
         if mode in ("on", "nocapture"):
             # Every call made a span; none was dropped at this size (the queue holds 2048).
-            assert row["spans_exported"] == row["calls"] > 0, (contender, mode)
+            assert row["spans_exported"] == row["calls"] + row["reference_calls"] > 0, (contender, mode)
+            assert row["spans_dropped"] == 0
             assert row["sample_span"]["name"] == "execute_tool get_forecast"
         else:
             assert row["spans_exported"] == 0, (contender, mode)
+            assert row["spans_dropped"] == 0
             assert row["sample_span"] is None
 
 
@@ -124,11 +132,11 @@ def test_capture_off_row_records_no_content(run: tuple[dict[str, Any], str]) -> 
 def test_targets_and_table(run: tuple[dict[str, Any], str]) -> None:
     doc, stdout = run
     names = [t["target"] for t in doc["targets"]]
-    assert names == 2 * [
+    assert names == 3 * [
         "toolspan capture on <= 1.10x hand-written span",
         "toolspan tracing off <= 300 ns above the bare call",
     ]
-    assert [t["clock"] for t in doc["targets"]] == ["wall", "wall", "cpu", "cpu"]
+    assert [t["clock"] for t in doc["targets"]] == ["wall", "wall", "cpu", "cpu", "paired", "paired"]
     assert all(isinstance(t["met"], bool) for t in doc["targets"])
     assert TABLE_HEADER in stdout
     assert stdout.count("| toolspan @tool |") == 3

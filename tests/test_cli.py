@@ -227,3 +227,36 @@ def test_progress_bar_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert err.startswith("\r[")
     assert err.rstrip("\n").endswith(f"100.0%  0.0/0.0 MB  {len(parity_trace())} spans")
+
+
+def test_the_convert_benchmark_runs_end_to_end_on_a_tiny_input(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    data, results = tmp_path / "spans.jsonl", tmp_path / "convert.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(repo / "benchmarks" / "bench_convert.py"),
+            "--spans",
+            "2000",
+            "--input",
+            str(data),
+            "--results",
+            str(results),
+            "--skip-inprocess",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(results.read_text())
+    assert doc["input"]["spans"] == 2000
+    assert doc["input"]["lines"] == 10  # 200 spans per request line
+    assert doc["ratio_to_json_loads_cpu"] > 0
+    assert doc["peak_rss_bytes"] > 0
+    spans, report = read_spans(data)
+    assert len(spans) == 2000
+    assert report.issues == []
+    kinds = {views.classify(s) for s in spans}
+    assert {"tool", "agent", "llm"} <= kinds

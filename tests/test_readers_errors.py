@@ -315,3 +315,22 @@ def test_random_structural_damage_never_escapes_as_another_exception(doc: dict[s
     assert report.spans_read == len(spans) <= 3
     assert report.spans_read + report.records_skipped >= 1 or spans == []
     assert all(i.skipped >= 1 for i in report.issues)
+
+
+def test_phoenix_documents_are_detected_and_read_span_by_span_in_lenient_mode() -> None:
+    pytest.importorskip("toolspan.bridge.readers._phoenix")
+    item = {
+        "context": {"trace_id": "0af7651916cd43dd8448eb211c80319c", "span_id": "00f067aa0ba902b7"},
+        "name": "x",
+        "span_kind": "INTERNAL",
+        "start_time": "2024-01-01T00:00:00Z",
+        "end_time": "2024-01-01T00:00:01Z",
+        "status_code": "OK",
+        "attributes": {},
+    }
+    doc = {"data": [item, dict(item, start_time="garbage")], "next_cursor": None}
+    with pytest.raises(BridgeReadError, match=r"^p\.json: data\[1\]\.start_time: "):
+        spans_from_document(doc, origin="p.json")
+    spans, report = read_spans(json.dumps(doc).encode(), lenient=True)
+    assert [s.span_id for s in spans] == ["00f067aa0ba902b7"]
+    assert [(i.field, i.skipped) for i in report.issues] == [("data[1].start_time", 1)]

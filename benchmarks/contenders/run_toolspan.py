@@ -4,6 +4,8 @@
 then ``toolspan.configure()`` keeps it. ``nocapture``: the same with
 ``toolspan.configure(capture_content=False)`` (and ``TOOLSPAN_CAPTURE_CONTENT=false``).
 ``off``: no SDK provider installed, no configure().
+With tracing on, the hand-written span of ``run_handwritten.py`` is also timed in the same process,
+over the same provider, right after each repeat (the paired ratio of the results).
 """
 
 from __future__ import annotations
@@ -28,17 +30,25 @@ def _configure(**kwargs: Any) -> None:
     toolspan.configure(**kwargs)
 
 
+def _reference() -> Any:
+    from run_handwritten import traced_tool
+
+    return traced_tool()
+
+
 def on() -> Setup:
     trace.set_tracer_provider(make_provider())
     _configure()
-    return Setup(tool=_decorate())
+    return Setup(tool=_decorate(), reference=_reference())
 
 
 def nocapture() -> Setup:
     os.environ["TOOLSPAN_CAPTURE_CONTENT"] = "false"
     trace.set_tracer_provider(make_provider())
     _configure(capture_content=False)
-    return Setup(tool=_decorate(), notes=["toolspan.configure(capture_content=False)"])
+    return Setup(
+        tool=_decorate(), reference=_reference(), notes=["toolspan.configure(capture_content=False)"]
+    )
 
 
 def off() -> Setup:

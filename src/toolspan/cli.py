@@ -126,8 +126,25 @@ def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iter
     return None, views.to_plans(list(spans))
 
 
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _line_encoder() -> Callable[[Any], str]:
+    """Compact JSON text of one value; reuses one C encoder instead of building one per call."""
+    from json import encoder
+
+    make = getattr(encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - pure-Python json
+        return json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
+    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
+    chunks = make(None, _not_json, encoder.encode_basestring, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda value: join(chunks(value, 0))
+
+
 def _write_lines(items: Iterator[Any], out: IO[str]) -> int:
-    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
+    encode = _line_encoder()
     buf: list[str] = []
     n = 0
     for item in items:

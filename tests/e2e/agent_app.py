@@ -106,7 +106,11 @@ def lookup(key: str) -> str:
 
 
 class CountingExporter(SpanExporter):
-    """Wraps the real exporter: which spans it was handed, and each export's result and duration."""
+    """Wraps the real exporter: which spans it was handed, and each export's result and times.
+
+    Each export records ``first`` (its spans are ``handed[first:first + spans]``) and its ``start`` /
+    ``end`` on ``time.monotonic()``, a system-wide clock the test compares with the outage's times.
+    """
 
     def __init__(self, inner: SpanExporter) -> None:
         self.inner = inner
@@ -116,13 +120,22 @@ class CountingExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         ids = [format(s.context.span_id, "016x") for s in spans if s.context is not None]
+        first = len(self.handed)
         self.handed.extend(ids)
         start = time.monotonic()
         result = self.inner.export(spans)
+        end = time.monotonic()
         if result is not SpanExportResult.SUCCESS:
             self.failed.extend(ids)
         self.results.append(
-            {"spans": len(ids), "result": result.name, "seconds": round(time.monotonic() - start, 3)}
+            {
+                "first": first,
+                "spans": len(ids),
+                "result": result.name,
+                "seconds": round(end - start, 3),
+                "start": start,
+                "end": end,
+            }
         )
         return result
 

@@ -12,6 +12,9 @@ from typing import Any
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
 from toolspan.bridge.readers._report import Ctx, join
 from toolspan.bridge.readers._values import (
+    HEX as _HEX,
+)
+from toolspan.bridge.readers._values import (
     KINDS,
     ZERO_SPAN,
     FieldError,
@@ -73,47 +76,40 @@ def _links(items: Any) -> tuple[SpanLink, ...]:
 
 
 def span_from_json(raw: Any, resource: dict[str, Any], scope: str, origin: str) -> Span:
-    """One OTLP JSON span object as a ``Span``; raises ``FieldError`` naming the bad field."""
+    """One OTLP JSON span object as a ``Span``; raises ``FieldError`` naming the bad field.
+
+    Common shapes take inline fast paths; anything else goes through the careful helpers.
+    """
     where = ""
     try:
         get = raw.get
         where = "traceId"
         tid = get("traceId", "")
-        if type(tid) is not str or len(tid) != 32 or tid.lower().strip("0123456789abcdef"):
+        if tid.__class__ is not str or len(tid) != 32 or tid.strip(_HEX):
             tid = trace_id(tid)
-        else:
-            tid = tid.lower()
         where = "spanId"
         sid = get("spanId", "")
-        if type(sid) is not str or len(sid) != 16 or sid.lower().strip("0123456789abcdef"):
+        if sid.__class__ is not str or len(sid) != 16 or sid.strip(_HEX):
             sid = span_id(sid)
-        else:
-            sid = sid.lower()
         where = "parentSpanId"
         pid = get("parentSpanId")
-        if pid:
-            if type(pid) is not str or len(pid) != 16 or pid.lower().strip("0123456789abcdef"):
-                pid = parent_id(pid)
-            else:
-                pid = pid.lower()
-                if pid == ZERO_SPAN:
-                    pid = None
-        else:
+        if pid.__class__ is not str or len(pid) != 16 or pid.strip(_HEX) or pid == ZERO_SPAN:
             pid = parent_id(pid)
         where = "name"
         name = get("name", "")
-        if type(name) is not str:
+        if name.__class__ is not str:
             raise FieldError("", f"not a string: {_short(name)}")
         where = "startTimeUnixNano"
         start = get("startTimeUnixNano")
         if start is None:
             raise FieldError("", "missing")
-        start = nanos(start)
+        start = int(start) if start.__class__ is str and start.isdigit() else nanos(start)
         where = "endTimeUnixNano"
-        end = end_nanos(get("endTimeUnixNano"))
+        end = get("endTimeUnixNano")
+        end = (int(end) or None) if end.__class__ is str and end.isdigit() else end_nanos(end)
         where = "kind"
         k = get("kind")
-        kname = KINDS.get(k) if type(k) in (int, str) else None
+        kname = KINDS.get(k) if k.__class__ is int or k.__class__ is str else None
         if kname is None:
             kname = kind(k)
         where = "status"
@@ -122,9 +118,11 @@ def span_from_json(raw: Any, resource: dict[str, Any], scope: str, origin: str) 
         where = "attributes"
         attrs = attributes(get("attributes"))
         where = "events"
-        events = _events(get("events"))
+        events = get("events")
+        events = _events(events) if events else ()
         where = "links"
-        links = _links(get("links"))
+        links = get("links")
+        links = _links(links) if links else ()
     except FieldError as e:
         raise FieldError(_sub(where, e.path), e.message) from None
     except (AttributeError, TypeError) as e:

@@ -33,6 +33,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _b64decode(text: str) -> bytes:
+    """Standard or URL-safe base64, padded or not (as proto3 JSON parsers accept)."""
+    text = text.replace("-", "+").replace("_", "/")
+    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+
+
 def _id_slow(value: Any, nbytes: int, what: str) -> str:
     if not isinstance(value, str):
         raise FieldError("", f"not a hex or base64 {what} id: {_short(value)}")
@@ -42,12 +48,12 @@ def _id_slow(value: Any, nbytes: int, what: str) -> str:
     if len(lo) <= 2 * nbytes and not lo.strip(HEX):
         return lo.rjust(2 * nbytes, "0")
     try:
-        raw = base64.b64decode(value.replace("-", "+").replace("_", "/"), validate=True)
+        raw = _b64decode(value)
     except (binascii.Error, ValueError):
         raw = b""
-    if not raw or len(raw) > nbytes:
+    if len(raw) != nbytes:  # base64 ids always carry the full id (hex ids may be short)
         raise FieldError("", f"not a hex or base64 {what} id: {_short(value)}")
-    return raw.hex().rjust(2 * nbytes, "0")
+    return raw.hex()
 
 
 def trace_id(value: Any) -> str:
@@ -193,7 +199,7 @@ def b64_text(x: Any, path: str = "bytesValue") -> str:
     """Validate base64 (standard or URL-safe) and return it in standard padded form."""
     if type(x) is str:
         try:
-            raw = base64.b64decode(x.replace("-", "+").replace("_", "/"), validate=True)
+            raw = _b64decode(x)
         except (binascii.Error, ValueError):
             pass
         else:
@@ -269,24 +275,22 @@ def attributes(items: Any) -> dict[str, Any]:
     try:
         for kv in items:
             key = kv["key"]
-            value = kv.get("value")
-            if type(value) is dict and len(value) == 1:
-                s = value.get("stringValue")
-                if type(s) is str and type(key) is str:
-                    out[key] = s
-                    continue
-            if type(key) is not str:
+            value = kv["value"]
+            s = value.get("stringValue")
+            if s.__class__ is not str or len(value) != 1:
+                s = any_value(value)
+            if key.__class__ is not str:
                 raise TypeError
-            out[key] = any_value(value)
-    except Exception:  # locate the bad item precisely (slow path, errors only)
-        _diagnose_attributes(items)
-        raise FieldError("", "malformed attribute list") from None
+            out[key] = s
+    except Exception:  # anything unusual: the careful path, which also names a bad item precisely
+        return _attributes_slow(items)
     return out
 
 
-def _diagnose_attributes(items: Any) -> None:
+def _attributes_slow(items: Any) -> dict[str, Any]:
     if type(items) is not list:
         raise FieldError("", f"not a list: {_short(items)}")
+    out: dict[str, Any] = {}
     for i, kv in enumerate(items):
         if type(kv) is not dict:
             raise FieldError(f"[{i}]", f"not a key/value object: {_short(kv)}")
@@ -294,6 +298,7 @@ def _diagnose_attributes(items: Any) -> None:
         if type(key) is not str:
             raise FieldError(f"[{i}].key", f"not a string: {_short(key)}")
         try:
-            any_value(kv.get("value"))
+            out[key] = any_value(kv.get("value"))
         except FieldError as e:
             raise FieldError(_sub(f"[{i}].value", e.path), e.message) from None
+    return out
