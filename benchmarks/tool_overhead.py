@@ -8,7 +8,7 @@ small dict; content capture is on unless a row says otherwise.
     python benchmarks/tool_overhead.py                 # full run, writes results/tool_overhead.json
     python benchmarks/tool_overhead.py --quick         # a few seconds per contender, for a smoke check
     python benchmarks/tool_overhead.py --only bare,handwritten,toolspan
-    python benchmarks/tool_overhead.py --render        # reprint the table of the saved JSON
+    python benchmarks/tool_overhead.py --render        # reprint the saved table (refreshing the bridge's)
     python benchmarks/tool_overhead.py --update-readme # also put the table into benchmarks/README.md
 
 Processes of all contenders are interleaved over ``--rounds`` rounds, so a noisy moment on the
@@ -541,8 +541,30 @@ def render_targets(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def render_drops(doc: dict[str, Any]) -> str:
+    drops = [
+        f"{e['label']} ({e['tracing']}): {e['spans_dropped']:,} of "
+        f"{e['calls'] + e.get('reference_calls', 0):,}"
+        for e in doc["rows"]
+        if e.get("spans_dropped")
+    ]
+    if not drops:
+        return ""
+    return (
+        "Spans dropped by a full BatchSpanProcessor queue (the worker thread fell behind): "
+        + "; ".join(drops)
+        + "."
+    )
+
+
 def render_all(doc: dict[str, Any]) -> str:
-    parts = [render_table(doc), render_targets(doc), render_machine(doc), render_bridge(doc)]
+    parts = [
+        render_table(doc),
+        render_drops(doc),
+        render_targets(doc),
+        render_machine(doc),
+        render_bridge(doc),
+    ]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -577,7 +599,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reinstall", action="store_true", help="recreate the venvs")
     p.add_argument("--setup-only", action="store_true", help="create the venvs and exit")
     p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
-    p.add_argument("--render", action="store_true", help="print the table of --output and exit")
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="print the table of --output (with the latest results/convert.json) and exit",
+    )
     p.add_argument("--update-readme", action="store_true", help="write the table into benchmarks/README.md")
     opts = p.parse_args(argv)
     defaults = (500, 2, 1, 200) if opts.quick else (20_000, 5, 3, 5_000)
@@ -591,6 +617,10 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     if opts.render:
         doc = json.loads(opts.output.read_text())
+        bridge = convert_summary()
+        if bridge is not None and bridge != doc.get("bridge"):  # the convert benchmark ran since
+            doc["bridge"] = bridge
+            opts.output.write_text(json.dumps(doc, indent=2) + "\n")
         print(render_all(doc))
         if opts.update_readme:
             update_readme(doc)

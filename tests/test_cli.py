@@ -253,10 +253,23 @@ def test_the_convert_benchmark_runs_end_to_end_on_a_tiny_input(tmp_path: Path) -
     doc = json.loads(results.read_text())
     assert doc["input"]["spans"] == 2000
     assert doc["input"]["lines"] == 10  # 200 spans per request line
-    assert doc["ratio_to_json_loads_cpu"] > 0
-    assert doc["peak_rss_bytes"] > 0
+    stdlib = doc["convert_subprocess"]["stdlib"]
+    assert stdlib["ratio_to_json_loads_cpu"] > 0
+    assert stdlib["peak_rss_bytes"] > 0
     spans, report = read_spans(data)
     assert len(spans) == 2000
     assert report.issues == []
     kinds = {views.classify(s) for s in spans}
     assert {"tool", "agent", "llm"} <= kinds
+
+
+@needs_fixtures
+def test_the_json_backends_write_the_same_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    outputs = []
+    for backend in ("stdlib", "auto"):
+        monkeypatch.setenv("TOOLSPAN_JSON", backend)
+        target = tmp_path / f"{backend}.jsonl"
+        assert main(["convert", str(AGENT), "--to", "events", "-o", str(target)]) == 0
+        outputs.append(target.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b"\n") == len(outputs[0].splitlines()) > 0

@@ -50,6 +50,11 @@ TOOLSPAN_OTLP_FILE: Final = EnvVar(
     "toolspan-traces.jsonl",
     "File the `toolspan_otlp_file` exporter appends OTLP JSON Lines to (Collector `file` exporter format).",
 )
+TOOLSPAN_JSON: Final = EnvVar(
+    "TOOLSPAN_JSON",
+    "auto",
+    "JSON library of the bridge readers and `toolspan convert`: `auto` (orjson when installed) or `stdlib`.",
+)
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: Final = EnvVar(
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     "",
@@ -95,6 +100,7 @@ ALL: Final = (
     TOOLSPAN_SERVICE_NAME,
     TOOLSPAN_TIMELINE_DIR,
     TOOLSPAN_OTLP_FILE,
+    TOOLSPAN_JSON,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
     OTEL_SERVICE_NAME,
     OTEL_RESOURCE_ATTRIBUTES,

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
+from toolspan.bridge.readers._json import write_json_lines
 
 TARGETS = ("events", "timeline", "tree", "plans", "progress")
 STREAMS = frozenset({"events", "progress"})
@@ -95,14 +96,14 @@ def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
     for span in spans:
         if classify(span) != TOOL:
             continue
-        key = (span.trace_id, span.span_id)
         if span.end_ns is None:
+            key = (span.trace_id, span.span_id)
             if key not in open_acts:
                 open_acts.add(key)
                 yield act_event(span)
             continue
-        if key in open_acts:
-            open_acts.discard(key)
+        if open_acts and (span.trace_id, span.span_id) in open_acts:
+            open_acts.discard((span.trace_id, span.span_id))
         else:
             yield act_event(span)
         yield observe_event(span)
@@ -126,38 +127,8 @@ def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iter
     return None, views.to_plans(list(spans))
 
 
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _line_encoder() -> Callable[[Any], str]:
-    """Compact JSON text of one value; reuses one C encoder instead of building one per call."""
-    from json import encoder
-
-    make = getattr(encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - pure-Python json
-        return json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
-    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
-    chunks = make(None, _not_json, encoder.encode_basestring, None, ":", ",", False, False, True)
-    join = "".join
-    return lambda value: join(chunks(value, 0))
-
-
-def _write_lines(items: Iterator[Any], out: IO[str]) -> int:
-    encode = _line_encoder()
-    buf: list[str] = []
-    n = 0
-    for item in items:
-        buf.append(encode(item))
-        n += 1
-        if len(buf) >= 4096:
-            buf.append("")
-            out.write("\n".join(buf))
-            buf.clear()
-    if buf:
-        buf.append("")
-        out.write("\n".join(buf))
-    return n
+def _write_lines(items: Iterator[Any], out: IO[bytes]) -> int:
+    return write_json_lines(items, out)
 
 
 def _report_issues(report: ReadReport, lenient: bool, err: IO[str]) -> None:
@@ -182,7 +153,7 @@ def _total_bytes(paths: list[Path | str]) -> int:
     return total
 
 
-def convert(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
     """Run ``toolspan convert``; returns the exit status."""
     report = ReadReport()
     try:
@@ -200,8 +171,7 @@ def convert(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if lines is not None:
             _write_lines(lines, out)
         else:
-            json.dump(document, out, ensure_ascii=False, indent=args.indent)
-            out.write("\n")
+            out.write((json.dumps(document, ensure_ascii=False, indent=args.indent) + "\n").encode("utf-8"))
         out.flush()
     except BridgeReadError as e:
         if bar is not None:
@@ -228,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     gc.set_threshold(50_000, 20, 20)
     try:
         if args.output and args.output != "-":
-            with open(args.output, "w", encoding="utf-8", newline="\n") as out:
+            with open(args.output, "wb") as out:
                 return convert(args, out, sys.stderr)
-        return convert(args, sys.stdout, sys.stderr)
+        sys.stdout.flush()
+        return convert(args, sys.stdout.buffer, sys.stderr)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

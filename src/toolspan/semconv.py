@@ -58,6 +58,17 @@ EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
 EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 
+# Jaeger / OpenTracing tags that carry what OTLP has as fields (read by the bridge's Jaeger reader).
+JAEGER_SPAN_KIND: Final = "span.kind"
+JAEGER_ERROR: Final = "error"
+OTEL_STATUS_CODE: Final = "otel.status_code"
+OTEL_STATUS_DESCRIPTION: Final = "otel.status_description"
+OTEL_SCOPE_NAME: Final = "otel.scope.name"
+OTEL_SCOPE_VERSION: Final = "otel.scope.version"
+OTEL_LIBRARY_NAME: Final = "otel.library.name"  # older name of otel.scope.name
+OTEL_LIBRARY_VERSION: Final = "otel.library.version"
+OPENTRACING_REF_TYPE: Final = "opentracing.ref_type"  # "child_of" | "follows_from" on links
+
 # --- OpenInference (Arize Phoenix) ----------------------------------------------------------------
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 OI_TOOL_NAME: Final = "tool.name"

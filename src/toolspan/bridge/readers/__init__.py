@@ -14,7 +14,8 @@ records each in ``ReadReport.issues`` and counts them in ``records_skipped``. Tw
 errors, only reported issues: a JSON Lines last line (or framed message) cut off mid-write, and a
 backend's ``PARTIAL`` trace. Missing or empty ids (``""``) read as all-zero ids; a missing or zero
 end time reads as ``end_ns=None`` (a started span whose end was not recorded). Bytes values become
-their base64 text.
+their base64 text. JSON is parsed with orjson when it is installed (``_json``; ``TOOLSPAN_JSON=stdlib``
+turns it off), with the standard library's acceptance and error messages either way.
 """
 
 from __future__ import annotations

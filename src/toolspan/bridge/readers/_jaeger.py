@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
+from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
 from toolspan.bridge.readers._report import Ctx, join
 from toolspan.bridge.readers._values import (
@@ -27,18 +28,18 @@ from toolspan.bridge.readers._values import (
     span_id,
     trace_id,
 )
-from toolspan.semconv import SERVICE_NAME
 
-REF_TYPE: Final = "opentracing.ref_type"
+REF_TYPE: Final = sc.OPENTRACING_REF_TYPE
+_LOG_EVENT: Final = "event"  # the Jaeger log field holding the event name (a field name, not a tag key)
 _CONSUMED: Final = frozenset(
     {
-        "span.kind",
-        "otel.status_code",
-        "otel.status_description",
-        "otel.scope.name",
-        "otel.scope.version",
-        "otel.library.name",
-        "otel.library.version",
+        sc.JAEGER_SPAN_KIND,
+        sc.OTEL_STATUS_CODE,
+        sc.OTEL_STATUS_DESCRIPTION,
+        sc.OTEL_SCOPE_NAME,
+        sc.OTEL_SCOPE_VERSION,
+        sc.OTEL_LIBRARY_NAME,
+        sc.OTEL_LIBRARY_VERSION,
     }
 )
 
@@ -109,7 +110,7 @@ def _resource(process: Any) -> dict[str, Any]:
         raise FieldError(_sub("tags", e.path), e.message) from None
     service = process.get("serviceName")
     if service is not None:
-        res = {SERVICE_NAME: service, **res}
+        res = {sc.SERVICE_NAME: service, **res}
     return res
 
 
@@ -148,12 +149,12 @@ def span_from_jaeger(raw: Any, resources: dict[str, dict[str, Any]], origin: str
                 raise FieldError("", f"unknown process: {_short(pid)}")
             resource = found
         where = "tags"
-        k = attrs.pop("span.kind", None)
+        k = attrs.pop(sc.JAEGER_SPAN_KIND, None)
         kname = "UNSPECIFIED" if k is None else kind(k)
         code, message = _status(attrs)
-        scope = attrs.get("otel.scope.name", attrs.get("otel.library.name", ""))
+        scope = attrs.get(sc.OTEL_SCOPE_NAME, attrs.get(sc.OTEL_LIBRARY_NAME, ""))
         if type(scope) is not str:
-            raise FieldError("otel.scope.name", f"not a string: {_short(scope)}")
+            raise FieldError(sc.OTEL_SCOPE_NAME, f"not a string: {_short(scope)}")
         for key in _CONSUMED.intersection(attrs):
             del attrs[key]
     except FieldError as e:
@@ -178,19 +179,19 @@ def span_from_jaeger(raw: Any, resources: dict[str, dict[str, Any]], origin: str
 
 
 def _status(attrs: dict[str, Any]) -> tuple[str, str]:
-    code = attrs.get("otel.status_code")
-    message = attrs.get("otel.status_description", "")
+    code = attrs.get(sc.OTEL_STATUS_CODE)
+    message = attrs.get(sc.OTEL_STATUS_DESCRIPTION, "")
     if type(message) is not str:
         message = str(message)
     if code is not None:
         code = str(code).upper()
         if code not in ("OK", "ERROR", "UNSET"):
-            raise FieldError("otel.status_code", f"unknown status code: {_short(code)}")
-        if code == "ERROR" and attrs.get("error") in (True, "true"):
-            del attrs["error"]  # written together with otel.status_code by OTLP->Jaeger translators
+            raise FieldError(sc.OTEL_STATUS_CODE, f"unknown status code: {_short(code)}")
+        if code == "ERROR" and attrs.get(sc.JAEGER_ERROR) in (True, "true"):
+            del attrs[sc.JAEGER_ERROR]  # written together with otel.status_code by OTLP->Jaeger translators
         return code, message
-    if attrs.get("error") in (True, "true"):
-        del attrs["error"]
+    if attrs.get(sc.JAEGER_ERROR) in (True, "true"):
+        del attrs[sc.JAEGER_ERROR]
         return "ERROR", message
     return "UNSET", message
 
@@ -245,7 +246,7 @@ def _logs(items: Any) -> tuple[SpanEvent, ...]:
             fields = tags(log.get("fields"))
         except FieldError as e:
             raise FieldError(_sub(f"[{i}].fields", e.path), e.message) from None
-        name = fields.pop("event", "")
+        name = fields.pop(_LOG_EVENT, "")
         out.append(SpanEvent(name if type(name) is str else str(name), t, fields))
     return tuple(out)
 

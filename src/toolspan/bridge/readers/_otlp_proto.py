@@ -107,9 +107,10 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any = None) -> I
     A framed message that starts with ``{`` is JSON (what the exporter writes for ``json`` with
     compression); it is parsed as an OTLP JSON request.
     """
-    import json
-
+    from toolspan.bridge.readers._json import loads_function
     from toolspan.bridge.readers._otlp_json import iter_request
+
+    loads = loads_function()
 
     index = 0
     while True:
@@ -130,7 +131,7 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any = None) -> I
             return
         if data[:1] == b"{":
             try:
-                doc = json.loads(data)
+                doc = loads(data)
             except ValueError as e:
                 ctx.fail("", f"message {index}: invalid JSON: {e}")
                 continue

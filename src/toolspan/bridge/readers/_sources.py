@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import iter_document
+from toolspan.bridge.readers._json import loads_function
 from toolspan.bridge.readers._otlp_json import iter_request
 from toolspan.bridge.readers._otlp_proto import (
     iter_length_prefixed,
@@ -152,7 +153,7 @@ def iter_stream(
 def _iter_json(
     stream: IO[bytes], consumed: list[bytes], ctx: Ctx, on_bytes: OnBytes | None
 ) -> Iterator[Span]:
-    loads = json.loads
+    loads = loads_function()
     lineno = len(consumed)
     first = consumed[-1]
     try:
@@ -197,7 +198,7 @@ def _one(doc: Any, ctx: Ctx) -> Iterator[Span]:
 
 def _lines(lines: Any, lineno: int, ctx: Ctx, on_bytes: OnBytes | None, pending: int = 0) -> Iterator[Span]:
     """JSON Lines: one document per line; an unterminated, unparsable last line is reported as cut off."""
-    loads = json.loads
+    loads = loads_function()
     for line in lines:
         lineno += 1
         if on_bytes is not None:
