@@ -7,6 +7,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[threading]"
+# The versions the test suite runs with (constraints/test.txt), so an upstream release never breaks it.
+.venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
+.venv/bin/python -m pip install -q -c constraints/test.txt -e ".[threading]"
 .venv/bin/python examples/demo_agent.py "$@"

@@ -4,7 +4,8 @@
 #   .e2e/rotel-venv    rotel, an OTLP collector whose Rust binary (rotel/rotel-agent) ships in the wheel
 #   .e2e/phoenix-venv  arize-phoenix, a trace backend with an OTLP receiver and a REST API
 # Idempotent: a component whose venv already has the pinned version is skipped (a quick check), so the
-# test suite runs this before every e2e session. Override the pins with ROTEL_VERSION / PHOENIX_VERSION and the
+# test suite runs this before every e2e session. constraints/{rotel,phoenix}.txt fix every dependency's
+# version, so an upstream release never changes what CI runs. Override the pins with ROTEL_VERSION / PHOENIX_VERSION and the
 # interpreter with PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +15,12 @@ ROTEL_VERSION=${ROTEL_VERSION:-0.0.1a15}
 PHOENIX_VERSION=${PHOENIX_VERSION:-20.26.1}
 mkdir -p "$DIR"
 
-install() {  # install VENV PACKAGE==VERSION MARKER-COMMAND...
-  local venv=$1 spec=$2
-  shift 2
-  if [ -x "$venv/bin/python" ] && [ -f "$venv/.installed" ] && [ "$(cat "$venv/.installed")" = "$spec" ]; then
+install() {  # install VENV PACKAGE==VERSION CONSTRAINTS MARKER-COMMAND...
+  local venv=$1 spec=$2 constraints=$3
+  shift 3
+  local marker
+  marker="$spec $(sha256sum "$constraints" | cut -c1-16)"
+  if [ -x "$venv/bin/python" ] && [ -f "$venv/.installed" ] && [ "$(cat "$venv/.installed")" = "$marker" ]; then
     echo "e2e-deps: $spec already in $venv"
     return
   fi
@@ -25,13 +28,14 @@ install() {  # install VENV PACKAGE==VERSION MARKER-COMMAND...
   local start=$SECONDS
   rm -rf "$venv"
   "$PY" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q "$spec"  # an exact pin also admits a pre-release (rotel)
+  "$venv/bin/python" -m pip install -q -c "$constraints" --upgrade pip
+  # An exact pin also admits a pre-release (rotel); the constraints fix every dependency's version.
+  "$venv/bin/python" -m pip install -q -c "$constraints" "$spec"
   "$@"
-  echo "$spec" >"$venv/.installed"
+  echo "$marker" >"$venv/.installed"
   echo "e2e-deps: $spec installed in $((SECONDS - start)) s"
 }
 
-install "$DIR/rotel-venv" "rotel==$ROTEL_VERSION" \
+install "$DIR/rotel-venv" "rotel==$ROTEL_VERSION" constraints/rotel.txt \
   "$DIR/rotel-venv/bin/python" -c "import pathlib, subprocess, rotel; subprocess.run([str(pathlib.Path(rotel.__file__).parent / 'rotel-agent'), '--version'], check=True)"
-install "$DIR/phoenix-venv" "arize-phoenix==$PHOENIX_VERSION" "$DIR/phoenix-venv/bin/phoenix" --help
+install "$DIR/phoenix-venv" "arize-phoenix==$PHOENIX_VERSION" constraints/phoenix.txt "$DIR/phoenix-venv/bin/phoenix" --help

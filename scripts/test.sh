@@ -7,8 +7,9 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test,threading]"
+.venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
+# Exact versions from constraints/test.txt: an upstream release never changes what CI runs.
+.venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
 .venv/bin/ruff check src tests benchmarks examples
 .venv/bin/ruff format --check src tests benchmarks examples
 .venv/bin/mypy

@@ -206,6 +206,18 @@ def test_plan_spans_without_agents_and_cross_trace_sub_plan() -> None:
     ]
 
 
+def test_duplicate_plan_records_get_their_own_ids_and_no_agent_twice() -> None:
+    # Two records of plan span 9 with different content (found by the property test below).
+    plan = {sc.TOOLSPAN_PLAN_NAME: "p"}
+    first = span(9, None, "plan p", 0, None, plan)
+    second = span(9, None, "plan p-other", 0, None, plan)
+    agent = span(7, 9, "invoke_agent a", 1, None, {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+    doc = to_plans([second, agent, first])
+    validate("plans", doc)
+    got = [(p["currentPlanId"], [a["id"] for a in p["agentExecutionSequence"]]) for p in doc["plans"]]
+    assert sorted(got) == [("plan_" + sid(9), [sid(7)]), ("plan_" + sid(9) + "-2", [])]
+
+
 def test_jaeger_fixture_gets_one_synthetic_plan() -> None:
     from toolspan.bridge.readers import read_spans
 

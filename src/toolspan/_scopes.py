@@ -278,7 +278,7 @@ class Scope:
 
                 return drive_async(gen, start) if is_async else drive_sync(gen, start)
 
-            return wrapt.FunctionWrapper(fn, gen_wrapper)  # type: ignore[no-any-return]
+            return wrapt.FunctionWrapper(fn, gen_wrapper)  # type: ignore[return-value]
 
         if inspect.iscoroutinefunction(func):
 
@@ -298,7 +298,7 @@ class Scope:
                 active.ok(result)
                 return result
 
-            return wrapt.FunctionWrapper(fn, async_wrapper)  # type: ignore[no-any-return]
+            return wrapt.FunctionWrapper(fn, async_wrapper)  # type: ignore[return-value]
 
         def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
             active = begin(instance, args, kwargs)
@@ -314,7 +314,7 @@ class Scope:
             active.ok(result)
             return result
 
-        return wrapt.FunctionWrapper(fn, sync_wrapper)  # type: ignore[no-any-return]
+        return wrapt.FunctionWrapper(fn, sync_wrapper)  # type: ignore[return-value]
 
 
 def agent(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import wrapt
 from opentelemetry import trace as trace_api
@@ -45,28 +45,31 @@ def _description(obj: Any) -> str | None:
     return " ".join(line.strip() for line in paragraph.splitlines()) or None
 
 
-class _ToolWrapper(wrapt.FunctionWrapper):  # type: ignore[misc]
-    """A tool using the global tracer provider: a transparent wrapper (name, signature, docstring,
-    kind) that knows its ``ToolInfo``."""
+if TYPE_CHECKING:
+    _FunctionWrapper = wrapt.FunctionWrapper[..., Any]
+else:
+    _FunctionWrapper = wrapt.FunctionWrapper
+
+
+def _tracing_on() -> bool:
+    """False until an application installs a tracer provider: then a tool calls straight through."""
+    return trace_api._TRACER_PROVIDER is not None
+
+
+class _ToolWrapper(_FunctionWrapper):
+    """A tool: a transparent wrapper (name, signature, docstring, kind) that knows its ``ToolInfo``.
+
+    A tool on the global provider is switched off (wrapt's ``enabled``) while no provider is installed,
+    so it costs a plain call plus one check; a tool given its own ``tracer_provider=`` is always on.
+    """
 
     def __init__(self, wrapped: Any, info: ToolInfo) -> None:
-        super().__init__(wrapped, wrapper_for(info, getattr(wrapped, "__func__", wrapped)))
+        super().__init__(
+            wrapped,
+            wrapper_for(info, getattr(wrapped, "__func__", wrapped)),
+            enabled=_tracing_on if info.tracer_provider is None else None,
+        )
         self._self_toolspan_info = info
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # A direct (unbound) call: skip wrapt's generic path, which probes ``__self__`` on every
-        # call, and with no tracer provider installed call straight through. Bound calls (methods,
-        # classmethods) go through wrapt's bound wrapper.
-        if trace_api._TRACER_PROVIDER is None:
-            return self.__wrapped__(*args, **kwargs)
-        return self._self_wrapper(self.__wrapped__, None, args, kwargs)
-
-
-class _ProviderToolWrapper(_ToolWrapper):
-    """A tool given its own ``tracer_provider=``: always traced."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._self_wrapper(self.__wrapped__, None, args, kwargs)
 
 
 def tool_info(fn: Any) -> ToolInfo | None:
@@ -111,7 +114,7 @@ def _make(
     if description is None:
         description = _description(base)
     info = ToolInfo(base, name, description, tool_type or semconv.TOOL_TYPE_FUNCTION, tracer_provider)
-    return (_ToolWrapper if tracer_provider is None else _ProviderToolWrapper)(base, info)
+    return _ToolWrapper(base, info)
 
 
 @overload

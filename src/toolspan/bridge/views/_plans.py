@@ -4,7 +4,7 @@ One record per plan span, ordered by trace then start:
 ``{currentPlanId, rootPlanId, parentPlanId, toolCallId, parentActToolCall, title, userRequest, startTime,
 endTime, completed, status, summary, agentExecutionSequence, trace_id, span_id, synthetic}``.
 
-- Plan ids are ``"plan_" + span id``. A trace with agents outside every plan gets one synthetic root plan
+- Plan ids are ``"plan_" + span id`` (a duplicate record of the same span id gets ``-2``, ``-3``, ...). A trace with agents outside every plan gets one synthetic root plan
   (``"plan_" + trace id``, ``synthetic: true``, title = the first such agent's name) holding those agents.
 - A sub-plan (a plan below a tool, or carrying ``toolspan.parent.tool_call_id``) has ``toolCallId`` = the
   call id of that tool and ``parentActToolCall {toolCallId, name, parameters, result}``; its
@@ -158,14 +158,21 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
             by_call.setdefault(tc.call_id, (t, i))
             by_exec.setdefault(tc.execution_id, (t, i))
     # Plan id of every plan span and of each trace's synthetic root.
+    # A duplicate record of a plan span gets its own id (suffix "-2", "-3", ...), so no agent is placed twice.
     plan_ids: list[dict[int, str]] = []
     synthetic: list[str | None] = []
+    used: set[str] = set()
     for index in traces:
-        ids = {
-            i: PLAN_ID_PREFIX + index.spans[i].span_id
-            for i in range(len(index.spans))
-            if index.kinds[i] == PLAN
-        }
+        ids: dict[int, str] = {}
+        for i in range(len(index.spans)):
+            if index.kinds[i] == PLAN:
+                base = pid = PLAN_ID_PREFIX + index.spans[i].span_id
+                n = 1
+                while pid in used:
+                    n += 1
+                    pid = f"{base}-{n}"
+                used.add(pid)
+                ids[i] = pid
         plan_ids.append(ids)
         loose = any(
             index.kinds[i] == AGENT and index.nearest(i, PLANS) is None for i in range(len(index.spans))
