@@ -4,7 +4,8 @@ One record per plan span, ordered by trace then start:
 ``{currentPlanId, rootPlanId, parentPlanId, toolCallId, parentActToolCall, title, userRequest, startTime,
 endTime, completed, status, summary, agentExecutionSequence, trace_id, span_id, synthetic}``.
 
-- Plan ids are ``"plan_" + span id`` (a duplicate record of the same span id gets ``-2``, ``-3``, ...). A trace with agents outside every plan gets one synthetic root plan
+- Plan ids are ``"plan_" + span id`` (a duplicate record of the same span id gets ``-2``, ``-3``, ...).
+  A trace with agents outside every plan gets one synthetic root plan
   (``"plan_" + trace id``, ``synthetic: true``, title = the first such agent's name) holding those agents.
 - A sub-plan (a plan below a tool, or carrying ``toolspan.parent.tool_call_id``) has ``toolCallId`` = the
   call id of that tool and ``parentActToolCall {toolCallId, name, parameters, result}``; its
