@@ -9,10 +9,16 @@ measures, each in a fresh Python process (``os.wait4`` gives that process's own 
 and the same conversion in-process (``toolspan.cli.main``, the same code path) for wall time.
 
 Reports spans/second, peak RSS against the input size, and the ratio of the conversion to the baseline
-(by CPU time, which is robust to other load on the machine, and by wall time). Targets: ratio <= 3,
-peak RSS below the input file's size. Results go to ``benchmarks/results/convert.json``.
+(by CPU time and by wall time): the ratio of the best runs, and the median of the per-round ratios (each
+round runs the baseline and the conversions back to back, so a slow moment of a shared machine lands on
+both sides of a pair). Targets: ratio <= 3, peak RSS below the input file's size.
 
-    python benchmarks/bench_convert.py [--spans 1000000] [--input FILE] [--repeat 1]
+``--instructions N`` also counts instructions with ``valgrind --tool=callgrind`` (the same count on every
+run, whatever else the machine does) on the first N spans of the file: each command once on that sample
+and once on an empty file, so interpreter start-up and imports cancel out. Results go to
+``benchmarks/results/convert.json``.
+
+    python benchmarks/bench_convert.py [--spans 1000000] [--input FILE] [--repeat 3] [--instructions 10000]
 """
 
 from __future__ import annotations
@@ -55,6 +61,69 @@ def run_child(argv: list[str], env: dict[str, str] | None = None) -> dict[str, f
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": rss}
 
 
+def callgrind_instructions(argv: list[str], env: dict[str, str] | None = None) -> int:
+    """Instructions the command executes (valgrind's callgrind, no cache simulation)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"callgrind failed on {argv}: {proc.stderr.decode()[-2000:]}")
+        for line in out.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise SystemExit(f"no instruction total from callgrind for {argv}")
+
+
+def sample_file(path: Path, spans: int, target: Path) -> int:
+    """The first lines of ``path`` holding at least ``spans`` spans, into ``target``; the span count."""
+    n = 0
+    with path.open("rb") as src, target.open("wb") as dst:
+        for line in src:
+            if n >= spans:
+                break
+            dst.write(line)
+            n += line.count(b'"spanId"')
+    return n
+
+
+def instruction_ratios(path: Path, spans: int, backends: list[str], py: str) -> dict[str, Any]:
+    """(conversion - conversion of an empty file) / (json.loads - json.loads of an empty file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sample, empty = Path(tmp) / "sample.jsonl", Path(tmp) / "empty.jsonl"
+        n = sample_file(path, spans, sample)
+        empty.write_bytes(b"")
+        print(f"callgrind: json.loads baseline on {n} spans ...", file=sys.stderr)
+        base = callgrind_instructions([py, "-c", BASELINE, str(sample)]) - callgrind_instructions(
+            [py, "-c", BASELINE, str(empty)]
+        )
+        out: dict[str, Any] = {"spans": n, "json_loads_instructions": base}
+        for backend in backends:
+            print(f"callgrind: toolspan convert, {backend} JSON, on {n} spans ...", file=sys.stderr)
+            env = {**os.environ, "TOOLSPAN_JSON": "stdlib" if backend == "stdlib" else "auto"}
+            cmd = [py, "-m", "toolspan", "convert", "--to", "events", "-o", os.devnull]
+            work = callgrind_instructions([*cmd, str(sample)], env) - callgrind_instructions(
+                [*cmd, str(empty)], env
+            )
+            out[backend] = {
+                "instructions": work,
+                "instructions_per_span": work / n,
+                "ratio_to_json_loads": work / base,
+            }
+        return out
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def best(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: min(r[key] for r in runs) for key in runs[0]}
 
@@ -73,7 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--input", type=Path, default=None, help="default: <tmp>/toolspan-bench/agent_spans_<N>.jsonl"
     )
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement (the best is kept)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of every measurement")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also count instructions with callgrind on the first N spans (needs valgrind)",
+    )
     parser.add_argument("--skip-inprocess", action="store_true")
     parser.add_argument("--results", type=Path, default=HERE / "results" / "convert.json")
     args = parser.parse_args(argv)
@@ -123,8 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     per_backend: dict[str, Any] = {}
     for backend in backends:
         conv = best(convert_runs[backend])
+        paired_cpu = [
+            c["cpu_s"] / b["cpu_s"] for c, b in zip(convert_runs[backend], baseline_runs, strict=True)
+        ]
+        paired_wall = [
+            c["wall_s"] / b["wall_s"] for c, b in zip(convert_runs[backend], baseline_runs, strict=True)
+        ]
         per_backend[backend] = {
             **conv,
+            "paired_ratio_cpu_median": median(paired_cpu),
+            "paired_ratio_cpu_rounds": paired_cpu,
+            "paired_ratio_wall_median": median(paired_wall),
             "spans_per_second_wall": n_spans / conv["wall_s"],
             "spans_per_second_cpu": n_spans / conv["cpu_s"],
             "ratio_to_json_loads_cpu": conv["cpu_s"] / base["cpu_s"],
@@ -139,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         "json_loads_baseline": base,
         "convert_subprocess": per_backend,
         "convert_inprocess_default_json": best(inproc_runs) if inproc_runs else None,
+        "instructions": instruction_ratios(path, args.instructions, backends, py)
+        if args.instructions
+        else None,
         "targets": {"ratio_to_json_loads_max": 3.0, "peak_rss_below_input_bytes": True},
         "repeat": args.repeat,
         "python": platform.python_version(),

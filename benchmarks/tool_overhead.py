@@ -9,7 +9,7 @@ small dict; content capture is on unless a row says otherwise.
     python benchmarks/tool_overhead.py --quick         # a few seconds per contender, for a smoke check
     python benchmarks/tool_overhead.py --only bare,handwritten,toolspan
     python benchmarks/tool_overhead.py --render        # reprint the saved table (refreshing the bridge's)
-    python benchmarks/tool_overhead.py --update-readme # also put the table into benchmarks/README.md
+    python benchmarks/tool_overhead.py --update-readme # also put the tables into both READMEs
 
 Processes of all contenders are interleaved over ``--rounds`` rounds, so a noisy moment on the
 machine does not land on one contender only; each process times ``--repeats`` repeats of ``--n``
@@ -41,6 +41,9 @@ CONVERT_RESULTS = RESULTS / "convert.json"
 README = BENCH_DIR / "README.md"
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
+PROJECT_README = BENCH_DIR.parent / "README.md"
+PROJECT_README_START = "<!-- benchmark-table -->"
+PROJECT_README_END = "<!-- /benchmark-table -->"
 RESULT_PREFIX = "RESULT "
 # Pinned so that a rerun measures the same code; bump together and rerun everything.
 OTEL_VERSION = "1.45.1"
@@ -488,36 +491,35 @@ def render_bridge(doc: dict[str, Any]) -> str:
 
 
 def render_convert(bridge: dict[str, Any]) -> str:
-    """The convert benchmark's headline numbers (its own keys), or every number it has."""
-    spans = bridge.get("input", {}).get("spans") if isinstance(bridge.get("input"), dict) else None
-    known = [
-        ("spans in the file", spans),
-        ("spans/s (wall)", bridge.get("spans_per_second_wall")),
-        ("spans/s (CPU)", bridge.get("spans_per_second_cpu")),
-        ("CPU time / json.loads of the file", bridge.get("ratio_to_json_loads_cpu")),
-        ("wall time / json.loads of the file", bridge.get("ratio_to_json_loads_wall")),
-        ("peak RSS / input size", bridge.get("peak_rss_fraction_of_input")),
+    """The convert benchmark's numbers: one row per JSON library of ``toolspan convert``."""
+    inp = bridge.get("input") if isinstance(bridge.get("input"), dict) else {}
+    base = bridge.get("json_loads_baseline") or {}
+    runs = bridge.get("convert_subprocess") or {}
+    lines = [
+        f"`{bridge.get('command', 'toolspan convert')}` on {inp.get('spans', 0):,} spans "
+        f"({inp.get('bytes', 0) / 1e9:.2f} GB of OTLP JSON Lines); baseline `json.loads` of every line: "
+        f"{base.get('cpu_s', 0):.1f} s CPU. Measured {bridge.get('date_utc', '?')}.",
+        "",
+        "| JSON library | spans/s | CPU / json.loads (best runs) | CPU / json.loads (paired, median) "
+        "| instructions / json.loads | peak RSS | RSS / input |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    lines = ["| measure | value |", "|---|---:|"]
-    if any(v is not None for _, v in known):
+    counted = bridge.get("instructions") or {}
+    for backend, r in runs.items():
+        paired = r.get("paired_ratio_cpu_median")
+        instr = (counted.get(backend) or {}).get("ratio_to_json_loads")
+        lines.append(
+            f"| {backend} | {r['spans_per_second_cpu']:,.0f} | {r['ratio_to_json_loads_cpu']:.2f}x | "
+            f"{'-' if paired is None else f'{paired:.2f}x'} | {'-' if instr is None else f'{instr:.2f}x'} | "
+            f"{r['peak_rss_bytes'] / 2**20:.0f} MiB | {r['peak_rss_fraction_of_input']:.3f} |"
+        )
+    if counted:
         lines += [
-            f"| {k} | {v:,.0f} |" if v >= 100 else f"| {k} | {v:.3g} |"
-            for k, v in known
-            if isinstance(v, (int, float))
+            "",
+            f"Instructions counted with callgrind on the first {counted['spans']:,} spans, start-up and "
+            "imports subtracted (an empty file's count): the same number on every run.",
         ]
-        if bridge.get("date_utc"):
-            lines.append(f"| measured | {bridge['date_utc']} |")
-        return "\n".join(lines)
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            lines.append(f"| {prefix} | {value:,.6g} |")
-
-    walk("", bridge)
-    return "\n".join(lines[:40])
+    return "\n".join(lines)
 
 
 def render_machine(doc: dict[str, Any]) -> str:
@@ -569,12 +571,17 @@ def render_all(doc: dict[str, Any]) -> str:
 
 
 def update_readme(doc: dict[str, Any]) -> None:
-    text = README.read_text()
-    start, end = text.find(README_START), text.find(README_END)
-    if start < 0 or end < start:
-        raise SystemExit(f"{README.name} has no {README_START} ... {README_END} section")
-    block = f"{README_START}\n{render_all(doc)}\n{README_END}"
-    README.write_text(text[:start] + block + text[end + len(README_END) :])
+    """Put the tables into benchmarks/README.md and the project README (between their markers)."""
+    for path, first, last in (
+        (README, README_START, README_END),
+        (PROJECT_README, PROJECT_README_START, PROJECT_README_END),
+    ):
+        text = path.read_text()
+        start, end = text.find(first), text.find(last)
+        if start < 0 or end < start:
+            raise SystemExit(f"{path.name} has no {first} ... {last} section")
+        block = f"{first}\n{render_all(doc)}\n{last}"
+        path.write_text(text[:start] + block + text[end + len(last) :])
 
 
 # --- main -----------------------------------------------------------------------------------------------
@@ -604,7 +611,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="print the table of --output (with the latest results/convert.json) and exit",
     )
-    p.add_argument("--update-readme", action="store_true", help="write the table into benchmarks/README.md")
+    p.add_argument(
+        "--update-readme",
+        action="store_true",
+        help="write the tables into benchmarks/README.md and README.md",
+    )
     opts = p.parse_args(argv)
     defaults = (500, 2, 1, 200) if opts.quick else (20_000, 5, 3, 5_000)
     for name, default in zip(("n", "repeats", "rounds", "warmup"), defaults, strict=True):

@@ -825,3 +825,24 @@ def test_wrap_bound_methods_partials_and_callable_objects(spans: Spans) -> None:
         ("execute_tool pow2", '{"exp": 5, "mod": null}'),
         ("execute_tool add_rate", '{"amount": 1.0}'),
     ]
+
+
+def test_a_partial_is_named_and_described_by_its_function(spans: Spans) -> None:
+    import functools
+
+    def convert(amount: float, rate: float) -> float:
+        """Convert an amount at a rate.
+
+        More detail that is not part of the description."""
+        return amount * rate
+
+    to_eur = toolspan.wrap(functools.partial(convert, rate=0.5))
+    assert to_eur(4.0) == 2.0
+    (span,) = spans()
+    attrs = dict(span.attributes or {})
+    assert (span.name, attrs["gen_ai.tool.name"], attrs["gen_ai.tool.description"]) == (
+        "execute_tool convert",
+        "convert",
+        "Convert an amount at a rate.",
+    )
+    assert attrs["gen_ai.tool.call.arguments"] == '{"amount": 4.0, "rate": 0.5}'

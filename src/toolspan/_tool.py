@@ -7,6 +7,7 @@ per-call lifecycle lives in ``_toolrun``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -35,10 +36,17 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _underlying(obj: Any) -> Any:
+    """The function that names and documents ``obj``: through classmethod/staticmethod and partials."""
+    func = getattr(obj, "__func__", obj)
+    while isinstance(func, functools.partial):
+        func = func.func
+    return func
+
+
 def _description(obj: Any) -> str | None:
     """The first paragraph of the docstring, on one line."""
-    func = getattr(obj, "__func__", obj)
-    doc = inspect.getdoc(func)
+    doc = inspect.getdoc(_underlying(obj))
     if not doc:
         return None
     paragraph = doc.strip().split("\n\n", 1)[0]
@@ -109,7 +117,7 @@ def _make(
     else:
         base = fn
     if name is None:
-        func = getattr(base, "__func__", base)
+        func = _underlying(base)
         name = getattr(func, "__name__", None) or type(func).__name__
     if description is None:
         description = _description(base)
