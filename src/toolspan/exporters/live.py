@@ -38,6 +38,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event, classify, observe_event
 from toolspan.config import get_config
+from toolspan.exporters._files import flush_to_disk
 
 __all__ = ["Event", "EventCallback", "LiveEventProcessor", "LiveStream", "text_delta"]
 
@@ -258,15 +259,7 @@ class _DurableLog:
 
     def flush(self) -> bool:
         with self._lock:
-            if self._file is None:
-                return True
-            try:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-            except (OSError, ValueError) as exc:
-                _logger.warning("toolspan: cannot flush %s: %s", self.path, exc)
-                return False
-            return True
+            return flush_to_disk(self._file, self.path)
 
     def close(self) -> None:
         self.flush()

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from toolspan import _env
+from toolspan.exporters._files import flush_to_disk
 
 __all__ = ["OtlpJsonFileExporter", "encode_otlp_json", "encode_otlp_json_line"]
 
@@ -121,15 +122,7 @@ class OtlpJsonFileExporter(SpanExporter):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush and fsync the file; ``False`` when that failed."""
         with self._lock:
-            if self._file is None:
-                return True
-            try:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-            except (OSError, ValueError) as exc:
-                _logger.warning("toolspan: cannot flush %s: %s", self._path, exc)
-                return False
-        return True
+            return flush_to_disk(self._file, self._path)
 
     def shutdown(self) -> None:
         """Flush and close the file. Idempotent; later exports return ``FAILURE``."""
@@ -137,12 +130,7 @@ class OtlpJsonFileExporter(SpanExporter):
             if self._shutdown:
                 return
             self._shutdown = True
-            if self._file is not None:
-                try:
-                    self._file.flush()
-                    os.fsync(self._file.fileno())
-                except (OSError, ValueError) as exc:
-                    _logger.warning("toolspan: cannot flush %s: %s", self._path, exc)
+            flush_to_disk(self._file, self._path)
             self._close_quietly()
 
     def _close_quietly(self) -> None:

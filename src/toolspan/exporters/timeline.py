@@ -41,6 +41,7 @@ from toolspan.bridge.classify import TOOL
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event, classify, observe_event, to_timelines, to_tree
+from toolspan.exporters._files import flush_to_disk
 
 __all__ = ["EVENTS_FILE", "TimelineJsonExporter"]
 
@@ -190,15 +191,7 @@ class TimelineJsonExporter(SpanExporter):
         return ok
 
     def _flush_events(self) -> bool:
-        if self._events is None:
-            return True
-        try:
-            self._events.flush()
-            os.fsync(self._events.fileno())
-        except (OSError, ValueError) as exc:
-            _logger.warning("toolspan: cannot flush %s: %s", self._events_path(), exc)
-            return False
-        return True
+        return flush_to_disk(self._events, self._events_path())
 
     def _buffer(self, span: Span) -> _Trace:
         trace = self._traces.get(span.trace_id)
