@@ -27,181 +27,25 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import inspect
-import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import trace as trace_api
 
 from toolspan import _tool
+from toolspan._approvals import APPROVAL, Approval, Approver, gated, run_blocking
+from toolspan._callshapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
 from toolspan._serialize import to_json_text
 
 _logger = logging.getLogger(__name__)
 
 __all__ = ["Approver", "ToolCall", "arun_tool_calls", "run_tool_calls"]
-
-Api = Literal["openai", "openai_responses", "anthropic"]
-Decision = bool | str | tuple[bool | str, str | None]
-Approver = Callable[["ToolCall"], Decision | Awaitable[Decision]]
-
-_ALLOW = "allow"
-_DENY = "deny"
-_DENIED_ERROR = "PermissionDenied"
-_DEFAULT_DENY_NOTE = "denied by the approver"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a model, parsed: what ``approve`` is given."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    api: Api
-    raw: Any = field(default=None, repr=False, compare=False)
-
-
-class ToolNotFoundError(LookupError):
-    """The model called a tool that is not in the registry."""
-
-
-class InvalidArgumentsError(ValueError):
-    """The model's arguments are not a JSON object."""
-
-
-class UnsupportedToolCallError(TypeError):
-    """A kind of tool call that toolspan cannot run (an OpenAI custom tool call)."""
-
-
-# --- parsing the model's calls ------------------------------------------------------------------
-
-
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
-def _call_items(calls: Any) -> list[Any]:
-    """The individual call items of ``calls`` (a list, or a whole assistant message)."""
-    if isinstance(calls, (list, tuple)):
-        return list(calls)
-    if calls is not None and not isinstance(calls, (str, bytes)):
-        tool_calls = _get(calls, "tool_calls")
-        if tool_calls is not None:  # OpenAI assistant message
-            return list(tool_calls)
-        content = _get(calls, "content")
-        if isinstance(content, (list, tuple)):  # Anthropic assistant message
-            return list(content)
-        if _get(calls, "function") is not None or _get(calls, "type") in ("tool_use", "function_call"):
-            return [calls]
-        if _has(calls, "tool_calls") or _has(calls, "content"):
-            return []  # a message without tool calls (OpenAI tool_calls=None, or text-only content)
-        if not isinstance(calls, Mapping) and isinstance(calls, Iterable):
-            return list(calls)
-    raise TypeError(f"calls must be a list of tool calls or an assistant message, not {calls!r:.80}")
-
-
-def _has(obj: Any, key: str) -> bool:
-    return key in obj if isinstance(obj, Mapping) else hasattr(obj, key)
-
-
-def _parse_arguments(raw: Any) -> dict[str, Any]:
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, (str, bytes, bytearray)):
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise InvalidArgumentsError(f"arguments are not valid JSON: {exc}") from None
-    else:
-        value = raw
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise InvalidArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
-
-
-@dataclass
-class _Parsed:
-    call: ToolCall
-    error: Exception | None = None
-
-
-def _parse(item: Any, index: int) -> _Parsed | None:
-    """Parse one item; ``None`` for a block that is not a client tool call (text, thinking...)."""
-    function = _get(item, "function")
-    kind = _get(item, "type")
-    unsupported = False
-    if function is not None:
-        api: Api = "openai"
-        call_id, name, raw_args = _get(item, "id"), _get(function, "name"), _get(function, "arguments")
-    elif kind == "tool_use":
-        api = "anthropic"
-        call_id, name, raw_args = _get(item, "id"), _get(item, "name"), _get(item, "input")
-    elif kind == "function_call":
-        api = "openai_responses"
-        call_id, name, raw_args = _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")
-    elif kind == "custom" and _get(item, "custom") is not None:  # OpenAI custom (free-form) tool call
-        api = "openai"
-        call_id, name = _get(item, "id"), _get(_get(item, "custom"), "name")
-        raw_args, unsupported = None, True
-    elif isinstance(kind, str):
-        return None  # text, thinking, server_tool_use, ... blocks: not ours to run
-    else:
-        raise TypeError(
-            f"calls[{index}] is not an OpenAI tool call nor an Anthropic tool_use block: {item!r:.120}"
-        )
-    if not isinstance(call_id, str) or not call_id:
-        raise TypeError(f"calls[{index}] has no call id: {item!r:.120}")
-    error: Exception | None = None
-    try:
-        arguments = _parse_arguments(raw_args)
-    except InvalidArgumentsError as exc:
-        arguments, error = {}, exc
-    if unsupported:
-        error = UnsupportedToolCallError("custom (free-form input) tool calls are not supported")
-    return _Parsed(ToolCall(id=call_id, name=str(name or ""), arguments=arguments, api=api, raw=item), error)
-
-
-def _parse_calls(calls: Any) -> list[_Parsed]:
-    parsed = []
-    for index, item in enumerate(_call_items(calls)):
-        one = _parse(item, index)
-        if one is not None:
-            parsed.append(one)
-    return parsed
-
-
-# --- results ---------------------------------------------------------------------------------------
-
-
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, _tool.ToolDenied):
-        return f"{_DENIED_ERROR}: {_denial_note(exc)}"
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def _denial_note(exc: BaseException) -> str:
-    note = getattr(exc, "note", None)
-    if note is None:
-        note = str(exc)
-    return str(note) if note else _DEFAULT_DENY_NOTE
-
-
-def _result(call: ToolCall, content: str, is_error: bool) -> dict[str, Any]:
-    if call.api == "anthropic":
-        return {"type": "tool_result", "tool_use_id": call.id, "content": content, "is_error": is_error}
-    if call.api == "openai_responses":
-        return {"type": "function_call_output", "call_id": call.id, "output": content}
-    return {"role": "tool", "tool_call_id": call.id, "content": content}
 
 
 # --- the registry ----------------------------------------------------------------------------------
@@ -257,14 +101,14 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
         # with the same name, description and type; the user's decorated object is left as it is.
         body = getattr(fn, "__wrapped__", info.func)
         wrapper = _tool.wrap(
-            _gated(body),
+            gated(body),
             name=info.name,
             description=info.description,
             tool_type=info.tool_type,
             tracer_provider=provider or info.tracer_provider,
         )
     else:
-        wrapper = _tool.wrap(_gated(fn), name=name, tracer_provider=provider)
+        wrapper = _tool.wrap(gated(fn), name=name, tracer_provider=provider)
     with _CACHE_LOCK:
         _CACHE[key] = ((*objects, provider), wrapper)
         if len(_CACHE) > _CACHE_SIZE:
@@ -272,148 +116,11 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
     return wrapper
 
 
-# --- approvals ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Approval:
-    approve: Approver
-    call: ToolCall
-    loop: asyncio.AbstractEventLoop | None  # the loop of arun_tool_calls, for async approvers
-
-
-# The approval of the call being run; set by the runner around each call, read by the gate.
-_APPROVAL: contextvars.ContextVar[_Approval | None] = contextvars.ContextVar(
-    "toolspan_approval", default=None
-)
-
-
-def _normalize(value: Any) -> tuple[str, str | None]:
-    note: str | None = None
-    if isinstance(value, tuple) and len(value) == 2:
-        value, raw_note = value
-        note = None if raw_note is None else str(raw_note)
-    if value is True or value == _ALLOW:
-        return _ALLOW, note
-    if value is False or value == _DENY:
-        return _DENY, note
-    raise ValueError(f"approve returned {value!r}; expected a bool, 'allow', 'deny' or (decision, note)")
-
-
-def _failed_approval(exc: BaseException) -> tuple[str, str]:
-    _logger.warning("toolspan: approve raised; the tool call is denied", exc_info=exc)
-    return _DENY, f"approval failed: {type(exc).__name__}: {exc}"
-
-
-def _decide_sync(approval: _Approval) -> tuple[str, str | None]:
-    try:
-        value = approval.approve(approval.call)
-        if inspect.isawaitable(value):
-            loop = approval.loop
-            if loop is not None and loop.is_running():
-                value = asyncio.run_coroutine_threadsafe(_await(value), loop).result()
-            else:
-                value = _run_blocking(value)
-        return _normalize(value)
-    except Exception as exc:
-        return _failed_approval(exc)
-
-
-async def _decide_async(approval: _Approval) -> tuple[str, str | None]:
-    try:
-        value = approval.approve(approval.call)
-        if inspect.isawaitable(value):
-            value = await value
-        return _normalize(value)
-    except Exception as exc:
-        return _failed_approval(exc)
-
-
-def _record(decision: tuple[str, str | None]) -> None:
-    verdict, note = decision
-    _tool.record_permission_decided(verdict, note=note)
-    if verdict == _DENY:
-        raise _tool.ToolDenied(note or _DEFAULT_DENY_NOTE)
-
-
-def _check_sync() -> None:
-    approval = _APPROVAL.get()
-    if approval is not None:
-        _tool.record_permission_required()
-        _record(_decide_sync(approval))
-
-
-async def _check_async() -> None:
-    approval = _APPROVAL.get()
-    if approval is not None:
-        _tool.record_permission_required()
-        _record(await _decide_async(approval))
-
-
-def _gate(body: Callable[..., Any]) -> Callable[..., Any]:
-    """``body`` behind the approval check, same signature and kind, so the check runs in its tool span."""
-    if inspect.isasyncgenfunction(body):
-
-        @functools.wraps(body)
-        async def agen(*args: Any, **kwargs: Any) -> Any:
-            await _check_async()
-            async for item in body(*args, **kwargs):
-                yield item
-
-        return agen
-    if inspect.iscoroutinefunction(body) or inspect.iscoroutinefunction(type(body).__call__):
-
-        @functools.wraps(body)
-        async def coro(*args: Any, **kwargs: Any) -> Any:
-            await _check_async()
-            return await body(*args, **kwargs)
-
-        return coro
-    if inspect.isgeneratorfunction(body):
-
-        @functools.wraps(body)
-        def gen(*args: Any, **kwargs: Any) -> Any:
-            _check_sync()
-            return (yield from body(*args, **kwargs))
-
-        return gen
-
-    @functools.wraps(body)
-    def func(*args: Any, **kwargs: Any) -> Any:
-        _check_sync()
-        return body(*args, **kwargs)
-
-    return func
-
-
-def _gated(body: Callable[..., Any]) -> Callable[..., Any]:
-    """``_gate(body)`` with the docstring of the function a ``functools.partial`` wraps (not partial's)."""
-    gate = _gate(body)
-    if isinstance(body, functools.partial):
-        gate.__doc__ = inspect.getdoc(body.func)
-    return gate
-
-
 # --- running ---------------------------------------------------------------------------------------
-
-
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
 
 
 async def _collect(agen: Any) -> list[Any]:
     return [item async for item in agen]
-
-
-def _run_blocking(awaitable: Awaitable[Any]) -> Any:
-    """Run ``awaitable`` to completion from sync code: here if no loop runs, else in a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_await(awaitable))
-    ctx = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(ctx.run, asyncio.run, _await(awaitable)).result()
 
 
 @dataclass
@@ -432,7 +139,7 @@ def _prepare(
 ) -> list[_Job]:
     registry = _registry(tools)
     jobs = []
-    for parsed in _parse_calls(calls):
+    for parsed in parse_calls(calls):
         call, error, fn = parsed.call, parsed.error, None
         if error is None:
             entry = registry.get(call.name)
@@ -447,8 +154,8 @@ def _prepare(
 
 def _finish(job: _Job, outcome: Any, exc: Exception | None) -> dict[str, Any]:
     if exc is not None:
-        return _result(job.call, _error_text(exc), True)
-    return _result(job.call, to_json_text(outcome), False)
+        return result_for(job.call, error_text(exc), True)
+    return result_for(job.call, to_json_text(outcome), False)
 
 
 def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[str, Any]:
@@ -456,21 +163,21 @@ def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[s
     if job.fn is None:
         assert job.error is not None
         return _finish(job, None, job.error)
-    approval = None if job.approve is None else _Approval(job.approve, job.call, loop)
-    token = _APPROVAL.set(approval)
+    approval = None if job.approve is None else Approval(job.approve, job.call, loop)
+    token = APPROVAL.set(approval)
     try:
         with _tool.tool_call_id(job.call.id):
             outcome = job.fn(**job.call.arguments)
             if inspect.isawaitable(outcome):
-                outcome = _run_blocking(outcome)
+                outcome = run_blocking(outcome)
             elif inspect.isgenerator(outcome):
                 outcome = list(outcome)
             elif inspect.isasyncgen(outcome):
-                outcome = _run_blocking(_collect(outcome))
+                outcome = run_blocking(_collect(outcome))
     except Exception as exc:
         return _finish(job, None, exc)
     finally:
-        _APPROVAL.reset(token)
+        APPROVAL.reset(token)
     return _finish(job, outcome, None)
 
 
@@ -483,8 +190,8 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     if job.fn is None or not _is_async(job.fn):
         return await asyncio.to_thread(_execute, job, loop)  # to_thread carries the context over
-    approval = None if job.approve is None else _Approval(job.approve, job.call, loop)
-    token = _APPROVAL.set(approval)
+    approval = None if job.approve is None else Approval(job.approve, job.call, loop)
+    token = APPROVAL.set(approval)
     try:
         with _tool.tool_call_id(job.call.id):
             outcome = job.fn(**job.call.arguments)
@@ -495,7 +202,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     except Exception as exc:
         return _finish(job, None, exc)
     finally:
-        _APPROVAL.reset(token)
+        APPROVAL.reset(token)
     return _finish(job, outcome, None)
 
 
