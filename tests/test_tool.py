@@ -598,9 +598,30 @@ def test_no_provider_calls_straight_through() -> None:
     coro = search("q", limit=1)
     assert inspect.iscoroutine(coro)
     assert asyncio.run(coro) == ["q"]
-    with capture_spans() as spans:  # a provider installed later is picked up by the same tool
+
+    class Shop:
+        @toolspan.tool
+        def price(self, n: int) -> int:
+            seen.append(toolspan.current_execution_id())
+            return n * 2
+
+        @toolspan.tool
+        @classmethod
+        def currency(cls) -> str:
+            seen.append(toolspan.current_execution_id())
+            return cls.__name__
+
+    assert (Shop().price(3), Shop.currency()) == (6, "Shop")
+    assert seen == [None, None, None]
+    with capture_spans() as spans:  # a provider installed later is picked up by the same tools
         plain()
-    assert [span.name for span in spans()] == ["execute_tool plain"]
+        Shop().price(1)
+        Shop.currency()
+    assert [span.name for span in spans()] == [
+        "execute_tool plain",
+        "execute_tool price",
+        "execute_tool currency",
+    ]
 
 
 def test_explicit_tracer_provider_without_global() -> None:
