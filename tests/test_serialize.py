@@ -446,8 +446,13 @@ def test_property_secrets_never_appear(value: Any, budget: int) -> None:
     budget=budgets,
 )
 def test_property_any_value_gives_valid_json_within_budget(value: Any, budget: int) -> None:
-    check(dumps(value, small(budget)), small(budget))
-    json.loads(to_json_text(value))
+    budgeted = dumps(value, small(budget))
+    assert len(budgeted.encode("utf-8")) <= budget
+    json.loads(budgeted)  # raises on invalid JSON
+    # The text returned to a model is complete: valid JSON, never cut.
+    full = to_json_text(value)
+    json.loads(full)
+    assert "...[truncated" not in full or "...[truncated" in repr(value)
 
 
 def test_nan_output_is_strict_json() -> None:
