@@ -3,18 +3,24 @@
     results = toolspan.run_tool_calls(message.tool_calls, {"add": add})   # OpenAI
     messages.append({"role": "user", "content": toolspan.run_tool_calls(blocks, tools)})  # Anthropic
 
-Accepted calls: OpenAI Chat Completions ``tool_calls`` (or the whole assistant message), OpenAI
-Responses ``function_call`` items, Anthropic ``tool_use`` blocks (or a whole assistant message / its
-``content`` list); dicts or SDK objects. Items that are not client function calls (text, thinking,
-reasoning, server-side tool blocks) are skipped; an OpenAI ``custom`` tool call gets an error result.
+Accepted calls: OpenAI Chat Completions ``tool_calls`` (or the whole assistant message, or the whole
+``ChatCompletion``: its first choice), OpenAI Responses ``function_call`` items (or the whole
+``Response``: its ``output``), Anthropic ``tool_use`` blocks (or a whole assistant message / its
+``content`` list), Gemini parts with a ``function_call`` (or the whole ``GenerateContentResponse``: its
+first candidate; a ``Content``; ``response.function_calls``); dicts or SDK objects, streaming helpers'
+final messages included. Items that are not client function calls (text, thinking, reasoning,
+server-side tool blocks) are skipped; an OpenAI ``custom`` tool call gets an error result.
 
 Results, one per call and in call order: ``{"role": "tool", "tool_call_id", "content"}`` (Chat
-Completions), ``{"type": "function_call_output", "call_id", "output"}`` (Responses) or ``{"type":
-"tool_result", "tool_use_id", "content", "is_error"}`` (Anthropic). The content is the full JSON text
-of the result (a string result too: ``"ok"`` becomes ``"\\"ok\\""``; a generator's result is the list of
-what it yielded), unredacted and untruncated, or ``"<ErrorType>: <message>"`` on failure. Errors never
-escape: an unknown tool, arguments that are not a JSON object, arguments that do not fit the
-signature, a raising tool and a denied call all become error results (cancellation still propagates).
+Completions), ``{"type": "function_call_output", "call_id", "output"}`` (Responses), ``{"type":
+"tool_result", "tool_use_id", "content", "is_error"}`` (Anthropic) or ``{"function_response": {"id",
+"name", "response": {"output": <JSON value>}}}`` (Gemini; ``{"error": "<text>"}`` on failure, no
+``id`` when the call had none; send them back as ``{"role": "user", "parts": results}``). The content
+is the full JSON text of the result (a string result too: ``"ok"`` becomes ``"\\"ok\\""``; a
+generator's result is the list of what it yielded; for Gemini the JSON value itself), unredacted and
+untruncated, or ``"<ErrorType>: <message>"`` on failure. Errors never escape: an unknown tool,
+arguments that are not a JSON object, arguments that do not fit the signature, a raising tool and a
+denied call all become error results (cancellation still propagates).
 
 ``run_tool_calls`` runs sync tools in a thread pool when ``parallel`` (context copied into each
 worker, so the calling span stays the parent) and coroutine tools with ``asyncio.run`` in the worker
@@ -26,6 +32,7 @@ thread). ``arun_tool_calls`` awaits coroutine tools with ``asyncio.gather`` and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import logging
@@ -158,6 +165,11 @@ def _finish(job: _Job, outcome: Any, exc: Exception | None) -> dict[str, Any]:
     return result_for(job.call, to_json_text(outcome), False)
 
 
+def _model_id(call: ToolCall) -> contextlib.AbstractContextManager[Any]:
+    """Hand the model's call id to the tool span; a Gemini call without an id gets toolspan's own."""
+    return _tool.tool_call_id(call.id) if call.id else contextlib.nullcontext()
+
+
 def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[str, Any]:
     """Run one job synchronously; never raises an ``Exception``."""
     if job.fn is None:
@@ -166,7 +178,7 @@ def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[s
     approval = None if job.approve is None else Approval(job.approve, job.call, loop)
     token = APPROVAL.set(approval)
     try:
-        with _tool.tool_call_id(job.call.id):
+        with _model_id(job.call):
             outcome = job.fn(**job.call.arguments)
             if inspect.isawaitable(outcome):
                 outcome = run_blocking(outcome)
@@ -193,7 +205,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     approval = None if job.approve is None else Approval(job.approve, job.call, loop)
     token = APPROVAL.set(approval)
     try:
-        with _tool.tool_call_id(job.call.id):
+        with _model_id(job.call):
             outcome = job.fn(**job.call.arguments)
             if inspect.isasyncgen(outcome):
                 outcome = await _collect(outcome)

@@ -1,5 +1,7 @@
 """The shapes of a model's tool calls and of the results it expects back (OpenAI Chat Completions,
-OpenAI Responses, Anthropic), as dicts or SDK objects. Used by ``run_tool_calls`` (``_calls``)."""
+OpenAI Responses, Anthropic Messages, Google Gemini), as dicts or SDK objects (the ``openai``,
+``anthropic`` and ``google-genai`` pydantic models, read by attribute and never iterated). Used by
+``run_tool_calls`` (``_calls``)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ __all__ = [
     "result_for",
 ]
 
-Api = Literal["openai", "openai_responses", "anthropic"]
+Api = Literal["openai", "openai_responses", "anthropic", "gemini"]
 
 DENIED_ERROR = "PermissionDenied"
 DEFAULT_DENY_NOTE = "denied by the approver"
@@ -30,7 +32,8 @@ DEFAULT_DENY_NOTE = "denied by the approver"
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool call of a model, parsed: what ``approve`` is given."""
+    """One tool call of a model, parsed: what ``approve`` is given. ``id`` is ``""`` for a Gemini
+    function call without an id (the Gemini API leaves it out unless the model gives one)."""
 
     id: str
     name: str
@@ -60,24 +63,80 @@ def _get(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
+# Keys of a Gemini ``Part`` (SDK snake_case and REST camelCase) that are not a function call.
+_GEMINI_PART_KEYS = frozenset(
+    {
+        "text",
+        "thought",
+        "thought_signature",
+        "thoughtSignature",
+        "inline_data",
+        "inlineData",
+        "file_data",
+        "fileData",
+        "function_response",
+        "functionResponse",
+        "executable_code",
+        "executableCode",
+        "code_execution_result",
+        "codeExecutionResult",
+        "video_metadata",
+        "videoMetadata",
+    }
+)
+
+
+def _gemini_call(item: Any) -> Any:
+    """The ``function_call`` of a Gemini part (SDK object or dict in either case), or ``None``."""
+    found = _get(item, "function_call")
+    if found is None and isinstance(item, Mapping):
+        found = item.get("functionCall")
+    return found
+
+
+def _first(seq: Any) -> Any:
+    return seq[0] if isinstance(seq, (list, tuple)) and seq else None
+
+
 def _call_items(calls: Any) -> list[Any]:
-    """The individual call items of ``calls`` (a list, or a whole assistant message)."""
+    """The individual call items of ``calls`` (a list, a whole assistant message or model response)."""
     if isinstance(calls, (list, tuple)):
         return list(calls)
     if calls is not None and not isinstance(calls, (str, bytes)):
+        if _has(calls, "candidates"):  # Gemini GenerateContentResponse: its first candidate's parts
+            candidate = _first(_get(calls, "candidates"))
+            return _call_items(_get(candidate, "content")) if candidate is not None else []
+        if _has(calls, "choices"):  # OpenAI ChatCompletion: its first choice's message
+            choice = _first(_get(calls, "choices"))
+            return _call_items(_get(choice, "message")) if choice is not None else []
+        output = _get(calls, "output")
+        if isinstance(output, (list, tuple)):  # OpenAI Responses Response: its output items
+            return list(output)
         tool_calls = _get(calls, "tool_calls")
         if tool_calls is not None:  # OpenAI assistant message
             return list(tool_calls)
         content = _get(calls, "content")
         if isinstance(content, (list, tuple)):  # Anthropic assistant message
             return list(content)
-        if _get(calls, "function") is not None or _get(calls, "type") in ("tool_use", "function_call"):
+        parts = _get(calls, "parts")
+        if isinstance(parts, (list, tuple)):  # Gemini Content
+            return list(parts)
+        if (
+            _get(calls, "function") is not None
+            or _get(calls, "type") in ("tool_use", "function_call")
+            or _gemini_call(calls) is not None
+        ):
             return [calls]
-        if _has(calls, "tool_calls") or _has(calls, "content"):
-            return []  # a message without tool calls (OpenAI tool_calls=None, or text-only content)
-        if not isinstance(calls, Mapping) and isinstance(calls, Iterable):
+        if _has(calls, "tool_calls") or _has(calls, "content") or _has(calls, "parts"):
+            return []  # a message without tool calls (tool_calls=None, text-only content, parts=None)
+        if not isinstance(calls, Mapping) and not _is_model(calls) and isinstance(calls, Iterable):
             return list(calls)
     raise TypeError(f"calls must be a list of tool calls or an assistant message, not {calls!r:.80}")
+
+
+def _is_model(obj: Any) -> bool:
+    """A pydantic model (every SDK type): iterable, but over its fields, never over calls."""
+    return hasattr(type(obj), "model_fields")
 
 
 def _has(obj: Any, key: str) -> bool:
@@ -109,6 +168,7 @@ def _parse(item: Any, index: int) -> _Parsed | None:
     """Parse one item; ``None`` for a block that is not a client tool call (text, thinking...)."""
     function = _get(item, "function")
     kind = _get(item, "type")
+    gemini = _gemini_call(item)
     unsupported = False
     if function is not None:
         api: Api = "openai"
@@ -123,13 +183,20 @@ def _parse(item: Any, index: int) -> _Parsed | None:
         api = "openai"
         call_id, name = _get(item, "id"), _get(_get(item, "custom"), "name")
         raw_args, unsupported = None, True
-    elif isinstance(kind, str):
-        return None  # text, thinking, server_tool_use, ... blocks: not ours to run
+    elif gemini is not None or (kind is None and _has(item, "args") and _has(item, "name")):
+        api = "gemini"  # a Part with a function_call, or a FunctionCall (response.function_calls)
+        call = gemini if gemini is not None else item
+        call_id, name, raw_args = _get(call, "id") or "", _get(call, "name"), _get(call, "args")
+    elif isinstance(kind, str) or _has(item, "function_call"):
+        return None  # text, thinking, server_tool_use, ... blocks, Gemini parts: not ours to run
+    elif isinstance(item, Mapping) and not _GEMINI_PART_KEYS.isdisjoint(item):
+        return None  # a Gemini part as a dict (text, thought, ...)
     else:
         raise TypeError(
-            f"calls[{index}] is not an OpenAI tool call nor an Anthropic tool_use block: {item!r:.120}"
+            f"calls[{index}] is not an OpenAI tool call, an Anthropic tool_use block nor a Gemini"
+            f" function call: {item!r:.120}"
         )
-    if not isinstance(call_id, str) or not call_id:
+    if not isinstance(call_id, str) or (not call_id and api != "gemini"):
         raise TypeError(f"calls[{index}] has no call id: {item!r:.120}")
     error: Exception | None = None
     try:
@@ -168,6 +235,12 @@ def _denial_note(exc: BaseException) -> str:
 
 
 def result_for(call: ToolCall, content: str, is_error: bool) -> dict[str, Any]:
+    if call.api == "gemini":
+        response: dict[str, Any] = {"error": content} if is_error else {"output": json.loads(content)}
+        function_response: dict[str, Any] = {"name": call.name, "response": response}
+        if call.id:
+            function_response = {"id": call.id, **function_response}
+        return {"function_response": function_response}
     if call.api == "anthropic":
         return {"type": "tool_result", "tool_use_id": call.id, "content": content, "is_error": is_error}
     if call.api == "openai_responses":
