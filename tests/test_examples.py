@@ -1,0 +1,257 @@
+"""Smoke tests of the gallery: each ``examples/*.py`` runs offline in a real subprocess, and what it
+produced (trace files, converted views, printed answers) holds the expected spans with the model's ids
+and the right parents."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import read_spans
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+WEATHER = {"city": "Paris", "temp_c": 18, "sky": "cloudy"}
+ANSWER = 'Here is what the tools said: {"city": "Paris", "temp_c": 18, "sky": "cloudy"}; 55'
+OFFLINE_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def run_example(name: str, out: Path) -> list[str]:
+    """Run ``examples/<name>.py OUT`` offline (no OTLP endpoint, no model key); its stdout lines."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OTEL_", "TOOLSPAN_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_"))
+    }
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def tool_attrs(
+    span: Span, name: str, call_id: str, arguments: Any, result: Any, description: str
+) -> dict[str, Any]:
+    """The whole attribute dict of a completed tool span with the model's call id."""
+    args, res = json.dumps(arguments), json.dumps(result)
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": description,
+        "openinference.span.kind": "TOOL",
+        "tool.name": name,
+        "tool.description": description,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.call.arguments": args,
+        "input.value": args,
+        "input.mime_type": "application/json",
+        "toolspan.execution_id": "exec_" + span.span_id,
+        "toolspan.tool_call_id": call_id,
+        "toolspan.tool.state": "COMPLETED",
+        "gen_ai.tool.call.result": res,
+        "output.value": res,
+        "output.mime_type": "application/json",
+    }
+
+
+def by_name(spans: list[Span]) -> dict[str, list[Span]]:
+    found: dict[str, list[Span]] = {}
+    for span in spans:
+        found.setdefault(span.name, []).append(span)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("example", "weather_id", "add_id", "model_spans"),
+    [
+        ("openai_chat_loop", "call_offline_1", "call_offline_2", None),
+        ("openai_responses_loop", "call_offline_1", "call_offline_2", None),
+        ("anthropic_loop", "toolu_offline_1", "toolu_offline_2", "anthropic.messages.create"),
+        ("gemini_loop", "fc_offline_1", "fc_offline_2", None),
+    ],
+)
+def test_sdk_loop_examples(
+    tmp_path: Path, example: str, weather_id: str, add_id: str, model_spans: str | None
+) -> None:
+    stdout = run_example(example, tmp_path)
+    answer = ANSWER
+    if example == "gemini_loop":  # the scripted model quotes the function_response objects
+        answer = 'Here is what the tools said: {"output": ' + json.dumps(WEATHER) + '}; {"output": 55}'
+    assert stdout == [answer, f"trace: {tmp_path / 'traces.jsonl'}"]
+
+    spans, _report = read_spans(tmp_path / "traces.jsonl")
+    names = by_name(spans)
+    expected_names = {"invoke_agent assistant", "execute_tool get_weather", "execute_tool add"}
+    if model_spans:  # the anthropic client traces its own API calls: one per loop turn
+        expected_names.add(model_spans)
+    assert set(names) == expected_names
+    (agent,) = names["invoke_agent assistant"]
+    (weather,) = names["execute_tool get_weather"]
+    (added,) = names["execute_tool add"]
+    assert agent.parent_span_id is None
+    assert weather.attributes == tool_attrs(
+        weather, "get_weather", weather_id, {"city": "Paris"}, WEATHER, "Current weather of a city."
+    )
+    assert added.attributes == tool_attrs(added, "add", add_id, {"a": 25, "b": 30}, 55, "Add two numbers.")
+    others = [span for span in spans if span is not agent]
+    assert {span.parent_span_id for span in others} == {agent.span_id}
+    assert {span.trace_id for span in spans} == {agent.trace_id}
+    assert json.loads(agent.attributes["gen_ai.output.messages"])[0]["parts"][0]["content"] == answer
+    if model_spans:
+        assert [span.attributes["gen_ai.response.id"] for span in names[model_spans]] == ["msg_offline"] * 2
+        assert [span.kind for span in names[model_spans]] == ["CLIENT", "CLIENT"]
+
+
+def test_quickstart(tmp_path: Path) -> None:
+    stdout = run_example("quickstart", tmp_path)
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01QuickstartWeather",
+        "content": '{"city": "Paris", "temp_c": 18}',
+        "is_error": False,
+    }
+    assert stdout[0] == f"results for the model: {[result]}"
+
+    spans, _ = read_spans(tmp_path / "traces.jsonl")
+    assert sorted(span.name for span in spans) == ["execute_tool get_weather", "invoke_agent assistant"]
+    tool = next(span for span in spans if span.name == "execute_tool get_weather")
+    agent = next(span for span in spans if span is not tool)
+    assert tool.parent_span_id == agent.span_id
+    assert tool.resource["service.name"] == "my-agent"
+    expected = tool_attrs(
+        tool,
+        "get_weather",
+        "toolu_01QuickstartWeather",
+        {"city": "Paris"},
+        {"city": "Paris", "temp_c": 18},
+        "",
+    )
+    del expected["gen_ai.tool.description"], expected["tool.description"]
+    expected["gen_ai.tool.description"] = expected["tool.description"] = "Current weather of a city."
+    assert tool.attributes == expected
+
+    # What `toolspan convert --to events` wrote, and what the example printed of it.
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text("utf-8").splitlines()]
+    assert [(e["type"], e["tool_name"], e["call_id"], e["execution_id"]) for e in events] == [
+        ("act", "get_weather", "toolu_01QuickstartWeather", "exec_" + tool.span_id),
+        ("observe", "get_weather", "toolu_01QuickstartWeather", "exec_" + tool.span_id),
+    ]
+    assert events[1]["observation"] == {"city": "Paris", "temp_c": 18}
+    assert [json.loads(line) for line in stdout[1:3]] == events
+    (timeline,) = json.loads((tmp_path / "timeline.json").read_text("utf-8"))
+    assert timeline["conversationId"] == "conv-1"
+    assert [item["type"] for item in timeline["timeline"]] == [
+        "user_message",
+        "thought",
+        "tool_call",
+        "tool_result",
+        "assistant_message",
+    ]
+
+
+def tree_lines(node: dict[str, Any], depth: int = 0) -> list[str]:
+    lines = [f"{'  ' * depth}{node.get('name') or node['type']}  (span {node['span_id']})"]
+    for child in node.get("children", []):
+        lines += tree_lines(child, depth + 1)
+    return lines
+
+
+def test_threads_and_subplans(tmp_path: Path) -> None:
+    stdout = run_example("threads_and_subplans", tmp_path)
+    spans, _ = read_spans(tmp_path / "traces.jsonl")
+    names = by_name(spans)
+    (agent,) = names["invoke_agent assistant"]
+    (research,) = names["execute_tool research"]
+    (plan,) = names["plan research spans"]
+    fetches = names["execute_tool fetch_page"]
+    assert len(spans) == 7
+    assert len(fetches) == 2
+    tools = [names["execute_tool get_weather"][0], names["execute_tool add"][0], research]
+    assert [span.attributes["toolspan.tool_call_id"] for span in tools] == [
+        "call_weather",
+        "call_add",
+        "call_research",
+    ]
+    assert {span.parent_span_id for span in tools} == {agent.span_id}
+    assert plan.parent_span_id == research.span_id  # the sub-plan is a child of the tool that started it
+    assert plan.attributes["toolspan.parent.tool_call_id"] == "call_research"
+    assert plan.attributes["toolspan.parent.execution_id"] == "exec_" + research.span_id
+    assert {span.parent_span_id for span in fetches} == {plan.span_id}  # across the plan's own threads
+    assert json.loads(research.attributes["gen_ai.tool.call.result"]) == {"topic": "spans", "words": 16}
+
+    # The printed tree is the execution tree written to tree.json, root first.
+    tree = json.loads((tmp_path / "tree.json").read_text("utf-8"))
+    assert stdout[:-1] == tree_lines(tree["execution_tree"])
+    assert [line.strip().split("  (")[0] for line in stdout[:-1]] == [
+        "job",
+        "invoke_agent assistant",
+        "execute_tool get_weather",
+        "execute_tool add",
+        "execute_tool research",
+        "plan research spans",
+        "execute_tool fetch_page",
+        "execute_tool fetch_page",
+    ]
+
+
+def test_cross_process(tmp_path: Path) -> None:
+    stdout = run_example("cross_process", tmp_path)
+    agent_spans, _ = read_spans(tmp_path / "traces.jsonl")
+    worker_spans, _ = read_spans(tmp_path / "worker-traces.jsonl")
+    (agent,) = [s for s in agent_spans if s.name == "invoke_agent assistant"]
+    (tool,) = [s for s in agent_spans if s.name == "execute_tool summarize_remote"]
+    (plan,) = [s for s in worker_spans if s.name == "plan summarize"]
+    (count,) = [s for s in worker_spans if s.name == "execute_tool count_words"]
+    assert len(agent_spans) == 2
+    assert len(worker_spans) == 2
+    assert tool.attributes["toolspan.tool_call_id"] == "toolu_01Summarize"
+    assert tool.parent_span_id == agent.span_id
+    # The worker's sub-plan continues the caller's trace, under the tool span, from another process.
+    assert plan.trace_id == count.trace_id == agent.trace_id
+    assert plan.parent_span_id == tool.span_id
+    assert count.parent_span_id == plan.span_id
+    assert plan.attributes["toolspan.parent.tool_call_id"] == "toolu_01Summarize"
+    assert plan.attributes["toolspan.parent.execution_id"] == "exec_" + tool.span_id
+    assert plan.resource["service.name"] == "summarizer-worker"
+    assert agent.resource["service.name"] == "cross-process-agent"
+    result = json.loads(tool.attributes["gen_ai.tool.call.result"])
+    assert result["words"] == 11
+    assert isinstance(result["pid"], int)  # the worker's pid, as it reported it
+    assert [line.split("  (")[0] for line in stdout[1:6]] == [
+        "job",
+        "  invoke_agent assistant",
+        "    execute_tool summarize_remote",
+        "      plan summarize",
+        "        execute_tool count_words",
+    ]
+
+
+def test_existing_provider(tmp_path: Path) -> None:
+    stdout = run_example("existing_provider", tmp_path)
+    assert stdout[0].startswith(
+        "toolspan kept the application's provider, resource and sampler (ParentBased{"
+    )
+    spans = [json.loads(line) for line in (tmp_path / "app-spans.jsonl").read_text("utf-8").splitlines()]
+    assert sorted(span["name"] for span in spans) == ["POST /chat", "execute_tool lookup_order"]  # no health
+    request = next(span for span in spans if span["name"] == "POST /chat")
+    tool = next(span for span in spans if span["name"] == "execute_tool lookup_order")
+    assert tool["parent_id"] == request["context"]["span_id"]
+    assert tool["context"]["trace_id"] == request["context"]["trace_id"]
+    for span in spans:  # the application's resource, untouched (configure's service_name is ignored)
+        assert span["resource"]["attributes"]["service.name"] == "shop-backend"
+        assert span["resource"]["attributes"]["deployment.environment"] == "staging"
+    assert tool["attributes"]["toolspan.tool_call_id"] == "toolu_01Order"
+    assert tool["attributes"]["gen_ai.tool.call.result"] == '{"order_id": "A-17", "status": "shipped"}'
