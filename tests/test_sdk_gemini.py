@@ -194,3 +194,45 @@ def test_rest_json_dicts_in_camel_case(parent: Any) -> None:
     check_spans(parent)
     parts = recorded["candidates"][0]["content"]["parts"]
     assert run_tool_calls([{"text": "Looking."}, *parts], TOOLS) == RESULTS  # text part skipped
+
+
+def test_denied_call_is_an_error_response_and_a_denied_span(parent: Any) -> None:
+    api = FakeModelAPI("gemini_function_calls.json", "gemini_final.json")
+    client = client_for(api)
+    response = client.models.generate_content(model=MODEL, contents=PROMPT)
+    seen: list[tuple[str, str, dict[str, Any], str]] = []
+
+    def approve(call: Any) -> Any:
+        seen.append((call.id, call.name, call.arguments, call.api))
+        return ("deny", "no weather today") if call.name == "get_weather" else "allow"
+
+    results = run_tool_calls(response, TOOLS, approve=approve, parallel=False)
+    denied = {"error": "PermissionDenied: no weather today"}
+    assert results == [
+        {"function_response": {"id": "fc-weather-paris", "name": "get_weather", "response": denied}},
+        RESULTS[1],
+    ]
+    assert seen == [
+        ("fc-weather-paris", "get_weather", {"city": "Paris"}, "gemini"),
+        ("fc-add-two", "add", {"a": 25, "b": 30}, "gemini"),
+    ]
+    span = tool_spans(parent[0]())["fc-weather-paris"]
+    assert dict(span.attributes or {}) == expected_attrs(
+        span,
+        "get_weather",
+        "fc-weather-paris",
+        result=None,
+        state="DENIED",
+        error__type="toolspan.ToolDenied",
+    )
+    assert [event.name for event in span.events] == [
+        "toolspan.permission_required",
+        "toolspan.permission_decided",
+    ]
+    content = response.candidates[0].content
+    client.models.generate_content(
+        model=MODEL, contents=[PROMPT, content, {"role": "user", "parts": results}]
+    )
+    assert api.body()["contents"][2]["parts"][0] == {
+        "functionResponse": {"id": "fc-weather-paris", "name": "get_weather", "response": denied}
+    }
