@@ -1,6 +1,7 @@
 """A tiny scripted model behind each SDK's own HTTP client, so the loop examples run with no network
-and no key: ``httpx2.Client(transport=httpx2.MockTransport(handler))`` is the injection point the
-``openai``, ``anthropic`` and ``google-genai`` clients support, so all of their own code still runs.
+and no key: ``httpx.Client(transport=httpx.MockTransport(handler))`` (``httpx2`` for the SDK releases
+built on it) is the injection point the ``openai``, ``anthropic`` and ``google-genai`` clients
+support, so all of their own code still runs.
 
 The "model" asks for ``get_weather(city="Paris")`` and ``add(a=25, b=30)`` on the first request, and on
 the request that carries their results answers with text quoting those results, in each API's wire
@@ -13,25 +14,28 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import httpx2
+try:  # the HTTP library the installed SDKs are built on
+    import httpx2 as httpx
+except ImportError:  # older SDK releases
+    import httpx  # type: ignore[no-redef]
 
 QUESTION = "What's the weather in Paris, and what is 25 + 30?"
 CALLS = [("get_weather", {"city": "Paris"}), ("add", {"a": 25, "b": 30})]
 USAGE = {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100}
 
 
-def _client(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> httpx2.Client:
-    def handle(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, json=answer(json.loads(request.read())))
+def _client(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> httpx.Client:
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=answer(json.loads(request.read())))
 
-    return httpx2.Client(transport=httpx2.MockTransport(handle))
+    return httpx.Client(transport=httpx.MockTransport(handle))
 
 
 def _answer(results: list[str]) -> str:
     return "Here is what the tools said: " + "; ".join(results)
 
 
-def openai_chat() -> httpx2.Client:
+def openai_chat() -> httpx.Client:
     """Chat Completions: ``tool_calls`` first, then text once the ``tool`` messages come back."""
 
     def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +64,7 @@ def openai_chat() -> httpx2.Client:
     return _client(answer)
 
 
-def openai_responses() -> httpx2.Client:
+def openai_responses() -> httpx.Client:
     """Responses: ``function_call`` items first, then a message once ``function_call_output`` items come."""
 
     def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +108,7 @@ def openai_responses() -> httpx2.Client:
     return _client(answer)
 
 
-def anthropic_messages() -> httpx2.Client:
+def anthropic_messages() -> httpx.Client:
     """Messages: ``tool_use`` blocks first, then text once the ``tool_result`` blocks come back."""
 
     def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +138,7 @@ def anthropic_messages() -> httpx2.Client:
     return _client(answer)
 
 
-def gemini() -> httpx2.Client:
+def gemini() -> httpx.Client:
     """generateContent: ``functionCall`` parts first, then text once ``functionResponse`` parts come."""
 
     def answer(body: dict[str, Any]) -> dict[str, Any]:
