@@ -146,7 +146,7 @@ def test_readme_policy_example_is_a_valid_policy() -> None:
     from toolspan.policy import parse_policy
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-    block = readme.split("```yaml\n# policy.yaml", 1)[1].split("```", 1)[0]
+    block = next(b.split("```", 1)[0] for b in readme.split("```yaml\n")[1:] if b.startswith("# policy.yaml"))
     pol = parse_policy(yaml.safe_load(block), "README.md")
     assert (pol.id, pol.version, len(pol.rules)) == ("support-agents", "3", 7)
     assert {type(r).__name__ for r in pol.rules} == {
