@@ -17,6 +17,7 @@ from __future__ import annotations
 from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan._context import current_execution_id, current_tool_call_id, tool_call_id
 from toolspan._outcome import ToolDenied
+from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
 from toolspan._scopes import Run, agent, plan, thought
 from toolspan._setup import configure
 from toolspan._tool import record_permission_decided, record_permission_required, tool, wrap, wrap_tools
@@ -25,6 +26,10 @@ from toolspan.exporters.live import text_delta
 from toolspan.propagation import extract, inject
 
 __all__ = [
+    "ReplayDivergence",
+    "ReplayError",
+    "ReplaySealed",
+    "ReplayedToolError",
     "Run",
     "ToolCall",
     "ToolDenied",
@@ -39,6 +44,7 @@ __all__ = [
     "plan",
     "record_permission_decided",
     "record_permission_required",
+    "replay",
     "run_tool_calls",
     "text_delta",
     "thought",

@@ -19,6 +19,7 @@ from toolspan import semconv
 from toolspan._context import tool_call_id
 from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided, record_permission_required
+from toolspan._replayhook import ACTIVE as REPLAYING
 from toolspan._toolrun import ToolInfo, wrapper_for
 
 __all__ = [
@@ -60,8 +61,9 @@ else:
 
 
 def _tracing_on() -> bool:
-    """False until an application installs a tracer provider: then a tool calls straight through."""
-    return trace_api._TRACER_PROVIDER is not None
+    """False until an application installs a tracer provider (or a replay runs): then a tool calls straight
+    through."""
+    return trace_api._TRACER_PROVIDER is not None or REPLAYING[0] > 0
 
 
 class _ToolWrapper(_FunctionWrapper):

@@ -27,6 +27,8 @@ from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame,
 from toolspan._gen import drive_async, drive_sync
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec
+from toolspan._replayhook import ACTIVE as REPLAYING
+from toolspan._replayhook import substitute
 from toolspan._tracer import get_tracer
 from toolspan.config import get_config
 
@@ -283,6 +285,8 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        if REPLAYING[0]:
+            wrapped = substitute(info, wrapped, instance, "sync")
         provider = info.tracer_provider
         if provider is None and trace_api._TRACER_PROVIDER is None:
             return wrapped(*args, **kwargs)  # tracing is off: a plain call
@@ -339,6 +343,8 @@ def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        if REPLAYING[0]:
+            wrapped = substitute(info, wrapped, instance, "async")
         tracer = get_tracer(info.tracer_provider)
         if tracer is None:
             return wrapped(*args, **kwargs)
@@ -353,6 +359,8 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        if REPLAYING[0]:
+            wrapped = substitute(info, wrapped, instance, "agen" if is_async else "gen")
         tracer = get_tracer(info.tracer_provider)
         if tracer is None:
             return wrapped(*args, **kwargs)

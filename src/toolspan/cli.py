@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from toolspan import _cli_audit
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
 from toolspan.bridge.readers._json import write_json_lines
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
     convert.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
     convert.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
+    _cli_audit.add_parser(sub)
     return parser
 
 
@@ -184,10 +186,30 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
     return 0
 
 
+def _run_to_output(
+    args: argparse.Namespace, command: Callable[[argparse.Namespace, IO[bytes], IO[str]], int]
+) -> int:
+    try:
+        if args.output and args.output != "-":
+            with open(args.output, "wb") as out:
+                return command(args, out, sys.stderr)
+        sys.stdout.flush()
+        return command(args, sys.stdout.buffer, sys.stderr)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as e:
+        sys.stderr.write(f"toolspan: error: {e}\n")
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toolspan`` command."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "audit":
+        return _run_to_output(args, _cli_audit.run)
     if args.command != "convert":
         parser.print_help(sys.stderr)
         return 2

@@ -107,6 +107,11 @@ TOOLSPAN_STEP_INDEX: Final = "toolspan.step.index"
 TOOLSPAN_STREAM_TEXT: Final = "toolspan.stream.text"  # aggregate of the text_delta chunks of a span
 TOOLSPAN_STREAM_TRUNCATED: Final = "toolspan.stream.truncated"  # true when the aggregate hit the budget
 TOOLSPAN_RESULT_ITEMS: Final = "toolspan.result.items"  # how many items a generator tool yielded
+# Replay (toolspan.replay): whether the call was served from the recording, how it matched, and its original.
+TOOLSPAN_REPLAY_SERVED: Final = "toolspan.replay.served"  # true: recorded result, body not run
+TOOLSPAN_REPLAY_MATCH: Final = "toolspan.replay.match"  # "call_id" | "arguments"
+TOOLSPAN_REPLAY_SOURCE_TRACE_ID: Final = "toolspan.replay.source.trace_id"
+TOOLSPAN_REPLAY_SOURCE_EXECUTION_ID: Final = "toolspan.replay.source.execution_id"
 
 # Events recorded on spans
 THOUGHT_EVENT: Final = "toolspan.thought"

@@ -144,3 +144,22 @@ def capture_spans(
         if clock is not None:
             clock.__exit__()
         provider.shutdown()
+
+
+def replay_fixture(source: Any, **options: Any) -> Any:
+    """A pytest fixture running its test inside ``toolspan.replay(source, **options)``.
+
+    ``recorded_run = toolspan.testing.replay_fixture("tests/data/run.jsonl")`` at module level, then a test
+    taking ``recorded_run`` calls its tools without running their bodies. The fixture's value is the
+    ``replay`` object.
+    """
+    import pytest
+
+    from toolspan._replay import replay
+
+    @pytest.fixture
+    def _replay_fixture() -> Iterator[Any]:
+        with replay(source, **options) as session:
+            yield session
+
+    return _replay_fixture

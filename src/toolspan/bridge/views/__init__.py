@@ -8,7 +8,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_timelines``: one conversation timeline per conversation (seed 002), schema ``timeline`` (one document);
 - ``to_tree`` / ``to_trees``: the trace document with its execution tree (seed 004), schema ``tree``;
 - ``to_plans``: the plan hierarchy (seed 001), schema ``plans``;
-- ``to_progress``: progress/control/monitor envelopes (seed 003), schema ``progress`` (one envelope).
+- ``to_progress``: progress/control/monitor envelopes (seed 003), schema ``progress`` (one envelope);
+- ``audit``: a policy audit report with the marked execution trees, schema ``audit``.
 
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
 coalesces them first (``toolspan.bridge._coalesce``) and never drops a span record.
@@ -22,6 +23,7 @@ from importlib import resources
 from typing import Any, Final
 
 from toolspan.bridge.classify import classify
+from toolspan.bridge.views._audit import audit
 from toolspan.bridge.views._common import SCHEMA_VERSION
 from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
 from toolspan.bridge.views._plans import to_plans
@@ -34,6 +36,7 @@ __all__ = [
     "SCHEMA_NAMES",
     "SCHEMA_VERSION",
     "act_event",
+    "audit",
     "classify",
     "load_schema",
     "match_observe",
@@ -46,7 +49,7 @@ __all__ = [
     "to_trees",
 ]
 
-SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress")
+SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "audit")
 
 
 @cache

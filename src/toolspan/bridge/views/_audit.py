@@ -1,0 +1,111 @@
+"""Policy audit of recorded runs: ``audit(spans, policy)`` -> the violations report, with the execution tree
+of every trace whose offending tool nodes are marked.
+
+A run is a trace. Tool calls are checked in the order they started (the coalesced order); a call's agents are
+the agent spans above it, through sub-plans too, outermost first. A denied call (state ``DENIED``: its body
+never ran) that breaks a rule is listed under ``enforced``, not ``violations``: the policy held. A rule that
+applies but cannot be evaluated (arguments not recorded) is listed under ``unchecked``.
+
+Each finding: ``policy_id``, ``policy_version``, ``rule_id``, ``rule_kind``, ``trace_id``, ``span_id``,
+``execution_id``, ``call_id``, ``tool_name``, ``agent`` (the innermost agent, or null) and a one-line
+``reason``. Tree nodes of tool calls with violations get ``policy_violations``: their rule ids, in policy
+order. The document validates against the ``audit`` schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from toolspan import semconv as sc
+from toolspan.bridge._coalesce import coalesce, duplicate_flags
+from toolspan.bridge.classify import AGENT, TOOL, agent_name, approvals, tool_call
+from toolspan.bridge.model import Span
+from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces
+from toolspan.bridge.views._tree import _trace_doc as trace_doc
+from toolspan.policy import Call, Checker, Finding, Policy
+
+__all__ = ["audit"]
+
+
+def _agents(index: TraceIndex, i: int) -> tuple[str, ...]:
+    names: list[str] = []
+    p = index.parent[i]
+    while p is not None:
+        if index.kinds[p] == AGENT:
+            names.append(agent_name(index.spans[p]))
+        p = index.parent[p]
+    return tuple(reversed(names))
+
+
+def _mark(node: dict[str, Any], marks: dict[str, list[str]]) -> None:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        rules = marks.get(current["span_id"])
+        if rules and current.get("type") == "tool" and not current.get("duplicate"):
+            current["policy_violations"] = rules
+        stack.extend(current["children"])
+
+
+def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
+    """The audit report of ``spans`` (any number of traces) against ``policy``."""
+    head = {"policy_id": policy.id, "policy_version": policy.version}
+    findings: dict[str, list[dict[str, Any]]] = {"violations": [], "enforced": [], "unchecked": []}
+    trees: list[dict[str, Any]] = []
+    calls = 0
+    traces = group_traces(coalesce(spans))
+    for trace in traces:
+        index = TraceIndex(trace)
+        dup = duplicate_flags(trace)
+        checker = Checker(policy)
+        marks: dict[str, list[str]] = {}
+        for i, span in enumerate(trace):
+            if index.kinds[i] != TOOL or dup[i]:
+                continue
+            calls += 1
+            tc = tool_call(span)
+            agents = _agents(index, i)
+            call = Call(
+                tool=tc.name,
+                agents=agents,
+                arguments=tc.input,
+                arguments_recorded=tc.input is not None,
+                approved=any(a.decision == "allow" for a in approvals(span)),
+                ran=tc.state != sc.STATE_DENIED,
+            )
+            verdict = checker.check(call)
+            where = {
+                **head,
+                "trace_id": span.trace_id,
+                "span_id": span.span_id,
+                "execution_id": tc.execution_id,
+                "call_id": tc.call_id,
+                "tool_name": tc.name,
+                "agent": agents[-1] if agents else None,
+            }
+
+            def entry(f: Finding, where: dict[str, Any] = where) -> dict[str, Any]:
+                return {**where, "rule_id": f.rule_id, "rule_kind": f.kind, "reason": f.reason}
+
+            bucket = "violations" if call.ran else "enforced"
+            findings[bucket].extend(entry(f) for f in verdict.violations)
+            findings["unchecked"].extend(entry(f) for f in verdict.unchecked)
+            if call.ran and verdict.violations:
+                marks[span.span_id] = [f.rule_id for f in verdict.violations]
+        doc = trace_doc(trace)
+        _mark(doc["execution_tree"], marks)
+        trees.append(doc)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "policy": {"id": policy.id, "version": policy.version},
+        "summary": {
+            "traces": len(traces),
+            "tool_calls": calls,
+            "violations": len(findings["violations"]),
+            "enforced": len(findings["enforced"]),
+            "unchecked": len(findings["unchecked"]),
+        },
+        **findings,
+        "trees": trees,
+    }

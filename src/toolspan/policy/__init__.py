@@ -1,0 +1,23 @@
+"""Tool-call policies: which tools an agent may call, with which arguments, how often, in which order, and
+which need an approval first.
+
+The checker is neutral: it imports neither the instrumentation nor the bridge. ``toolspan audit`` checks
+recorded traces with it (``toolspan.bridge.views.audit``); the format of a policy file is in
+``toolspan.policy._model`` and its JSON Schema in ``toolspan/policy/schemas/policy.schema.json``.
+"""
+
+from __future__ import annotations
+
+from toolspan.policy._engine import Call, Checker, Finding, Verdict
+from toolspan.policy._model import Policy, PolicyError, load_policy, parse_policy
+
+__all__ = [
+    "Call",
+    "Checker",
+    "Finding",
+    "Policy",
+    "PolicyError",
+    "Verdict",
+    "load_policy",
+    "parse_policy",
+]

@@ -1,0 +1,311 @@
+"""Policy documents: parsing and validation, with errors that name the file and the field.
+
+A policy is ``{"id", "version", "description"?, "rules": [...]}``; every rule has a unique ``id``, a ``kind``
+and, optionally, ``agent`` (a name or a list of names and glob patterns: the rule applies to tool calls made
+under one of those agents, in the agent itself or in any sub-plan it started). The kinds:
+
+- ``tools``: ``allow`` and/or ``deny``, lists of tool-name glob patterns;
+- ``arguments``: ``tool`` (glob), ``path`` (dotted path into the arguments, list indices as numbers) and at
+  least one check: ``pattern`` / ``not_pattern`` (regular expressions searched in the value, non-strings as
+  compact JSON), ``min`` / ``max`` (numbers), ``max_length`` (strings and lists), ``enum`` (allowed values),
+  ``required`` (the path must exist);
+- ``approval``: ``tools`` (globs) that need an explicit allow decision before they run;
+- ``budget``: ``max_calls`` per run (one trace), of the calls matching ``tool`` (glob, default every tool);
+- ``order``: ``forbid`` (glob) must not run after ``after`` (glob) ran in the same run, unless the later call
+  was approved (``unless_approved``, default true).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeAlias
+
+__all__ = [
+    "ApprovalRule",
+    "ArgumentRule",
+    "BudgetRule",
+    "OrderRule",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "ToolsRule",
+    "load_policy",
+    "parse_policy",
+]
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    id: str
+    agents: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsRule(_Base):
+    allow: tuple[str, ...] | None
+    deny: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentRule(_Base):
+    tool: str
+    path: tuple[str | int, ...]
+    pattern: re.Pattern[str] | None
+    not_pattern: re.Pattern[str] | None
+    min: float | None
+    max: float | None
+    max_length: int | None
+    enum: tuple[Any, ...] | None
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRule(_Base):
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetRule(_Base):
+    tool: str
+    max_calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class OrderRule(_Base):
+    after: str
+    forbid: str
+    unless_approved: bool
+
+
+Rule: TypeAlias = ToolsRule | ArgumentRule | ApprovalRule | BudgetRule | OrderRule
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    id: str
+    version: str
+    description: str
+    rules: tuple[Rule, ...]
+
+
+_COMMON: Final = frozenset({"id", "kind", "agent", "description"})
+_FIELDS: Final[Mapping[str, frozenset[str]]] = {
+    "tools": frozenset({"allow", "deny"}),
+    "arguments": frozenset(
+        {"tool", "path", "pattern", "not_pattern", "min", "max", "max_length", "enum", "required"}
+    ),
+    "approval": frozenset({"tools"}),
+    "budget": frozenset({"tool", "max_calls"}),
+    "order": frozenset({"after", "forbid", "unless_approved"}),
+}
+_ARG_CHECKS: Final = ("pattern", "not_pattern", "min", "max", "max_length", "enum", "required")
+
+
+class _Fields:
+    """Typed access to one mapping of the document; every error names ``where`` and the field."""
+
+    def __init__(self, data: Mapping[str, Any], where: str) -> None:
+        self.data = data
+        self.where = where
+
+    def fail(self, key: str, message: str) -> PolicyError:
+        return PolicyError(f"{self.where}.{key}: {message}" if key else f"{self.where}: {message}")
+
+    def text(self, key: str, *, required: bool = False, default: str = "") -> str:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(key, "required")
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise self.fail(key, f"expected a string, got {type(value).__name__}")
+        text = str(value)
+        if required and not text.strip():
+            raise self.fail(key, "must not be empty")
+        return text
+
+    def names(self, key: str, *, required: bool = False) -> tuple[str, ...] | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(key, "required")
+            return None
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
+            raise self.fail(key, "expected a name or a list of names (glob patterns allowed)")
+        return tuple(items)
+
+    def number(self, key: str) -> float | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise self.fail(key, f"expected a number, got {value!r}")
+        return float(value)
+
+    def count(self, key: str, *, required: bool = False) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(key, "required")
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(key, f"expected a whole number >= 0, got {value!r}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {value!r}")
+        return value
+
+    def regex(self, key: str) -> re.Pattern[str] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(key, "expected a regular expression string")
+        try:
+            return re.compile(value)
+        except re.error as e:
+            raise self.fail(key, f"not a valid regular expression: {e}") from None
+
+
+def _path(fields: _Fields) -> tuple[str | int, ...]:
+    raw = fields.text("path", required=True)
+    parts: list[str | int] = []
+    for part in raw.split("."):
+        if not part:
+            raise fields.fail("path", f"empty segment in {raw!r}")
+        parts.append(int(part) if part.isdigit() else part)
+    return tuple(parts)
+
+
+def _rule(data: Any, where: str) -> Rule:
+    if not isinstance(data, Mapping):
+        raise PolicyError(f"{where}: expected an object")
+    fields = _Fields(data, where)
+    rule_id = fields.text("id", required=True)
+    kind = fields.text("kind", required=True)
+    if kind not in _FIELDS:
+        raise fields.fail("kind", f"unknown kind {kind!r}; expected one of {', '.join(sorted(_FIELDS))}")
+    unknown = sorted(set(data) - _COMMON - _FIELDS[kind])
+    if unknown:
+        raise fields.fail(unknown[0], f"unknown field for a {kind!r} rule")
+    agents = fields.names("agent") or ()
+    description = fields.text("description")
+    if kind == "tools":
+        allow, deny = fields.names("allow"), fields.names("deny")
+        if allow is None and deny is None:
+            raise fields.fail("", "a 'tools' rule needs 'allow' or 'deny'")
+        return ToolsRule(id=rule_id, agents=agents, description=description, allow=allow, deny=deny or ())
+    if kind == "arguments":
+        if not any(k in data for k in _ARG_CHECKS):
+            raise fields.fail("", f"an 'arguments' rule needs one of {', '.join(_ARG_CHECKS)}")
+        enum = data.get("enum")
+        if enum is not None and not isinstance(enum, list):
+            raise fields.fail("enum", "expected a list of allowed values")
+        tool = fields.names("tool", required=True)
+        assert tool is not None
+        if len(tool) != 1:
+            raise fields.fail("tool", "expected one tool name or glob pattern")
+        return ArgumentRule(
+            id=rule_id,
+            agents=agents,
+            description=description,
+            tool=tool[0],
+            path=_path(fields),
+            pattern=fields.regex("pattern"),
+            not_pattern=fields.regex("not_pattern"),
+            min=fields.number("min"),
+            max=fields.number("max"),
+            max_length=fields.count("max_length"),
+            enum=None if enum is None else tuple(enum),
+            required=fields.flag("required", False),
+        )
+    if kind == "approval":
+        tools = fields.names("tools", required=True)
+        assert tools is not None
+        return ApprovalRule(id=rule_id, agents=agents, description=description, tools=tools)
+    if kind == "budget":
+        max_calls = fields.count("max_calls", required=True)
+        assert max_calls is not None
+        return BudgetRule(
+            id=rule_id,
+            agents=agents,
+            description=description,
+            tool=fields.text("tool", default="*"),
+            max_calls=max_calls,
+        )
+    return OrderRule(
+        id=rule_id,
+        agents=agents,
+        description=description,
+        after=fields.text("after", required=True),
+        forbid=fields.text("forbid", required=True),
+        unless_approved=fields.flag("unless_approved", True),
+    )
+
+
+def parse_policy(data: Any, source: str = "policy") -> Policy:
+    """A ``Policy`` from a decoded document; ``source`` names it in error messages."""
+    if not isinstance(data, Mapping):
+        raise PolicyError(f"{source}: expected a policy object at the top level")
+    fields = _Fields(data, source)
+    unknown = sorted(set(data) - {"id", "version", "description", "rules", "$schema"})
+    if unknown:
+        raise fields.fail(unknown[0], "unknown field")
+    rules_data = data.get("rules")
+    if not isinstance(rules_data, list):
+        raise fields.fail("rules", "required: a list of rules")
+    rules = tuple(_rule(r, f"{source}: rules[{i}]") for i, r in enumerate(rules_data))
+    seen: set[str] = set()
+    for i, rule in enumerate(rules):
+        if rule.id in seen:
+            raise PolicyError(f"{source}: rules[{i}].id: duplicate rule id {rule.id!r}")
+        seen.add(rule.id)
+    return Policy(
+        id=fields.text("id", required=True),
+        version=fields.text("version", required=True),
+        description=fields.text("description"),
+        rules=rules,
+    )
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read a policy from a JSON or YAML file (YAML needs PyYAML: ``pip install 'toolspan[policy]'``)."""
+    path = Path(path)
+    name = str(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PolicyError(f"{name}: cannot read: {e}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise PolicyError(
+                f"{name}: YAML policies need PyYAML: pip install 'toolspan[policy]' (or use JSON)"
+            ) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{name}:{mark.line + 1}" if mark is not None else name
+            raise PolicyError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PolicyError(f"{name}:{e.lineno}: not valid JSON: {e.msg}") from None
+    return parse_policy(data, name)
