@@ -182,6 +182,10 @@ def test_clean_runs_have_no_violation(agent: str, steps: list[Any]) -> None:
 
 
 def test_denied_calls_that_break_a_rule_are_listed_as_enforced() -> None:
+    report = audit(run_spans(*CLEAN[9]), POLICY)  # charge_card denied by its approver
+    assert [(e["rule_id"], e["reason"]) for e in report["enforced"]] == [
+        ("payments-approved", "tool 'charge_card' was called without an approval")
+    ]
     report = audit(run_spans(*CLEAN[28]), POLICY)
     assert [(e["rule_id"], e["tool_name"], e["agent"]) for e in report["enforced"]] == [
         ("no-shell", "shell", "helper")

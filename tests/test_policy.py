@@ -292,10 +292,15 @@ def test_approval_rule_needs_an_allow_decision_for_a_call_that_ran() -> None:
         pol,
         Call("charge_card", approved=True),
         Call("charge_card"),
-        Call("charge_card", ran=False),  # denied: never ran, nothing to approve
+        Call("charge_card", ran=False),  # denied without an approval: the rule held (the audit says enforced)
         Call("refund"),
     )
-    assert got == [[], [Finding("pay", "approval", "tool 'charge_card' ran without an approval")], [], []]
+    assert got == [
+        [],
+        [Finding("pay", "approval", "tool 'charge_card' ran without an approval")],
+        [Finding("pay", "approval", "tool 'charge_card' was called without an approval")],
+        [],
+    ]
 
 
 def test_budgets_count_only_calls_that_ran_per_checker() -> None:

@@ -169,8 +169,8 @@ class Checker:
                 return None
             return _argument_problem(rule, call.arguments)
         if isinstance(rule, ApprovalRule):
-            if _matches(tool, rule.tools) and call.ran and not call.approved:
-                return f"tool {tool!r} ran without an approval"
+            if _matches(tool, rule.tools) and not call.approved:
+                return f"tool {tool!r} {'ran' if call.ran else 'was called'} without an approval"
             return None
         if isinstance(rule, BudgetRule):
             if not fnmatchcase(tool, rule.tool):
