@@ -404,19 +404,7 @@ def thought(text: str) -> None:
         config = get_config()
         attrs: dict[str, Any] = {}
         if config.capture_content:
-            attrs[semconv.THOUGHT_CONTENT] = _fit_text(str(text), config.max_attribute_bytes)
+            attrs[semconv.THOUGHT_CONTENT] = _serialize.redact_text(str(text), config)
         span.add_event(semconv.THOUGHT_EVENT, attrs)
     except Exception:
         _logger.warning("toolspan: could not record a thought", exc_info=True)
-
-
-_CUT_MARK = "…[truncated]"
-
-
-def _fit_text(text: str, budget: int) -> str:
-    """``text`` within ``budget`` UTF-8 bytes; a cut text ends with ``…[truncated]``."""
-    data = text.encode("utf-8")
-    if len(data) <= budget:
-        return text
-    keep = max(0, budget - len(_CUT_MARK.encode("utf-8")))
-    return data[:keep].decode("utf-8", "ignore") + _CUT_MARK
