@@ -24,14 +24,13 @@ from toolspan.config import REDACTED, normalize_key
 __all__ = ["Redaction", "redaction"]
 
 _CACHE_MAX: Final = 4096
-_DEPTH_MAX: Final = 32
 
-# A candidate key right before ``=`` or ``:`` (optionally closing a quote, possibly escaped as in
-# JSON text). Used to decide cheaply whether a text can hold a secret at all.
-_KEY_BEFORE_SEP: Final = re.compile(r"""(?<![\w.-])([\w.-]+)(?:\\?["'])?[ \t]*[:=]""")
-_ALWAYS: Final = re.compile(
-    r"://[^/\s@]*:[^/\s]*@|\b(?:Bearer|Basic|Digest|Token)(?:\s|\\[nrt])", re.IGNORECASE
-)
+# Every keyed form below has a key right before ``=`` or ``:`` (optionally closing a quote, possibly
+# escaped as in JSON text). ``_keys`` finds the separators, then reads each key backwards: a
+# forward regex would try every position of the text.
+_SEPARATOR: Final = re.compile(r"[:=]")
+_KEY_REVERSED: Final = re.compile(r"""[ \t]*["']?\\?([\w.-]+)""")
+_KEY_MAX: Final = 160
 
 # ``scheme://user:password@``: the password.
 _USERINFO: Final = re.compile(
@@ -39,7 +38,8 @@ _USERINFO: Final = re.compile(
 )
 # ``Bearer <token>`` anywhere; ``Basic <token>`` when it is the whole text (headers are caught below).
 _BEARER: Final = re.compile(r"(?P<head>\bBearer\s+)(?P<value>[^\s,;\"']+)", re.IGNORECASE)
-_BASIC_ALONE: Final = re.compile(r"(?P<head>^\s*(?:Basic|Digest|Token)\s+)(?P<value>\S+)\s*$", re.IGNORECASE)
+_SCHEME_ALONE: Final = re.compile(r"(?P<head>(?:Basic|Digest|Token)\s+)(?P<value>\S+)\s*$", re.IGNORECASE)
+_SCHEME_INITIALS: Final = frozenset("BbDdTt")
 # ``"key": value`` / ``'key': value`` (JSON or Python text): quoted, or bare up to a delimiter.
 _QUOTED: Final = re.compile(
     r"""(?P<q>["'])(?P<key>[^"'\\\s]{1,128})(?P=q)[ \t]*[:=][ \t]*"""
@@ -51,16 +51,17 @@ _HEADER: Final = re.compile(
     r"""(?P<value>"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|[^\r\n"']*[^\r\n"'\s])"""
 )
 # ``key=value`` up to the next parameter delimiter (query strings, form bodies, DSNs, cookies).
-_PARAM: Final = re.compile(r"""(?<![\w.-])(?P<key>[\w.-]+)=(?P<value>[^&;\s"'<>]+)""")
+_PARAM: Final = re.compile(r"""(?<![\w.-])(?P<key>[\w.-]+)=(?P<value>[^&;#\s"'<>]+)""")
 
 
 class Redaction:
     """The secret tests of one ``redact_keys`` set, with a cache of keys already judged."""
 
-    __slots__ = ("safe", "secret", "suffixes")
+    __slots__ = ("names", "safe", "secret", "suffixes")
 
     def __init__(self, keys: frozenset[str]) -> None:
         self.suffixes = tuple(sorted(keys))
+        self.names = re.compile("|".join(re.escape(key) for key in sorted(keys, key=len, reverse=True)))
         self.safe: set[str] = set()
         self.secret: set[str] = set()
 
@@ -72,7 +73,10 @@ class Redaction:
             return True
         found = normalize_key(key).endswith(self.suffixes)
         if len(key) <= 128 and len(self.safe) + len(self.secret) < _CACHE_MAX:
-            (self.secret if found else self.safe).add(key)
+            if found:
+                self.secret.add(key)
+            elif not self.may_hold(key):  # "safe" means: nothing to redact, neither under it nor in it
+                self.safe.add(key)
         return found
 
     def is_secret_name(self, key: Any) -> bool:
@@ -88,12 +92,16 @@ class Redaction:
     # -- text ---------------------------------------------------------------------------------------
 
     def may_hold(self, text: str) -> bool:
-        """Whether ``text`` (plain or JSON-encoded) can hold a secret: False only when it surely does not."""
-        if _ALWAYS.search(text):
-            return True
-        if ":" not in text and "=" not in text:
-            return False
-        return any(self.is_secret(match[1]) for match in _KEY_BEFORE_SEP.finditer(text))
+        """Whether ``text`` can hold a secret: False only when it surely does not. Cheap on plain text."""
+        if "=" in text or ":" in text:
+            if "@" in text and "://" in text:
+                return True
+            folded = normalize_key(text)
+            if self.names.search(folded) is not None and any(self.is_secret(key) for key in _keys(text)):
+                return True
+        if "earer" in text or "EARER" in text:
+            return _BEARER.search(text) is not None
+        return text[:1] in _SCHEME_INITIALS and _SCHEME_ALONE.match(text) is not None
 
     def text(self, text: str) -> str:
         """``text`` with the secrets it spells out replaced by ``[REDACTED]``."""
@@ -101,7 +109,9 @@ class Redaction:
             return text
         text = _USERINFO.sub(_hide, text)
         text = _BEARER.sub(_hide, text)
-        text = _BASIC_ALONE.sub(_hide, text)
+        alone = _SCHEME_ALONE.match(text) if text[:1] in _SCHEME_INITIALS else None
+        if alone is not None:
+            return alone["head"] + REDACTED
         text = _QUOTED.sub(self._hide_keyed, text)
         text = _HEADER.sub(self._hide_keyed, text)
         return _PARAM.sub(self._hide_keyed, text)
@@ -117,26 +127,16 @@ class Redaction:
         whole = match.string[match.start() : start] + quote + REDACTED + quote
         return whole + match.string[end : match.end()]
 
-    def holds_secret_key(self, value: Any, depth: int = 0) -> bool:
-        """Whether a JSON-native ``value`` has a secret key or pair anywhere (True when unsure)."""
-        if depth > _DEPTH_MAX:
-            return True
-        if isinstance(value, dict):
-            if not self.safe.issuperset(value) and any(
-                isinstance(key, str) and self.is_secret(key) for key in value
-            ):
-                return True
-            items: Any = value.values()
-        elif isinstance(value, (list, tuple)):
-            if self.is_secret_pair(value):
-                return True
-            items = value
-        else:
-            return False
-        for item in items:
-            if isinstance(item, (dict, list, tuple)) and self.holds_secret_key(item, depth + 1):
-                return True
-        return False
+
+def _keys(text: str) -> list[str]:
+    """The candidate keys of ``text``: the word before each ``:`` or ``=``."""
+    out = []
+    for separator in _SEPARATOR.finditer(text):
+        end = separator.start()
+        found = _KEY_REVERSED.match(text[max(0, end - _KEY_MAX) : end][::-1])
+        if found is not None:
+            out.append(found[1][::-1])
+    return out
 
 
 def _hide(match: re.Match[str]) -> str:

@@ -233,37 +233,48 @@ class _Walker:
         return self.sequence(items, len(items), depth, path)
 
 
-def _within(value: Any, budget: int) -> bool:
-    """Whether ``value`` is surely small: its strings, bytes and items add up to at most ``budget``.
+_SCALARS: Final = frozenset({int, float, bool, type(None)})
+_INITIALS: Final = frozenset("BbDdTt")  # first letters of the authorization schemes ``may_hold`` knows
 
-    Read before the C encoder runs on the whole value, and stops as soon as the sum passes the budget,
-    so a huge value is never encoded whole.
-    """
+
+def _plain(value: Any, budget: int, scrub: Redaction) -> bool:
+    """Whether the C encoder may write ``value`` as it is: JSON-native, surely within ``budget``, and
+    holding no secret (key, pair or text). One walk that stops at the first doubt, or as soon as the
+    sizes add up past the budget, so a huge value is never encoded whole."""
+    scalars, initials, safe = _SCALARS, _INITIALS, scrub.safe
     total = 0
-    stack = [value]
+    stack = [(value,)]
     while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str or kind is bytes or kind is bytearray:
-            total += len(item) + 2
-        elif kind is dict:
-            total += 2 * len(item) + 2
-            if total > budget:
+        for item in stack.pop():
+            kind = type(item)
+            if kind in scalars:
+                continue
+            if kind is str:
+                total += len(item)
+                if total > budget:
+                    return False
+                if (
+                    "=" in item or ":" in item or "earer" in item or "EARER" in item or item[:1] in initials
+                ) and scrub.may_hold(item):
+                    return False
+            elif kind is dict:
+                total += 4 * len(item)
+                if total > budget:
+                    return False
+                if not safe.issuperset(item):
+                    for key in item:
+                        if type(key) is not str or scrub.is_secret(key) or key not in safe:
+                            return False
+                total += sum(map(len, item))
+                stack.append(item.values())
+            elif kind is list or kind is tuple:
+                total += len(item)
+                if total > budget or scrub.is_secret_pair(item):
+                    return False
+                stack.append(item)
+            else:
                 return False
-            for key, child in item.items():
-                if type(key) is str:
-                    total += len(key)
-                stack.append(child)
-        elif kind is list or kind is tuple:
-            total += len(item) + 2
-            if total > budget:
-                return False
-            stack.extend(item)
-        else:
-            total += 1
-        if total > budget:
-            return False
-    return True
+    return total <= budget
 
 
 def dumps(value: Any, config: Config) -> str:
@@ -271,16 +282,12 @@ def dumps(value: Any, config: Config) -> str:
     UTF-8 bytes, always valid JSON, never raising."""
     budget = config.max_attribute_bytes
     scrub = redaction(config.redact_keys)
-    if config.redact is None and _within(value, budget):
+    if config.redact is None and _plain(value, budget, scrub):
         # Fast path: plain JSON that fits and holds no secret is returned as the C encoder wrote it.
         try:
             text = ENCODE(value)
             size = len(text) if text.isascii() else len(text.encode("utf-8"))  # raises on lone surrogates
-            if (
-                size <= budget
-                and not scrub.may_hold(text)
-                and ("[" not in text or not scrub.holds_secret_key(value))
-            ):
+            if size <= budget:
                 return text
         except Exception:
             pass
