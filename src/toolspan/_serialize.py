@@ -48,7 +48,7 @@ from toolspan._encode import ENCODE, nbytes
 from toolspan._redact import Redaction, redaction
 from toolspan.config import REDACTED, Config, Redactor
 
-__all__ = ["MAX_DEPTH", "dumps", "redact_text", "to_json_text"]
+__all__ = ["MAX_DEPTH", "Collector", "dumps", "redact_text", "to_json_text"]
 
 _logger = logging.getLogger(__name__)
 
@@ -301,8 +301,12 @@ def dumps(value: Any, config: Config) -> str:
 
 def _dumps_slow(value: Any, scrub: Redaction, redact: Redactor | None, budget: int) -> str:
     walker = _Walker(scrub, redact, budget)
-    tree = walker.root(value)
-    if not walker.cut:
+    return _finish(walker.root(value), walker.cut, budget)
+
+
+def _finish(tree: Any, cut: bool, budget: int) -> str:
+    """The JSON text of a walked ``tree`` within ``budget``, cut and marked where needed."""
+    if not cut:
         text = ENCODE(tree)
         if nbytes(text) <= budget:
             return text
@@ -315,6 +319,58 @@ def _dumps_slow(value: Any, scrub: Redaction, redact: Redactor | None, budget: i
                 return text
             cut_text = text
     return _truncate.fallback(ENCODE(_truncate.render(tree)), budget, cut_text)
+
+
+class Collector:
+    """The items of a generator's result, kept only as far as the budget can hold them.
+
+    Each item is converted (and redacted) when it arrives, within what is left of the budget; once the
+    budget is full the items are only counted. ``dumps()`` gives the JSON array, whose last element
+    says how many items were left out. The ``redact`` callback sees each item under its index path.
+    """
+
+    __slots__ = ("budget", "count", "cut", "items", "left", "redact", "scrub")
+
+    def __init__(self, config: Config) -> None:
+        self.budget = config.max_attribute_bytes
+        self.left = self.budget - 2
+        self.scrub = redaction(config.redact_keys)
+        self.redact = config.redact
+        self.items: list[Any] = []
+        self.count = 0
+        self.cut = False
+
+    def add(self, value: Any) -> None:
+        """Take the next item (never raises)."""
+        self.count += 1
+        if self.left <= 0:
+            return
+        try:
+            walker = _Walker(self.scrub, self.redact, self.left)
+            path = str(self.count - 1)
+            if self.redact is not None:
+                value = walker.call_redact(path, value)
+            tree = walker.conv(value, 1, path if self.redact is not None else "")
+        except Exception:
+            _logger.warning("toolspan: could not record a %s item", type_name(value), exc_info=True)
+            tree = f"[unrepresentable {type_name(value)}]"
+            walker.left -= len(tree)
+        self.items.append(tree)
+        self.cut = self.cut or walker.cut
+        self.left = walker.left - 2
+
+    def dumps(self) -> str:
+        """The JSON text of the items seen so far, within the budget (never raises)."""
+        try:
+            omitted = self.count - len(self.items)
+            tree: list[Any] = self.items
+            if omitted:
+                tree = _truncate.CutList(self.items)
+                tree.omitted = omitted
+            return _finish(tree, self.cut or bool(omitted), self.budget)
+        except Exception:
+            _logger.warning("toolspan: could not serialise generator items", exc_info=True)
+            return "null"
 
 
 def redact_text(text: str, config: Config) -> str:

@@ -156,7 +156,7 @@ class _StartAttributes(dict[str, Any]):
 class _ToolRun:
     """One running tool call: its span, context and what a generator yielded so far."""
 
-    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "limit", "span")
+    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "span")
 
     def __init__(  # noqa: PLR0917 - the hot path: no argument packing
         self,
@@ -171,8 +171,7 @@ class _ToolRun:
         self.info = info
         self.aggregate = False
         self.count = 0
-        self.items: list[Any] | None = None
-        self.limit = 0
+        self.items: _serialize.Collector | None = None
         config = self.config = get_config()
         attrs = _StartAttributes(
             info.base_attributes, (info, instance, args, kwargs, config) if config.capture_content else None
@@ -210,15 +209,13 @@ class _ToolRun:
     def start_items(self) -> None:
         self.aggregate = True
         if self.config.capture_content and self.span.is_recording():
-            self.items = []
-            # Each JSON item takes at least 2 bytes (value and comma): more cannot fit the budget.
-            self.limit = self.config.max_attribute_bytes // 2 + 1
+            # Items are kept only as far as the result budget holds them: memory stays bounded.
+            self.items = _serialize.Collector(self.config)
 
     def item(self, value: Any) -> None:
         self.count += 1
-        items = self.items
-        if items is not None and len(items) < self.limit:
-            items.append(value)
+        if self.items is not None:
+            self.items.add(value)
 
     # -- endings ---------------------------------------------------------------------------------
 
@@ -228,12 +225,12 @@ class _ToolRun:
             if span.is_recording():
                 attrs: dict[str, Any] = {semconv.TOOLSPAN_TOOL_STATE: semconv.STATE_COMPLETED}
                 if self.aggregate:
-                    result = self.items
                     attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
                 config = self.config
                 if config.capture_content:
                     try:
-                        text = _serialize.dumps(result, config)
+                        items = self.items
+                        text = items.dumps() if items is not None else _serialize.dumps(result, config)
                     except Exception:
                         _logger.warning(
                             "toolspan: could not record the result of %s", self.info.name, exc_info=True
@@ -363,7 +360,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
             run = _start(info, tracer, instance, args, kwargs, call_id, context_api.get_current())
             if run is None:  # telemetry failed: iterate under a span that records nothing
                 run = _ToolRun.__new__(_ToolRun)
-                run.info, run.span, run.count, run.items, run.limit = info, trace_api.INVALID_SPAN, 0, None, 0
+                run.info, run.span, run.count, run.items = info, trace_api.INVALID_SPAN, 0, None
                 run.aggregate = False
                 run.ctx, run.config = context_api.get_current(), get_config()
             run.start_items()
