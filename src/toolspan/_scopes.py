@@ -17,7 +17,6 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
 
-import wrapt
 from opentelemetry import baggage
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
@@ -30,6 +29,7 @@ from toolspan._messages import input_messages, output_messages
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec, first_str_argument
 from toolspan._tracer import get_tracer
+from toolspan._wrappers import PicklableWrapper, Rebuild
 from toolspan.config import get_config
 
 _logger = logging.getLogger(__name__)
@@ -278,7 +278,7 @@ class Scope:
 
                 return drive_async(gen, start) if is_async else drive_sync(gen, start)
 
-            return wrapt.FunctionWrapper(fn, gen_wrapper)  # type: ignore[return-value]
+            return _ScopeWrapper(fn, gen_wrapper, self)  # type: ignore[return-value]
 
         if inspect.iscoroutinefunction(func):
 
@@ -298,7 +298,7 @@ class Scope:
                 active.ok(result)
                 return result
 
-            return wrapt.FunctionWrapper(fn, async_wrapper)  # type: ignore[return-value]
+            return _ScopeWrapper(fn, async_wrapper, self)  # type: ignore[return-value]
 
         def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
             active = begin(instance, args, kwargs)
@@ -314,7 +314,30 @@ class Scope:
             active.ok(result)
             return result
 
-        return wrapt.FunctionWrapper(fn, sync_wrapper)  # type: ignore[return-value]
+        return _ScopeWrapper(fn, sync_wrapper, self)  # type: ignore[return-value]
+
+
+class _ScopeWrapper(PicklableWrapper):
+    """A function decorated by ``agent``/``plan``; pickles and copies like it (see ``_wrappers``)."""
+
+    def __init__(self, wrapped: Any, wrapper: Callable[..., Any], scope: Scope) -> None:
+        super().__init__(wrapped, wrapper)
+        self._self_scope = scope
+
+    def _self_rebuild(self) -> Rebuild:
+        scope = self._self_scope
+        options = (scope._kind, scope.name, scope._attributes, scope._input, scope._new_trace)
+        return _rebuild_scope, (self.__wrapped__, *options)
+
+
+def _rebuild_scope(  # noqa: PLR0917 - the arguments pickle writes
+    fn: Any, kind: str, name: str | None, attributes: dict[str, Any], input: Any, new_trace: bool
+) -> Any:
+    """An agent or plan unpickled by value: ``fn`` decorated again (no context, global provider)."""
+    scope = Scope(
+        kind, name, attributes, input=input, context=None, new_trace=new_trace, tracer_provider=None
+    )
+    return scope(fn)
 
 
 def agent(
