@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from opentelemetry import trace as trace_api
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 import toolspan
 from _instrumentation import Spans, by_name, call_id, exec_id, parent_id
@@ -190,3 +192,64 @@ def test_concurrent_calls_of_one_tool_never_share_ids(spans: Spans) -> None:
     assert len(finished) == 4
     assert len({attr(span, "toolspan.execution_id") for span in finished}) == 4
     assert len({attr(span, "toolspan.tool_call_id") for span in finished}) == 4
+
+
+# --- OpenTelemetry's suppress_instrumentation -------------------------------------------------------------
+
+
+@toolspan.tool
+def numbers(n: int) -> Iterator[int]:
+    yield from range(n)
+
+
+@toolspan.tool
+async def anumbers(n: int) -> AsyncIterator[int]:
+    for i in range(n):
+        yield i
+
+
+@toolspan.agent
+def respond(question: str) -> str:
+    return f"{question}!"
+
+
+@toolspan.plan
+async def aplan(n: int) -> int:
+    return n + 1
+
+
+async def test_suppressed_instrumentation_starts_no_span_and_calls_through(spans: Spans) -> None:
+    calls = [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"key": "k"}'}}]
+    with suppress_instrumentation():
+        assert lookup("k") == (None, None)
+        assert await alookup("k") == (None, None)
+        assert list(numbers(3)) == [0, 1, 2]
+        assert [i async for i in anumbers(2)] == [0, 1]
+        assert respond("q") == "q!"
+        assert await aplan(1) == 2
+        with toolspan.agent("a") as run, toolspan.plan("p"):
+            assert run.execution_id is None
+            assert trace_api.get_current_span() is trace_api.INVALID_SPAN
+            toolspan.thought("t")
+        results = toolspan.run_tool_calls(calls, [lookup], approve=lambda call: True)
+        assert results == [{"role": "tool", "tool_call_id": "c1", "content": "[null, null]"}]
+        assert await toolspan.arun_tool_calls(calls, [lookup]) == results
+    assert list(spans()) == []
+    # Outside the block everything is traced again.
+    lookup("k")
+    assert [span.name for span in spans()] == ["execute_tool lookup"]
+
+
+def test_suppression_inside_an_agent_hides_its_tools_only(spans: Spans) -> None:
+    with toolspan.agent("outer"):
+        with suppress_instrumentation():
+            lookup("k")
+            toolspan.run_tool_calls(
+                [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}],
+                {"lookup": lambda: "ok"},
+                approve=lambda call: (True, "fine"),
+            )
+        lookup("k")
+    outer = by_name(spans(), "invoke_agent outer")
+    assert outer.events == ()  # no permission events land on the agent either
+    assert [span.name for span in spans()] == ["execute_tool lookup", "invoke_agent outer"]

@@ -24,12 +24,27 @@ __all__ = [
     "current_execution_id",
     "current_tool",
     "current_tool_call_id",
+    "suppressed",
     "take_pending_call_id",
     "tool_call_id",
 ]
 
 TOOL_KEY = context_api.create_key("toolspan-tool")
 PENDING_CALL_ID_KEY = context_api.create_key("toolspan-pending-call-id")
+
+
+# OpenTelemetry's "suppress instrumentation" flags, as the contrib instrumentations read them
+# (``opentelemetry.instrumentation.utils.suppress_instrumentation`` sets both): the context key the
+# API defines, and the plain string key older code sets.
+_PLAIN_SUPPRESS_KEY = "suppress_instrumentation"
+_SUPPRESS_KEY: str = getattr(context_api, "_SUPPRESS_INSTRUMENTATION_KEY", _PLAIN_SUPPRESS_KEY)
+
+
+def suppressed(ctx: Context | None = None) -> bool:
+    """Whether instrumentation is suppressed in ``ctx`` (default: the current context): then toolspan
+    starts no span and calls straight through, like the OpenTelemetry contrib instrumentations."""
+    values = ctx if ctx is not None else context_api.get_current()
+    return bool(values.get(_SUPPRESS_KEY) or values.get(_PLAIN_SUPPRESS_KEY))
 
 
 class ToolFrame(NamedTuple):

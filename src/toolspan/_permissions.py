@@ -10,7 +10,7 @@ import logging
 from opentelemetry import trace as trace_api
 
 from toolspan import semconv
-from toolspan._context import current_tool
+from toolspan._context import current_tool, suppressed
 from toolspan._serialize import redact_text
 from toolspan.config import get_config
 
@@ -22,6 +22,8 @@ _DECISIONS = {True: "allow", False: "deny", "allow": "allow", "deny": "deny"}
 
 
 def _tool_span() -> trace_api.Span:
+    if suppressed():
+        return trace_api.INVALID_SPAN
     frame = current_tool()
     return frame.span if frame is not None else trace_api.get_current_span()
 

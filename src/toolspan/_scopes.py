@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from contextvars import Token
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import _ids, _serialize, semconv
-from toolspan._context import current_tool
+from toolspan._context import current_tool, suppressed
 from toolspan._gen import drive_async, drive_sync
 from toolspan._messages import input_messages, output_messages
 from toolspan._outcome import end_span, record_outcome
@@ -140,7 +140,11 @@ class _Active:
 
 
 class Scope:
-    """An agent or plan: use as ``@decorator`` or ``with ... as run:`` (also ``async with``)."""
+    """An agent or plan: use as ``@decorator`` or ``with ... as run:`` (also ``async with``).
+
+    Each entry is its own run: one object entered by several tasks or threads at once gives each its
+    own span, ended by its own exit, and leaves each task's context as it found it.
+    """
 
     def __init__(
         self,
@@ -160,7 +164,8 @@ class Scope:
         self._context = context
         self._new_trace = new_trace
         self._tracer_provider = tracer_provider
-        self._stack: list[_Active] = []
+        # The runs this object has open, per task and thread: one object may be entered by many at once.
+        self._open: ContextVar[tuple[_Active, ...]] = ContextVar(f"toolspan-{kind}-runs", default=())
 
     # -- starting ---------------------------------------------------------------------------------
 
@@ -179,7 +184,7 @@ class Scope:
     def _start(self, name: str, input_value: Any) -> _Active:
         parent = self._context if self._context is not None else context_api.get_current()
         tracer = get_tracer(self._tracer_provider)
-        if tracer is None:
+        if tracer is None or suppressed(parent):
             return _Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
         span_name = (semconv.AGENT_SPAN_PREFIX if self._kind == _AGENT else semconv.PLAN_SPAN_PREFIX) + name
         try:
@@ -214,7 +219,7 @@ class Scope:
             raise TypeError(f"toolspan.{self._kind}() used with 'with' needs a name")
         active = self._start(self.name, self._input)
         active.token = context_api.attach(active.ctx)
-        self._stack.append(active)
+        self._open.set((*self._open.get(), active))
         return active.run
 
     def __exit__(
@@ -223,7 +228,13 @@ class Scope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        active = self._stack.pop()
+        runs = self._open.get()
+        if not runs:
+            raise RuntimeError(
+                f"toolspan.{self._kind}({self.name!r}) exited in a task or thread that did not enter it"
+            )
+        active = runs[-1]
+        self._open.set(runs[:-1])
         if active.token is not None:
             context_api.detach(active.token)
         if exc is not None:

@@ -3,7 +3,8 @@
 
 Per call:
 
-- no SDK tracer provider installed (and no ``tracer_provider=``): the call goes straight through;
+- no SDK tracer provider installed (and no ``tracer_provider=``), or instrumentation suppressed
+  (OpenTelemetry's ``suppress_instrumentation``): the call goes straight through;
 - otherwise the span starts with the static attributes, ``gen_ai.tool.call.id`` when a model id was
   handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
   serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
@@ -23,7 +24,14 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import _serialize, semconv
-from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame, take_pending_call_id
+from toolspan._context import (
+    PENDING_CALL_ID_KEY,
+    TOOL_KEY,
+    Handoff,
+    ToolFrame,
+    suppressed,
+    take_pending_call_id,
+)
 from toolspan._gen import drive_async, drive_sync
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec
@@ -287,6 +295,8 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
         if tracer is None:
             return wrapped(*args, **kwargs)
         parent = context_api.get_current()
+        if suppressed(parent):
+            return wrapped(*args, **kwargs)  # instrumentation suppressed: a plain call
         handoff: Handoff | None = parent.get(PENDING_CALL_ID_KEY)  # type: ignore[assignment]
         try:
             run = _ToolRun(
@@ -337,7 +347,7 @@ def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         tracer = get_tracer(info.tracer_provider)
-        if tracer is None:
+        if tracer is None or suppressed():
             return wrapped(*args, **kwargs)
         # The model's id is taken when the tool is called, the span starts when it is awaited.
         call_id = take_pending_call_id(context_api.get_current())
@@ -351,7 +361,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         tracer = get_tracer(info.tracer_provider)
-        if tracer is None:
+        if tracer is None or suppressed():
             return wrapped(*args, **kwargs)
         call_id = take_pending_call_id(context_api.get_current())
         gen = wrapped(*args, **kwargs)
