@@ -34,7 +34,7 @@ from toolspan._context import (
 )
 from toolspan._gen import drive_async, drive_sync
 from toolspan._outcome import end_span, record_outcome
-from toolspan._params import ParamSpec
+from toolspan._params import Parameters
 from toolspan._tracer import get_tracer
 from toolspan.config import get_config
 
@@ -77,7 +77,7 @@ class ToolInfo:
         self.tool_type = tool_type
         self.tracer_provider = tracer_provider
         self.span_name = semconv.TOOL_SPAN_PREFIX + name
-        self.params = ParamSpec.of(func)
+        self.params = Parameters.of(func)
         attrs: dict[str, Any] = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
             semconv.GEN_AI_TOOL_NAME: name,
