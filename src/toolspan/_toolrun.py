@@ -33,6 +33,7 @@ from toolspan._context import (
     take_pending_call_id,
 )
 from toolspan._gen import drive_async, drive_sync
+from toolspan._ids import tool_ids
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import Parameters
 from toolspan._tracer import get_tracer
@@ -191,11 +192,8 @@ class _ToolRun:
         if not span_context.is_valid:
             self.ctx = trace_api.set_span_in_context(span, parent)
             return
-        hex_id = format(span_context.span_id, "016x")
-        frame = _new_frame(
-            ToolFrame,
-            (span, semconv.EXECUTION_ID_PREFIX + hex_id, call_id or semconv.CALL_ID_PREFIX + hex_id),
-        )
+        exec_id, own_call_id = tool_ids(span_context.span_id)
+        frame = _new_frame(ToolFrame, (span, exec_id, call_id or own_call_id))
         values = dict(parent)
         values[_SPAN_KEY] = span
         values[TOOL_KEY] = frame

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import Any, Final
 
+from toolspan import _ids as ids
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span
 
@@ -156,7 +157,7 @@ def parse_json(value: Any) -> Any:
 
 
 def execution_id(span: Span) -> str:
-    return sc.EXECUTION_ID_PREFIX + span.span_id
+    return ids.execution_id(span.span_id)
 
 
 def call_id(span: Span) -> str:
@@ -165,7 +166,7 @@ def call_id(span: Span) -> str:
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)
-    return sc.CALL_ID_PREFIX + span.span_id
+    return ids.synthetic_call_id(span.span_id)
 
 
 def tool_name(span: Span) -> str:

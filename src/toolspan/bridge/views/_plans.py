@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from toolspan import semconv as sc
+from toolspan._ids import plan_id
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import (
     AGENT,
@@ -57,7 +58,7 @@ from toolspan.bridge.views._common import (
 
 __all__ = ["PLAN_ID_PREFIX", "to_plans"]
 
-PLAN_ID_PREFIX: Final = "plan_"
+PLAN_ID_PREFIX = sc.PLAN_ID_PREFIX
 
 
 def _text(value: Any) -> str | None:
@@ -167,7 +168,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
         ids: dict[int, str] = {}
         for i in range(len(index.spans)):
             if index.kinds[i] == PLAN:
-                base = pid = PLAN_ID_PREFIX + index.spans[i].span_id
+                base = pid = plan_id(index.spans[i].span_id)
                 n = 1
                 while pid in used:
                     n += 1
@@ -178,7 +179,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
         loose = any(
             index.kinds[i] == AGENT and index.nearest(i, PLANS) is None for i in range(len(index.spans))
         )
-        synthetic.append(PLAN_ID_PREFIX + index.spans[0].trace_id if loose else None)
+        synthetic.append(plan_id(index.spans[0].trace_id) if loose else None)
 
     def plan_of(t: int, i: int) -> str | None:
         """Plan id owning record i of trace t (closest plan above, else the synthetic root)."""
