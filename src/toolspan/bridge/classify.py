@@ -40,7 +40,7 @@ __all__ = [
     "RETRIEVER",
     "TOOL",
     "Approval",
-    "ToolCall",
+    "ToolCallRecord",
     "agent_input_text",
     "agent_name",
     "agent_output_text",
@@ -293,7 +293,7 @@ def parent_tool_ids(span: Span) -> tuple[str | None, str | None]:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCallRecord:
     """Everything the views need about one tool span."""
 
     span: Span
@@ -309,12 +309,12 @@ class ToolCall:
     parent_call_id: str | None
 
 
-def tool_call(span: Span) -> ToolCall:
+def tool_call(span: Span) -> ToolCallRecord:
     """Read the tool call recorded by ``span`` (any convention)."""
     state = tool_state(span)
     error = tool_error(span, state)
     parent_exec, parent_call = parent_tool_ids(span)
-    return ToolCall(
+    return ToolCallRecord(
         span=span,
         name=tool_name(span),
         input=tool_input(span),

@@ -36,7 +36,7 @@ from toolspan.bridge.classify import (
     LLM,
     PLAN,
     TOOL,
-    ToolCall,
+    ToolCallRecord,
     agent_input_text,
     agent_name,
     agent_output_text,
@@ -67,7 +67,7 @@ def _text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
 
 
-def _act_info(tc: ToolCall) -> dict[str, Any]:
+def _act_info(tc: ToolCallRecord) -> dict[str, Any]:
     if tc.span.end_ns is None:
         result = None
     elif tc.error is not None:
@@ -84,12 +84,12 @@ def _act_info(tc: ToolCall) -> dict[str, Any]:
     }
 
 
-def _parent_call(tc: ToolCall) -> dict[str, Any]:
+def _parent_call(tc: ToolCallRecord) -> dict[str, Any]:
     info = _act_info(tc)
     return {key: info[key] for key in ("toolCallId", "name", "parameters", "result")}
 
 
-def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[dict[str, Any]]:
+def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCallRecord]) -> list[dict[str, Any]]:
     spans = index.spans
     # (time, rank, record, sub-index, thought text, tool record)
     marks: list[tuple[int, int, int, int, str | None, int | None]] = []
@@ -123,7 +123,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[di
     return [{"id": f"{agent_id}-{n}", **step} for n, step in enumerate(steps, start=1)]
 
 
-def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict[str, Any]:
+def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCallRecord]) -> dict[str, Any]:
     span = index.spans[i]
     if span.end_ns is None:
         status = "RUNNING"
@@ -150,7 +150,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
     """The plan records of all given traces (see module doc)."""
     traces = [TraceIndex(t) for t in group_traces(coalesce(spans))]
     # Tool calls of every trace, by call id and execution id, to resolve sub-plans in other traces.
-    tool_calls: list[dict[int, ToolCall]] = []
+    tool_calls: list[dict[int, ToolCallRecord]] = []
     by_call: dict[str, tuple[int, int]] = {}
     by_exec: dict[str, tuple[int, int]] = {}
     for t, index in enumerate(traces):
