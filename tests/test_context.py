@@ -9,11 +9,13 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 import toolspan
 from _instrumentation import Spans, by_name, call_id, exec_id, parent_id
+from toolspan._context import PENDING_CALL_ID_KEY
 
 pytestmark = pytest.mark.usefixtures("fresh_config")
 
@@ -253,3 +255,29 @@ def test_suppression_inside_an_agent_hides_its_tools_only(spans: Spans) -> None:
     outer = by_name(spans(), "invoke_agent outer")
     assert outer.events == ()  # no permission events land on the agent either
     assert [span.name for span in spans()] == ["execute_tool lookup", "invoke_agent outer"]
+
+
+async def test_one_tool_call_id_block_entered_by_two_tasks(spans: Spans) -> None:
+    block = toolspan.tool_call_id("toolu_shared")
+    first_in, first_out = asyncio.Event(), asyncio.Event()
+
+    async def task(name: str) -> tuple[str | None, str | None]:
+        if name == "second":
+            await first_in.wait()
+        with block:
+            if name == "first":
+                first_in.set()
+                await asyncio.sleep(0)
+            else:
+                await first_out.wait()  # the first to enter leaves first
+            ids = await alookup(name)
+        assert context_api.get_value(PENDING_CALL_ID_KEY) is None  # each block left its task as found
+        if name == "first":
+            first_out.set()
+        return ids
+
+    first, second = await asyncio.gather(task("first"), task("second"))
+    # Each task's block hands the id to its own first tool call.
+    assert first[1] == "toolu_shared"
+    assert second[1] == "toolu_shared"
+    assert [attr(span, "gen_ai.tool.call.id") for span in spans()] == ["toolu_shared", "toolu_shared"]

@@ -17,7 +17,7 @@ from toolspan import _serialize, semconv
 from toolspan._messages import input_messages, output_messages
 from toolspan._params import Parameters, first_str_argument
 from toolspan._run import Kind, value_attributes
-from toolspan._scopes import Scope
+from toolspan._scopes import make_scope
 from toolspan.config import Config, get_config
 
 _logger = logging.getLogger(__name__)
@@ -80,24 +80,8 @@ def agent(
         attrs[semconv.GEN_AI_AGENT_DESCRIPTION] = description
     if conversation_id is not None:
         attrs[semconv.GEN_AI_CONVERSATION_ID] = conversation_id
-    if callable(name):
-        return Scope(
-            AGENT,
-            None,
-            attrs,
-            input=input,
-            context=context,
-            new_trace=new_trace,
-            tracer_provider=tracer_provider,
-        )(name)
-    return Scope(
-        AGENT,
-        name,
-        attrs,
-        input=input,
-        context=context,
-        new_trace=new_trace,
-        tracer_provider=tracer_provider,
+    return make_scope(
+        AGENT, name, attrs, input=input, context=context, new_trace=new_trace, tracer_provider=tracer_provider
     )
 
 

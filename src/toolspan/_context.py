@@ -8,7 +8,7 @@ instrumentation is on (``toolspan.configure()`` turns it on).
 
 from __future__ import annotations
 
-from contextvars import Token
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import NamedTuple
 
@@ -115,11 +115,12 @@ class tool_call_id:
         if not isinstance(call_id, str) or not call_id:
             raise ValueError(f"tool_call_id needs a non-empty string, got {call_id!r}")
         self._call_id = call_id
-        self._tokens: list[Token[Context]] = []
+        # Per task and thread, like agent/plan objects: one block object may be entered by many at once.
+        self._tokens: ContextVar[tuple[Token[Context], ...]] = ContextVar("toolspan-call-id", default=())
 
     def __enter__(self) -> str:
         ctx = context_api.set_value(PENDING_CALL_ID_KEY, Handoff(self._call_id))
-        self._tokens.append(context_api.attach(ctx))
+        self._tokens.set((*self._tokens.get(), context_api.attach(ctx)))
         return self._call_id
 
     def __exit__(
@@ -128,4 +129,8 @@ class tool_call_id:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        context_api.detach(self._tokens.pop())
+        tokens = self._tokens.get()
+        if not tokens:
+            raise RuntimeError("toolspan.tool_call_id exited in a task or thread that did not enter it")
+        self._tokens.set(tokens[:-1])
+        context_api.detach(tokens[-1])

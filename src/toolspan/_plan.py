@@ -13,7 +13,7 @@ from opentelemetry.context import Context
 
 from toolspan import semconv
 from toolspan._run import Kind
-from toolspan._scopes import Scope
+from toolspan._scopes import make_scope
 
 __all__ = ["PLAN", "plan"]
 
@@ -44,16 +44,6 @@ def plan(
     links back to the parent. As a decorator, the arguments are the input and the return value the
     output.
     """
-    if callable(name):
-        return Scope(
-            PLAN,
-            None,
-            {},
-            input=input,
-            context=context,
-            new_trace=new_trace,
-            tracer_provider=tracer_provider,
-        )(name)
-    return Scope(
+    return make_scope(
         PLAN, name, {}, input=input, context=context, new_trace=new_trace, tracer_provider=tracer_provider
     )

@@ -11,6 +11,7 @@ from contextvars import Token
 from typing import Any
 
 from opentelemetry import baggage
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
@@ -137,3 +138,13 @@ class Active:
 
     def closed(self) -> None:
         self.fail(GeneratorExit())
+
+    def leave(self, token: Token[Context], exc: BaseException | None, result: Any = None) -> Any:
+        """End a decorated call: restore the caller's context, record the outcome; returns ``result``."""
+        context_api.detach(token)
+        if exc is not None:
+            self.fail(exc)
+        else:
+            self.run.set_output(result)
+            self.ok(result)
+        return result

@@ -31,7 +31,7 @@ from toolspan.config import get_config
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["Scope"]
+__all__ = ["Scope", "make_scope"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -184,13 +184,9 @@ class Scope:
                 try:
                     result = await wrapped(*args, **kwargs)
                 except BaseException as exc:
-                    context_api.detach(token)
-                    active.fail(exc)
+                    active.leave(token, exc)
                     raise
-                context_api.detach(token)
-                active.run.set_output(result)
-                active.ok(result)
-                return result
+                return active.leave(token, None, result)
 
             return _ScopeWrapper(fn, async_wrapper, self)  # type: ignore[return-value]
 
@@ -200,13 +196,9 @@ class Scope:
             try:
                 result = wrapped(*args, **kwargs)
             except BaseException as exc:
-                context_api.detach(token)
-                active.fail(exc)
+                active.leave(token, exc)
                 raise
-            context_api.detach(token)
-            active.run.set_output(result)
-            active.ok(result)
-            return result
+            return active.leave(token, None, result)
 
         return _ScopeWrapper(fn, sync_wrapper, self)  # type: ignore[return-value]
 
@@ -232,3 +224,20 @@ def _rebuild_scope(  # noqa: PLR0917 - the arguments pickle writes
         kind, name, attributes, input=input, context=None, new_trace=new_trace, tracer_provider=None
     )
     return scope(fn)
+
+
+def make_scope(
+    kind: Kind,
+    name: Any,
+    attributes: dict[str, Any],
+    *,
+    input: Any,
+    context: Context | None,
+    new_trace: bool,
+    tracer_provider: trace_api.TracerProvider | None,
+) -> Any:
+    """A ``Scope``; used bare as ``@agent``/``@plan`` (``name`` is the function): the function decorated."""
+    options = {"input": input, "context": context, "new_trace": new_trace, "tracer_provider": tracer_provider}
+    if callable(name):
+        return Scope(kind, None, attributes, **options)(name)
+    return Scope(kind, name, attributes, **options)
