@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toolspan._redact import redaction
 from toolspan._serialize import dumps, redact_text
-from toolspan.config import DEFAULT_REDACT_KEYS, REDACTED, Config
+from toolspan.config import DEFAULT_REDACT_KEYS, REDACTED, Config, normalize_key
 
 CONFIG = Config()
 R = REDACTED
@@ -113,17 +113,19 @@ SECRET_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ0123456789"
 secrets_ = st.text(SECRET_CHARS, min_size=10, max_size=30).map(lambda s: "SK9" + s)
 secret_keys = st.sampled_from(
     [
-        "api_key",
-        "X-Api-Key",
-        "apiKey",
-        "OPENAI_API_KEY",
+        "api-key",
+        "x_api_key",
         "Authorization",
-        "password",
-        "access_token",
-        "Cookie",
+        "passwd",
+        "client_secret",
+        "refresh_token",
+        "Set-Cookie",
+        "PRIVATE_KEY",
     ]
 )
-plain = st.text("abcdefghijklmnopqrstuvwxyz _", max_size=10)
+plain = st.text("abcdefghijklmnopqrstuvwxyz _", max_size=10).filter(
+    lambda text: not normalize_key(text).endswith(tuple(DEFAULT_REDACT_KEYS))  # e.g. "sessionkey"
+)
 
 
 @st.composite
