@@ -241,6 +241,11 @@ def _plain(value: Any, budget: int, scrub: Redaction) -> bool:
     """Whether the C encoder may write ``value`` as it is: JSON-native, surely within ``budget``, and
     holding no secret (key, pair or text). One walk that stops at the first doubt, or as soon as the
     sizes add up past the budget, so a huge value is never encoded whole."""
+    if type(value) is str:  # the common result: one text
+        return len(value) <= budget and not (
+            ("=" in value or ":" in value or "earer" in value or "EARER" in value or value[:1] in _INITIALS)
+            and scrub.may_hold(value)
+        )
     scalars, initials, safe = _SCALARS, _INITIALS, scrub.safe
     total = 0
     stack = [(value,)]
