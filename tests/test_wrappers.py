@@ -79,6 +79,13 @@ def test_other_callables_pickle_by_value_and_stay_tools(spans: Spans) -> None:
     ]
 
 
+def test_agents_and_plans_by_value_keep_kind_and_name(spans: Spans) -> None:
+    again = round_trip(mod.renamed_plan)
+    assert again is not mod.renamed_plan
+    assert again(2, 5) == 10
+    assert [span.name for span in spans()] == ["plan renamed"]
+
+
 def test_local_functions_fail_as_they_do_undecorated() -> None:
     def local(x: int) -> int:
         return x
