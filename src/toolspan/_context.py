@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 __all__ = [
     "PENDING_CALL_ID_KEY",
     "Handoff",
+    "TaskStack",
     "TOOL_KEY",
     "ToolFrame",
     "current_execution_id",
@@ -45,6 +46,31 @@ def suppressed(ctx: Context | None = None) -> bool:
     starts no span and calls straight through, like the OpenTelemetry contrib instrumentations."""
     values = ctx if ctx is not None else context_api.get_current()
     return bool(values.get(_SUPPRESS_KEY) or values.get(_PLAIN_SUPPRESS_KEY))
+
+
+T = TypeVar("T")
+
+
+class TaskStack(Generic[T]):
+    """What a context manager object keeps between ``__enter__`` and ``__exit__``, per task and thread,
+    so one object entered by several at once keeps their entries apart."""
+
+    __slots__ = ("_entries", "_what")
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._entries: ContextVar[tuple[T, ...]] = ContextVar(f"toolspan-{what}", default=())
+
+    def push(self, entry: T) -> None:
+        self._entries.set((*self._entries.get(), entry))
+
+    def pop(self) -> T:
+        """The latest entry of this task or thread; ``RuntimeError`` when it has none."""
+        entries = self._entries.get()
+        if not entries:
+            raise RuntimeError(f"{self._what} exited in a task or thread that did not enter it")
+        self._entries.set(entries[:-1])
+        return entries[-1]
 
 
 class ToolFrame(NamedTuple):
@@ -115,12 +141,11 @@ class tool_call_id:
         if not isinstance(call_id, str) or not call_id:
             raise ValueError(f"tool_call_id needs a non-empty string, got {call_id!r}")
         self._call_id = call_id
-        # Per task and thread, like agent/plan objects: one block object may be entered by many at once.
-        self._tokens: ContextVar[tuple[Token[Context], ...]] = ContextVar("toolspan-call-id", default=())
+        self._tokens: TaskStack[Token[Context]] = TaskStack("toolspan.tool_call_id")
 
     def __enter__(self) -> str:
         ctx = context_api.set_value(PENDING_CALL_ID_KEY, Handoff(self._call_id))
-        self._tokens.set((*self._tokens.get(), context_api.attach(ctx)))
+        self._tokens.push(context_api.attach(ctx))
         return self._call_id
 
     def __exit__(
@@ -129,8 +154,4 @@ class tool_call_id:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        tokens = self._tokens.get()
-        if not tokens:
-            raise RuntimeError("toolspan.tool_call_id exited in a task or thread that did not enter it")
-        self._tokens.set(tokens[:-1])
-        context_api.detach(tokens[-1])
+        context_api.detach(self._tokens.pop())

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -21,7 +20,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import semconv
-from toolspan._context import suppressed
+from toolspan._context import TaskStack, suppressed
 from toolspan._gen import drive_async, drive_sync
 from toolspan._params import Parameters
 from toolspan._run import Active, Kind, Run, parent_tool_ids
@@ -62,7 +61,7 @@ class Scope:
         self._new_trace = new_trace
         self._tracer_provider = tracer_provider
         # The runs this object has open, per task and thread: one object may be entered by many at once.
-        self._open: ContextVar[tuple[Active, ...]] = ContextVar(f"toolspan-{kind.name}-runs", default=())
+        self._open: TaskStack[Active] = TaskStack(f"toolspan.{kind.name}({name!r})")
 
     # -- starting ---------------------------------------------------------------------------------
 
@@ -104,7 +103,7 @@ class Scope:
             raise TypeError(f"toolspan.{self._kind.name}() used with 'with' needs a name")
         active = self._start(self.name, self._input)
         active.token = context_api.attach(active.ctx)
-        self._open.set((*self._open.get(), active))
+        self._open.push(active)
         return active.run
 
     def __exit__(
@@ -113,13 +112,7 @@ class Scope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        runs = self._open.get()
-        if not runs:
-            raise RuntimeError(
-                f"toolspan.{self._kind.name}({self.name!r}) exited in a task or thread that did not enter it"
-            )
-        active = runs[-1]
-        self._open.set(runs[:-1])
+        active = self._open.pop()
         if active.token is not None:
             context_api.detach(active.token)
         if exc is not None:
