@@ -86,7 +86,7 @@ def test_parse_json() -> None:
 
 def test_tool_call_from_toolspan_contract() -> None:
     s = _span(tool_attrs(7, "search", {"q": "x"}, {"n": 1}, state="COMPLETED", model_id="toolu_9"))
-    assert cl.tool_call(s) == cl.ToolCall(
+    assert cl.tool_call(s) == cl.ToolCallRecord(
         span=s,
         name="search",
         input={"q": "x"},
@@ -112,7 +112,7 @@ def test_tool_call_from_openinference() -> None:
         },
         status="OK",
     )
-    assert cl.tool_call(s) == cl.ToolCall(
+    assert cl.tool_call(s) == cl.ToolCallRecord(
         span=s,
         name="weather",
         input={"city": "Paris"},

@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 import toolspan
 from _instrumentation import Spans, by_name, call_id, exec_id, parent_id
+from toolspan._context import PENDING_CALL_ID_KEY
 
 pytestmark = pytest.mark.usefixtures("fresh_config")
 
@@ -190,3 +194,90 @@ def test_concurrent_calls_of_one_tool_never_share_ids(spans: Spans) -> None:
     assert len(finished) == 4
     assert len({attr(span, "toolspan.execution_id") for span in finished}) == 4
     assert len({attr(span, "toolspan.tool_call_id") for span in finished}) == 4
+
+
+# --- OpenTelemetry's suppress_instrumentation -------------------------------------------------------------
+
+
+@toolspan.tool
+def numbers(n: int) -> Iterator[int]:
+    yield from range(n)
+
+
+@toolspan.tool
+async def anumbers(n: int) -> AsyncIterator[int]:
+    for i in range(n):
+        yield i
+
+
+@toolspan.agent
+def respond(question: str) -> str:
+    return f"{question}!"
+
+
+@toolspan.plan
+async def aplan(n: int) -> int:
+    return n + 1
+
+
+async def test_suppressed_instrumentation_starts_no_span_and_calls_through(spans: Spans) -> None:
+    calls = [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"key": "k"}'}}]
+    with suppress_instrumentation():
+        assert lookup("k") == (None, None)
+        assert await alookup("k") == (None, None)
+        assert list(numbers(3)) == [0, 1, 2]
+        assert [i async for i in anumbers(2)] == [0, 1]
+        assert respond("q") == "q!"
+        assert await aplan(1) == 2
+        with toolspan.agent("a") as run, toolspan.plan("p"):
+            assert run.execution_id is None
+            assert trace_api.get_current_span() is trace_api.INVALID_SPAN
+            toolspan.thought("t")
+        results = toolspan.run_tool_calls(calls, [lookup], approve=lambda call: True)
+        assert results == [{"role": "tool", "tool_call_id": "c1", "content": "[null, null]"}]
+        assert await toolspan.arun_tool_calls(calls, [lookup]) == results
+    assert list(spans()) == []
+    # Outside the block everything is traced again.
+    lookup("k")
+    assert [span.name for span in spans()] == ["execute_tool lookup"]
+
+
+def test_suppression_inside_an_agent_hides_its_tools_only(spans: Spans) -> None:
+    with toolspan.agent("outer"):
+        with suppress_instrumentation():
+            lookup("k")
+            toolspan.run_tool_calls(
+                [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}],
+                {"lookup": lambda: "ok"},
+                approve=lambda call: (True, "fine"),
+            )
+        lookup("k")
+    outer = by_name(spans(), "invoke_agent outer")
+    assert outer.events == ()  # no permission events land on the agent either
+    assert [span.name for span in spans()] == ["execute_tool lookup", "invoke_agent outer"]
+
+
+async def test_one_tool_call_id_block_entered_by_two_tasks(spans: Spans) -> None:
+    block = toolspan.tool_call_id("toolu_shared")
+    first_in, first_out = asyncio.Event(), asyncio.Event()
+
+    async def task(name: str) -> tuple[str | None, str | None]:
+        if name == "second":
+            await first_in.wait()
+        with block:
+            if name == "first":
+                first_in.set()
+                await asyncio.sleep(0)
+            else:
+                await first_out.wait()  # the first to enter leaves first
+            ids = await alookup(name)
+        assert context_api.get_value(PENDING_CALL_ID_KEY) is None  # each block left its task as found
+        if name == "first":
+            first_out.set()
+        return ids
+
+    first, second = await asyncio.gather(task("first"), task("second"))
+    # Each task's block hands the id to its own first tool call.
+    assert first[1] == "toolu_shared"
+    assert second[1] == "toolu_shared"
+    assert [attr(span, "gen_ai.tool.call.id") for span in spans()] == ["toolu_shared", "toolu_shared"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,3 +42,25 @@ def test_parse_rejects_other_text() -> None:
         "exec_abc",
     ):
         assert _ids.parse_execution_id(text) is None
+
+
+def test_hex_text_ids_and_plan_ids() -> None:
+    assert _ids.execution_id("00000000000000ff") == "exec_00000000000000ff"
+    assert _ids.synthetic_call_id("00000000000000ff") == "call_00000000000000ff"
+    assert _ids.tool_ids(0xFF) == ("exec_00000000000000ff", "call_00000000000000ff")
+    assert _ids.plan_id("00000000000000ff") == "plan_00000000000000ff"
+    assert _ids.plan_id("0af7651916cd43dd8448eb211c80319c") == "plan_0af7651916cd43dd8448eb211c80319c"
+
+
+def test_ids_are_built_in_one_place() -> None:
+    """No module but ``_ids`` glues an id prefix to an id (``semconv`` only names the prefixes)."""
+    src = Path(__file__).resolve().parents[1] / "src" / "toolspan"
+    glued = re.compile(r"""_ID_PREFIX\s*\+|\{\S*_ID_PREFIX\}|(?<!`)"(exec|call|plan)_"\s*\+""")
+    offenders = [
+        f"{path.relative_to(src)}:{number}"
+        for path in sorted(src.rglob("*.py"))
+        if path.name != "_ids.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if glued.search(line.split("#", 1)[0])  # code, not comments
+    ]
+    assert offenders == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -332,8 +333,9 @@ def test_long_thought_is_cut_within_budget(spans: Spans) -> None:
         toolspan.thought("é" * 500)
     (span,) = spans()
     text = str((span.events[0].attributes or {})["toolspan.thought.content"])
-    assert len(text.encode()) <= 100
-    assert text.endswith("…[truncated]")
+    kept = len(text) - len(text.lstrip("é"))
+    assert text == "é" * kept + f"...[truncated {500 - kept} chars]"  # the serializer's one marker
+    assert 90 < len(text.encode()) <= 100
 
 
 def test_no_provider_scopes_are_transparent() -> None:
@@ -384,3 +386,80 @@ def test_message_conversion_shapes() -> None:
     assert output_messages({"answer": 42}) == [
         {"role": "assistant", "parts": [{"type": "text", "content": {"answer": 42}}], "finish_reason": "stop"}
     ]
+
+
+# --- one agent/plan object entered by several tasks or threads at once ----------------------------------
+
+
+@pytest.mark.parametrize("factory", [lambda: toolspan.agent("shared"), lambda: toolspan.plan("shared")])
+async def test_one_object_entered_by_two_tasks_gives_independent_runs(spans: Spans, factory: Any) -> None:
+    scope = factory()
+    both_inside, first_out = asyncio.Event(), asyncio.Event()
+    inside = 0
+    seen: dict[str, int] = {}
+
+    async def task(name: str) -> None:
+        nonlocal inside
+        async with scope:
+            seen[name] = trace_api.get_current_span().get_span_context().span_id
+            inside += 1
+            if inside == 2:
+                both_inside.set()
+            await both_inside.wait()  # both runs open at once
+            if name == "second":
+                await first_out.wait()  # the first to enter exits first (not last-in, first-out)
+            with toolspan.plan(f"child of {name}"):
+                pass
+        if name == "first":
+            first_out.set()
+        assert trace_api.get_current_span() is trace_api.INVALID_SPAN
+
+    await asyncio.gather(task("first"), task("second"))
+    assert trace_api.get_current_span() is trace_api.INVALID_SPAN
+    shared = [span for span in spans() if span.name.endswith(" shared")]
+    assert len(shared) == 2
+    assert {span.context.span_id for span in shared if span.context} == set(seen.values())
+    for name, span_id in seen.items():
+        assert parent_id(by_name(spans(), f"plan child of {name}")) == span_id
+    assert all(span.end_time is not None for span in shared)
+
+
+def test_one_object_entered_by_two_threads_gives_independent_runs(spans: Spans) -> None:
+    scope = toolspan.agent("shared")
+    barrier = threading.Barrier(2)
+    a_in, a_out = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+    after: dict[str, Any] = {}
+
+    def work(name: str) -> None:
+        if name == "b":
+            a_in.wait(timeout=30)  # a enters first, and exits first
+        with scope:
+            if name == "a":
+                a_in.set()
+            seen[name] = trace_api.get_current_span().get_span_context().span_id
+            barrier.wait()  # both runs open at once
+            if name == "b":
+                a_out.wait(timeout=30)  # a exits first
+            with toolspan.plan(f"child of {name}"):
+                pass
+        after[name] = trace_api.get_current_span()
+        if name == "a":
+            a_out.set()
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert after == {"a": trace_api.INVALID_SPAN, "b": trace_api.INVALID_SPAN}
+    agents = [span for span in spans() if span.name == "invoke_agent shared"]
+    assert sorted(span.context.span_id for span in agents if span.context) == sorted(seen.values())
+    for name, span_id in seen.items():
+        assert parent_id(by_name(spans(), f"plan child of {name}")) == span_id
+
+
+def test_exit_without_enter_in_this_task_fails_clearly() -> None:
+    scope = toolspan.plan("p")
+    with pytest.raises(RuntimeError, match=r"toolspan.plan\('p'\) exited in a task or thread that did not"):
+        scope.__exit__(None, None, None)

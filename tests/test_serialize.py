@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import pathlib
+import tracemalloc
 import uuid
 from typing import Any
 
@@ -460,3 +461,35 @@ def test_nan_output_is_strict_json() -> None:
     assert json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard constant {c}")) == {
         "x": ["NaN", "Infinity"]
     }
+
+
+# --- huge values: read only as far as the budget needs ----------------------------------------------
+
+MIB = 1 << 20
+
+
+def _peak_during(fn: Any) -> tuple[Any, int]:
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: {"data": "x" * (200 * MIB), "n": 1},
+        lambda: {"blob": b"\x00" * (200 * MIB)},
+        lambda: [list(range(1_000_000))],
+        lambda: {"rows": {str(i): i for i in range(300_000)}},
+    ],
+    ids=["str-in-dict", "bytes", "long-list", "big-dict"],
+)
+def test_huge_values_are_not_serialized_whole(make: Any) -> None:
+    value = make()
+    text, peak = _peak_during(lambda: dumps(value, CONFIG))
+    assert peak < 2 * MIB  # before: the whole value was encoded first (+200 MB for the string)
+    assert "...[truncated" in text
+    check(text)

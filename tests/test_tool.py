@@ -6,8 +6,11 @@ import asyncio
 import inspect
 import json
 import logging
+import re
 import traceback
+import tracemalloc
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -724,6 +727,49 @@ def test_generator_aggregate_is_bounded(spans: Spans) -> None:
     assert attrs["toolspan.result.items"] == 10_000
     assert len(attrs["gen_ai.tool.call.result"].encode()) <= 128
     json.loads(attrs["gen_ai.tool.call.result"])
+
+
+def test_generator_of_huge_items_keeps_only_what_the_budget_holds(spans: Spans) -> None:
+    mib = 1 << 20
+
+    @toolspan.tool
+    def chunks() -> Iterator[str]:
+        for index in range(1000):
+            yield chr(ord("a") + index % 26) * mib  # a new 1 MiB string each time
+
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in chunks())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 1000
+    assert peak < 8 * mib  # before: every item kept until the end, +1 GB
+    attrs = dict(only(spans).attributes or {})
+    assert attrs["toolspan.result.items"] == 1000
+    result = attrs["gen_ai.tool.call.result"]
+    assert len(result.encode()) <= 16384
+    items = json.loads(result)
+    assert items[-1] == "...[truncated 999 items]"
+    kept = re.fullmatch(r"(a+)\.\.\.\[truncated (\d+) chars\]", items[0])
+    assert kept is not None
+    assert len(kept[1]) + int(kept[2]) == mib
+
+
+def test_generator_items_are_redacted_as_they_arrive(spans: Spans) -> None:
+    @toolspan.tool
+    def pages() -> Iterator[Any]:
+        box = {"token": "t1", "n": 1}
+        yield box
+        box["n"] = 2  # later changes to a yielded object do not rewrite what was recorded
+        yield ("Authorization", "Bearer b2")
+
+    assert list(pages()) == [{"token": "t1", "n": 2}, ("Authorization", "Bearer b2")]
+    attrs = dict(only(spans).attributes or {})
+    assert json.loads(attrs["gen_ai.tool.call.result"]) == [
+        {"token": "[REDACTED]", "n": 1},
+        ["Authorization", "[REDACTED]"],
+    ]
 
 
 def test_string_result_is_json(spans: Spans) -> None:

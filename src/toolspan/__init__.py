@@ -14,11 +14,13 @@ with toolspan.agent("planner", input="Weather in Paris?") as run:
 
 from __future__ import annotations
 
+from toolspan._agent import agent, thought
 from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan._context import current_execution_id, current_tool_call_id, tool_call_id
 from toolspan._outcome import ToolDenied
+from toolspan._plan import plan
 from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
-from toolspan._scopes import Run, agent, plan, thought
+from toolspan._run import Run
 from toolspan._setup import configure
 from toolspan._tool import record_permission_decided, record_permission_required, tool, wrap, wrap_tools
 from toolspan._tracer import VERSION as __version__

@@ -19,7 +19,7 @@ from toolspan._callshapes import DEFAULT_DENY_NOTE, ToolCall
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["APPROVAL", "Approval", "Approver", "Decision", "gated", "run_blocking"]
+__all__ = ["APPROVAL", "ApprovalRequest", "Approver", "Decision", "gated", "run_blocking"]
 
 Decision = bool | str | tuple[bool | str, str | None]
 Approver = Callable[[ToolCall], Decision | Awaitable[Decision]]
@@ -44,14 +44,18 @@ def run_blocking(awaitable: Awaitable[Any]) -> Any:
 
 
 @dataclass(frozen=True)
-class Approval:
+class ApprovalRequest:
+    """One tool call waiting for the ``approve`` callback of ``run_tool_calls``."""
+
     approve: Approver
     call: ToolCall
     loop: asyncio.AbstractEventLoop | None  # the loop of arun_tool_calls, for async approvers
 
 
 # The approval of the call being run; set by the runner around each call, read by the gate.
-APPROVAL: contextvars.ContextVar[Approval | None] = contextvars.ContextVar("toolspan_approval", default=None)
+APPROVAL: contextvars.ContextVar[ApprovalRequest | None] = contextvars.ContextVar(
+    "toolspan_approval", default=None
+)
 
 
 def _normalize(value: Any) -> tuple[str, str | None]:
@@ -71,7 +75,7 @@ def _failed_approval(exc: BaseException) -> tuple[str, str]:
     return _DENY, f"approval failed: {type(exc).__name__}: {exc}"
 
 
-def _decide_sync(approval: Approval) -> tuple[str, str | None]:
+def _decide_sync(approval: ApprovalRequest) -> tuple[str, str | None]:
     try:
         value = approval.approve(approval.call)
         if inspect.isawaitable(value):
@@ -85,7 +89,7 @@ def _decide_sync(approval: Approval) -> tuple[str, str | None]:
         return _failed_approval(exc)
 
 
-async def _decide_async(approval: Approval) -> tuple[str, str | None]:
+async def _decide_async(approval: ApprovalRequest) -> tuple[str, str | None]:
     try:
         value = approval.approve(approval.call)
         if inspect.isawaitable(value):

@@ -46,7 +46,7 @@ from typing import Any
 from opentelemetry import trace as trace_api
 
 from toolspan import _tool
-from toolspan._approvals import APPROVAL, Approval, Approver, gated, run_blocking
+from toolspan._approvals import APPROVAL, ApprovalRequest, Approver, gated, run_blocking
 from toolspan._callshapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
 from toolspan._serialize import to_json_text
 
@@ -175,7 +175,7 @@ def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[s
     if job.fn is None:
         assert job.error is not None
         return _finish(job, None, job.error)
-    approval = None if job.approve is None else Approval(job.approve, job.call, loop)
+    approval = None if job.approve is None else ApprovalRequest(job.approve, job.call, loop)
     token = APPROVAL.set(approval)
     try:
         with _model_id(job.call):
@@ -202,7 +202,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     if job.fn is None or not _is_async(job.fn):
         return await asyncio.to_thread(_execute, job, loop)  # to_thread carries the context over
-    approval = None if job.approve is None else Approval(job.approve, job.call, loop)
+    approval = None if job.approve is None else ApprovalRequest(job.approve, job.call, loop)
     token = APPROVAL.set(approval)
     try:
         with _model_id(job.call):

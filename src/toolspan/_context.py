@@ -8,9 +8,9 @@ instrumentation is on (``toolspan.configure()`` turns it on).
 
 from __future__ import annotations
 
-from contextvars import Token
+from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
@@ -19,17 +19,58 @@ from opentelemetry.context import Context
 __all__ = [
     "PENDING_CALL_ID_KEY",
     "Handoff",
+    "TaskStack",
     "TOOL_KEY",
     "ToolFrame",
     "current_execution_id",
     "current_tool",
     "current_tool_call_id",
+    "suppressed",
     "take_pending_call_id",
     "tool_call_id",
 ]
 
 TOOL_KEY = context_api.create_key("toolspan-tool")
 PENDING_CALL_ID_KEY = context_api.create_key("toolspan-pending-call-id")
+
+
+# OpenTelemetry's "suppress instrumentation" flags, as the contrib instrumentations read them
+# (``opentelemetry.instrumentation.utils.suppress_instrumentation`` sets both): the context key the
+# API defines, and the plain string key older code sets.
+_PLAIN_SUPPRESS_KEY = "suppress_instrumentation"
+_SUPPRESS_KEY: str = getattr(context_api, "_SUPPRESS_INSTRUMENTATION_KEY", _PLAIN_SUPPRESS_KEY)
+
+
+def suppressed(ctx: Context | None = None) -> bool:
+    """Whether instrumentation is suppressed in ``ctx`` (default: the current context): then toolspan
+    starts no span and calls straight through, like the OpenTelemetry contrib instrumentations."""
+    values = ctx if ctx is not None else context_api.get_current()
+    return bool(values.get(_SUPPRESS_KEY) or values.get(_PLAIN_SUPPRESS_KEY))
+
+
+T = TypeVar("T")
+
+
+class TaskStack(Generic[T]):
+    """What a context manager object keeps between ``__enter__`` and ``__exit__``, per task and thread,
+    so one object entered by several at once keeps their entries apart."""
+
+    __slots__ = ("_entries", "_what")
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._entries: ContextVar[tuple[T, ...]] = ContextVar(f"toolspan-{what}", default=())
+
+    def push(self, entry: T) -> None:
+        self._entries.set((*self._entries.get(), entry))
+
+    def pop(self) -> T:
+        """The latest entry of this task or thread; ``RuntimeError`` when it has none."""
+        entries = self._entries.get()
+        if not entries:
+            raise RuntimeError(f"{self._what} exited in a task or thread that did not enter it")
+        self._entries.set(entries[:-1])
+        return entries[-1]
 
 
 class ToolFrame(NamedTuple):
@@ -100,11 +141,11 @@ class tool_call_id:
         if not isinstance(call_id, str) or not call_id:
             raise ValueError(f"tool_call_id needs a non-empty string, got {call_id!r}")
         self._call_id = call_id
-        self._tokens: list[Token[Context]] = []
+        self._tokens: TaskStack[Token[Context]] = TaskStack("toolspan.tool_call_id")
 
     def __enter__(self) -> str:
         ctx = context_api.set_value(PENDING_CALL_ID_KEY, Handoff(self._call_id))
-        self._tokens.append(context_api.attach(ctx))
+        self._tokens.push(context_api.attach(ctx))
         return self._call_id
 
     def __exit__(

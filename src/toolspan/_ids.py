@@ -1,30 +1,45 @@
-"""The two ids of a tool call, derived from its span: ``execution_id`` and ``tool_call_id``.
+"""The one place that builds toolspan's ids from span and trace ids; neutral: instrumentation,
+exporters and the bridge all import it, and it imports nothing but ``semconv``.
 
-``execution_id = "exec_" + <16-hex span id>`` (seed 000); the synthesized ``tool_call_id`` is
-``"call_" + <16-hex span id>`` (seed 001) and is used only when the model gave no id of its own.
-Both are unique per span, so parallel calls of one tool never share an id.
+- ``execution_id = "exec_" + <16-hex span id>``: one tool call's execution (act/observe events);
+- ``tool_call_id = "call_" + <16-hex span id>``: synthesized only when the model gave no id of its own;
+- ``plan_id = "plan_" + <span id>`` of a plan span (or ``+ <trace id>`` for a trace's synthetic plan).
+
+Ids are unique per span, so parallel calls of one tool never share an id. A span id may be given as
+an int or as its lowercase hex text (what the bridge's neutral model holds).
 """
 
 from __future__ import annotations
 
-from toolspan.semconv import CALL_ID_PREFIX, EXECUTION_ID_PREFIX
+from toolspan.semconv import CALL_ID_PREFIX, EXECUTION_ID_PREFIX, PLAN_ID_PREFIX
 
-__all__ = ["execution_id", "parse_execution_id", "span_id_hex", "synthetic_call_id"]
-
-
-def span_id_hex(span_id: int) -> str:
-    """The span id as 16 lowercase hex digits."""
-    return format(span_id, "016x")
+__all__ = ["execution_id", "parse_execution_id", "plan_id", "span_id_hex", "synthetic_call_id", "tool_ids"]
 
 
-def execution_id(span_id: int) -> str:
+def span_id_hex(span_id: int | str) -> str:
+    """The span id as 16 lowercase hex digits (hex text is returned as it is)."""
+    return span_id if isinstance(span_id, str) else format(span_id, "016x")
+
+
+def execution_id(span_id: int | str) -> str:
     """``"exec_" + <16-hex span id>``."""
-    return EXECUTION_ID_PREFIX + format(span_id, "016x")
+    return EXECUTION_ID_PREFIX + span_id_hex(span_id)
 
 
-def synthetic_call_id(span_id: int) -> str:
+def synthetic_call_id(span_id: int | str) -> str:
     """``"call_" + <16-hex span id>``: the tool call id of a call the model gave no id for."""
-    return CALL_ID_PREFIX + format(span_id, "016x")
+    return CALL_ID_PREFIX + span_id_hex(span_id)
+
+
+def tool_ids(span_id: int) -> tuple[str, str]:
+    """``(execution_id, synthetic_call_id)`` of one span, formatting its id once."""
+    digits = format(span_id, "016x")
+    return EXECUTION_ID_PREFIX + digits, CALL_ID_PREFIX + digits
+
+
+def plan_id(hex_id: str) -> str:
+    """``"plan_" + <id>``: a plan span's id from its span id (a trace's synthetic plan: its trace id)."""
+    return PLAN_ID_PREFIX + hex_id
 
 
 def parse_execution_id(value: str) -> int | None:

@@ -1,6 +1,6 @@
 """The arguments of a call as a name -> value mapping, without ``inspect.Signature.bind`` per call.
 
-The parameter layout of a function is read once (``ParamSpec.of``); ``bind`` then builds the mapping
+The parameter layout of a function is read once (``Parameters.of``); ``bind`` then builds the mapping
 with a zip and a dict update. The mapping holds what the caller passed (positional arguments under
 their parameter names, then keyword arguments, extra ``**kwargs`` flattened in), then the defaults
 of the parameters not passed; extra positional arguments of a ``*args`` parameter are a list under
@@ -12,13 +12,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["ParamSpec", "first_str_argument"]
+__all__ = ["Parameters", "first_str_argument"]
 
 _RECEIVERS = frozenset({"self", "cls"})
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-class ParamSpec:
+class Parameters:
     """The parameter layout of one function, computed once."""
 
     __slots__ = ("bound_names", "defaults", "has_receiver", "names", "static", "var_positional")
@@ -39,7 +39,7 @@ class ParamSpec:
         self.static = static
 
     @classmethod
-    def of(cls, obj: Any) -> ParamSpec:
+    def of(cls, obj: Any) -> Parameters:
         """Read the layout of ``obj`` (a function, method, classmethod/staticmethod object or callable)."""
         static = isinstance(obj, staticmethod)
         func = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
@@ -83,7 +83,7 @@ class ParamSpec:
         return out
 
 
-def first_str_argument(spec: ParamSpec, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def first_str_argument(spec: Parameters, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The ``messages`` argument when it is a list, else the first positional string argument."""
     messages = kwargs.get("messages")
     if isinstance(messages, list):

@@ -44,6 +44,7 @@ from opentelemetry import trace as trace_api
 
 from toolspan import _replayhook, _serialize, semconv
 from toolspan._context import current_tool, take_pending_call_id
+from toolspan._ids import synthetic_call_id
 from toolspan.config import get_config
 
 __all__ = ["ReplayDivergence", "ReplayError", "ReplaySealed", "ReplayedToolError", "Recorded", "replay"]
@@ -136,7 +137,7 @@ def _load(source: Any, trace_id: str | None) -> list[Recorded]:
         error_type, message = None, ""
         if tc.state != semconv.STATE_COMPLETED:
             error_type, message = _recorded_error(span, tc.error)
-        model_id = None if tc.call_id == semconv.CALL_ID_PREFIX + span.span_id else tc.call_id
+        model_id = None if tc.call_id == synthetic_call_id(span.span_id) else tc.call_id
         records.append(
             Recorded(
                 index=len(records),
@@ -250,7 +251,7 @@ class _Session:
         if own:
             assert frame is not None
             call_id = frame.tool_call_id
-            model_id = None if call_id == semconv.CALL_ID_PREFIX + format(ctx.span_id, "016x") else call_id
+            model_id = None if call_id == synthetic_call_id(ctx.span_id) else call_id
         else:
             model_id = take_pending_call_id(context_api.get_current())
         rec, match, serve = self.decide(info.name, self._arguments(info, instance, args, kwargs), model_id)

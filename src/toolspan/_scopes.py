@@ -1,11 +1,10 @@
-"""``agent``, ``plan`` and ``thought``: the spans around tool calls.
+"""``Scope``: the machinery of ``agent(...)`` and ``plan(...)`` (``_agent``, ``_plan``).
 
-``agent(name)`` makes ``invoke_agent {name}`` spans and ``plan(name)`` ``plan {name}`` spans; both
-work as decorators and as (async) context managers yielding a ``Run`` handle. A plan or agent whose
-parent is a tool span (started inside a running tool, or under a ``context=`` extracted from one)
-carries ``toolspan.parent.execution_id`` / ``toolspan.parent.tool_call_id``. It also links to that
-tool span when it starts a new trace (``new_trace=True``), when the tool span has already ended, or
-when the tool span is in another process.
+A scope works as a decorator and as an (async) context manager yielding a ``Run`` handle. A plan or
+agent whose parent is a tool span (started inside a running tool, or under a ``context=`` extracted
+from one) carries ``toolspan.parent.execution_id`` / ``toolspan.parent.tool_call_id``. It also links
+to that tool span when it starts a new trace (``new_trace=True``), when the tool span has already
+ended, or when the tool span is in another process.
 """
 
 from __future__ import annotations
@@ -13,138 +12,39 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
 
-import wrapt
-from opentelemetry import baggage
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
-from toolspan import _ids, _serialize, semconv
-from toolspan._context import current_tool
+from toolspan import semconv
+from toolspan._context import TaskStack, suppressed
 from toolspan._gen import drive_async, drive_sync
-from toolspan._messages import input_messages, output_messages
-from toolspan._outcome import end_span, record_outcome
-from toolspan._params import ParamSpec, first_str_argument
+from toolspan._params import Parameters
+from toolspan._run import Active, Kind, Run, parent_tool_ids
 from toolspan._tracer import get_tracer
+from toolspan._wrappers import PicklableWrapper, Rebuild
 from toolspan.config import get_config
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["Run", "Scope", "agent", "plan", "thought"]
+__all__ = ["Scope", "make_scope"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_AGENT = "agent"
-_PLAN = "plan"
-
-
-def parent_tool_ids(ctx: Context) -> tuple[str, str] | None:
-    """The ids of the tool span that is the current span of ``ctx`` (local, or remote via baggage)."""
-    parent = trace_api.get_current_span(ctx)
-    frame = current_tool(ctx)
-    if frame is not None and frame.span is parent:
-        return frame.execution_id, frame.tool_call_id
-    span_context = parent.get_span_context()
-    if not span_context.is_valid:
-        return None
-    execution_id = baggage.get_baggage(semconv.BAGGAGE_EXECUTION_ID, ctx)
-    if not isinstance(execution_id, str) or _ids.parse_execution_id(execution_id) != span_context.span_id:
-        return None  # no tool ids, or ids of another span than this parent
-    call_id = baggage.get_baggage(semconv.BAGGAGE_TOOL_CALL_ID, ctx)
-    return execution_id, call_id if isinstance(call_id, str) and call_id else _ids.synthetic_call_id(
-        span_context.span_id
-    )
-
-
-class Run:
-    """The handle of one agent or plan run: its span, its id, and setters for what it was asked and
-    what it answered (recorded only when content capture is on)."""
-
-    __slots__ = ("_kind", "span")
-
-    def __init__(self, kind: str, span: trace_api.Span) -> None:
-        self._kind = kind
-        self.span = span
-
-    @property
-    def execution_id(self) -> str | None:
-        """``"exec_" + <16-hex span id>`` of this run, ``None`` when tracing is off."""
-        span_context = self.span.get_span_context()
-        return _ids.execution_id(span_context.span_id) if span_context.is_valid else None
-
-    def set_input(self, value: Any) -> None:
-        """Record the input: for an agent a string or a list of chat messages (``gen_ai.input.messages``)."""
-        self._set(value, output=False)
-
-    def set_output(self, value: Any) -> None:
-        """Record the output: for an agent a string or message(s) (``gen_ai.output.messages``)."""
-        self._set(value, output=True)
-
-    def _set(self, value: Any, *, output: bool) -> None:
-        try:
-            span = self.span
-            config = get_config()
-            if value is None or not config.capture_content or not span.is_recording():
-                return
-            if self._kind == _AGENT:
-                messages = output_messages(value) if output else input_messages(value)
-                text = _serialize.dumps(messages, config)
-                key = semconv.GEN_AI_OUTPUT_MESSAGES if output else semconv.GEN_AI_INPUT_MESSAGES
-                attrs = {key: text}
-            else:
-                text = _serialize.dumps(value, config)
-                attrs = {}
-            if output:
-                attrs[semconv.OI_OUTPUT_VALUE] = text
-                attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
-            else:
-                attrs[semconv.OI_INPUT_VALUE] = text
-                attrs[semconv.OI_INPUT_MIME_TYPE] = semconv.MIME_JSON
-            span.set_attributes(attrs)
-        except Exception:
-            _logger.warning(
-                "toolspan: could not record the %s of a %s",
-                "output" if output else "input",
-                self._kind,
-                exc_info=True,
-            )
-
-
-class _Active:
-    """A started run: the span made current by ``enter`` and ended by ``exit``."""
-
-    __slots__ = ("ctx", "run", "token")
-
-    def __init__(self, run: Run, ctx: Context) -> None:
-        self.run = run
-        self.ctx = ctx
-        self.token: Token[Context] | None = None
-
-    # The GeneratorRun protocol of ``_gen``: the span stays open for the whole iteration.
-    def item(self, value: Any) -> None:
-        pass
-
-    def ok(self, value: Any) -> None:
-        end_span(self.run.span)
-
-    def fail(self, exc: BaseException) -> None:
-        record_outcome(self.run.span, exc, tool=False)
-        end_span(self.run.span)
-
-    def closed(self) -> None:
-        self.fail(GeneratorExit())
-
 
 class Scope:
-    """An agent or plan: use as ``@decorator`` or ``with ... as run:`` (also ``async with``)."""
+    """An agent or plan: use as ``@decorator`` or ``with ... as run:`` (also ``async with``).
+
+    Each entry is its own run: one object entered by several tasks or threads at once gives each its
+    own span, ended by its own exit, and leaves each task's context as it found it.
+    """
 
     def __init__(
         self,
-        kind: str,
+        kind: Kind,
         name: str | None,
         attributes: dict[str, Any],
         *,
@@ -160,30 +60,19 @@ class Scope:
         self._context = context
         self._new_trace = new_trace
         self._tracer_provider = tracer_provider
-        self._stack: list[_Active] = []
+        # The runs this object has open, per task and thread: one object may be entered by many at once.
+        self._open: TaskStack[Active] = TaskStack(f"toolspan.{kind.name}({name!r})")
 
     # -- starting ---------------------------------------------------------------------------------
 
-    def _static_attributes(self, name: str) -> dict[str, Any]:
-        if self._kind == _AGENT:
-            attrs: dict[str, Any] = {
-                semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-                semconv.GEN_AI_AGENT_NAME: name,
-            }
-            attrs.update(self._attributes)
-            attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_AGENT
-            attrs[semconv.OI_AGENT_NAME] = name
-            return attrs
-        return {semconv.TOOLSPAN_PLAN_NAME: name, semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN}
-
-    def _start(self, name: str, input_value: Any) -> _Active:
+    def _start(self, name: str, input_value: Any) -> Active:
         parent = self._context if self._context is not None else context_api.get_current()
         tracer = get_tracer(self._tracer_provider)
-        if tracer is None:
-            return _Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
-        span_name = (semconv.AGENT_SPAN_PREFIX if self._kind == _AGENT else semconv.PLAN_SPAN_PREFIX) + name
+        if tracer is None or suppressed(parent):
+            return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
+        span_name = self._kind.span_prefix + name
         try:
-            attrs = self._static_attributes(name)
+            attrs = self._kind.attributes(name, self._attributes)
             links = None
             parent_span = trace_api.get_current_span(parent)
             parent_context = parent_span.get_span_context()
@@ -202,19 +91,19 @@ class Scope:
             span = tracer.start_span(span_name, context=start_ctx, attributes=attrs, links=links)
         except Exception:
             _logger.warning("toolspan: could not start %s", span_name, exc_info=True)
-            return _Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
+            return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
         run = Run(self._kind, span)
         run.set_input(input_value)
-        return _Active(run, trace_api.set_span_in_context(span, parent))
+        return Active(run, trace_api.set_span_in_context(span, parent))
 
     # -- context manager --------------------------------------------------------------------------
 
     def __enter__(self) -> Run:
         if self.name is None:
-            raise TypeError(f"toolspan.{self._kind}() used with 'with' needs a name")
+            raise TypeError(f"toolspan.{self._kind.name}() used with 'with' needs a name")
         active = self._start(self.name, self._input)
         active.token = context_api.attach(active.ctx)
-        self._stack.append(active)
+        self._open.push(active)
         return active.run
 
     def __exit__(
@@ -223,7 +112,7 @@ class Scope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        active = self._stack.pop()
+        active = self._open.pop()
         if active.token is not None:
             context_api.detach(active.token)
         if exc is not None:
@@ -247,7 +136,7 @@ class Scope:
     def __call__(self, fn: F) -> F:
         func = getattr(fn, "__func__", fn)
         name = self.name or getattr(func, "__name__", None) or type(func).__name__
-        params = ParamSpec.of(fn)
+        params = Parameters.of(fn)
         kind = self._kind
 
         def input_of(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -255,11 +144,9 @@ class Scope:
                 return self._input
             if not get_config().capture_content:
                 return None
-            if kind == _AGENT:
-                return first_str_argument(params, instance, args, kwargs)
-            return params.bind(instance, args, kwargs)
+            return kind.decorated_input(params, instance, args, kwargs)
 
-        def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Active:
+        def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Active:
             try:
                 value = input_of(instance, args, kwargs)
             except Exception:
@@ -273,12 +160,12 @@ class Scope:
             def gen_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
                 gen = wrapped(*args, **kwargs)
 
-                def start() -> _Active:
+                def start() -> Active:
                     return begin(instance, args, kwargs)
 
                 return drive_async(gen, start) if is_async else drive_sync(gen, start)
 
-            return wrapt.FunctionWrapper(fn, gen_wrapper)  # type: ignore[return-value]
+            return _ScopeWrapper(fn, gen_wrapper, self)  # type: ignore[return-value]
 
         if inspect.iscoroutinefunction(func):
 
@@ -290,15 +177,11 @@ class Scope:
                 try:
                     result = await wrapped(*args, **kwargs)
                 except BaseException as exc:
-                    context_api.detach(token)
-                    active.fail(exc)
+                    active.leave(token, exc)
                     raise
-                context_api.detach(token)
-                active.run.set_output(result)
-                active.ok(result)
-                return result
+                return active.leave(token, None, result)
 
-            return wrapt.FunctionWrapper(fn, async_wrapper)  # type: ignore[return-value]
+            return _ScopeWrapper(fn, async_wrapper, self)  # type: ignore[return-value]
 
         def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
             active = begin(instance, args, kwargs)
@@ -306,117 +189,48 @@ class Scope:
             try:
                 result = wrapped(*args, **kwargs)
             except BaseException as exc:
-                context_api.detach(token)
-                active.fail(exc)
+                active.leave(token, exc)
                 raise
-            context_api.detach(token)
-            active.run.set_output(result)
-            active.ok(result)
-            return result
+            return active.leave(token, None, result)
 
-        return wrapt.FunctionWrapper(fn, sync_wrapper)  # type: ignore[return-value]
+        return _ScopeWrapper(fn, sync_wrapper, self)  # type: ignore[return-value]
 
 
-def agent(
-    name: Any = None,
-    *,
-    input: Any = None,
-    conversation_id: str | None = None,
-    description: str | None = None,
-    agent_id: str | None = None,
-    context: Context | None = None,
-    new_trace: bool = False,
-    tracer_provider: trace_api.TracerProvider | None = None,
+class _ScopeWrapper(PicklableWrapper):
+    """A function decorated by ``agent``/``plan``; pickles and copies like it (see ``_wrappers``)."""
+
+    def __init__(self, wrapped: Any, wrapper: Callable[..., Any], scope: Scope) -> None:
+        super().__init__(wrapped, wrapper)
+        self._self_scope = scope
+
+    def _self_rebuild(self) -> Rebuild:
+        scope = self._self_scope
+        options = (scope._kind, scope.name, scope._attributes, scope._input, scope._new_trace)
+        return _rebuild_scope, (self.__wrapped__, *options)
+
+
+def _rebuild_scope(  # noqa: PLR0917 - the arguments pickle writes
+    fn: Any, kind: Kind, name: str | None, attributes: dict[str, Any], input: Any, new_trace: bool
 ) -> Any:
-    """An ``invoke_agent {name}`` span, as a decorator or a context manager.
-
-        with toolspan.agent("planner", input="question", conversation_id="c1") as run:
-            run.set_output("answer")
-
-    As a decorator (``@toolspan.agent`` or ``@toolspan.agent(name=...)``), the first positional
-    string argument (or a ``messages`` list) is the input and the return value the output.
-    """
-    attrs: dict[str, Any] = {}
-    if agent_id is not None:
-        attrs[semconv.GEN_AI_AGENT_ID] = agent_id
-    if description is not None:
-        attrs[semconv.GEN_AI_AGENT_DESCRIPTION] = description
-    if conversation_id is not None:
-        attrs[semconv.GEN_AI_CONVERSATION_ID] = conversation_id
-    if callable(name):
-        return Scope(
-            _AGENT,
-            None,
-            attrs,
-            input=input,
-            context=context,
-            new_trace=new_trace,
-            tracer_provider=tracer_provider,
-        )(name)
-    return Scope(
-        _AGENT,
-        name,
-        attrs,
-        input=input,
-        context=context,
-        new_trace=new_trace,
-        tracer_provider=tracer_provider,
+    """An agent or plan unpickled by value: ``fn`` decorated again (no context, global provider)."""
+    scope = Scope(
+        kind, name, attributes, input=input, context=None, new_trace=new_trace, tracer_provider=None
     )
+    return scope(fn)
 
 
-def plan(
-    name: Any = None,
+def make_scope(
+    kind: Kind,
+    name: Any,
+    attributes: dict[str, Any],
     *,
-    input: Any = None,
-    context: Context | None = None,
-    new_trace: bool = False,
-    tracer_provider: trace_api.TracerProvider | None = None,
+    input: Any,
+    context: Context | None,
+    new_trace: bool,
+    tracer_provider: trace_api.TracerProvider | None,
 ) -> Any:
-    """A ``plan {name}`` span, as a decorator or a context manager.
-
-    Entered while a tool runs it is a sub-plan of that tool call. ``context=`` starts it under a
-    given parent (e.g. ``toolspan.extract(carrier)``); ``new_trace=True`` starts a new trace that
-    links back to the parent. As a decorator, the arguments are the input and the return value the
-    output.
-    """
+    """A ``Scope``; used bare as ``@agent``/``@plan`` (``name`` is the function): the function decorated."""
+    options = {"input": input, "context": context, "new_trace": new_trace, "tracer_provider": tracer_provider}
     if callable(name):
-        return Scope(
-            _PLAN,
-            None,
-            {},
-            input=input,
-            context=context,
-            new_trace=new_trace,
-            tracer_provider=tracer_provider,
-        )(name)
-    return Scope(
-        _PLAN, name, {}, input=input, context=context, new_trace=new_trace, tracer_provider=tracer_provider
-    )
-
-
-def thought(text: str) -> None:
-    """Record the agent's reasoning ``text`` as a ``toolspan.thought`` event on the current span
-    (the text only when content capture is on)."""
-    try:
-        span = trace_api.get_current_span()
-        if not span.is_recording():
-            return
-        config = get_config()
-        attrs: dict[str, Any] = {}
-        if config.capture_content:
-            attrs[semconv.THOUGHT_CONTENT] = _fit_text(str(text), config.max_attribute_bytes)
-        span.add_event(semconv.THOUGHT_EVENT, attrs)
-    except Exception:
-        _logger.warning("toolspan: could not record a thought", exc_info=True)
-
-
-_CUT_MARK = "…[truncated]"
-
-
-def _fit_text(text: str, budget: int) -> str:
-    """``text`` within ``budget`` UTF-8 bytes; a cut text ends with ``…[truncated]``."""
-    data = text.encode("utf-8")
-    if len(data) <= budget:
-        return text
-    keep = max(0, budget - len(_CUT_MARK.encode("utf-8")))
-    return data[:keep].decode("utf-8", "ignore") + _CUT_MARK
+        return Scope(kind, None, attributes, **options)(name)
+    return Scope(kind, name, attributes, **options)

@@ -1,8 +1,9 @@
 """One serializer for every captured value: JSON text that is always valid and never raises.
 
-``dumps(value, config)`` is for telemetry: redacted, within ``config.max_attribute_bytes`` UTF-8 bytes.
-``to_json_text(value)`` is for tool results returned to a model: same conversion, no redaction, no budget.
-Output uses ``json.dumps``' separators (``", "``, ``": "``) and keeps non-ASCII text as is.
+``dumps(value, config)`` is for telemetry: redacted (``_redact``), within ``config.max_attribute_bytes``
+UTF-8 bytes (``_truncate``: what was cut is marked). ``to_json_text(value)`` is for tool results
+returned to a model: same conversion, no redaction, no budget. Output uses ``json.dumps``' separators
+(``", "``, ``": "``) and keeps non-ASCII text as is.
 
 Conversion (anything plain JSON cannot hold): dataclass instances and pydantic (v2 and v1) models become
 objects; tuples, namedtuples and deques become arrays; sets/frozensets become arrays sorted by their JSON
@@ -10,278 +11,64 @@ text; ``bytes``/``bytearray``/``memoryview`` become their UTF-8 text, or ``"base
 UTF-8; datetimes, dates and times become ISO 8601 strings, ``timedelta`` an ISO 8601 duration
 (``"P1DT2.5S"``); ``Decimal``, ``UUID`` and paths their string; an ``Enum`` its value; NaN and
 infinities the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; ints too long for ``str()`` their
-``hex()``; non-string keys as ``json.dumps`` writes them (other key types: their ``repr``). Anything else
-(generators are not consumed) becomes its ``repr()`` string, or ``"[unrepresentable <type>: <error>]"``
-when that raises. A structure met again inside itself becomes ``"[cycle: <type>]"``; nesting deeper
-than ``MAX_DEPTH`` becomes ``"[max depth: <type>]"``. Values under secret keys become ``"[REDACTED]"``.
+``hex()``; non-string keys as ``json.dumps`` writes them (bytes keys: their UTF-8 text; other key
+types: their ``repr``). Anything else (generators are not consumed) becomes its ``repr()`` string, or
+``"[unrepresentable <type>: <error>]"`` when that raises. A structure met again inside itself becomes
+``"[cycle: <type>]"``; nesting deeper than ``MAX_DEPTH`` becomes ``"[max depth: <type>]"``.
 
-Truncation markers (``N`` is how much was cut; every marker contains ``...[truncated``):
-
-- a string keeps a prefix and ends with ``"...[truncated N chars]"``;
-- an array keeps its first items and ends with the element ``"...[truncated N items]"``;
-- an object keeps its first entries and ends with the entry ``"...[truncated]": N`` (N keys cut);
-- when structure alone cannot fit, the whole value becomes
-  ``{"toolspan.truncated": true, "preview": "<start of the JSON text>...[truncated N chars]"}``.
+With a budget, the walk stops early: a long string, bytes value, list or dict is read only as far as
+the budget can hold, so a huge value costs what the budget costs, not what the value weighs.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import datetime as _dt
 import decimal
 import enum
-import json
 import logging
-import math
-import re
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any, Final
 
-from toolspan.config import REDACTED, Config, Redactor, normalize_key
+from toolspan import _truncate
+from toolspan._convert import (
+    bytes_text,
+    clean,
+    duration,
+    float_value,
+    int_value,
+    key_text,
+    model_items,
+    safe_repr,
+    type_name,
+)
+from toolspan._encode import ENCODE, nbytes
+from toolspan._redact import Redaction, redaction
+from toolspan.config import REDACTED, Config, Redactor
 
-__all__ = ["MAX_DEPTH", "dumps", "to_json_text"]
+__all__ = ["MAX_DEPTH", "Collector", "dumps", "redact_text", "to_json_text"]
 
 _logger = logging.getLogger(__name__)
 
 MAX_DEPTH: Final = 32
-DICT_MARKER_KEY: Final = "...[truncated]"
-FALLBACK_KEY: Final = "toolspan.truncated"
-
-
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _make_encode() -> Callable[[Any], str]:
-    """``JSONEncoder(ensure_ascii=False, allow_nan=False).encode``, calling the C encoder directly.
-
-    Built once (``JSONEncoder.encode`` builds it on every call). Without cycle checks: a cycle ends in
-    ``RecursionError``, which sends the value to the slow path like any other encoding error.
-    """
-    fallback = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-    make = getattr(json.encoder, "c_make_encoder", None)
-    quote = getattr(json.encoder, "c_encode_basestring", None)
-    if make is None or quote is None:
-        return fallback
-    try:
-        chunks = make(None, _not_json, quote, None, ": ", ", ", False, False, False)
-        join = "".join
-
-        def encode(value: Any) -> str:
-            if type(value) is str:
-                return quote(value)  # type: ignore[no-any-return]
-            return join(chunks(value, 0))
-
-        sample = {"a": [1, 2.5, None, True, 'é\n"', {"b": -3}], "1": "x"}
-        if encode(sample) != fallback(sample):
-            return fallback
-    except Exception:
-        return fallback
-    return encode
-
-
-_ENCODE: Final = _make_encode()
-_SURROGATES: Final = re.compile("[\ud800-\udfff]")
-_SAFE_KEYS_MAX: Final = 4096
-
-
-def _nbytes(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-# --- redaction key matching -------------------------------------------------------------------------
-
-
-class _Matcher:
-    """Secret-key test for one ``redact_keys`` set, with a cache of keys known to be safe."""
-
-    __slots__ = ("safe", "secret", "suffixes")
-
-    def __init__(self, keys: frozenset[str]) -> None:
-        self.suffixes = tuple(sorted(keys))
-        self.safe: set[str] = set()
-        self.secret: set[str] = set()
-
-    def is_secret(self, key: str) -> bool:
-        if key in self.safe:
-            return False
-        if key in self.secret:
-            return True
-        found = normalize_key(key).endswith(self.suffixes)
-        if len(key) <= 128 and len(self.safe) + len(self.secret) < _SAFE_KEYS_MAX:
-            (self.secret if found else self.safe).add(key)
-        return found
-
-    def has_secret(self, value: Any, depth: int = 0) -> bool:
-        """Whether any dict key inside a JSON-native ``value`` is a secret (conservative: True if unsure)."""
-        if depth > MAX_DEPTH:
-            return True
-        if isinstance(value, dict):
-            if not self.safe.issuperset(value) and any(
-                isinstance(key, str) and self.is_secret(key) for key in value
-            ):
-                return True
-            items: Any = value.values()
-        elif isinstance(value, (list, tuple)):
-            items = value
-        else:
-            return False
-        for item in items:
-            if isinstance(item, (dict, list, tuple)) and self.has_secret(item, depth + 1):
-                return True
-        return False
-
-
-_MATCHERS: dict[frozenset[str], _Matcher] = {}
-
-
-def _matcher(keys: frozenset[str]) -> _Matcher:
-    matcher = _MATCHERS.get(keys)
-    if matcher is None:
-        if len(_MATCHERS) > 64:
-            _MATCHERS.clear()
-        matcher = _MATCHERS[keys] = _Matcher(keys)
-    return matcher
-
-
-def _may_hold_secret(value: Any, text: str, matcher: _Matcher) -> bool:
-    """Fast check on a value that encoded cleanly: False only when no dict key in it is a secret."""
-    count = text.count('": ')
-    if not count:  # no object key anywhere (string values escape their quotes)
-        return False
-    if type(value) is dict and count == len(value):  # only top-level keys (nested ones add more)
-        if matcher.safe.issuperset(value):
-            return False
-        return any(isinstance(k, str) and matcher.is_secret(k) for k in value)
-    try:
-        return matcher.has_secret(value)
-    except Exception:
-        return True
-
-
-# --- conversion to JSON-native values ----------------------------------------------------------------
-
-
-class _CutStr(str):
-    omitted: int
-
-
-class _CutList(list[Any]):
-    omitted: int
-
-
-class _CutDict(dict[str, Any]):
-    omitted: int
-
-
-def _cut_str(text: str, omitted: int) -> _CutStr:
-    out = _CutStr(text)
-    out.omitted = omitted
-    return out
-
-
-def _clean(text: str) -> str:
-    """``text`` as a plain ``str`` that encodes to UTF-8 (lone surrogates replaced)."""
-    if type(text) is not str:
-        text = str.__str__(text)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATES.sub("\ufffd", text)
-    return text
-
-
-def _type_name(value: Any) -> str:
-    try:
-        return str(type(value).__name__)
-    except Exception:
-        return "object"
-
-
-def _safe_repr(value: Any) -> str:
-    try:
-        text = repr(value)
-        if not isinstance(text, str):
-            raise TypeError("__repr__ returned a non-string")
-        return _clean(text)
-    except Exception as exc:
-        return f"[unrepresentable {_type_name(value)}: {_type_name(exc)}]"
-
-
-def _int(value: int) -> int | str:
-    value = int.__index__(value)
-    if value.bit_length() > 1000:
-        try:
-            int.__repr__(value)
-        except ValueError:  # exceeds sys.get_int_max_str_digits()
-            return hex(value)
-    return value
-
-
-def _float(value: float) -> float | str:
-    value = float.__float__(value)
-    if math.isfinite(value):
-        return value
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
-
-
-def _duration(value: _dt.timedelta) -> str:
-    micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if micros < 0 else ""
-    days, rest = divmod(abs(micros), 86_400_000_000)
-    seconds, micro = divmod(rest, 1_000_000)
-    secs = f"{seconds}.{micro:06d}".rstrip("0").rstrip(".") if micro else str(seconds)
-    return f"{sign}P{days}DT{secs}S" if days else f"{sign}PT{secs}S"
-
-
-def _key(key: Any) -> str:
-    """A mapping key as ``json.dumps`` writes it (``repr`` for other types)."""
-    if isinstance(key, str):
-        return _clean(key)
-    if key is None or isinstance(key, bool):
-        return json.dumps(key)
-    if isinstance(key, int):
-        return str(_int(key))
-    if isinstance(key, float):
-        return str(_float(key)) if not math.isfinite(key) else float.__repr__(float.__float__(key))
-    if isinstance(key, enum.Enum):
-        return _key(key.value)
-    return _safe_repr(key)
-
-
-def _bytes_text(data: bytes, omitted: int) -> str:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if omitted and exc.start >= len(data) - 3 and exc.reason == "unexpected end of data":
-            omitted += len(data) - exc.start
-            text = data[: exc.start].decode("utf-8", "replace")
-        else:
-            text = "base64:" + base64.b64encode(data).decode("ascii")
-    return _cut_str(text, omitted) if omitted else text
+_MARGIN: Final = 256  # chars read past a cut, so a secret split by the cut is still recognised
 
 
 class _Walker:
-    """Turns any value into JSON-native data; with a budget, stops early (cuts are marked by _Cut*)."""
+    """Turns any value into JSON-native data; with a budget, stops early (cuts are marked by Cut*)."""
 
-    __slots__ = ("budget", "cut", "left", "matcher", "redact", "stack")
+    __slots__ = ("budget", "cut", "left", "redact", "redaction", "stack")
 
-    def __init__(self, matcher: _Matcher | None, redact: Redactor | None, budget: int | None) -> None:
-        self.matcher = matcher
+    def __init__(self, redaction: Redaction | None, redact: Redactor | None, budget: int | None) -> None:
+        self.redaction = redaction
         self.redact = redact
         self.budget = budget
         # A lower bound of the bytes written so far is subtracted; past zero nothing more can fit.
         self.left = budget if budget is not None else -1
         self.stack: set[int] = set()
-        self.cut = False  # whether anything was left out (then the result needs _fit to render markers)
+        self.cut = False  # whether anything was left out (then the result needs fit to render markers)
 
     def spend(self, amount: int) -> None:
         if self.budget is not None:
@@ -308,15 +95,21 @@ class _Walker:
             return self._conv(value, depth, path)
         except Exception as exc:
             self.spend(16)
-            return f"[unrepresentable {_type_name(value)}: {_type_name(exc)}]"
+            return f"[unrepresentable {type_name(value)}: {type_name(exc)}]"
 
     def text(self, text: str) -> str:
+        scrub = self.redaction
         if self.budget is not None and len(text) > max(self.left, 0):
             keep = max(self.left, 0)
+            head = clean(text[: keep + _MARGIN])
+            if scrub is not None:
+                head = scrub.text(head)
             self.spend(keep + 2)
             self.cut = True
-            return _cut_str(_clean(text[:keep]), len(text) - keep)
-        text = _clean(text)
+            return _truncate.cut_str(head[:keep], len(text) - keep)
+        text = clean(text)
+        if scrub is not None:
+            text = scrub.text(text)
         self.spend(len(text) + 2)
         return text
 
@@ -327,11 +120,11 @@ class _Walker:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, int):
-            out_int = _int(value)
+            out_int = int_value(value)
             self.spend(1)
             return out_int
         if isinstance(value, float):
-            out_float = _float(value)
+            out_float = float_value(value)
             self.spend(1)
             return out_float
         if isinstance(value, enum.Enum):
@@ -341,17 +134,17 @@ class _Walker:
         if isinstance(value, (_dt.date, _dt.time)):
             return self.text(value.isoformat())
         if isinstance(value, _dt.timedelta):
-            return self.text(_duration(value))
+            return self.text(duration(value))
         if isinstance(value, (decimal.Decimal, uuid.UUID, PurePath)):
             return self.text(str(value))
         container = isinstance(value, (dict, list, tuple, set, frozenset, deque, Mapping))
-        model = None if container else _model_items(value)
+        model = None if container else model_items(value)
         if not container and model is None:
-            return self.text(_safe_repr(value))
+            return self.text(safe_repr(value))
         if id(value) in self.stack:
-            return self.text(f"[cycle: {_type_name(value)}]")
+            return self.text(f"[cycle: {type_name(value)}]")
         if depth >= MAX_DEPTH:
-            return self.text(f"[max depth: {_type_name(value)}]")
+            return self.text(f"[max depth: {type_name(value)}]")
         self.stack.add(id(value))
         try:
             if model is not None:
@@ -360,6 +153,8 @@ class _Walker:
                 return self.mapping(value.items(), len(value), depth, path)
             if isinstance(value, (set, frozenset)):
                 return self.conv_set(value, depth, path)
+            if self.redaction is not None and self.redaction.is_secret_pair(value):
+                return self.sequence((value[0], REDACTED), 2, depth, path)  # a (secret name, value) pair
             return self.sequence(value, len(value), depth, path)
         finally:
             self.stack.discard(id(value))
@@ -368,10 +163,15 @@ class _Walker:
         size = value.nbytes if isinstance(value, memoryview) else len(value)
         keep = size if self.budget is None else min(size, max(self.left, 0))
         if isinstance(value, memoryview):
-            data = value.tobytes()[:keep]
+            data = value[:keep].tobytes()
         else:
             data = bytes(value[:keep] if keep < size else value)
-        text = _bytes_text(data, size - keep)
+        text = bytes_text(data, size - keep)
+        if self.redaction is not None and not text.startswith("base64:"):
+            scrubbed = self.redaction.text(text)
+            if scrubbed is not text:
+                omitted = getattr(text, "omitted", 0)
+                text = _truncate.cut_str(scrubbed, omitted) if omitted else scrubbed
         self.cut = self.cut or keep < size
         self.spend(len(text) + 2)
         return text
@@ -380,16 +180,19 @@ class _Walker:
         out: dict[str, Any] = {}
         self.spend(2)
         taken = 0
+        scrub = self.redaction
         for raw_key, item in items:
             if self.full():
                 break
             taken += 1
-            key = _key(raw_key)
+            key = key_text(raw_key)
+            if scrub is not None:
+                if scrub.is_secret(key):
+                    self.spend(len(key) + len(REDACTED) + 6)
+                    out[key] = REDACTED
+                    continue
+                key = scrub.text(key)
             self.spend(len(key) + 4)
-            if self.matcher is not None and self.matcher.is_secret(key):
-                out[key] = REDACTED
-                self.spend(len(REDACTED) + 2)
-                continue
             if self.redact is not None:
                 child_path = f"{path}.{key}" if path else key
                 out[key] = self.conv(self.call_redact(child_path, item), depth + 1, child_path)
@@ -397,7 +200,7 @@ class _Walker:
                 out[key] = self.conv(item, depth + 1, "")
         if taken < size:
             self.cut = True
-            cut = _CutDict(out)
+            cut = _truncate.CutDict(out)
             cut.omitted = size - taken
             return cut
         return out
@@ -413,7 +216,7 @@ class _Walker:
             out.append(self.conv(item, depth + 1, child_path))
         if len(out) < size:
             self.cut = True
-            cut = _CutList(out)
+            cut = _truncate.CutList(out)
             cut.omitted = size - len(out)
             return cut
         return out
@@ -426,224 +229,175 @@ class _Walker:
             items = [self.conv(item, depth + 1, path) for item in value]
         finally:
             self.budget = saved
-        items.sort(key=_ENCODE)
+        items.sort(key=ENCODE)
         return self.sequence(items, len(items), depth, path)
 
 
-def _model_items(value: Any) -> list[tuple[Any, Any]] | None:
-    """(key, value) pairs of a dataclass instance (not deep-copied) or a pydantic v2/v1 model's dump."""
-    cls = type(value)
-    if isinstance(value, type):
-        return None
-    if dataclasses.is_dataclass(cls):
-        out: list[tuple[Any, Any]] = []
-        for f in dataclasses.fields(value):
-            try:
-                out.append((f.name, getattr(value, f.name)))
-            except Exception as exc:
-                out.append((f.name, f"[unavailable: {_type_name(exc)}]"))
-        return out
-    if callable(getattr(cls, "model_dump", None)) and hasattr(cls, "model_fields"):  # pydantic v2
-        dump = value.model_dump
-    elif hasattr(cls, "__fields__") and callable(getattr(cls, "dict", None)):  # pydantic v1
-        dump = value.dict
-    else:
-        return None
-    try:
-        return list(dump().items())
-    except Exception:
-        return None
+_SCALARS: Final = frozenset({int, float, bool, type(None)})
+_INITIALS: Final = frozenset("BbDdTt")  # first letters of the authorization schemes ``may_hold`` knows
 
 
-# --- fitting JSON-native data into a byte budget ------------------------------------------------------
-
-
-def _render(node: Any) -> Any:
-    """Plain JSON data with the cut markers written in."""
-    if isinstance(node, str):
-        omitted = getattr(node, "omitted", 0)
-        return f"{node}...[truncated {omitted} chars]" if omitted else str.__str__(node)
-    if isinstance(node, list):
-        out = [_render(item) for item in node]
-        omitted = getattr(node, "omitted", 0)
-        if omitted:
-            out.append(_list_marker(omitted))
-        return out
-    if isinstance(node, dict):
-        out_dict = {key: _render(item) for key, item in node.items()}
-        omitted = getattr(node, "omitted", 0)
-        if omitted:
-            out_dict[DICT_MARKER_KEY] = omitted
-        return out_dict
-    return node
-
-
-def _list_marker(omitted: int) -> str:
-    return f"...[truncated {omitted} items]"
-
-
-def _size(node: Any) -> int:
-    return _nbytes(_ENCODE(node))
-
-
-def _fit(node: Any, limit: int) -> tuple[Any, int] | None:
-    """``node`` rendered to at most ``limit`` bytes of JSON (cut and marked), or None if impossible."""
-    if limit <= 0:
-        return None
-    full = _render(node)
-    size = _size(full)
-    if size <= limit:
-        return full, size
-    if isinstance(node, str):
-        return _fit_str(node, limit)
-    if isinstance(node, list):
-        return _fit_list(node, limit)
-    if isinstance(node, dict):
-        return _fit_dict(node, limit)
-    return None
-
-
-def _fit_str(node: str, limit: int) -> tuple[str, int] | None:
-    prior = getattr(node, "omitted", 0)
-    length = len(node)
-    keep = min(length, limit)
-    while True:
-        omitted = prior + length - keep
-        marker = f"...[truncated {omitted} chars]" if omitted else ""
-        text = node[:keep] + marker
-        size = _size(text)
-        if size <= limit:
-            return text, size
-        if keep == 0:
-            return None
-        per_char = max(1.0, (size - len(marker) - 2) / keep)  # bytes per kept char, roughly
-        keep = max(0, keep - max(1, math.ceil((size - limit) / per_char)))
-
-
-def _fit_list(node: list[Any], limit: int) -> tuple[list[Any], int] | None:
-    prior = getattr(node, "omitted", 0)
-    count = len(node)
-    out: list[Any] = []
-    used = 2
-    for index, item in enumerate(node):
-        sep = 2 if out else 0
-        after = prior + count - index - 1  # items cut if we stop right after this one
-        reserve = 2 + _size(_list_marker(after)) if after else 0
-        fitted = _fit(item, limit - used - sep - reserve)
-        if fitted is None:
-            break
-        out.append(fitted[0])
-        used += sep + fitted[1]
-    omitted = prior + count - len(out)
-    if omitted:
-        out.append(_list_marker(omitted))
-        used += (2 if len(out) > 1 else 0) + _size(out[-1])
-    return (out, used) if used <= limit else None
-
-
-def _fit_dict(node: dict[str, Any], limit: int) -> tuple[dict[str, Any], int] | None:
-    prior = getattr(node, "omitted", 0)
-    count = len(node)
-    out: dict[str, Any] = {}
-    used = 2
-    marker_key = _size(DICT_MARKER_KEY) + 2
-    for index, (key, item) in enumerate(node.items()):
-        sep = 2 if out else 0
-        after = prior + count - index - 1
-        reserve = 2 + marker_key + len(str(after)) if after else 0
-        key_size = _size(key) + 2
-        fitted = _fit(item, limit - used - sep - key_size - reserve)
-        if fitted is None:
-            break
-        out[key] = fitted[0]
-        used += sep + key_size + fitted[1]
-    omitted = prior + count - len(out)
-    if omitted:
-        used += (2 if out else 0) + marker_key + len(str(omitted))
-        out[DICT_MARKER_KEY] = omitted
-    return (out, used) if used <= limit else None
-
-
-def _only_marker(tree: Any, out: Any) -> bool:
-    """Whether a non-empty container was cut down to its marker alone (a preview says more)."""
-    omitted: int = getattr(tree, "omitted", 0)
-    if isinstance(tree, dict) and (tree or omitted):
-        return isinstance(out, dict) and list(out) == [DICT_MARKER_KEY]
-    if isinstance(tree, list) and (tree or omitted):
-        return bool(out == [_list_marker(len(tree) + omitted)])
-    return False
-
-
-def _fallback(full_text: str, limit: int, cut_text: str | None) -> str:
-    """The wrapper with a preview of ``full_text``; else ``cut_text`` (a marker-only cut) if any."""
-    head = _ENCODE({FALLBACK_KEY: True, "preview": ""})
-    preview = _fit_str(full_text, limit - _nbytes(head) + 2)  # +2: the preview's quotes are in both
-    if preview is not None:
-        return _ENCODE({FALLBACK_KEY: True, "preview": preview[0]})
-    if cut_text is not None:
-        return cut_text
-    head = _ENCODE({FALLBACK_KEY: True})
-    return head if _nbytes(head) <= limit else "null"
-
-
-# --- public functions ---------------------------------------------------------------------------------
+def _plain(value: Any, budget: int, scrub: Redaction) -> bool:
+    """Whether the C encoder may write ``value`` as it is: JSON-native, surely within ``budget``, and
+    holding no secret (key, pair or text). One walk that stops at the first doubt, or as soon as the
+    sizes add up past the budget, so a huge value is never encoded whole."""
+    if type(value) is str:  # the common result: one text
+        return len(value) <= budget and not (
+            ("=" in value or ":" in value or "earer" in value or "EARER" in value or value[:1] in _INITIALS)
+            and scrub.may_hold(value)
+        )
+    scalars, initials, safe = _SCALARS, _INITIALS, scrub.safe
+    total = 0
+    stack = [(value,)]
+    while stack:
+        for item in stack.pop():
+            kind = type(item)
+            if kind in scalars:
+                continue
+            if kind is str:
+                total += len(item)
+                if total > budget:
+                    return False
+                if (
+                    "=" in item or ":" in item or "earer" in item or "EARER" in item or item[:1] in initials
+                ) and scrub.may_hold(item):
+                    return False
+            elif kind is dict:
+                total += 4 * len(item)
+                if total > budget:
+                    return False
+                if not safe.issuperset(item):
+                    for key in item:
+                        if type(key) is not str or scrub.is_secret(key) or key not in safe:
+                            return False
+                total += sum(map(len, item))
+                stack.append(item.values())
+            elif kind is list or kind is tuple:
+                total += len(item)
+                if total > budget or scrub.is_secret_pair(item):
+                    return False
+                stack.append(item)
+            else:
+                return False
+    return total <= budget
 
 
 def dumps(value: Any, config: Config) -> str:
     """JSON text of ``value`` for a span attribute: redacted, at most ``config.max_attribute_bytes``
     UTF-8 bytes, always valid JSON, never raising."""
     budget = config.max_attribute_bytes
-    if config.redact is None and not (type(value) is str and len(value) > budget):
-        # Fast path: plain JSON that fits and has no secret key is returned as the C encoder wrote it.
+    scrub = redaction(config.redact_keys)
+    if config.redact is None and _plain(value, budget, scrub):
+        # Fast path: plain JSON that fits and holds no secret is returned as the C encoder wrote it.
         try:
-            text = _ENCODE(value)
-            if (len(text) if text.isascii() else len(text.encode("utf-8"))) <= budget:
-                if '": ' not in text:  # no object key anywhere (string values escape their quotes)
-                    return text
-                matcher = _MATCHERS.get(config.redact_keys) or _matcher(config.redact_keys)
-                if type(value) is dict and matcher.safe.issuperset(value) and text.count('": ') == len(value):
-                    return text  # a flat dict whose keys are all known to be safe
-                if not _may_hold_secret(value, text, matcher):
-                    return text
+            text = ENCODE(value)
+            size = len(text) if text.isascii() else len(text.encode("utf-8"))  # raises on lone surrogates
+            if size <= budget:
+                return text
         except Exception:
             pass
     try:
-        return _dumps_slow(value, _matcher(config.redact_keys), config.redact, budget)
+        return _dumps_slow(value, scrub, config.redact, budget)
     except Exception:
-        _logger.warning("toolspan: could not serialise a %s value", _type_name(value), exc_info=True)
-        text = _ENCODE(f"[unrepresentable {_type_name(value)}]")
-        return text if _nbytes(text) <= budget else "null"
+        _logger.warning("toolspan: could not serialise a %s value", type_name(value), exc_info=True)
+        text = ENCODE(f"[unrepresentable {type_name(value)}]")
+        return text if nbytes(text) <= budget else "null"
 
 
-def _dumps_slow(value: Any, matcher: _Matcher, redact: Redactor | None, budget: int) -> str:
-    walker = _Walker(matcher, redact, budget)
-    tree = walker.root(value)
-    if not walker.cut:
-        text = _ENCODE(tree)
-        if _nbytes(text) <= budget:
+def _dumps_slow(value: Any, scrub: Redaction, redact: Redactor | None, budget: int) -> str:
+    walker = _Walker(scrub, redact, budget)
+    return _finish(walker.root(value), walker.cut, budget)
+
+
+def _finish(tree: Any, cut: bool, budget: int) -> str:
+    """The JSON text of a walked ``tree`` within ``budget``, cut and marked where needed."""
+    if not cut:
+        text = ENCODE(tree)
+        if nbytes(text) <= budget:
             return text
-    fitted = _fit(tree, budget)
+    fitted = _truncate.fit(tree, budget)
     cut_text = None
     if fitted is not None:
-        text = _ENCODE(fitted[0])
-        if _nbytes(text) <= budget:
-            if not _only_marker(tree, fitted[0]):
+        text = ENCODE(fitted[0])
+        if nbytes(text) <= budget:
+            if not _truncate.only_marker(tree, fitted[0]):
                 return text
             cut_text = text
-    return _fallback(_ENCODE(_render(tree)), budget, cut_text)
+    return _truncate.fallback(ENCODE(_truncate.render(tree)), budget, cut_text)
+
+
+class Collector:
+    """The items of a generator's result, kept only as far as the budget can hold them.
+
+    Each item is converted (and redacted) when it arrives, within what is left of the budget; once the
+    budget is full the items are only counted. ``dumps()`` gives the JSON array, whose last element
+    says how many items were left out. The ``redact`` callback sees each item under its index path.
+    """
+
+    __slots__ = ("budget", "count", "cut", "items", "left", "redact", "scrub")
+
+    def __init__(self, config: Config) -> None:
+        self.budget = config.max_attribute_bytes
+        self.left = self.budget - 2
+        self.scrub = redaction(config.redact_keys)
+        self.redact = config.redact
+        self.items: list[Any] = []
+        self.count = 0
+        self.cut = False
+
+    def add(self, value: Any) -> None:
+        """Take the next item (never raises)."""
+        self.count += 1
+        if self.left <= 0:
+            return
+        try:
+            walker = _Walker(self.scrub, self.redact, self.left)
+            path = str(self.count - 1)
+            if self.redact is not None:
+                value = walker.call_redact(path, value)
+            tree = walker.conv(value, 1, path if self.redact is not None else "")
+        except Exception:
+            _logger.warning("toolspan: could not record a %s item", type_name(value), exc_info=True)
+            tree = f"[unrepresentable {type_name(value)}]"
+            walker.left -= len(tree)
+        self.items.append(tree)
+        self.cut = self.cut or walker.cut
+        self.left = walker.left - 2
+
+    def dumps(self) -> str:
+        """The JSON text of the items seen so far, within the budget (never raises)."""
+        try:
+            omitted = self.count - len(self.items)
+            tree: list[Any] = self.items
+            if omitted:
+                tree = _truncate.CutList(self.items)
+                tree.omitted = omitted
+            return _finish(tree, self.cut or bool(omitted), self.budget)
+        except Exception:
+            _logger.warning("toolspan: could not serialise generator items", exc_info=True)
+            return "null"
+
+
+def redact_text(text: str, config: Config) -> str:
+    """Free ``text`` (a thought, an exception message) redacted and cut to the budget, never raising."""
+    try:
+        return _truncate.fit_text(redaction(config.redact_keys).text(clean(text)), config.max_attribute_bytes)
+    except Exception:
+        _logger.warning("toolspan: could not redact a text", exc_info=True)
+        return REDACTED
 
 
 def to_json_text(value: Any) -> str:
     """Full JSON text of ``value`` for returning to a model: not redacted, not truncated, never raising."""
     try:
-        text = _ENCODE(value)
+        text = ENCODE(value)
         if not text.isascii():
             text.encode("utf-8")
         return text
     except Exception:
         pass
     try:
-        return _ENCODE(_Walker(None, None, None).root(value))
+        return ENCODE(_Walker(None, None, None).root(value))
     except Exception:
-        _logger.warning("toolspan: could not serialise a %s value", _type_name(value), exc_info=True)
-        return _ENCODE(f"[unrepresentable {_type_name(value)}]")
+        _logger.warning("toolspan: could not serialise a %s value", type_name(value), exc_info=True)
+        return ENCODE(f"[unrepresentable {type_name(value)}]")

@@ -10,9 +10,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-import wrapt
 from opentelemetry import trace as trace_api
 
 from toolspan import semconv
@@ -21,6 +20,7 @@ from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided, record_permission_required
 from toolspan._replayhook import ACTIVE as REPLAYING
 from toolspan._toolrun import ToolInfo, wrapper_for
+from toolspan._wrappers import PicklableBound, PicklableWrapper, Rebuild
 
 __all__ = [
     "ToolDenied",
@@ -54,23 +54,18 @@ def _description(obj: Any) -> str | None:
     return " ".join(line.strip() for line in paragraph.splitlines()) or None
 
 
-if TYPE_CHECKING:
-    _FunctionWrapper = wrapt.FunctionWrapper[..., Any]
-else:
-    _FunctionWrapper = wrapt.FunctionWrapper
-
-
 def _tracing_on() -> bool:
     """False until an application installs a tracer provider (or a replay runs): then a tool calls straight
     through."""
     return trace_api._TRACER_PROVIDER is not None or REPLAYING[0] > 0
 
 
-class _ToolWrapper(_FunctionWrapper):
+class _ToolWrapper(PicklableWrapper):
     """A tool: a transparent wrapper (name, signature, docstring, kind) that knows its ``ToolInfo``.
 
     A tool on the global provider is switched off (wrapt's ``enabled``) while no provider is installed,
     so it costs a plain call plus one check; a tool given its own ``tracer_provider=`` is always on.
+    It pickles and copies like what it wraps (see ``_wrappers``).
     """
 
     def __init__(self, wrapped: Any, info: ToolInfo) -> None:
@@ -81,12 +76,21 @@ class _ToolWrapper(_FunctionWrapper):
         )
         self._self_toolspan_info = info
 
+    def _self_rebuild(self) -> Rebuild:
+        info = self._self_toolspan_info
+        return _rebuild_tool, (self.__wrapped__, info.name, info.description, info.tool_type)
+
+
+def _rebuild_tool(fn: Any, name: str, description: str | None, tool_type: str) -> Any:
+    """A tool unpickled by value: ``fn`` decorated again (on the global provider)."""
+    return _make(fn, name, description, tool_type, None)
+
 
 def tool_info(fn: Any) -> ToolInfo | None:
     """The ``ToolInfo`` of a tool made by ``@tool``/``wrap`` (bound or not), else ``None``."""
     if isinstance(fn, _ToolWrapper):
         return fn._self_toolspan_info
-    if isinstance(fn, wrapt.BoundFunctionWrapper):
+    if isinstance(fn, PicklableBound):
         parent = getattr(fn, "_self_parent", None)
         if isinstance(parent, _ToolWrapper):
             return parent._self_toolspan_info

@@ -3,7 +3,8 @@
 
 Per call:
 
-- no SDK tracer provider installed (and no ``tracer_provider=``): the call goes straight through;
+- no SDK tracer provider installed (and no ``tracer_provider=``), or instrumentation suppressed
+  (OpenTelemetry's ``suppress_instrumentation``): the call goes straight through;
 - otherwise the span starts with the static attributes, ``gen_ai.tool.call.id`` when a model id was
   handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
   serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
@@ -23,10 +24,18 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import _serialize, semconv
-from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame, take_pending_call_id
+from toolspan._context import (
+    PENDING_CALL_ID_KEY,
+    TOOL_KEY,
+    Handoff,
+    ToolFrame,
+    suppressed,
+    take_pending_call_id,
+)
 from toolspan._gen import drive_async, drive_sync
+from toolspan._ids import tool_ids
 from toolspan._outcome import end_span, record_outcome
-from toolspan._params import ParamSpec
+from toolspan._params import Parameters
 from toolspan._replayhook import ACTIVE as REPLAYING
 from toolspan._replayhook import substitute
 from toolspan._tracer import get_tracer
@@ -71,7 +80,7 @@ class ToolInfo:
         self.tool_type = tool_type
         self.tracer_provider = tracer_provider
         self.span_name = semconv.TOOL_SPAN_PREFIX + name
-        self.params = ParamSpec.of(func)
+        self.params = Parameters.of(func)
         attrs: dict[str, Any] = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
             semconv.GEN_AI_TOOL_NAME: name,
@@ -158,7 +167,7 @@ class _StartAttributes(dict[str, Any]):
 class _ToolRun:
     """One running tool call: its span, context and what a generator yielded so far."""
 
-    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "limit", "span")
+    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "span")
 
     def __init__(  # noqa: PLR0917 - the hot path: no argument packing
         self,
@@ -173,8 +182,7 @@ class _ToolRun:
         self.info = info
         self.aggregate = False
         self.count = 0
-        self.items: list[Any] | None = None
-        self.limit = 0
+        self.items: _serialize.Collector | None = None
         config = self.config = get_config()
         attrs = _StartAttributes(
             info.base_attributes, (info, instance, args, kwargs, config) if config.capture_content else None
@@ -186,11 +194,8 @@ class _ToolRun:
         if not span_context.is_valid:
             self.ctx = trace_api.set_span_in_context(span, parent)
             return
-        hex_id = format(span_context.span_id, "016x")
-        frame = _new_frame(
-            ToolFrame,
-            (span, semconv.EXECUTION_ID_PREFIX + hex_id, call_id or semconv.CALL_ID_PREFIX + hex_id),
-        )
+        exec_id, own_call_id = tool_ids(span_context.span_id)
+        frame = _new_frame(ToolFrame, (span, exec_id, call_id or own_call_id))
         values = dict(parent)
         values[_SPAN_KEY] = span
         values[TOOL_KEY] = frame
@@ -212,15 +217,13 @@ class _ToolRun:
     def start_items(self) -> None:
         self.aggregate = True
         if self.config.capture_content and self.span.is_recording():
-            self.items = []
-            # Each JSON item takes at least 2 bytes (value and comma): more cannot fit the budget.
-            self.limit = self.config.max_attribute_bytes // 2 + 1
+            # Items are kept only as far as the result budget holds them: memory stays bounded.
+            self.items = _serialize.Collector(self.config)
 
     def item(self, value: Any) -> None:
         self.count += 1
-        items = self.items
-        if items is not None and len(items) < self.limit:
-            items.append(value)
+        if self.items is not None:
+            self.items.add(value)
 
     # -- endings ---------------------------------------------------------------------------------
 
@@ -230,12 +233,12 @@ class _ToolRun:
             if span.is_recording():
                 attrs: dict[str, Any] = {semconv.TOOLSPAN_TOOL_STATE: semconv.STATE_COMPLETED}
                 if self.aggregate:
-                    result = self.items
                     attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
                 config = self.config
                 if config.capture_content:
                     try:
-                        text = _serialize.dumps(result, config)
+                        items = self.items
+                        text = items.dumps() if items is not None else _serialize.dumps(result, config)
                     except Exception:
                         _logger.warning(
                             "toolspan: could not record the result of %s", self.info.name, exc_info=True
@@ -294,6 +297,8 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
         if tracer is None:
             return wrapped(*args, **kwargs)
         parent = context_api.get_current()
+        if suppressed(parent):
+            return wrapped(*args, **kwargs)  # instrumentation suppressed: a plain call
         handoff: Handoff | None = parent.get(PENDING_CALL_ID_KEY)  # type: ignore[assignment]
         try:
             run = _ToolRun(
@@ -346,7 +351,7 @@ def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
         if REPLAYING[0]:
             wrapped = substitute(info, wrapped, instance, "async")
         tracer = get_tracer(info.tracer_provider)
-        if tracer is None:
+        if tracer is None or suppressed():
             return wrapped(*args, **kwargs)
         # The model's id is taken when the tool is called, the span starts when it is awaited.
         call_id = take_pending_call_id(context_api.get_current())
@@ -362,7 +367,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
         if REPLAYING[0]:
             wrapped = substitute(info, wrapped, instance, "agen" if is_async else "gen")
         tracer = get_tracer(info.tracer_provider)
-        if tracer is None:
+        if tracer is None or suppressed():
             return wrapped(*args, **kwargs)
         call_id = take_pending_call_id(context_api.get_current())
         gen = wrapped(*args, **kwargs)
@@ -371,7 +376,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
             run = _start(info, tracer, instance, args, kwargs, call_id, context_api.get_current())
             if run is None:  # telemetry failed: iterate under a span that records nothing
                 run = _ToolRun.__new__(_ToolRun)
-                run.info, run.span, run.count, run.items, run.limit = info, trace_api.INVALID_SPAN, 0, None, 0
+                run.info, run.span, run.count, run.items = info, trace_api.INVALID_SPAN, 0, None
                 run.aggregate = False
                 run.ctx, run.config = context_api.get_current(), get_config()
             run.start_items()

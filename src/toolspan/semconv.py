@@ -137,9 +137,11 @@ STATE_DENIED: Final = "DENIED"
 STATE_CANCELLED: Final = "CANCELLED"
 STATE_SEALED: Final = "SEALED"
 
-# Id prefixes: execution_id = "exec_" + 16-hex span id; synthesized call id = "call_" + 16-hex span id.
+# Id prefixes (the ids are built by toolspan._ids): execution_id = "exec_" + 16-hex span id;
+# synthesized call id = "call_" + 16-hex span id.
 EXECUTION_ID_PREFIX: Final = "exec_"
 CALL_ID_PREFIX: Final = "call_"
+PLAN_ID_PREFIX: Final = "plan_"  # plan_id = "plan_" + span id (a trace's synthetic plan: + trace id)
 
 # Span names
 TOOL_SPAN_PREFIX: Final = "execute_tool "

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import Any, Final
 
+from toolspan import _ids as ids
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span
 
@@ -39,7 +40,7 @@ __all__ = [
     "RETRIEVER",
     "TOOL",
     "Approval",
-    "ToolCall",
+    "ToolCallRecord",
     "agent_input_text",
     "agent_name",
     "agent_output_text",
@@ -156,7 +157,7 @@ def parse_json(value: Any) -> Any:
 
 
 def execution_id(span: Span) -> str:
-    return sc.EXECUTION_ID_PREFIX + span.span_id
+    return ids.execution_id(span.span_id)
 
 
 def call_id(span: Span) -> str:
@@ -165,7 +166,7 @@ def call_id(span: Span) -> str:
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)
-    return sc.CALL_ID_PREFIX + span.span_id
+    return ids.synthetic_call_id(span.span_id)
 
 
 def tool_name(span: Span) -> str:
@@ -292,7 +293,7 @@ def parent_tool_ids(span: Span) -> tuple[str | None, str | None]:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCallRecord:
     """Everything the views need about one tool span."""
 
     span: Span
@@ -308,12 +309,12 @@ class ToolCall:
     parent_call_id: str | None
 
 
-def tool_call(span: Span) -> ToolCall:
+def tool_call(span: Span) -> ToolCallRecord:
     """Read the tool call recorded by ``span`` (any convention)."""
     state = tool_state(span)
     error = tool_error(span, state)
     parent_exec, parent_call = parent_tool_ids(span)
-    return ToolCall(
+    return ToolCallRecord(
         span=span,
         name=tool_name(span),
         input=tool_input(span),

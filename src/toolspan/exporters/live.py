@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace import Span as SdkSpan
 
 from toolspan import semconv
+from toolspan._ids import execution_id
 from toolspan.bridge.classify import TOOL
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
@@ -124,7 +125,7 @@ def text_delta(text: str, *, span: trace_api.Span | None = None) -> None:
             return
         event: Event = {
             "type": TEXT_DELTA,
-            "execution_id": f"{semconv.EXECUTION_ID_PREFIX}{ctx.span_id:016x}",
+            "execution_id": execution_id(ctx.span_id),
             "delta": text,
         }
         key = (ctx.trace_id, ctx.span_id)

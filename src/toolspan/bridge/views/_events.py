@@ -30,7 +30,6 @@ from toolspan.bridge.classify import (
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, duration_ms
-from toolspan.semconv import EXECUTION_ID_PREFIX
 
 __all__ = ["act_event", "match_observe", "observe_event", "to_events"]
 
@@ -42,7 +41,7 @@ def act_event(span: Span) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "type": "act",
-        "execution_id": EXECUTION_ID_PREFIX + sid,
+        "execution_id": execution_id(span),
         "tool_name": tool_name(span),
         "call_id": call_id(span),
         "tool_input": {} if value is None else value,

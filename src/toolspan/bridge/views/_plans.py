@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from toolspan import semconv as sc
+from toolspan._ids import plan_id
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
     PLAN,
     TOOL,
-    ToolCall,
+    ToolCallRecord,
     agent_input_text,
     agent_name,
     agent_output_text,
@@ -57,7 +58,7 @@ from toolspan.bridge.views._common import (
 
 __all__ = ["PLAN_ID_PREFIX", "to_plans"]
 
-PLAN_ID_PREFIX: Final = "plan_"
+PLAN_ID_PREFIX = sc.PLAN_ID_PREFIX
 
 
 def _text(value: Any) -> str | None:
@@ -66,7 +67,7 @@ def _text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
 
 
-def _act_info(tc: ToolCall) -> dict[str, Any]:
+def _act_info(tc: ToolCallRecord) -> dict[str, Any]:
     if tc.span.end_ns is None:
         result = None
     elif tc.error is not None:
@@ -83,12 +84,12 @@ def _act_info(tc: ToolCall) -> dict[str, Any]:
     }
 
 
-def _parent_call(tc: ToolCall) -> dict[str, Any]:
+def _parent_call(tc: ToolCallRecord) -> dict[str, Any]:
     info = _act_info(tc)
     return {key: info[key] for key in ("toolCallId", "name", "parameters", "result")}
 
 
-def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[dict[str, Any]]:
+def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCallRecord]) -> list[dict[str, Any]]:
     spans = index.spans
     # (time, rank, record, sub-index, thought text, tool record)
     marks: list[tuple[int, int, int, int, str | None, int | None]] = []
@@ -122,7 +123,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[di
     return [{"id": f"{agent_id}-{n}", **step} for n, step in enumerate(steps, start=1)]
 
 
-def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict[str, Any]:
+def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCallRecord]) -> dict[str, Any]:
     span = index.spans[i]
     if span.end_ns is None:
         status = "RUNNING"
@@ -149,7 +150,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
     """The plan records of all given traces (see module doc)."""
     traces = [TraceIndex(t) for t in group_traces(coalesce(spans))]
     # Tool calls of every trace, by call id and execution id, to resolve sub-plans in other traces.
-    tool_calls: list[dict[int, ToolCall]] = []
+    tool_calls: list[dict[int, ToolCallRecord]] = []
     by_call: dict[str, tuple[int, int]] = {}
     by_exec: dict[str, tuple[int, int]] = {}
     for t, index in enumerate(traces):
@@ -167,7 +168,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
         ids: dict[int, str] = {}
         for i in range(len(index.spans)):
             if index.kinds[i] == PLAN:
-                base = pid = PLAN_ID_PREFIX + index.spans[i].span_id
+                base = pid = plan_id(index.spans[i].span_id)
                 n = 1
                 while pid in used:
                     n += 1
@@ -178,7 +179,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
         loose = any(
             index.kinds[i] == AGENT and index.nearest(i, PLANS) is None for i in range(len(index.spans))
         )
-        synthetic.append(PLAN_ID_PREFIX + index.spans[0].trace_id if loose else None)
+        synthetic.append(plan_id(index.spans[0].trace_id) if loose else None)
 
     def plan_of(t: int, i: int) -> str | None:
         """Plan id owning record i of trace t (closest plan above, else the synthetic root)."""

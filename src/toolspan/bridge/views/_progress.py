@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCall, approvals, tool_call
+from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCallRecord, approvals, tool_call
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -67,7 +67,7 @@ def _approval(marks: list[Approval]) -> dict[str, Any] | None:
     }
 
 
-def _snapshot(tc: ToolCall, state: str, marks: list[Approval], *, ended: bool) -> dict[str, Any]:
+def _snapshot(tc: ToolCallRecord, state: str, marks: list[Approval], *, ended: bool) -> dict[str, Any]:
     span = tc.span
     end = span.end_ns if ended else None
     if not ended:
@@ -92,7 +92,7 @@ def _snapshot(tc: ToolCall, state: str, marks: list[Approval], *, ended: bool) -
     }
 
 
-def _tool_items(t: int, i: int, tc: ToolCall, trace_end: int) -> list[_Item]:
+def _tool_items(t: int, i: int, tc: ToolCallRecord, trace_end: int) -> list[_Item]:
     span = tc.span
     marks = approvals(span)
     items: list[_Item] = []
