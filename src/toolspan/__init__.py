@@ -18,7 +18,7 @@ from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan._context import current_execution_id, current_tool_call_id, tool_call_id
 from toolspan._outcome import ToolDenied
 from toolspan._scopes import Run, agent, plan, thought
-from toolspan._setup import configure
+from toolspan._setup import configure, instrument_threads
 from toolspan._tool import record_permission_decided, record_permission_required, tool, wrap, wrap_tools
 from toolspan._tracer import VERSION as __version__
 from toolspan.exporters.live import text_delta
@@ -36,6 +36,7 @@ __all__ = [
     "current_tool_call_id",
     "extract",
     "inject",
+    "instrument_threads",
     "plan",
     "record_permission_decided",
     "record_permission_required",
