@@ -6,12 +6,14 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+import toolspan
 from _formats import parity_trace, render
 from toolspan.bridge import views
 from toolspan.bridge.model import Span
@@ -262,3 +264,15 @@ def test_the_json_backends_write_the_same_bytes(monkeypatch: pytest.MonkeyPatch,
         outputs.append(target.read_bytes())
     assert outputs[0] == outputs[1]
     assert outputs[0].count(b"\n") == len(outputs[0].splitlines()) > 0
+
+
+def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"toolspan {metadata.version('toolspan')}\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "toolspan", "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == f"toolspan {toolspan.__version__}\n"
+    assert done.stderr == ""

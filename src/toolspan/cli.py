@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
@@ -68,8 +69,16 @@ class _Bar:
         self.stream.flush()
 
 
+def _version() -> str:
+    try:
+        return metadata.version("toolspan")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
+    parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     convert = sub.add_parser(
         "convert",
