@@ -1,0 +1,79 @@
+"""docs/formats: one page per output format, each example valid against its JSON Schema and real output.
+
+Each page links its schema (``.../schemas/<name>.schema.json``) and marks its example with
+``<!-- format-example -->`` before a fenced ``json`` block: one document, or for the streams (events,
+progress) one JSON value per line. Every example is taken from the golden test data, so it is what the
+views really produce.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _bridge_data import validate
+from toolspan.bridge.views import SCHEMA_NAMES
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs" / "formats"
+GOLDEN = REPO / "tests" / "golden"
+PAGES = {
+    "events": "act-observe-events.md",
+    "plans": "plan-records.md",
+    "timeline": "conversation-timeline.md",
+    "progress": "progress-stream.md",
+    "tree": "execution-tree.md",
+}
+STREAMS = {"events", "progress"}
+_EXAMPLE = re.compile(r"^<!-- format-example -->\n```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def example(page: str, name: str) -> list[Any]:
+    """The example's values: one per line for a stream, else the one document."""
+    (block,) = _EXAMPLE.findall((DOCS / page).read_text(encoding="utf-8"))
+    if name in STREAMS:
+        return [json.loads(line) for line in block.splitlines()]
+    return [json.loads(block)]
+
+
+def golden(name: str) -> list[Any]:
+    data = json.loads((GOLDEN / f"hand_{name}.json").read_text(encoding="utf-8"))
+    return data if isinstance(data, list) else [data]
+
+
+def test_one_page_per_format_and_nothing_else() -> None:
+    assert set(PAGES) == set(SCHEMA_NAMES)
+    assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGES.values())
+
+
+@pytest.mark.parametrize(("name", "page"), sorted(PAGES.items()))
+def test_page_links_its_schema_and_its_example_validates(name: str, page: str) -> None:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    link = f"(../../src/toolspan/bridge/schemas/{name}.schema.json)"
+    assert link in text
+    assert (DOCS / link[1:-1]).resolve().is_file()
+    values = example(page, name)
+    assert values
+    for value in values:
+        validate(name, value)
+        assert value in golden(name)  # real output of the views, not hand-written
+
+
+@pytest.mark.parametrize(("name", "page"), sorted(PAGES.items()))
+def test_page_names_the_format_and_documents_every_top_level_field(name: str, page: str) -> None:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    assert "seed" not in text.lower()
+    fields = {key for value in example(page, name) for key in value}
+    undocumented = sorted(f for f in fields if f"`{f}`" not in text)
+    assert undocumented == []
+
+
+def test_an_invalid_example_is_rejected() -> None:
+    (first,) = example(PAGES["tree"], "tree")
+    broken = dict(first, job_id=7)
+    with pytest.raises(Exception, match="is not of type 'string'"):
+        validate("tree", broken)
