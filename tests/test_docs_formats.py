@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from _bridge_data import validate
-from toolspan.bridge.views import SCHEMA_NAMES
+from toolspan.bridge.views import SCHEMA_NAMES, load_schema
+from toolspan.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "formats"
@@ -77,3 +78,31 @@ def test_an_invalid_example_is_rejected() -> None:
     broken = dict(first, job_id=7)
     with pytest.raises(Exception, match="is not of type 'string'"):
         validate("tree", broken)
+
+
+FORMAT_NAMES = {
+    "events": "act/observe event stream",
+    "plans": "plan records",
+    "timeline": "conversation timeline",
+    "progress": "progress stream",
+    "tree": "execution tree",
+}
+
+
+def test_formats_are_named_for_what_they_are_wherever_a_user_sees_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not by the number of the design document they came from ("seed 000", ...)."""
+    with pytest.raises(SystemExit):
+        main(["convert", "--help"])
+    cli_help = " ".join(capsys.readouterr().out.split())
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for name, title in FORMAT_NAMES.items():
+        schema = load_schema(name)
+        assert title in schema["title"]
+        assert f"docs/formats/{PAGES[name]}" in schema["description"]
+        assert f"{name} ({title})" in cli_help
+        assert f"[{title}](docs/formats/{PAGES[name]})" in readme
+        assert (DOCS / PAGES[name]).read_text(encoding="utf-8").lower().startswith(f"# {title}")
+    texts = [readme, cli_help, *(json.dumps(load_schema(n)) for n in FORMAT_NAMES)]
+    assert [t for t in texts if re.search(r"seed \d", t, re.IGNORECASE)] == []

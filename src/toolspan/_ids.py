@@ -1,7 +1,8 @@
 """The two ids of a tool call, derived from its span: ``execution_id`` and ``tool_call_id``.
 
-``execution_id = "exec_" + <16-hex span id>`` (seed 000); the synthesized ``tool_call_id`` is
-``"call_" + <16-hex span id>`` (seed 001) and is used only when the model gave no id of its own.
+``execution_id = "exec_" + <16-hex span id>`` (the act/observe event stream); the synthesized
+``tool_call_id`` is ``"call_" + <16-hex span id>`` (plan records) and is used only when the model gave no
+id of its own.
 Both are unique per span, so parallel calls of one tool never share an id.
 """
 

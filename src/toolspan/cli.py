@@ -87,7 +87,13 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
-    convert.add_argument("--to", required=True, choices=TARGETS, help="output format")
+    convert.add_argument(
+        "--to",
+        required=True,
+        choices=TARGETS,
+        help="output format: events (act/observe event stream), timeline (conversation timeline), "
+        "tree (execution tree), plans (plan records), progress (progress stream)",
+    )
     convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
     convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
