@@ -13,4 +13,12 @@ fi
 .venv/bin/ruff check src tests benchmarks examples
 .venv/bin/ruff format --check src tests benchmarks examples
 .venv/bin/mypy
+# The package as users get it: build the sdist and the wheel (pinned build backend, no network), check
+# what they hold, install the wheel alone into a fresh venv and use it from outside the source tree.
+rm -rf dist .wheel-venv
+.venv/bin/python -m build --no-isolation --sdist --wheel --outdir dist . >/dev/null
+.venv/bin/python scripts/smoke_wheel.py --dists dist
+"$PY" -m venv .wheel-venv
+.wheel-venv/bin/python -m pip install -q -c constraints/test.txt dist/toolspan-*.whl
+(cd "$(mktemp -d)" && "$OLDPWD/.wheel-venv/bin/python" -I "$OLDPWD/scripts/smoke_wheel.py")
 .venv/bin/python -m pytest -q "$@"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.views import load_schema
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(os.environ.get("TOOLSPAN_FIXTURES", REPO.parent / "shared" / "fixtures"))
+FIXTURES = REPO / "tests" / "fixtures"  # vendored; provenance in tests/fixtures/SOURCES.md
 GENAI_FIXTURE = FIXTURES / "jaeger" / "v1_ui_genai_agent_trace.json"
 
 T0 = 1_700_000_000_000_000_000

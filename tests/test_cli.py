@@ -3,30 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+import toolspan
 from _formats import parity_trace, render
 from toolspan.bridge import views
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.cli import _events_stream, main
 
-
-def fixtures_dir() -> Path:
-    env = os.environ.get("TOOLSPAN_FIXTURES")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-
-
-AGENT = fixtures_dir() / "jaeger" / "v1_ui_genai_agent_trace.json"
-needs_fixtures = pytest.mark.skipif(not AGENT.is_file(), reason="fixtures not found")
+AGENT = Path(__file__).resolve().parent / "fixtures" / "jaeger" / "v1_ui_genai_agent_trace.json"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -58,7 +52,6 @@ def tool_record(end: bool, **attrs: str) -> dict[str, Any]:
     return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
 
 
-@needs_fixtures
 def test_events_of_the_agent_fixture_are_valid_json_lines_with_one_pair_per_tool_call(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -76,7 +69,6 @@ def test_events_of_the_agent_fixture_are_valid_json_lines_with_one_pair_per_tool
     assert [a["execution_id"] for a in acts] == [o["execution_id"] for o in observes]
 
 
-@needs_fixtures
 def test_sorted_events_are_exactly_the_view_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "convert", str(AGENT), "--to", "events", "--sorted")
     assert code == 0
@@ -263,7 +255,6 @@ def test_the_convert_benchmark_runs_end_to_end_on_a_tiny_input(tmp_path: Path) -
     assert {"tool", "agent", "llm"} <= kinds
 
 
-@needs_fixtures
 def test_the_json_backends_write_the_same_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     outputs = []
     for backend in ("stdlib", "auto"):
@@ -273,3 +264,15 @@ def test_the_json_backends_write_the_same_bytes(monkeypatch: pytest.MonkeyPatch,
         outputs.append(target.read_bytes())
     assert outputs[0] == outputs[1]
     assert outputs[0].count(b"\n") == len(outputs[0].splitlines()) > 0
+
+
+def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"toolspan {metadata.version('toolspan')}\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "toolspan", "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == f"toolspan {toolspan.__version__}\n"
+    assert done.stderr == ""

@@ -20,10 +20,32 @@ import pytest
 import toolspan
 from _bridge_data import scenario, validate
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import to_events, to_plans, to_progress, to_timelines, to_trees
+from toolspan.bridge.views import audit, to_events, to_plans, to_progress, to_timelines, to_trees
+from toolspan.policy import parse_policy
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_ENV = "TOOLSPAN_UPDATE_GOLDEN"
+
+GOLDEN_POLICY = parse_policy(
+    {
+        "id": "travel-desk",
+        "version": "4",
+        "rules": [
+            {"id": "no-deletes", "kind": "tools", "deny": ["delete_*"]},
+            {"id": "booker-tools", "kind": "tools", "agent": "booker", "allow": ["check_*", "reserve_*"]},
+            {"id": "one-night", "kind": "budget", "tool": "reserve_hotel", "max_calls": 1},
+            {"id": "email-approved", "kind": "approval", "tools": ["send_email"]},
+            {"id": "short-rentals", "kind": "arguments", "tool": "rent_car", "path": "days", "max": 2},
+        ],
+    }
+)
+
+
+def _audits(spans: list[Span]) -> list[Any]:
+    """The audit of the second turn alone (a small report: the example of docs/formats), then of both."""
+    second = max(s.trace_id for s in spans)
+    return [audit([s for s in spans if s.trace_id == second], GOLDEN_POLICY), audit(spans, GOLDEN_POLICY)]
+
 
 VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "events": ("events", to_events),
@@ -31,6 +53,7 @@ VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "tree": ("tree", to_trees),
     "plans": ("plans", to_plans),
     "progress": ("progress", to_progress),
+    "audit": ("audit", _audits),
 }
 
 

@@ -1,26 +1,20 @@
-"""Every recorded trace under ``<repo>/../shared/fixtures`` loads; spans, parents and attributes checked."""
+"""Every recorded trace under ``tests/fixtures`` loads; spans, parents and attributes checked.
+
+The files and their provenance are listed in ``tests/fixtures/SOURCES.md``. A missing file fails these
+tests (the readers raise on a path that does not exist); nothing here skips.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections import Counter
 from pathlib import Path
-
-import pytest
 
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
 from toolspan.bridge.readers import read_spans, spans_from_document
 
-
-def fixtures_dir() -> Path:
-    env = os.environ.get("TOOLSPAN_FIXTURES")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-
-
-FIX = fixtures_dir()
-pytestmark = pytest.mark.skipif(not FIX.is_dir(), reason=f"fixtures not found at {FIX}")
+FIX = Path(__file__).resolve().parent / "fixtures"
 
 
 def load(rel: str) -> list[Span]:
@@ -49,8 +43,8 @@ EXPECTED_COUNTS = {
     "jaeger/v1_ui_edge_parent_cycle.json": 2,
     "jaeger/v1_ui_edge_follows_from_orphan.json": 2,
     "tempo/v1_batches_trace.json": 1,
-    "tempo/otlp_base64_ids_enum_names.json": 3,
-    "tempo/v2_trace_by_id_docs_example.json": 1,
+    "tempo/base64_ids_enum_names.json": 3,
+    "tempo/v2_trace_by_id.json": 1,
 }
 
 
@@ -75,7 +69,7 @@ def test_reading_the_fixture_directory_reads_every_trace_file_and_skips_the_mark
     assert report.sources_read == len(EXPECTED_COUNTS)
     # Sorted, recursive: jaeger/ before otlp/ before tempo/.
     assert spans[0].origin.endswith("v1_api_traces_envelope_parity.json")
-    assert spans[-1].origin.endswith("v2_trace_by_id_docs_example.json:1")  # a one-line document: line 1
+    assert spans[-1].origin.endswith("v2_trace_by_id.json:1")  # a one-line document: line 1
 
 
 def test_proto_example_upper_case_hex_ids_int_kind_string_times() -> None:
@@ -372,40 +366,81 @@ def test_follows_from_to_a_missing_span_is_the_parent_of_an_orphan() -> None:
     assert orphan.start_ns < root.start_ns
 
 
-def test_tempo_base64_ids_and_enum_names() -> None:
-    spans = load("tempo/otlp_base64_ids_enum_names.json")
-    assert [(s.trace_id, s.span_id, s.parent_span_id, s.kind, s.status) for s in spans] == [
-        ("4290b5877a9930de79bb428365398ecc", "d606579e57787587", None, "SERVER", "OK"),
-        ("4290b5877a9930de79bb428365398ecc", "53f3329b863da95d", "d606579e57787587", "CLIENT", "UNSET"),
-        ("ab4a390ad2fe3b8534404c9f7223a390", "4d9b38bfb7504f8d", None, "CONSUMER", "UNSET"),
-    ]
-    assert [s.resource for s in spans] == [
-        {"service.name": "mythical-server"},
-        {"service.name": "mythical-requester"},
-        {"service.name": "internal-consumer"},
-    ]
+def test_tempo_base64_ids_parent_ids_and_enum_names_over_two_traces_and_three_resources() -> None:
+    root, tool, consumer = load("tempo/base64_ids_enum_names.json")
+    trip, booking = "7f3a9c1e5b2d48f6a0c4e8b1d3f5a7c9", "3e8ff8b2c41d9a06be57f03dd2c6a1e4"
+    assert dataclasses.replace(root, origin="") == Span(
+        trace_id=trip,  # fzqcHlstSPagxOix0/WnyQ==
+        span_id="c0ffeefbe5a1d2c3",  # wP/u++Wh0sM=
+        parent_span_id=None,
+        name="invoke_agent trip-planner",
+        start_ns=1767225600000000000,
+        end_ns=1767225600850000000,
+        kind="SERVER",
+        status="OK",
+        attributes={"gen_ai.operation.name": "invoke_agent"},
+        resource={"service.name": "trip-planner"},
+        scope="toolspan",
+    )
+    assert dataclasses.replace(tool, origin="") == Span(
+        trace_id=trip,
+        span_id="5af7d2e3b4c69f01",
+        parent_span_id="c0ffeefbe5a1d2c3",  # a base64 parentSpanId
+        name="execute_tool search_flights",
+        start_ns=1767225600120000000,
+        end_ns=1767225600610000000,
+        kind="CLIENT",
+        status="ERROR",
+        status_message="no seats left",
+        attributes={"gen_ai.tool.name": "search_flights"},
+        resource={"service.name": "flight-search"},
+        scope="toolspan",
+    )
+    assert dataclasses.replace(consumer, origin="") == Span(
+        trace_id=booking,  # Po/4ssQdmga+V/A90sah5A==
+        span_id="9d0c8ab7e6f51234",
+        parent_span_id=None,
+        name="consume booking",
+        start_ns=1767225601000000000,
+        end_ns=1767225601045000000,
+        kind="CONSUMER",
+        status="UNSET",  # "status": {}
+        attributes={"messaging.system": "kafka"},
+        resource={"service.name": "booking-queue"},
+        scope="queue-consumer",
+    )
 
 
-def test_tempo_v2_wrapper_decodes_the_documented_base64_trace_id() -> None:
-    spans, report = read_spans(FIX / "tempo/v2_trace_by_id_docs_example.json")
+def test_tempo_v2_wrapper_decodes_the_base64_ids() -> None:
+    spans, report = read_spans(FIX / "tempo/v2_trace_by_id.json")
     (span,) = spans
-    assert span.trace_id == "5b8efff798038103d269b633813fc700"  # W47/95gDgQPSabYzgT/HAA==
-    assert span.span_id == "eee19b7ec3c1b100"  # 7uGbfsPBsQA=
-    assert (span.kind, span.status, span.attributes) == ("SERVER", "UNSET", {"my.span.attr": "some value"})
+    assert dataclasses.replace(span, origin="") == Span(
+        trace_id="1c2d3e4f5a6b7c8d9e0fa1b2c3d4e5f6",  # HC0+T1prfI2eD6Gyw9Tl9g==
+        span_id="fb3f0e1d2c4b5a69",  # +z8OHSxLWmk=
+        parent_span_id=None,
+        name="execute_tool save_note",
+        start_ns=1767225700000000000,
+        end_ns=1767225700250000000,
+        kind="SERVER",
+        status="UNSET",
+        attributes={"note.title": "groceries"},
+        resource={"service.name": "notes-agent"},
+        scope="notes.tools",
+    )
     assert report.partial_traces == []
 
 
 def test_tempo_v2_partial_status_is_reported_and_the_spans_kept() -> None:
-    doc = json.loads((FIX / "tempo/v2_trace_by_id_docs_example.json").read_text())
+    doc = json.loads((FIX / "tempo/v2_trace_by_id.json").read_text())
     doc["status"] = "PARTIAL"
     doc["message"] = "Trace exceeds maximum size of 10 bytes, a partial trace is returned"
     spans, report = read_spans(json.dumps(doc).encode())
-    assert [s.span_id for s in spans] == ["eee19b7ec3c1b100"]
-    assert report.partial_traces == ["5b8efff798038103d269b633813fc700"]
+    assert [s.span_id for s in spans] == ["fb3f0e1d2c4b5a69"]
+    assert report.partial_traces == ["1c2d3e4f5a6b7c8d9e0fa1b2c3d4e5f6"]
     (issue,) = report.issues
     assert (issue.source, issue.line, issue.field, issue.skipped) == ("<bytes>", 1, "status", 0)
     assert issue.message == (
-        "PARTIAL trace 5b8efff798038103d269b633813fc700: "
+        "PARTIAL trace 1c2d3e4f5a6b7c8d9e0fa1b2c3d4e5f6: "
         "Trace exceeds maximum size of 10 bytes, a partial trace is returned"
     )
     assert report.records_skipped == 0

@@ -6,8 +6,10 @@ import asyncio
 import logging
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 from toolspan import _env, _setup, config
-from toolspan._setup import configure
+from toolspan._setup import configure, instrument_threads
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 from toolspan.exporters.timeline import TimelineJsonExporter
 from toolspan.testing import installed_tracer_provider
@@ -375,12 +377,94 @@ def test_thread_pool_keeps_parent_with_app_provider() -> None:
 
 
 @pytest.mark.usefixtures("threading_instrumentation")
-def test_missing_threading_instrumentation_warns_once(
+def test_broken_threading_install_warns_once_and_configure_still_works(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry.instrumentation.threading", None)
     with caplog.at_level(logging.WARNING, logger="toolspan._setup"):
         configure()
+        assert instrument_threads() is False
         configure()
-    warnings = [r for r in caplog.records if "toolspan[threading]" in r.getMessage()]
-    assert len(warnings) == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "toolspan: opentelemetry-instrumentation-threading cannot be imported, so tools run in "
+        "threads start new traces; reinstall toolspan"
+    ]
+
+
+def test_threading_instrumentation_is_a_core_dependency() -> None:
+    """``pip install toolspan`` alone brings it: required with no extra marker; the extra stays, empty."""
+    requires = metadata.requires("toolspan") or []
+    core = [r for r in requires if "extra ==" not in r]
+    assert any(r.startswith("opentelemetry-instrumentation-threading") for r in core)
+    assert "threading" in (metadata.metadata("toolspan").get_all("Provides-Extra") or [])
+    assert not [r for r in requires if 'extra == "threading"' in r]
+
+
+@pytest.mark.usefixtures("threading_instrumentation")
+def test_configure_turns_threads_on_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
+        configure()
+        configure()
+    assert ThreadingInstrumentor().is_instrumented_by_opentelemetry
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.usefixtures("threading_instrumentation")
+def test_configure_can_leave_threads_alone() -> None:
+    configure(instrument_threading=False)
+    assert not ThreadingInstrumentor().is_instrumented_by_opentelemetry
+
+
+@pytest.mark.usefixtures("threading_instrumentation")
+def test_instrument_threads_without_configure_keeps_parents_in_thread_pool_and_executor(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An application with its own provider that never calls configure(): one call, every thread kind."""
+    memory = InMemorySpanExporter()
+    app = TracerProvider()
+    app.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = app.get_tracer("t")
+
+    def child(name: str) -> None:
+        tracer.start_span(name).end()
+
+    async def in_executor() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, child, "executor")
+
+    with caplog.at_level(logging.DEBUG):
+        assert instrument_threads() is True
+        assert instrument_threads() is True  # idempotent
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    with tracer.start_as_current_span("parent") as parent:
+        thread = threading.Thread(target=child, args=("thread",))
+        thread.start()
+        thread.join()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            pool.submit(child, "pool").result()
+        asyncio.run(in_executor())
+    finished = {span.name: span for span in memory.get_finished_spans()}
+    assert sorted(finished) == ["executor", "parent", "pool", "thread"]
+    parent_id = parent.get_span_context().span_id
+    for name in ("thread", "pool"):
+        assert finished[name].parent is not None, name
+        assert finished[name].parent.span_id == parent_id, name
+    # asyncio.run copies the context into its task, so the executor's parent is the same span.
+    assert finished["executor"].parent is not None
+    assert finished["executor"].parent.span_id == parent_id
+    app.shutdown()
+
+
+@pytest.mark.usefixtures("threading_instrumentation")
+def test_without_the_instrumentation_a_plain_thread_starts_a_new_trace() -> None:
+    """The control for the test above: the parent comes from the instrumentation, not from Python."""
+    memory = InMemorySpanExporter()
+    app = TracerProvider()
+    app.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = app.get_tracer("t")
+    with tracer.start_as_current_span("parent"):
+        thread = threading.Thread(target=lambda: tracer.start_span("thread").end())
+        thread.start()
+        thread.join()
+    (orphan,) = [span for span in memory.get_finished_spans() if span.name == "thread"]
+    assert orphan.parent is None
+    app.shutdown()

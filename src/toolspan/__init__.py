@@ -21,7 +21,7 @@ from toolspan._outcome import ToolDenied
 from toolspan._plan import plan
 from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
 from toolspan._run import Run
-from toolspan._setup import configure
+from toolspan._setup import configure, instrument_threads
 from toolspan._tool import record_permission_decided, record_permission_required, tool, wrap, wrap_tools
 from toolspan._tracer import VERSION as __version__
 from toolspan.exporters.live import text_delta
@@ -43,6 +43,7 @@ __all__ = [
     "current_tool_call_id",
     "extract",
     "inject",
+    "instrument_threads",
     "plan",
     "record_permission_decided",
     "record_permission_required",

@@ -13,9 +13,11 @@ What it does, in order:
 3. If an SDK provider is installed, keeps it (never replaced; its resource is not changed) and adds only
    what the call explicitly asks for (``exporters``, ``console``, ``file``, ``span_processors``); exporters
    the environment selects are left to whoever set that provider up.
-4. With ``instrument_threading`` (default), enables OpenTelemetry's ``ThreadingInstrumentor`` (once: it
-   is left alone when already on) so ``ThreadPoolExecutor``, ``Thread`` and ``loop.run_in_executor``
-   keep the calling span as parent.
+4. With ``instrument_threading`` (default), calls :func:`instrument_threads`: OpenTelemetry's
+   ``ThreadingInstrumentor`` (a core dependency) is turned on once, so ``ThreadPoolExecutor``,
+   ``threading.Thread`` and ``loop.run_in_executor`` keep the calling span as parent. Applications that
+   set up OpenTelemetry themselves and never call ``configure()`` call ``toolspan.instrument_threads()``
+   (``opentelemetry-instrument`` turns the threading instrumentation on by itself).
 
 Exporters when ``exporters`` is None come from ``OTEL_TRACES_EXPORTER`` (comma list, ``none`` for none;
 names are ``opentelemetry_traces_exporter`` entry points: ``otlp``, ``otlp_proto_grpc``,
@@ -49,7 +51,7 @@ from toolspan import _env
 from toolspan.config import Redactor, resolve_config, set_config
 from toolspan.semconv import SERVICE_NAME
 
-__all__ = ["EXPORTER_ENTRY_POINT_GROUP", "configure"]
+__all__ = ["EXPORTER_ENTRY_POINT_GROUP", "configure", "instrument_threads"]
 
 _logger = logging.getLogger(__name__)
 
@@ -109,7 +111,7 @@ def configure(
             resource_attributes=resource_attributes,
         )
     if instrument_threading:
-        _instrument_threading()
+        instrument_threads()
     return provider
 
 
@@ -341,23 +343,30 @@ def _resource(service_name: str | None, resource_attributes: Mapping[str, Attrib
     return Resource.create(attributes)
 
 
-def _instrument_threading() -> None:
-    """Enable OpenTelemetry's ThreadingInstrumentor unless it is on (warn once if not installed)."""
+def instrument_threads() -> bool:
+    """Keep the calling span as parent in ``Thread``, ``ThreadPoolExecutor`` and ``run_in_executor``.
+
+    Turns on OpenTelemetry's ``ThreadingInstrumentor`` unless it is already on (by an earlier call,
+    ``configure()``, ``opentelemetry-instrument`` or the application). Idempotent and thread-safe; never
+    raises: returns whether the instrumentation is on afterwards, and logs why when it could not be.
+    """
     global _threading_warned
     with _lock:
         try:
             from opentelemetry.instrumentation.threading import ThreadingInstrumentor
-        except ImportError:
+        except ImportError:  # a broken install: the package is a core dependency
             if not _threading_warned:
                 _threading_warned = True
                 _logger.warning(
-                    "toolspan: opentelemetry-instrumentation-threading is not installed, so tools run in "
-                    "thread pools start new traces; install toolspan[threading]"
+                    "toolspan: opentelemetry-instrumentation-threading cannot be imported, so tools run in "
+                    "threads start new traces; reinstall toolspan"
                 )
-            return
+            return False
         try:
             instrumentor = ThreadingInstrumentor()
             if not instrumentor.is_instrumented_by_opentelemetry:
                 instrumentor.instrument()
+            return bool(instrumentor.is_instrumented_by_opentelemetry)
         except Exception:
             _logger.warning("toolspan: could not enable the threading instrumentation", exc_info=True)
+            return False

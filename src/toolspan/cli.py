@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
@@ -69,8 +70,16 @@ class _Bar:
         self.stream.flush()
 
 
+def _version() -> str:
+    try:
+        return metadata.version("toolspan")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
+    parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     convert = sub.add_parser(
         "convert",
@@ -79,7 +88,13 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
-    convert.add_argument("--to", required=True, choices=TARGETS, help="output format")
+    convert.add_argument(
+        "--to",
+        required=True,
+        choices=TARGETS,
+        help="output format: events (act/observe event stream), timeline (conversation timeline), "
+        "tree (execution tree), plans (plan records), progress (progress stream)",
+    )
     convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
     convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")

@@ -127,7 +127,7 @@ GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
 BAGGAGE_EXECUTION_ID: Final = "toolspan.execution_id"
 BAGGAGE_TOOL_CALL_ID: Final = "toolspan.tool_call_id"
 
-# Values of toolspan.tool.state: the tool state machine of seed 003.
+# Values of toolspan.tool.state: the tool state machine of the progress stream.
 STATE_PENDING: Final = "PENDING"
 STATE_AWAITING_APPROVAL: Final = "AWAITING_APPROVAL"
 STATE_RUNNING: Final = "RUNNING"

@@ -1,7 +1,7 @@
 """Turn spans from any source back into the timelines and trees agent frontends draw.
 
 Readers (``toolspan.bridge.readers``) produce neutral spans (``toolspan.bridge.model.Span``); the views
-(``toolspan.bridge.views``, re-exported here) turn them into the JSON the seed frontends read.
+(``toolspan.bridge.views``, re-exported here) turn them into the JSON agent frontends read.
 ``classify`` is not re-exported here: ``toolspan.bridge.classify`` stays the module of that name.
 """
 

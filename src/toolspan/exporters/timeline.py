@@ -2,7 +2,7 @@
 
 In ``directory`` (default ``TOOLSPAN_TIMELINE_DIR``, ``toolspan-timeline``):
 
-- ``events.jsonl``: the act/observe events of seed 000, one JSON object per line. An exporter sees a
+- ``events.jsonl``: the act/observe event stream, one JSON object per line. An exporter sees a
   span only once it has ended, so a tool's ``act`` and ``observe`` lines are written together, in the
   order tool spans end (``LiveEventProcessor`` emits the act at tool start instead).
 - ``<trace_id>.tree.json`` (``bridge.views.to_tree``) and ``<trace_id>.timeline.json``

@@ -1,14 +1,15 @@
-"""Views: pure, deterministic functions from neutral spans to the JSON the seed frontends read.
+"""Views: pure, deterministic functions from neutral spans to the JSON agent frontends read.
 
 Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in ``toolspan/bridge/schemas``
 (``load_schema(name)``, names in ``SCHEMA_NAMES``):
 
-- ``to_events`` / ``act_event`` / ``observe_event`` / ``match_observe``: act/observe events (seed 000),
+- ``to_events`` / ``act_event`` / ``observe_event`` / ``match_observe``: the act/observe event stream,
   schema ``events`` (one event);
-- ``to_timelines``: one conversation timeline per conversation (seed 002), schema ``timeline`` (one document);
-- ``to_tree`` / ``to_trees``: the trace document with its execution tree (seed 004), schema ``tree``;
-- ``to_plans``: the plan hierarchy (seed 001), schema ``plans``;
-- ``to_progress``: progress/control/monitor envelopes (seed 003), schema ``progress`` (one envelope);
+- ``to_timelines``: one conversation timeline per conversation, schema ``timeline`` (one document);
+- ``to_tree`` / ``to_trees``: the trace document with its execution tree, schema ``tree``;
+- ``to_plans``: plan records (the plan hierarchy), schema ``plans``;
+- ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
+  envelope);
 - ``audit``: a policy audit report with the marked execution trees, schema ``audit``.
 
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view

@@ -1,4 +1,4 @@
-"""Act/observe events (seed 000): an ``act`` when a tool starts, an ``observe`` when it ends.
+"""Act/observe event stream: an ``act`` when a tool starts, an ``observe`` when it ends.
 
 act:     {schema_version, type: "act", execution_id, tool_name, call_id, tool_input, status: "running",
           timestamp (ms, tool start), trace_id, span_id}
@@ -123,10 +123,10 @@ def _name(event: Mapping[str, Any]) -> Any:
 def match_observe(
     events: Sequence[Mapping[str, Any]],
 ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
-    """Pair every act with its observe (``None`` if none), in act order, as seed 000's frontend does.
+    """Pair every act with its observe (``None`` if none), in act order, as the act/observe frontends do.
 
     An act with an ``execution_id`` matches the first later unmatched observe with the same id, wherever it
-    is (ids are unique, so parallel calls pair correctly). Only when the act has no id, the seed's legacy
+    is (ids are unique, so parallel calls pair correctly). Only when the act has no id, the legacy
     fallback applies: the first later unmatched observe that also has no id and the same tool name
     (``tool_name`` or ``toolName``), searching no further than the next ``act`` or ``user_message``.
     """

@@ -1,4 +1,4 @@
-"""Plan hierarchy (seed 001): ``{schema_version, plans: [PlanExecutionRecord, ...]}``.
+"""Plan records (the plan hierarchy): ``{schema_version, plans: [PlanExecutionRecord, ...]}``.
 
 One record per plan span, ordered by trace then start:
 ``{currentPlanId, rootPlanId, parentPlanId, toolCallId, parentActToolCall, title, userRequest, startTime,

@@ -1,4 +1,4 @@
-"""Progress, control and monitor envelopes (seed 003): ``[{schema_version, channel, event, bookmark}]``.
+"""Progress stream: progress, control and monitor envelopes ``[{schema_version, channel, event, bookmark}]``.
 
 ``bookmark`` is ``{seq, timestamp}``: ``seq`` runs 1, 2, 3... over the whole output (strictly monotonic),
 ``timestamp`` is ms since the epoch. Every event carries ``type`` and ``channel``; tool events carry a
@@ -15,7 +15,7 @@ recorded, else null). Per tool span, in time order:
 - monitor ``tool_executed`` with the same snapshot (``durationMs``, ``approval``).
 
 A tool that started and never ended gets, at the end of its trace, ``tool:end`` with state ``SEALED`` and
-the seed's auto-seal payload as ``result`` (``{ok: false, error, recommendations, _autoSealed: true}``).
+the frontends' auto-seal payload as ``result`` (``{ok: false, error, recommendations, _autoSealed: true}``).
 progress ``done`` ``{step, reason}`` closes every turn (an agent span with no agent above it) at its end
 (``reason`` ``completed``, or ``interrupted`` when it failed, never ended or left a sealed call; ``step`` =
 tool calls that ended in the turn); a trace without agents gets one ``done`` at its end.

@@ -1,4 +1,4 @@
-"""Conversation timelines (seed 002): ``{schema_version, conversationId, timeline, total}`` per conversation.
+"""Conversation timelines: ``{schema_version, conversationId, timeline, total}`` per conversation.
 
 - Traces are grouped by ``gen_ai.conversation.id`` (or OpenInference ``session.id``); a trace without one is
   its own conversation whose ``conversationId`` is the trace id. Traces of a conversation follow each other
@@ -10,7 +10,7 @@
   When a turn agent recorded no messages, the user text comes from the first LLM span under it and the
   answer from the LLM span that ended last (as in the Jaeger agent fixture).
 - ``sequenceNumber`` runs 1..n without gaps over the conversation; ``id`` is ``f"{event_type}-{seq}"`` with
-  the seed's stored event type (``user_message``, ``thought``, ``act``, ``observe``, ``assistant_message``).
+  the stored event type (``user_message``, ``thought``, ``act``, ``observe``, ``assistant_message``).
 - ``timestamp`` is ms since the epoch. Tool items also carry ``execution_id`` and ``call_id`` (extra).
 - A tool that never ended has only its ``tool_call``. Streaming deltas are never items.
 """

@@ -1,4 +1,4 @@
-"""Execution tree and trace document (seed 004): ``{schema_version, job_id, timeline, node_durations,
+"""Execution tree and trace document: ``{schema_version, job_id, timeline, node_durations,
 execution_tree}`` per trace.
 
 - ``job_id`` is the trace id. ``to_tree`` takes the spans of one trace (``ValueError`` for several);
@@ -15,9 +15,10 @@ execution_tree}`` per trace.
   (its parent link was cut to break a parent cycle: hung under the root), ``duplicate`` (a second, conflicting
   record of a span id: kept as its own node; children attach to the first record), ``starts_before_parent``.
   Every input record is exactly one non-root node.
-- ``timeline``: ``{type, created_at, payload}`` with the seed's types: ``job_created``, ``plan_generated``,
-  ``node_started`` / ``node_finished``, ``tool_called`` / ``tool_returned``, and ``job_completed`` or
-  ``job_failed`` (a top-level span has status ERROR) once every span has ended. Payloads carry
+- ``timeline``: ``{type, created_at, payload}`` with the trace page's types: ``job_created``,
+  ``plan_generated``, ``node_started`` / ``node_finished``, ``tool_called`` / ``tool_returned``, and
+  ``job_completed`` or ``job_failed`` (a top-level span has status ERROR) once every span has ended.
+  Payloads carry
   ``trace_span_id``, ``parent_span_id`` (``"root"`` at the top) and ``step_index`` (the event's own 1-based
   index).
 - ``node_durations``: ``{node_id, started_at, finished_at, duration_ms}`` for every ``node``-type record.

@@ -1,0 +1,148 @@
+"""The README's runnable examples run as written, so they cannot drift from the code.
+
+Markers (HTML comments, invisible on a rendered page; README.md repeats this in a comment):
+
+- ``<!-- readme-test -->`` on the line before a fenced ```` ```python ```` or ```` ```bash ```` block
+  marks it runnable. Marked blocks run in README order, one after the other, in one temporary directory
+  (so a ``bash`` block can read the file a ``python`` block wrote): python with this interpreter, bash
+  with ``bash -euo pipefail``, the ``toolspan`` script on ``PATH``, no ``OTEL_*``/``TOOLSPAN_*``
+  variables from the caller. Each must exit 0 and write nothing to stderr (no warning, no traceback).
+- ``<!-- readme-output -->`` on the line before the fenced block right after a marked block gives its
+  expected stdout, compared like a doctest with ``ELLIPSIS`` (``...`` matches anything, ids and times).
+  Without one, the block must print nothing.
+
+Blocks without a marker (installs, the test command itself, commands that need Jaeger) are not run.
+"""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+RUN_MARK = "<!-- readme-test -->"
+OUTPUT_MARK = "<!-- readme-output -->"
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Example:
+    line: int  # 1-based line of the opening fence in README.md
+    language: str
+    code: str
+    expected: str | None
+
+
+def _fence_after(text: str, pos: int, mark: str) -> re.Match[str]:
+    """The fenced block on the line after ``mark`` (which starts at ``pos``)."""
+    match = _FENCE.match(text, pos + len(mark) + 1)
+    assert match is not None, (
+        f"README.md:{text.count(chr(10), 0, pos) + 1}: {mark} is not followed by a block"
+    )
+    return match
+
+
+def examples(text: str) -> list[Example]:
+    """Every marked block of ``text`` with its expected output, in order."""
+    found = []
+    for mark in re.finditer(re.escape(RUN_MARK), text):
+        block = _fence_after(text, mark.start(), RUN_MARK)
+        language, code = block.group(1), block.group(2)
+        assert language in ("python", "bash"), f"readme-test block in {language!r}, not python or bash"
+        expected = None
+        rest = text[block.end() :].lstrip("\n")
+        if rest.startswith(OUTPUT_MARK):
+            expected = _fence_after(text, len(text) - len(rest), OUTPUT_MARK).group(2)
+        found.append(Example(text.count("\n", 0, block.start()) + 1, language, code, expected))
+    return found
+
+
+def run(example: Example, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_"))}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONUNBUFFERED"] = "1"
+    if example.language == "python":
+        argv = [sys.executable, "-c", example.code]
+    else:
+        argv = ["bash", "-euo", "pipefail", "-c", example.code]
+    return subprocess.run(argv, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def matches(expected: str, got: str) -> bool:
+    return doctest.OutputChecker().check_output(expected, got, doctest.ELLIPSIS)
+
+
+def test_readme_examples_run_as_written(tmp_path: Path) -> None:
+    found = examples(README.read_text(encoding="utf-8"))
+    assert len(found) >= 3  # the Quickstart's python and bash blocks, the threads example
+    for example in found:
+        done = run(example, tmp_path)
+        where = f"README.md:{example.line} ({example.language})"
+        assert (done.returncode, done.stderr) == (0, ""), f"{where}\n{done.stderr}"
+        expected = example.expected if example.expected is not None else ""
+        assert matches(expected, done.stdout), f"{where}: expected\n{expected}\ngot\n{done.stdout}"
+
+
+def test_quickstart_writes_the_trace_file_the_convert_lines_read(tmp_path: Path) -> None:
+    python, bash = examples(README.read_text(encoding="utf-8"))[:2]
+    assert "toolspan convert traces.jsonl" in bash.code
+    assert run(python, tmp_path).returncode == 0
+    assert (tmp_path / "traces.jsonl").stat().st_size > 0
+    assert run(bash, tmp_path).returncode == 0
+    assert '"conversationId": "conv-1"' in (tmp_path / "timeline.json").read_text(encoding="utf-8")
+
+
+SAMPLE = f"""intro
+{RUN_MARK}
+```python
+print("hi")
+```
+
+{OUTPUT_MARK}
+```text
+h...
+```
+
+```bash
+echo not marked
+```
+{RUN_MARK}
+```bash
+echo one
+```
+"""
+
+
+def test_markers_select_blocks_and_their_outputs() -> None:
+    assert examples(SAMPLE) == [
+        Example(3, "python", 'print("hi")\n', "h...\n"),
+        Example(16, "bash", "echo one\n", None),
+    ]
+
+
+def test_a_marker_without_a_block_is_an_error() -> None:
+    with pytest.raises(AssertionError, match=r"README.md:1: <!-- readme-test --> is not followed"):
+        examples(f"{RUN_MARK}\ntext\n")
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "ok"),
+    [("a...c\n", "abbbc\n", True), ("a...c\n", "abbbd\n", False), ("", "noise\n", False), ("", "", True)],
+)
+def test_output_comparison_uses_ellipsis_and_nothing_else(expected: str, got: str, ok: bool) -> None:
+    assert matches(expected, got) is ok
+
+
+def test_a_failing_or_noisy_block_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-the-caller")
+    failing = run(Example(1, "bash", "echo out; echo oops >&2; exit 3\n", None), tmp_path)
+    assert (failing.returncode, failing.stdout, failing.stderr) == (3, "out\n", "oops\n")
+    unset = run(Example(1, "bash", 'echo "${OTEL_SERVICE_NAME:-unset}"\n', None), tmp_path)
+    assert unset.stdout == "unset\n"
