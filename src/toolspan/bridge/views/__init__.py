@@ -8,7 +8,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_timelines``: one conversation timeline per conversation (seed 002), schema ``timeline`` (one document);
 - ``to_tree`` / ``to_trees``: the trace document with its execution tree (seed 004), schema ``tree``;
 - ``to_plans``: the plan hierarchy (seed 001), schema ``plans``;
-- ``to_progress``: progress/control/monitor envelopes (seed 003), schema ``progress`` (one envelope).
+- ``to_progress``: progress/control/monitor envelopes (seed 003), schema ``progress`` (one envelope);
+- ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace (issue 11), schema ``page``.
 
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
 coalesces them first (``toolspan.bridge._coalesce``) and never drops a span record.
@@ -24,6 +25,7 @@ from typing import Any, Final
 from toolspan.bridge.classify import classify
 from toolspan.bridge.views._common import SCHEMA_VERSION
 from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
+from toolspan.bridge.views._page import to_page, to_pages
 from toolspan.bridge.views._plans import to_plans
 from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
 from toolspan.bridge.views._timeline import to_timelines
@@ -39,6 +41,8 @@ __all__ = [
     "match_observe",
     "observe_event",
     "to_events",
+    "to_page",
+    "to_pages",
     "to_plans",
     "to_progress",
     "to_timelines",
@@ -46,7 +50,7 @@ __all__ = [
     "to_trees",
 ]
 
-SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress")
+SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "page")
 
 
 @cache
@@ -62,6 +66,6 @@ def _schema_text(name: str) -> str:
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema (a fresh dict) of ``events``, ``timeline``, ``tree``, ``plans`` or ``progress``."""
+    """The JSON Schema (a fresh dict) of one of ``SCHEMA_NAMES`` (``events``, ``tree``, ``page``, ...)."""
     schema: dict[str, Any] = json.loads(_schema_text(name))
     return schema
