@@ -3,7 +3,7 @@
 (function () {
   const ROW = 24;
   const OVERSCAN = 10;
-  const LABEL_MAX = 300;
+  const LABEL_MAX = 160;
   const TRUNC = "...[truncated";
   const STATES = ["COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED", "RUNNING", "AWAITING_APPROVAL", "PENDING"];
   const doc = document;
@@ -43,36 +43,63 @@
   const byId = new Map(); // span id / execution id -> [page, step]
 
   // ---------- virtual list ----------
-  function VList(host, render) {
+  // Fixed-height rows; only the rows in view (plus OVERSCAN) exist. A row is re-rendered only when the
+  // index it shows or the list's version (data, filter, collapse) changes; selection just flips an attribute.
+  function VList(host, render, selected) {
     const spacer = el("div", "spacer");
     host.appendChild(spacer);
     const pool = [];
     let n = 0;
+    let ver = 0;
     let raf = 0;
-    function draw() {
+    let height = 0;
+    let top = 0; // the scroll position, cached: reading it would force a layout on every selection
+    let pending = false; // a scroll position to apply at the next frame
+    const measure = () => { height = host.clientHeight || 600; };
+    function frame() {
       raf = 0;
-      const top = host.scrollTop;
-      const h = host.clientHeight || 600;
+      if (pending) { pending = false; host.scrollTop = top; }
+      draw();
+    }
+    const schedule = () => { if (!raf) raf = requestAnimationFrame(frame); };
+    function draw() {
+      if (!height) measure();
       const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
-      const last = Math.min(n, Math.ceil((top + h) / ROW) + OVERSCAN);
-      const need = last - first;
+      const last = Math.min(n, Math.ceil((top + height) / ROW) + OVERSCAN);
+      const need = Math.max(0, last - first);
       while (pool.length < need) { const r = el("div", "row"); r.setAttribute("role", "option"); spacer.appendChild(r); pool.push(r); }
       while (pool.length > need) pool.pop().remove();
       for (let k = 0; k < need; k++) {
         const r = pool[k];
-        r.style.top = (first + k) * ROW + "px";
-        render(r, first + k);
+        const idx = first + k;
+        if (r._idx !== idx || r._ver !== ver) {
+          r._idx = idx;
+          r._ver = ver;
+          r.style.top = idx * ROW + "px";
+          render(r, idx);
+        }
+        r.setAttribute("aria-selected", selected(idx) ? "true" : "false");
       }
     }
-    host.addEventListener("scroll", () => { if (!raf) raf = requestAnimationFrame(draw); });
-    window.addEventListener("resize", () => { if (!raf) raf = requestAnimationFrame(draw); });
+    host.addEventListener("scroll", () => { if (!pending) top = host.scrollTop; schedule(); });
+    window.addEventListener("resize", () => { measure(); schedule(); });
     return {
-      set(count) { n = count; spacer.style.height = n * ROW + "px"; draw(); },
+      set(count) {
+        n = count;
+        ver++;
+        spacer.style.height = n * ROW + "px";
+        top = Math.max(0, Math.min(top, n * ROW - height));
+        draw();
+      },
       redraw: draw,
       reveal(i) {
+        if (!height) measure();
         const t = i * ROW;
-        if (t < host.scrollTop) host.scrollTop = t;
-        else if (t + ROW > host.scrollTop + host.clientHeight) host.scrollTop = t + ROW - host.clientHeight;
+        if (t < top) top = t;
+        else if (t + ROW > top + height) top = t + ROW - height;
+        else { draw(); return; }
+        pending = true;
+        schedule();
         draw();
       },
     };
@@ -239,7 +266,6 @@
     r.dataset.step = String(k);
     r.id = "tl-" + idx;
     r.className = "row" + (s.critical ? " crit" : "");
-    r.setAttribute("aria-selected", k === sel ? "true" : "false");
     const track = el("span", "track");
     const span = Math.max(1, P.duration_us);
     const bar = el("span", "bar s-" + s.state);
@@ -266,7 +292,6 @@
     r.dataset.step = String(k);
     r.id = "tr-" + idx;
     r.className = "row";
-    r.setAttribute("aria-selected", k === sel ? "true" : "false");
     if (kids[k].length) r.setAttribute("aria-expanded", collapsed.has(k) ? "false" : "true"); else r.removeAttribute("aria-expanded");
     r.setAttribute("aria-level", String(depth[k] + 1));
     r.append(nameCell(r, s, k, depth[k], true), el("span", "dur", fmtUs(s.dur_us)));
@@ -275,17 +300,16 @@
   // ---------- selection ----------
   function select(k, updateHash) {
     sel = k;
-    timeline.redraw();
-    tree.redraw();
+    if (k < 0) { timeline.redraw(); tree.redraw(); }
     if (k >= 0) {
       let i = tlRows.indexOf(k);
-      if (i >= 0) { timeline.reveal(i); $("timeline").setAttribute("aria-activedescendant", "tl-" + i); }
+      if (i >= 0) { timeline.reveal(i); $("timeline").setAttribute("aria-activedescendant", "tl-" + i); } else timeline.redraw();
       let a = k;
       let changed = false;
       while ((a = steps[a].parent) !== null && a !== undefined && a < steps.length) if (collapsed.delete(a)) changed = true;
       if (changed) buildTree();
       i = treeRows.indexOf(k);
-      if (i >= 0) { tree.reveal(i); $("tree").setAttribute("aria-activedescendant", "tr-" + i); }
+      if (i >= 0) { tree.reveal(i); $("tree").setAttribute("aria-activedescendant", "tr-" + i); } else tree.redraw();
       if (updateHash) {
         const h = "#" + (steps[k].execution_id || steps[k].id);
         if (location.hash !== h) history.replaceState(null, "", h);
@@ -334,12 +358,12 @@
   }
 
   function jsonNode(v, key, open) {
-    const label = () => { const f = doc.createDocumentFragment(); if (key !== null) f.append(el("span", "k iso", JSON.stringify(key)), ": "); return f; };
+    const label = () => { const f = doc.createDocumentFragment(); if (key !== null) f.append(el("span", "k iso", '"' + key + '"'), ": "); return f; };
     if (v === null || typeof v !== "object") {
       const line = el("div");
       line.appendChild(label());
       if (typeof v === "string") {
-        line.appendChild(el("span", "str iso", JSON.stringify(v)));
+        line.appendChild(el("span", "str iso", '"' + v + '"'));
         if (v.indexOf(TRUNC) >= 0) line.appendChild(el("span", "trunc", " (truncated)"));
       } else line.appendChild(el("span", typeof v === "number" ? "num" : "lit", JSON.stringify(v)));
       return line;
@@ -593,8 +617,8 @@
   }
 
   // ---------- start ----------
-  const timeline = VList($("timeline"), renderTimelineRow);
-  const tree = VList($("tree"), renderTreeRow);
+  const timeline = VList($("timeline"), renderTimelineRow, (i) => tlRows[i] === sel);
+  const tree = VList($("tree"), renderTreeRow, (i) => treeRows[i] === sel);
   listKeys($("timeline"), () => tlRows, false);
   listKeys($("tree"), () => treeRows, true);
   rowClick($("timeline"), false);
