@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -151,7 +152,7 @@ def test_click_a_step_shows_its_details_and_follows_links(open_page: Callable[..
     for expected in (*expected_texts, "Traceback"):
         assert expected in text, expected
     explode = next(s for s in pages[0]["steps"] if s["label"] == "explode")
-    assert page.evaluate("location.hash") == "#" + explode["execution_id"]
+    expect(page).to_have_url(re.compile("#" + explode["execution_id"] + "$"))
     # research -> its sub-plan -> back to the tool that started it.
     page.click("#timeline .row:has-text('research') >> nth=0")
     page.click("#detail a.step:has-text('sub-plan research clouds')")
@@ -247,19 +248,20 @@ def test_hostile_corpus_runs_nothing_requests_nothing_and_shows_everything_as_te
     steps = pages[0]["steps"]
     # Every step (agent, then its tool) is selected in turn; its payload must be in the details' text,
     # once per field the details show.
-    cases = [[s["id"], payloads[i // 2]] for i, s in enumerate(steps)]
+    cases = [[s["id"], i // 2] for i, s in enumerate(steps)]
     missing = page.evaluate(
-        """(cases) => {
+        """([cases, payloads]) => {
           const bad = [];
           const detail = document.getElementById('detail');
-          for (const [id, p] of cases) {
+          for (const [id, n] of cases) {
+            const p = payloads[n];
             window.toolspanPage.goTo(id);
             const parts = detail.textContent.split(p).length - 1;
             if (parts < 5) bad.push([id, parts]);
           }
           return bad;
         }""",
-        cases,
+        [cases, payloads],
     )
     assert missing == []
     conv = page.evaluate("document.getElementById('conversation').textContent")

@@ -310,12 +310,17 @@
       if (changed) buildTree();
       i = treeRows.indexOf(k);
       if (i >= 0) { tree.reveal(i); $("tree").setAttribute("aria-activedescendant", "tr-" + i); } else tree.redraw();
-      if (updateHash) {
-        const h = "#" + (steps[k].execution_id || steps[k].id);
-        if (location.hash !== h) history.replaceState(null, "", h);
-      }
+      if (updateHash) setHash("#" + (steps[k].execution_id || steps[k].id));
     }
     detail();
+  }
+
+  // The deep link follows the selection; replaceState is slow on a big page, so a burst of selections
+  // (a held arrow key) updates it once.
+  let hashWanted = null;
+  function setHash(h) {
+    if (hashWanted === null) setTimeout(() => { if (location.hash !== hashWanted) history.replaceState(null, "", hashWanted); hashWanted = null; }, 0);
+    hashWanted = h;
   }
 
   function goTo(id) {
@@ -648,6 +653,8 @@
   if (location.hash.length > 1) goTo(decodeURIComponent(location.hash.slice(1)));
   live();
   doc.body.dataset.ready = "1";
+  performance.mark("toolspan-ready");
+  requestAnimationFrame(() => performance.mark("toolspan-frame"));
   // A small read-only handle for scripts and tests: select a step by span or execution id.
   window.toolspanPage = Object.freeze({
     goTo,
