@@ -379,7 +379,7 @@
     const d = el("details");
     const sum = el("summary");
     sum.appendChild(label());
-    sum.appendChild(el("span", "more", (arr ? "[" : "{") + " " + size + (arr ? " items ]" : " keys }")));
+    sum.appendChild(el("span", "more", (arr ? "[ " : "{ ") + size + (arr ? (size === 1 ? " item ]" : " items ]") : size === 1 ? " key }" : " keys }")));
     d.appendChild(sum);
     let filled = false;
     const fill = () => {
@@ -522,7 +522,7 @@
       for (; shown < stop; shown++) {
         const it = items[shown];
         const d = el("div", "turn " + it.type);
-        d.appendChild(el("span", "who", WHO[it.type] + " \u00b7 +" + fmtUs(it.t_ms * 1000)));
+        d.appendChild(el("span", "who", WHO[it.type] + " \u00b7 +" + (it.t_ms < 1000 ? it.t_ms + "ms" : fmtUs(it.t_ms * 1000))));
         if (it.text !== undefined) d.appendChild(el("div", "body iso", it.text));
         else if (it.step !== null && it.step !== undefined && steps[it.step]) {
           const s = steps[it.step];

@@ -221,9 +221,10 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
     dup = duplicate_flags(trace)
     n = len(trace)
     t0 = min((s.start_ns for s in trace), default=0)
-    last = index.trace_end_ns() if n else t0
+    # An end recorded before its start counts as the start (a clock step): no negative time anywhere.
+    last = max((max(s.start_ns, s.end_ns or 0) for s in trace), default=t0)
     starts = [_us(s.start_ns, t0) for s in trace]
-    ends = [_us(s.end_ns if s.end_ns is not None else last, t0) for s in trace]
+    ends = [max(starts[i], _us(s.end_ns if s.end_ns is not None else last, t0)) for i, s in enumerate(trace)]
     steps: list[dict[str, Any]] = []
     by_exec: dict[str, int] = {}
     counts = dict.fromkeys(_STATES, 0)
