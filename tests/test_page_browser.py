@@ -214,6 +214,73 @@ def test_deep_link_filter_search_and_keyboard(open_page: Callable[..., Opened]) 
     assert opened.errors == []
 
 
+def cross_trace_spans() -> list[Span]:
+    """Two traces: a tool in the first starts a sub-plan in a new trace (``new_trace=True``)."""
+
+    @toolspan.tool
+    def lookup(q: str) -> str:
+        """Look up."""
+        return q.upper()
+
+    @toolspan.tool
+    def spawn(job: str) -> str:
+        """Start a job in its own trace."""
+        with toolspan.plan("job " + job, new_trace=True):
+            lookup(job)
+        return "started"
+
+    with capture_spans(deterministic=True) as finished:
+        with toolspan.agent("boss", input="go"):
+            spawn("nightly")
+        return from_readable_spans(finished())
+
+
+def test_trace_picker_and_links_across_traces(open_page: Callable[..., Opened]) -> None:
+    pages = to_pages(cross_trace_spans())
+    assert [p["title"] for p in pages] == ["boss", "job nightly"]
+    opened = open_page(render_html(pages))
+    page = opened.page
+    assert page.locator("#trace").is_visible()
+    assert labels_in_order(page, "timeline") == ["boss", "spawn"]
+    page.click("#timeline .row:has-text('spawn')")
+    page.click("#detail a.step:has-text('sub-plan job nightly')")
+    assert page.locator("#trace").input_value() == "1"
+    assert labels_in_order(page, "timeline") == ["job nightly", "lookup"]
+    assert page.locator("#detail h3").inner_text().endswith("job nightly")
+    page.click("#detail a.step:has-text('started by spawn')")
+    assert page.locator("#trace").input_value() == "0"
+    page.select_option("#trace", "1")
+    assert page.locator("#title").inner_text() == "job nightly"
+    assert opened.errors == []
+
+
+def test_empty_input_gives_an_empty_page(open_page: Callable[..., Opened]) -> None:
+    opened = open_page(render_html([]))
+    assert opened.page.locator("#detail").inner_text() == "This trace has no spans."
+    assert opened.page.locator("#trace").is_hidden()
+    assert opened.errors == []
+
+
+def test_copy_button_copies_the_arguments(browser: Browser, tmp_path: Path) -> None:
+    path = tmp_path / "run.html"
+    pages = to_pages(demo_spans())
+    path.write_text(render_html(pages), "utf-8")
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        explode = next(s["execution_id"] for s in pages[0]["steps"] if s["label"] == "explode")
+        page.goto(path.as_uri() + "#" + explode)
+        page.wait_for_selector("body[data-ready='1']")
+        page.click("#detail h4:has-text('Arguments') button")
+        expect(page.locator("#detail h4:has-text('Arguments') button")).to_have_text("copied")
+        # Read back what the page put on the clipboard: paste it into the search box.
+        page.focus("#search")
+        page.keyboard.press("Control+V")
+        assert json.loads(page.input_value("#search")) == {"n": 3}
+    finally:
+        context.close()
+
+
 def test_download_gives_the_trace_json(open_page: Callable[..., Opened]) -> None:
     pages = to_pages(demo_spans())
     page = open_page(render_html(pages)).page
