@@ -45,7 +45,7 @@
   // ---------- virtual list ----------
   // Fixed-height rows; only the rows in view (plus OVERSCAN) exist. A row is re-rendered only when the
   // index it shows or the list's version (data, filter, collapse) changes; selection just flips an attribute.
-  function VList(host, render, selected) {
+  function VList(host, render, selected, role) {
     const spacer = el("div", "spacer");
     host.appendChild(spacer);
     const pool = [];
@@ -67,7 +67,7 @@
       const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
       const last = Math.min(n, Math.ceil((top + height) / ROW) + OVERSCAN);
       const need = Math.max(0, last - first);
-      while (pool.length < need) { const r = el("div", "row"); r.setAttribute("role", "option"); spacer.appendChild(r); pool.push(r); }
+      while (pool.length < need) { const r = el("div", "row"); r.setAttribute("role", role); spacer.appendChild(r); pool.push(r); }
       while (pool.length > need) pool.pop().remove();
       for (let k = 0; k < need; k++) {
         const r = pool[k];
@@ -622,8 +622,8 @@
   }
 
   // ---------- start ----------
-  const timeline = VList($("timeline"), renderTimelineRow, (i) => tlRows[i] === sel);
-  const tree = VList($("tree"), renderTreeRow, (i) => treeRows[i] === sel);
+  const timeline = VList($("timeline"), renderTimelineRow, (i) => tlRows[i] === sel, "option");
+  const tree = VList($("tree"), renderTreeRow, (i) => treeRows[i] === sel, "treeitem");
   listKeys($("timeline"), () => tlRows, false);
   listKeys($("tree"), () => treeRows, true);
   rowClick($("timeline"), false);
