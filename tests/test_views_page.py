@@ -14,6 +14,7 @@ from _bridge_data import (
     TRACE_1,
     TRACE_2,
     agent_attrs,
+    messages,
     permission,
     scenario,
     sid,
@@ -72,7 +73,12 @@ def test_small_trace_exact_document() -> None:
                 "input": "1 + 2?",
                 "output": "3",
                 "thoughts": [[1000, "Use add."]],
-                "attributes": {sc.GEN_AI_CONVERSATION_ID: "conv-1"},
+                # The message lists stay: the step's input and output are only their texts.
+                "attributes": {
+                    sc.GEN_AI_CONVERSATION_ID: "conv-1",
+                    sc.GEN_AI_INPUT_MESSAGES: messages("user", "1 + 2?"),
+                    sc.GEN_AI_OUTPUT_MESSAGES: messages("assistant", "3"),
+                },
                 "critical": True,
             },
             {
@@ -160,6 +166,51 @@ def test_scenario_states_errors_links_and_critical_path() -> None:
     notify = _by_label(second)["notify"]
     assert (notify["state"], notify["dur_us"]) == ("SEALED", None)
     assert second["counts"] == {"COMPLETED": 2, "SEALED": 1}
+
+
+def test_attributes_keep_everything_the_fields_do_not_show() -> None:
+    tool = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: "search",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"q": "a"}',
+        sc.OI_INPUT_VALUE: '{"q": "b"}',  # differs from the arguments shown: kept
+        sc.OI_INPUT_MIME_TYPE: "application/json",
+        sc.GEN_AI_TOOL_CALL_RESULT: "[1]",
+        sc.OI_OUTPUT_VALUE: "[1]",  # the same as the result shown: not repeated
+        sc.OI_OUTPUT_MIME_TYPE: "application/json",
+        sc.OI_TOOL_DESCRIPTION: "OpenInference only",
+        sc.TOOLSPAN_TOOL_CALL_ID: "call_x",
+        sc.TOOLSPAN_TOOL_STATE: sc.STATE_COMPLETED,
+        sc.OPENINFERENCE_SPAN_KIND: "TOOL",
+    }
+    llm = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+        sc.GEN_AI_INPUT_MESSAGES: messages("user", "hi"),
+        sc.GEN_AI_OUTPUT_MESSAGES: messages("assistant", "yo"),
+        sc.GEN_AI_REQUEST_MODEL: "m-1",
+    }
+    plan = {sc.TOOLSPAN_PLAN_NAME: "p", sc.OPENINFERENCE_SPAN_KIND: "CHAIN", "x": 1}
+    tool_step, llm_step, plan_step = to_page(
+        [
+            span(1, None, "execute_tool search", 0, 5, tool),
+            span(2, None, "chat m-1", 6, 8, llm),
+            span(3, None, "plan p", 9, 10, plan),
+        ]
+    )["steps"]
+    assert tool_step["input"] == {"q": "a"}
+    assert tool_step["output"] == [1]
+    assert tool_step["attributes"] == {
+        sc.OI_INPUT_VALUE: '{"q": "b"}',
+        sc.OI_INPUT_MIME_TYPE: "application/json",
+        sc.OI_TOOL_DESCRIPTION: "OpenInference only",
+    }
+    assert (llm_step["kind"], llm_step["input"], llm_step["output"]) == (
+        "llm",
+        [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}],
+        [{"role": "assistant", "parts": [{"type": "text", "content": "yo"}]}],
+    )
+    assert llm_step["attributes"] == {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: "m-1"}
+    assert plan_step["attributes"] == {"x": 1}
 
 
 def test_live_pages_show_running_and_awaiting_approval() -> None:

@@ -39,6 +39,7 @@ from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
 from toolspan.bridge.classify import (
     AGENT,
+    LLM,
     PLAN,
     TOOL,
     agent_input_text,
@@ -46,6 +47,7 @@ from toolspan.bridge.classify import (
     agent_output_text,
     approvals,
     parent_tool_ids,
+    parse_json,
     plan_name,
     thoughts,
     tool_call,
@@ -67,33 +69,22 @@ _STATES: Final = (
     sc.STATE_AWAITING_APPROVAL,
     sc.STATE_PENDING,
 )
-# Attributes the page shows through its own fields: not repeated under ``attributes``.
-_SHOWN_KEYS: Final = frozenset(
-    {
-        sc.GEN_AI_OPERATION_NAME,
-        sc.GEN_AI_TOOL_NAME,
-        sc.GEN_AI_TOOL_CALL_ID,
-        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
-        sc.GEN_AI_TOOL_CALL_RESULT,
-        sc.GEN_AI_AGENT_NAME,
-        sc.GEN_AI_INPUT_MESSAGES,
-        sc.GEN_AI_OUTPUT_MESSAGES,
-        sc.OPENINFERENCE_SPAN_KIND,
-        sc.OI_TOOL_NAME,
-        sc.OI_TOOL_DESCRIPTION,
-        sc.OI_INPUT_VALUE,
-        sc.OI_INPUT_MIME_TYPE,
-        sc.OI_OUTPUT_VALUE,
-        sc.OI_OUTPUT_MIME_TYPE,
-        sc.OI_AGENT_NAME,
-        sc.TOOLSPAN_EXECUTION_ID,
-        sc.TOOLSPAN_TOOL_CALL_ID,
-        sc.TOOLSPAN_TOOL_STATE,
-        sc.TOOLSPAN_PLAN_NAME,
-        sc.TOOLSPAN_PARENT_EXECUTION_ID,
-        sc.TOOLSPAN_PARENT_TOOL_CALL_ID,
-    }
-)
+# Groups of attributes holding one value the page shows through its own field (first present key wins).
+_TOOL_INPUT: Final = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT)
+_TOOL_OUTPUT: Final = (sc.GEN_AI_TOOL_CALL_RESULT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT)
+_TOOL_NAME: Final = (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME, sc.TRACELOOP_ENTITY_NAME)
+_TOOL_DESCRIPTION: Final = (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION)
+_CALL_IDS: Final = (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID)
+_LLM_INPUT: Final = (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE)
+_LLM_OUTPUT: Final = (sc.GEN_AI_OUTPUT_MESSAGES, sc.OI_OUTPUT_VALUE)
+_AGENT_NAME: Final = (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME)
+# Classification markers implied by ``kind``.
+_KIND_MARKS: Final[Mapping[str, Mapping[str, str]]] = {
+    TOOL: {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL},
+    AGENT: {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_AGENT},
+    PLAN: {sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_CHAIN},
+    LLM: {sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_LLM},
+}
 _SHOWN_EVENTS: Final = frozenset(
     {sc.THOUGHT_EVENT, sc.PERMISSION_REQUIRED_EVENT, sc.PERMISSION_DECIDED_EVENT, sc.EXCEPTION_EVENT}
 )
@@ -165,8 +156,22 @@ def _approval_fields(
     return out, wait
 
 
-def _other_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: attrs[k] for k in sorted(attrs) if k not in _SHOWN_KEYS}
+def _group(attrs: Mapping[str, Any], keys: tuple[str, ...], hidden: set[str]) -> Any:
+    """The value of the first key of ``keys`` present; it and every other key with the same value are
+    shown through a field of the step, so they are not repeated under ``attributes``."""
+    value = next((attrs[k] for k in keys if attrs.get(k) is not None), None)
+    if value is not None:
+        hidden.update(k for k in keys if attrs.get(k) == value)
+    return value
+
+
+def _hide_equal(attrs: Mapping[str, Any], hidden: set[str], shown: Mapping[str, Any]) -> None:
+    hidden.update(k for k, v in shown.items() if v is not None and attrs.get(k) == v)
+
+
+def _other_attributes(attrs: Mapping[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """Every attribute the step's own fields do not already show: nothing recorded is lost."""
+    return {k: attrs[k] for k in sorted(attrs) if k not in hidden}
 
 
 def _critical(index: TraceIndex, start: list[int], end: list[int]) -> list[bool]:
@@ -246,8 +251,24 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
         step["state"] = state
         counts[state] = counts.get(state, 0) + 1
         error_text: str | None = None
+        attrs = span.attributes
+        hidden: set[str] = {k for k, v in _KIND_MARKS.get(kind, {}).items() if attrs.get(k) == v}
         if kind == TOOL:
             tc = tool_call(span)
+            for group in (_TOOL_INPUT, _TOOL_OUTPUT, _TOOL_NAME):
+                _group(attrs, group, hidden)
+            if attrs.get(sc.OI_TOOL_DESCRIPTION) == attrs.get(sc.GEN_AI_TOOL_DESCRIPTION):
+                hidden.add(sc.OI_TOOL_DESCRIPTION)
+            _hide_equal(attrs, hidden, dict.fromkeys(_CALL_IDS, tc.call_id))
+            _hide_equal(
+                attrs, hidden, {sc.TOOLSPAN_EXECUTION_ID: tc.execution_id, sc.TOOLSPAN_TOOL_STATE: state}
+            )
+            for value_key, mime_key in (
+                (sc.OI_INPUT_VALUE, sc.OI_INPUT_MIME_TYPE),
+                (sc.OI_OUTPUT_VALUE, sc.OI_OUTPUT_MIME_TYPE),
+            ):
+                if value_key in hidden:
+                    hidden.add(mime_key)
             step["label"] = tc.name
             step["execution_id"] = tc.execution_id
             step["call_id"] = tc.call_id
@@ -260,11 +281,21 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
                 error_text = tc.error
         else:
             if kind == AGENT:
+                # The texts of the turn; the whole message lists stay under ``attributes``.
                 text_in, text_out = agent_input_text(span), agent_output_text(span)
                 if text_in is not None:
                     step["input"] = text_in
                 if text_out is not None:
                     step["output"] = text_out
+                _group(attrs, _AGENT_NAME, hidden)
+            elif kind == LLM:
+                value_in, value_out = _group(attrs, _LLM_INPUT, hidden), _group(attrs, _LLM_OUTPUT, hidden)
+                if value_in is not None:
+                    step["input"] = parse_json(value_in)
+                if value_out is not None:
+                    step["output"] = parse_json(value_out)
+            elif kind == PLAN:
+                _hide_equal(attrs, hidden, {sc.TOOLSPAN_PLAN_NAME: step["label"]})
             if span.status == "ERROR":
                 error_text = span.status_message or "failed"
         error = _error(span, error_text) if error_text is not None or span.status == "ERROR" else None
@@ -284,10 +315,10 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
         ]
         if other_events:
             step["events"] = other_events
-        attrs = _other_attributes(span.attributes)
-        if attrs:
-            step["attributes"] = attrs
-        if _has_mark([step.get("input"), step.get("output"), attrs]):
+        other = _other_attributes(attrs, hidden)
+        if other:
+            step["attributes"] = other
+        if _has_mark([step.get("input"), step.get("output"), other]):
             step["truncated"] = True
         for flag, values in (("orphan", index.orphan), ("cycle", index.cycle), ("duplicate", dup)):
             if values[i]:
