@@ -281,6 +281,29 @@ def test_copy_button_copies_the_arguments(browser: Browser, tmp_path: Path) -> N
         context.close()
 
 
+def test_keyboard_alone_reaches_the_links_and_follows_them(open_page: Callable[..., Opened]) -> None:
+    page = open_page(render_html(to_pages(demo_spans()))).page
+    # Tab from the top of the page into the timeline, pick "research" with the arrows, then Tab on to
+    # the sub-plan link in the details and follow it with Enter.
+    page.keyboard.press("Tab")
+    for _ in range(30):
+        if page.evaluate("document.activeElement.id") == "timeline":
+            break
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "timeline"
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.locator("#detail h3").inner_text().endswith("research")
+    page.keyboard.press("Enter")
+    for _ in range(30):
+        if page.evaluate("document.activeElement.textContent").startswith("\u2193 sub-plan"):
+            break
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    assert page.locator("#detail h3").inner_text().endswith("research clouds")
+
+
 def test_download_gives_the_trace_json(open_page: Callable[..., Opened]) -> None:
     pages = to_pages(demo_spans())
     page = open_page(render_html(pages)).page
@@ -405,6 +428,7 @@ class LiveServer:
 
     def __init__(self) -> None:
         self.data = "[]"
+        self.event = "message"
         self.cond = threading.Condition()
         self.version = 0
         self.closing = False
@@ -421,6 +445,7 @@ class LiveServer:
                     self.send_header("Cache-Control", "no-store")
                     self.end_headers()
                     seen = [server.version]
+                    name = server.event
                     while True:
                         with server.cond:
                             server.cond.wait_for(
@@ -430,8 +455,10 @@ class LiveServer:
                                 return
                             changed = server.version != seen[0]
                             seen[0] = server.version
+                            name = server.event
                         try:
-                            self.wfile.write(b"data: changed\n\n" if changed else b": keep-alive\n\n")
+                            event = f"event: {name}\ndata: changed\n\n" if changed else ": keep-alive\n\n"
+                            self.wfile.write(event.encode())
                             self.wfile.flush()
                         except OSError:
                             return
@@ -459,9 +486,11 @@ class LiveServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
-    def publish(self, spans: list[Span]) -> None:
+    def publish(self, spans: list[Span], event: str = "message") -> None:
+        """New data, announced by an SSE event named ``event``."""
         pages = to_pages(spans, live=True)
         with self.cond:
+            self.event = event
             self.data = page_json(pages)
             if not self.html:
                 self.html = render_html(pages, live=LiveOptions(stream_url="/stream", data_url="/data"))
@@ -504,11 +533,17 @@ def test_live_mode_shows_running_tools_finish(open_page: Callable[..., Opened]) 
         page.wait_for_selector("#live.on")
         page.evaluate("window.toolspanPage.goTo('exec_' + (60).toString(16).padStart(16, '0'))")
         assert page.locator("#detail .badge").inner_text() == "RUNNING"
+        expect(page.locator("#timeline .row[aria-selected='true']")).to_be_in_viewport()
         scroll = page.evaluate("document.getElementById('timeline').scrollTop")
         assert scroll > 0
-        # The running tool finishes and a new one starts.
-        server.publish([replace(agent, end_ns=T0 + 800 * MS), *done, tool(60, 600, 650), tool(61, 700, 750)])
+        # The running tool finishes (announced by an unnamed event), then a new one starts (announced as
+        # the act/observe stream would name it).
+        server.publish([agent, *done, tool(60, 600, 650)])
         expect(page.locator("#detail .badge")).to_have_text("COMPLETED")
+        server.publish(
+            [replace(agent, end_ns=T0 + 800 * MS), *done, tool(60, 600, 650), tool(61, 700, 750)], "observe"
+        )
+        expect(page.locator("#timeline")).to_contain_text("step61")
         assert page.locator("#detail h3").inner_text().endswith("step60")
         assert page.evaluate("document.getElementById('timeline').scrollTop") == scroll
         assert "step61" in page.locator("#timeline").inner_text()

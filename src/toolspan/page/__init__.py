@@ -11,7 +11,10 @@ page's own script and style (by sha256 hash) and no request at all (``default-sr
 Live mode, the contract for a server (``toolspan serve`` wires it): ``render_html(data,
 live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` and makes the page
 
-1. open ``EventSource(stream_url)`` (same origin; any ``message`` event will do, its data is ignored);
+1. open ``EventSource(stream_url)`` (same origin). Each event refreshes the page, its data is ignored:
+   unnamed events (``message``) and events named ``update``, ``span``, ``act``, ``observe``, ``progress``,
+   ``tool:start``, ``tool:end``, ``tool:error`` or ``done`` (so a trace's act/observe or progress stream
+   can drive the page as it is);
 2. on each message, ``GET data_url`` (same origin, ``cache: no-store``), which must answer
    ``application/json`` holding the same kind of value as ``data``: one page document or a list of them,
    built with ``to_pages(spans, live=True)`` so spans that have not ended show as RUNNING (or

@@ -5,6 +5,7 @@
   const OVERSCAN = 10;
   const LABEL_MAX = 160;
   const TRUNC = "...[truncated";
+  const LIVE_EVENTS = ["message", "update", "span", "act", "observe", "progress", "tool:start", "tool:end", "tool:error", "done"];
   const STATES = ["COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED", "RUNNING", "AWAITING_APPROVAL", "PENDING"];
   const doc = document;
   const $ = (id) => doc.getElementById(id);
@@ -617,7 +618,8 @@
     };
     const es = new EventSource(l.stream_url);
     es.onopen = () => { badge.className = "on"; badge.textContent = "live"; };
-    es.onmessage = refresh;
+    // Unnamed events, and the names a trace's event stream uses (act/observe, progress, seed 003).
+    LIVE_EVENTS.forEach((name) => es.addEventListener(name, refresh));
     es.onerror = () => { badge.className = ""; badge.textContent = "live: reconnecting"; };
   }
 
