@@ -46,7 +46,7 @@
   // ---------- virtual list ----------
   // Fixed-height rows; only the rows in view (plus OVERSCAN) exist. A row is re-rendered only when the
   // index it shows or the list's version (data, filter, collapse) changes; selection just flips an attribute.
-  function VList(host, render, selected, role) {
+  function VList(host, render, selected, role, offset) {
     const spacer = el("div", "spacer");
     host.appendChild(spacer);
     const pool = [];
@@ -65,8 +65,8 @@
     const schedule = () => { if (!raf) raf = requestAnimationFrame(frame); };
     function draw() {
       if (!height) measure();
-      const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
-      const last = Math.min(n, Math.ceil((top + height) / ROW) + OVERSCAN);
+      const first = Math.max(0, Math.floor((top - offset) / ROW) - OVERSCAN);
+      const last = Math.min(n, Math.ceil((top - offset + height) / ROW) + OVERSCAN);
       const need = Math.max(0, last - first);
       while (pool.length < need) { const r = el("div", "row"); r.setAttribute("role", role); spacer.appendChild(r); pool.push(r); }
       while (pool.length > need) pool.pop().remove();
@@ -89,14 +89,15 @@
         n = count;
         ver++;
         spacer.style.height = n * ROW + "px";
-        top = Math.max(0, Math.min(top, n * ROW - height));
+        top = Math.max(0, Math.min(top, offset + n * ROW - height));
         draw();
       },
       redraw: draw,
       reveal(i) {
         if (!height) measure();
-        const t = i * ROW;
-        if (t < top) top = t;
+        // Row i spans [offset + i * ROW, + ROW); a sticky header of height offset covers the top of the view.
+        const t = offset + i * ROW;
+        if (t - offset < top) top = t - offset;
         else if (t + ROW > top + height) top = t + ROW - height;
         else { draw(); return; }
         pending = true;
@@ -198,12 +199,14 @@
   function axis() {
     const a = $("axis");
     a.textContent = "";
+    const ticks = el("span", "ticks");
     for (let k = 0; k <= 4; k++) {
       const t = el("span", null, fmtUs(Math.round((P.duration_us * k) / 4)));
       t.style.left = k * 25 + "%";
       if (k === 4) t.style.transform = "translateX(-100%)";
-      a.appendChild(t);
+      ticks.appendChild(t);
     }
+    a.append(el("span", "name"), el("span", "start"), ticks, el("span", "dur"));
   }
 
   function haystack(k) {
@@ -283,7 +286,7 @@
     }
     track.appendChild(bar);
     r.title = s.label.length > LABEL_MAX ? "" : s.label + " \u2014 " + s.state + " \u2014 " + fmtUs(s.dur_us);
-    r.append(nameCell(r, s, k, depth[k], false), track, el("span", "dur", fmtUs(s.dur_us)));
+    r.append(nameCell(r, s, k, depth[k], false), el("span", "start", "+" + fmtUs(s.start_us)), track, el("span", "dur", fmtUs(s.dur_us)));
   }
 
   function renderTreeRow(r, idx) {
@@ -624,8 +627,8 @@
   }
 
   // ---------- start ----------
-  const timeline = VList($("timeline"), renderTimelineRow, (i) => tlRows[i] === sel, "option");
-  const tree = VList($("tree"), renderTreeRow, (i) => treeRows[i] === sel, "treeitem");
+  const timeline = VList($("timeline"), renderTimelineRow, (i) => tlRows[i] === sel, "option", 18);
+  const tree = VList($("tree"), renderTreeRow, (i) => treeRows[i] === sel, "treeitem", 0);
   listKeys($("timeline"), () => tlRows, false);
   listKeys($("tree"), () => treeRows, true);
   rowClick($("timeline"), false);
