@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
+    load_before = os.getloadavg()
     spans = big_run(args.calls)
     t = time.perf_counter()
     pages = to_pages(spans)
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"CPython {platform.python_version()}",
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| expand all (ms) | {m['expand_ms']:.1f} | {x['expand_ms']:.1f} | <= 100 |")
     print(f"| select a step (ms) | {m['select_ms']:.1f} | {x['select_ms']:.1f} | |")
     print(f"| rows in the DOM | {m['dom_rows']:.0f} | {x['dom_rows']:.0f} | a few hundred |")
+    before, after = result["load_average_before_after"]
+    print(f"\n{result['machine']}; load average before/after {before} / {after}; {result['measured']}.")
     return 0
 
 
