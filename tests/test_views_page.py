@@ -283,3 +283,13 @@ def test_any_forest_is_valid_deterministic_and_keeps_every_record(data: tuple[li
     shuffled = list(spans)
     random.Random(7).shuffle(shuffled)
     assert to_pages(shuffled) == pages
+
+
+def test_deeply_nested_values_are_read_and_marked() -> None:
+    attrs = tool_attrs(1, "deep", {})
+    attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = "[" * 900 + '"x...[truncated 5 chars]"' + "]" * 900
+    step = to_page([span(1, None, "execute_tool deep", 0, 1, attrs)])["steps"][0]
+    depth, value = 0, step["input"]
+    while isinstance(value, list):
+        depth, value = depth + 1, value[0]
+    assert (depth, value, step["truncated"]) == (900, "x...[truncated 5 chars]", True)

@@ -95,14 +95,19 @@ def _us(ns: int, t0: int) -> int:
 
 
 def _has_mark(value: Any) -> bool:
-    if isinstance(value, str):
-        return TRUNCATION_MARK in value
-    if isinstance(value, list):
-        return any(_has_mark(v) for v in value)
-    if isinstance(value, dict):
-        return value.get("toolspan.truncated") is True or any(
-            TRUNCATION_MARK in k or _has_mark(v) for k, v in value.items()
-        )
+    """Whether ``value`` holds toolspan's truncation marker anywhere (iterative: any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if TRUNCATION_MARK in item:
+                return True
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if item.get("toolspan.truncated") is True or any(TRUNCATION_MARK in k for k in item):
+                return True
+            stack.extend(item.values())
     return False
 
 
