@@ -251,6 +251,10 @@ def test_trace_picker_and_links_across_traces(open_page: Callable[..., Opened]) 
     assert page.locator("#trace").input_value() == "0"
     page.select_option("#trace", "1")
     assert page.locator("#title").inner_text() == "job nightly"
+    with page.expect_download() as info:
+        page.click("#download")
+    assert info.value.suggested_filename == f"trace-{pages[1]['trace_id']}.json"
+    assert json.loads(Path(info.value.path()).read_text("utf-8")) == pages[1]
     assert opened.errors == []
 
 

@@ -592,10 +592,11 @@
   }
 
   function download() {
-    const blob = new Blob([JSON.stringify(pages.length === 1 ? pages[0] : pages, null, 2)], { type: "application/json" });
+    // The shown trace's page document (schema "page").
+    const blob = new Blob([JSON.stringify(P, null, 2)], { type: "application/json" });
     const a = el("a");
     a.href = URL.createObjectURL(blob);
-    a.download = "trace-" + (pages.length === 1 ? P.trace_id : "all") + ".json";
+    a.download = "trace-" + (P.trace_id || "empty") + ".json";
     doc.body.appendChild(a);
     a.click();
     a.remove();
