@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import toolspan
 from _page_data import big_run, hostile_payloads, hostile_run
-from toolspan.bridge.model import Span
+from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_events, to_pages
@@ -306,6 +306,40 @@ def test_keyboard_alone_reaches_the_links_and_follows_them(open_page: Callable[.
         page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     assert page.locator("#detail h3").inner_text().endswith("research clouds")
+
+
+def test_every_state_has_its_colour_and_approval_waits_their_segment(
+    open_page: Callable[..., Opened],
+) -> None:
+    from _page_data import MS, T0
+    from toolspan import semconv as sc
+
+    def tool(n: int, state: str | None, end: int | None, events: tuple[SpanEvent, ...] = ()) -> Span:
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: f"t{n}"}
+        if state is not None:
+            attrs[sc.TOOLSPAN_TOOL_STATE] = state
+        return Span(
+            "ef" * 16, f"{n:016x}", None, "execute_tool", T0 + n * MS, end, attributes=attrs, events=events
+        )
+
+    asked = (SpanEvent(sc.PERMISSION_REQUIRED_EVENT, T0 + 8 * MS, {}),)
+    allowed = (*asked, SpanEvent(sc.PERMISSION_DECIDED_EVENT, T0 + 9 * MS, {sc.PERMISSION_DECISION: "allow"}))
+    states = ["COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED"]
+    spans = [tool(n, state, T0 + 20 * MS) for n, state in enumerate(states, 1)]
+    spans += [tool(6, None, None), tool(7, None, None, asked), tool(8, "COMPLETED", T0 + 12 * MS, allowed)]
+    page = open_page(render_html(to_pages(spans, live=True))).page
+    rows = page.eval_on_selector_all(
+        "#timeline .row",
+        """rows => rows.map(r => [r.querySelector('.label').textContent,
+             r.querySelector('.dot').className, getComputedStyle(r.querySelector('.dot')).backgroundColor,
+             r.querySelectorAll('.bar .wait').length])""",
+    )
+    by_label = {label: (cls, colour, waits) for label, cls, colour, waits in rows}
+    expected = [*states, "RUNNING", "AWAITING_APPROVAL"]
+    assert [by_label[f"t{n}"][0] for n in range(1, 8)] == [f"dot s-{s}" for s in expected]
+    assert len({by_label[f"t{n}"][1] for n in range(1, 8)}) == 7
+    # The approval waits: one still open (to the end of the trace), one decided after 1 ms.
+    assert [by_label[f"t{n}"][2] for n in range(1, 9)] == [0, 0, 0, 0, 0, 0, 1, 1]
 
 
 def test_download_gives_the_trace_json(open_page: Callable[..., Opened]) -> None:
