@@ -11,6 +11,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -574,6 +575,12 @@ def test_live_mode_shows_running_tools_finish(open_page: Callable[..., Opened]) 
         expect(page.locator("#timeline .row[aria-selected='true']")).to_be_in_viewport()
         scroll = page.evaluate("document.getElementById('timeline').scrollTop")
         assert scroll > 0
+        # Running bars grow with the clock: the tool started at 600 ms, the last time the trace recorded;
+        # at 1,500 ms (the page's clock) it spans the last 60% of the run.
+        bar = page.locator("#timeline .row[aria-selected='true'] .bar")
+        assert bar.get_attribute("style") == "left: 100%; width: 0%;"
+        page.clock.set_fixed_time(datetime.fromtimestamp((T0 + 1500 * MS) / 1e9, tz=timezone.utc))
+        expect(bar).to_have_attribute("style", "left: 40%; width: 60%;")
         # The running tool finishes (announced by an unnamed event), then a new one starts (announced as
         # the act/observe stream would name it).
         server.publish([agent, *done, tool(60, 600, 650)])

@@ -21,8 +21,10 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
    AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact text;
 3. re-render with that data, keeping the selected step, the trace shown and the scroll positions.
 
-Bursts of messages collapse into one fetch at a time. The page works from ``file://`` and from any path of the
-server; the URLs may be relative to the page's URL.
+Bursts of messages collapse into one fetch at a time. Between updates, the bars of steps still running
+grow with the browser's clock (once a second; a clock more than an hour off the trace's times is
+ignored). The page works from ``file://`` and from any path of the server; the URLs may be relative to
+the page's URL.
 """
 
 from __future__ import annotations

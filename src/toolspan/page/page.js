@@ -142,9 +142,12 @@
     const roots = [];
     for (let k = 0; k < n; k++) {
       const s = steps[k];
-      end[k] = s.dur_us === null ? P.duration_us : s.start_us + s.dur_us;
+      end[k] = s.dur_us === null ? null : s.start_us + s.dur_us;
       if (s.parent === null || s.parent === undefined || s.parent >= n) roots.push(k); else kids[s.parent].push(k);
     }
+    running = [];
+    for (let k = 0; k < n; k++) if (end[k] === null) running.push(k);
+    clockTick(false);
     order = [];
     const stack = roots.slice().reverse();
     while (stack.length) {
@@ -175,6 +178,21 @@
     detail();
   }
 
+  // Time shown to scale: the trace's recorded span, or, in a live page with steps still running, up to
+  // now (the browser's clock; ignored when it is more than an hour off the trace), so running bars grow.
+  let spanUs = 0;
+  let running = [];
+  function clockTick(redraw) {
+    let s = P.duration_us;
+    if (P.live && running.length) {
+      const now = (Date.now() - P.start_ms) * 1000;
+      if (now > s && now - s < 3.6e9) s = now;
+    }
+    running.forEach((k) => { end[k] = s; });
+    if (redraw && s !== spanUs) { spanUs = s; axis(); timeline.set(tlRows.length); return; }
+    spanUs = s;
+  }
+
   function legend() {
     const box = $("legend");
     box.textContent = "";
@@ -201,7 +219,7 @@
     a.textContent = "";
     const ticks = el("span", "ticks");
     for (let k = 0; k <= 4; k++) {
-      const t = el("span", null, fmtUs(Math.round((P.duration_us * k) / 4)));
+      const t = el("span", null, fmtUs(Math.round((spanUs * k) / 4)));
       t.style.left = k * 25 + "%";
       if (k === 4) t.style.transform = "translateX(-100%)";
       ticks.appendChild(t);
@@ -271,7 +289,7 @@
     r.id = "tl-" + idx;
     r.className = "row" + (s.critical ? " crit" : "");
     const track = el("span", "track");
-    const span = Math.max(1, P.duration_us);
+    const span = Math.max(1, spanUs);
     const bar = el("span", "bar s-" + s.state);
     bar.style.left = (100 * s.start_us) / span + "%";
     bar.style.width = (100 * Math.max(0, end[k] - s.start_us)) / span + "%";
@@ -620,6 +638,7 @@
         .catch(() => { badge.textContent = "live: update failed"; })
         .finally(() => { busy = false; if (again) { again = false; refresh(); } });
     };
+    setInterval(() => { if (running.length) clockTick(true); }, 1000);
     const es = new EventSource(l.stream_url);
     es.onopen = () => { badge.className = "on"; badge.textContent = "live"; };
     // Unnamed events, and the names a trace's event stream uses (act/observe, progress, seed 003).
