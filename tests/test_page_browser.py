@@ -259,6 +259,15 @@ def test_trace_picker_and_links_across_traces(open_page: Callable[..., Opened]) 
     assert opened.errors == []
 
 
+def test_unknown_or_malformed_deep_links_leave_the_page_working(open_page: Callable[..., Opened]) -> None:
+    html = render_html(to_pages(demo_spans()))
+    for hash_ in ("#exec_0000000000000000", "#%E0%A4%A", "#<img src=x onerror=__pwn()>"):
+        opened = open_page(html, hash_=hash_)
+        assert opened.page.locator("#detail").inner_text().startswith("Select a step")
+        assert opened.errors == []
+        assert opened.page.evaluate("window.__pwnCalls") == 0
+
+
 def test_empty_input_gives_an_empty_page(open_page: Callable[..., Opened]) -> None:
     opened = open_page(render_html([]))
     assert opened.page.locator("#detail").inner_text() == "This trace has no spans."

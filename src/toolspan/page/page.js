@@ -345,6 +345,10 @@
     hashWanted = h;
   }
 
+  function hashId() {
+    try { return decodeURIComponent(location.hash.slice(1)); } catch (e) { return location.hash.slice(1); }
+  }
+
   function goTo(id) {
     const hit = byId.get(id);
     if (!hit) return false;
@@ -673,9 +677,9 @@
   doc.addEventListener("keydown", (e) => {
     if (e.key === "/" && doc.activeElement !== $("search")) { e.preventDefault(); $("search").focus(); }
   });
-  window.addEventListener("hashchange", () => { goTo(decodeURIComponent(location.hash.slice(1))); });
+  window.addEventListener("hashchange", () => { goTo(hashId()); });
   setData(readJSON("ts-data") || [], false);
-  if (location.hash.length > 1) goTo(decodeURIComponent(location.hash.slice(1)));
+  if (location.hash.length > 1) goTo(hashId());
   live();
   doc.body.dataset.ready = "1";
   performance.mark("toolspan-ready");
