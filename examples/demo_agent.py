@@ -14,7 +14,8 @@ until it answers without tools. Two turns of one conversation:
 
 Spans go to ``DIR/traces.jsonl`` (OTLP JSON Lines; also to an OTLP endpoint when
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set). The demo then reads that file back with the bridge, prints the
-act/observe timeline and writes ``events.jsonl``, ``timeline.json``, ``tree.json`` and ``plans.json``.
+act/observe timeline and writes ``events.jsonl``, ``timeline.json``, ``tree.json`` and ``plans.json``, and
+the trace page ``run.html`` (its path is printed: open it in a browser).
 Everything but ids and times is the same on every run (the two parallel calls may interleave either way).
 """
 
@@ -29,7 +30,8 @@ from typing import Any
 
 import toolspan
 from toolspan.bridge.readers import read_spans
-from toolspan.bridge.views import to_events, to_plans, to_timelines, to_trees
+from toolspan.bridge.views import to_events, to_pages, to_plans, to_timelines, to_trees
+from toolspan.page import render_html
 
 CONVERSATION_ID = "conv-demo-0001"
 SERVICE_NAME = "toolspan-demo"
@@ -260,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     write_json(out / "plans.json", to_plans(spans))
     names = "traces.jsonl events.jsonl timeline.json tree.json plans.json"
     print(f"\n{len(spans)} spans; trace files in {out}/: {names}")
+    (out / "run.html").write_text(render_html(to_pages(spans)), encoding="utf-8")
+    print(f"trace page: {(out / 'run.html').resolve()}")
     return 0
 
 

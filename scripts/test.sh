@@ -10,6 +10,8 @@ fi
 .venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
 # Exact versions from constraints/test.txt: an upstream release never changes what CI runs.
 .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
+# The trace page tests drive Debian's chromium through Playwright (never `playwright install`).
+command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 .venv/bin/ruff check src tests benchmarks examples
 .venv/bin/ruff format --check src tests benchmarks examples
 .venv/bin/mypy

@@ -70,10 +70,19 @@ def test_writes_every_file(demo: tuple[Path, str]) -> None:
     assert sorted(p.name for p in out.iterdir()) == [
         "events.jsonl",
         "plans.json",
+        "run.html",
         "timeline.json",
         "traces.jsonl",
         "tree.json",
     ]
+
+
+def test_writes_the_trace_page_and_prints_its_path(demo: tuple[Path, str]) -> None:
+    out, stdout = demo
+    assert stdout.splitlines()[-1] == f"trace page: {(out / 'run.html').resolve()}"
+    html = (out / "run.html").read_text("utf-8")
+    data = html.split('<script id="ts-data" type="application/json">', 1)[1].split("</script>", 1)[0]
+    assert [page["title"] for page in json.loads(data)] == ["assistant", "assistant"]
 
 
 def test_prints_the_act_observe_timeline(demo: tuple[Path, str]) -> None:

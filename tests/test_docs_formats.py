@@ -29,6 +29,7 @@ PAGES = {
     "progress": "progress-stream.md",
     "tree": "execution-tree.md",
     "audit": "policy-audit.md",
+    "page": "trace-page.md",
 }
 STREAMS = {"events", "progress"}
 _EXAMPLE = re.compile(r"^<!-- format-example -->\n```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)

@@ -20,7 +20,7 @@ import pytest
 import toolspan
 from _bridge_data import scenario, validate
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import audit, to_events, to_plans, to_progress, to_timelines, to_trees
+from toolspan.bridge.views import audit, to_events, to_pages, to_plans, to_progress, to_timelines, to_trees
 from toolspan.policy import parse_policy
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -54,6 +54,7 @@ VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "plans": ("plans", to_plans),
     "progress": ("progress", to_progress),
     "audit": ("audit", _audits),
+    "page": ("page", to_pages),
 }
 
 

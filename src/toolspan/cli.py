@@ -1,9 +1,10 @@
-"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress [-o FILE] [--lenient]``.
+"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress|html [-o FILE] [--lenient]``.
 
 Reads spans from files, directories, globs or stdin (``-``) in any format the bridge reads, renders them
 with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``), one JSON
 document otherwise (``timeline``: an array of conversation documents; ``tree``: the trace document, or
-an array of them for several traces; ``plans``: one object).
+an array of them for several traces; ``plans``: one object). ``html``: the self-contained trace page, one
+file for all traces of the input (a trace picker when there are several).
 
 ``--to events`` streams: each span is turned into its events as it is read, in input order, without
 holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
@@ -29,7 +30,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
 from toolspan.bridge.readers._json import write_json_lines
 
-TARGETS = ("events", "timeline", "tree", "plans", "progress")
+TARGETS = ("events", "timeline", "tree", "plans", "progress", "html")
 STREAMS = frozenset({"events", "progress"})
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
@@ -141,6 +142,10 @@ def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iter
     if target == "tree":
         trees = views.to_trees(list(spans))
         return None, trees[0] if len(trees) == 1 else trees
+    if target == "html":
+        from toolspan.page import render_html
+
+        return None, render_html(views.to_pages(list(spans)))
     return None, views.to_plans(list(spans))
 
 
@@ -187,6 +192,8 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
         lines, document = _render(args.to, spans, args.sorted)
         if lines is not None:
             _write_lines(lines, out)
+        elif args.to == "html":
+            out.write(document.encode("utf-8"))
         else:
             out.write((json.dumps(document, ensure_ascii=False, indent=args.indent) + "\n").encode("utf-8"))
         out.flush()

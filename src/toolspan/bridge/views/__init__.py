@@ -10,6 +10,7 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_plans``: plan records (the plan hierarchy), schema ``plans``;
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
+- ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
 - ``audit``: a policy audit report with the marked execution trees, schema ``audit``.
 
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
@@ -27,6 +28,7 @@ from toolspan.bridge.classify import classify
 from toolspan.bridge.views._audit import audit
 from toolspan.bridge.views._common import SCHEMA_VERSION
 from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
+from toolspan.bridge.views._page import to_page, to_pages
 from toolspan.bridge.views._plans import to_plans
 from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
 from toolspan.bridge.views._timeline import to_timelines
@@ -43,6 +45,8 @@ __all__ = [
     "match_observe",
     "observe_event",
     "to_events",
+    "to_page",
+    "to_pages",
     "to_plans",
     "to_progress",
     "to_timelines",
@@ -50,7 +54,7 @@ __all__ = [
     "to_trees",
 ]
 
-SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "audit")
+SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "page", "audit")
 
 
 @cache
@@ -66,6 +70,6 @@ def _schema_text(name: str) -> str:
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema (a fresh dict) of ``events``, ``timeline``, ``tree``, ``plans`` or ``progress``."""
+    """The JSON Schema (a fresh dict) of one of ``SCHEMA_NAMES`` (``events``, ``tree``, ``page``, ...)."""
     schema: dict[str, Any] = json.loads(_schema_text(name))
     return schema

@@ -1,0 +1,131 @@
+"""The trace page: one self-contained HTML file showing page documents (``toolspan.bridge.views.to_pages``).
+
+``render_html(data, live=None, title=None) -> str`` fills the page template with ``data`` (one page document
+or a list of them: the page then shows a trace picker). The file needs nothing else: CSS and JavaScript are
+inline (our own), the data is embedded as JSON in ``<script type="application/json" id="ts-data">`` with
+``<``, ``>``, ``&``, U+2028, U+2029 and lone surrogates escaped, so no value can close the element; the script
+writes data only through text nodes and DOM properties. A Content-Security-Policy ``<meta>`` allows only the
+page's own script and style (by sha256 hash) and no request at all (``default-src 'none'``, ``connect-src
+'none'``, ``form-action 'none'``, ``base-uri 'none'``; ``img-src data:`` for the inline icon).
+
+Live mode, the contract for a server (``toolspan serve`` wires it): ``render_html(data,
+live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` and makes the page
+
+1. open ``EventSource(stream_url)`` (same origin). Each event refreshes the page, its data is ignored:
+   unnamed events (``message``) and events named ``update``, ``span``, ``act``, ``observe``, ``progress``,
+   ``tool:start``, ``tool:end``, ``tool:error`` or ``done`` (so a trace's act/observe or progress stream
+   can drive the page as it is);
+2. on each message, ``GET data_url`` (same origin, ``cache: no-store``), which must answer
+   ``application/json`` holding the same kind of value as ``data``: one page document or a list of them,
+   built with ``to_pages(spans, live=True)`` so spans that have not ended show as RUNNING (or
+   AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact text;
+3. re-render with that data, keeping the selected step, the trace shown and the scroll positions.
+
+Bursts of messages collapse into one fetch at a time. Between updates, the bars of steps still running
+grow with the browser's clock (once a second; a clock more than an hour off the trace's times is
+ignored). The page works from ``file://`` and from any path of the server; the URLs may be relative to
+the page's URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Final
+
+__all__ = ["LiveOptions", "content_security_policy", "embed_json", "page_json", "render_html"]
+
+_ESCAPES: Final = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_UNSAFE: Final = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+_ICON: Final = (
+    "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
+    "%3Crect x='1' y='3' width='9' height='3' rx='1' fill='%230969da'/%3E"
+    "%3Crect x='5' y='7' width='10' height='3' rx='1' fill='%232da44e'/%3E"
+    "%3Crect x='3' y='11' width='6' height='3' rx='1' fill='%23bf3989'/%3E%3C/svg%3E"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    """Where a served page follows its trace: an SSE stream, and the URL returning fresh page JSON."""
+
+    stream_url: str
+    data_url: str
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
+
+
+def page_json(data: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> str:
+    """Compact JSON text of page documents: what the page embeds and what a live ``data_url`` returns."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def embed_json(data: Any) -> str:
+    """JSON text safe inside ``<script type="application/json">``: it cannot close the element."""
+    return _UNSAFE.sub(_escape, page_json(data))
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("toolspan.page").joinpath(name).read_text("utf-8")
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def content_security_policy(script: str, style: str, live: bool) -> str:
+    """The page's policy: only this script and style, no network (live: same-origin fetch and SSE)."""
+    return "; ".join(
+        (
+            "default-src 'none'",
+            f"script-src {_sha256(script)}",
+            f"style-src {_sha256(style)}",
+            "img-src data:",
+            "connect-src 'self'" if live else "connect-src 'none'",
+            "form-action 'none'",
+            "base-uri 'none'",
+        )
+    )
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_html(
+    data: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    live: LiveOptions | None = None,
+    title: str | None = None,
+) -> str:
+    """One self-contained HTML page showing ``data`` (a page document or a list of them)."""
+    script = _asset("page.js")
+    style = _asset("page.css")
+    config = {"live": None if live is None else {"stream_url": live.stream_url, "data_url": live.data_url}}
+    if title is None:
+        first = data if isinstance(data, Mapping) else (data[0] if data else {})
+        title = str(first.get("title") or first.get("trace_id") or "trace")
+    return _asset("template.html").format(
+        csp=_attr(content_security_policy(script, style, live is not None)),
+        icon=_ICON,
+        title=_attr(title[:200]) + " \u2014 toolspan",
+        style=style,
+        script=script,
+        config=embed_json(config),
+        data=embed_json(data),
+    )
