@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
 
@@ -46,7 +47,7 @@ def execution_id(span: Span) -> str:
 
 
 def call_id(span: Span) -> str:
-    attrs = span.attributes
+    attrs = content_attributes(span, is_tool=True)
     for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
         value = attrs.get(key)
         if value is not None and value != "":
@@ -78,7 +79,7 @@ def _unwrap_traceloop_input(value: Any) -> Any:
 
 def tool_input(span: Span) -> Any:
     """The tool's arguments as a value (``None`` when the span has none)."""
-    attrs = span.attributes
+    attrs = content_attributes(span, is_tool=True)
     value = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     if value is not None:
         return parse_json(value)
@@ -93,7 +94,7 @@ def tool_input(span: Span) -> Any:
 
 def tool_output(span: Span) -> Any:
     """The tool's result as a value (``None`` when the span has none)."""
-    attrs = span.attributes
+    attrs = content_attributes(span, is_tool=True)
     for key in (sc.GEN_AI_TOOL_CALL_RESULT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
         value = attrs.get(key)
         if value is not None:
@@ -192,6 +193,8 @@ class ToolCall:
     is_error: bool
     parent_execution_id: str | None
     parent_call_id: str | None
+    # The span id of the model call that asked for this call (``None`` when no model call did, or unknown).
+    requested_by: str | None = None
 
 
 def tool_call(span: Span) -> ToolCall:

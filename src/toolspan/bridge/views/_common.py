@@ -7,10 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolspan.bridge.classify import AGENT, LLM, PLAN, TOOL, classify
+from toolspan.bridge.classify import AGENT, LLM, PLAN, TOOL, ToolCall, classify
+from toolspan.bridge.link import link_tool_calls
 from toolspan.bridge.model import Span
 
-SCHEMA_VERSION: Final = "1.0"
+SCHEMA_VERSION: Final = "1.1"
 
 NS_PER_MS: Final = 1_000_000
 
@@ -94,6 +95,13 @@ class TraceIndex:
         self.children = children
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
+        self._calls: dict[int, ToolCall] | None = None
+
+    def tool_calls(self) -> dict[int, ToolCall]:
+        """The tool call of every tool record, linked to the model call that asked for it (computed once)."""
+        if self._calls is None:
+            self._calls = link_tool_calls(self.spans, self.kinds, self.parent)
+        return self._calls
 
     def _break_cycles(self) -> None:
         n = len(self.spans)

@@ -42,7 +42,6 @@ from toolspan.bridge.classify import (
     parent_tool_ids,
     plan_name,
     thoughts,
-    tool_call,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
@@ -80,6 +79,7 @@ def _act_info(tc: ToolCall) -> dict[str, Any]:
         "result": result,
         "executionId": tc.execution_id,
         "state": tc.state,
+        "requestedBy": tc.requested_by,
     }
 
 
@@ -153,7 +153,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
     by_call: dict[str, tuple[int, int]] = {}
     by_exec: dict[str, tuple[int, int]] = {}
     for t, index in enumerate(traces):
-        calls = {i: tool_call(s) for i, s in enumerate(index.spans) if index.kinds[i] == TOOL}
+        calls = index.tool_calls()
         tool_calls.append(calls)
         for i, tc in calls.items():
             by_call.setdefault(tc.call_id, (t, i))

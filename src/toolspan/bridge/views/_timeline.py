@@ -29,7 +29,6 @@ from toolspan.bridge.classify import (
     agent_input_text,
     agent_output_text,
     thoughts,
-    tool_call,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import AGENTS, SCHEMA_VERSION, TraceIndex, group_traces, ms
@@ -66,14 +65,15 @@ def _turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | Non
 
 def _trace_items(trace: list[Span]) -> list[_Item]:
     index = TraceIndex(trace)
+    calls = index.tool_calls()
     items: list[_Item] = []
     for i, span in enumerate(trace):
         kind = index.kinds[i]
         for n, (t, text) in enumerate(thoughts(span)):
             items.append((t, 2, i, n, {"type": "thought", "_event": "thought", "content": text}))
         if kind == TOOL:
-            tc = tool_call(span)
-            ids = {"execution_id": tc.execution_id, "call_id": tc.call_id}
+            tc = calls[i]
+            ids = {"execution_id": tc.execution_id, "call_id": tc.call_id, "requested_by": tc.requested_by}
             items.append(
                 (
                     span.start_ns,

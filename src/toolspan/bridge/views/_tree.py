@@ -36,7 +36,6 @@ from toolspan.bridge.classify import (
     agent_input_text,
     agent_output_text,
     plan_name,
-    tool_call,
     tool_output,
 )
 from toolspan.bridge.model import Span
@@ -76,7 +75,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
     dup = duplicate_flags(trace)
     n = len(trace)
     types = [_NODE_TYPES.get(k, "node") for k in index.kinds]
-    calls = {i: tool_call(trace[i]) for i in range(n) if index.kinds[i] == TOOL}
+    calls = index.tool_calls()
 
     def parent_ref(i: int) -> str:
         p = index.parent[i]
@@ -109,6 +108,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
                 "tool_name": tc.name,
                 "execution_id": tc.execution_id,
                 "call_id": tc.call_id,
+                "requested_by": tc.requested_by,
             }
             raw.append((span.start_ns, 1, i, "tool_called", {**base, **ids, "input": tc.input}))
             if end_t is not None:
@@ -195,7 +195,11 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
             node["input"] = tc.input
             node["output"] = tc.output if tc.error is None else {"error": tc.error}
             node.update(
-                execution_id=tc.execution_id, call_id=tc.call_id, state=tc.state, is_error=tc.is_error
+                execution_id=tc.execution_id,
+                call_id=tc.call_id,
+                state=tc.state,
+                is_error=tc.is_error,
+                requested_by=tc.requested_by,
             )
         elif t == "node":
             node["payload_summary"] = summary(_node_output(span, index.kinds[i]))
