@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolspan import semconv as sc
+from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
 
@@ -80,7 +81,7 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
 
 def agent_input_text(span: Span) -> str | None:
     """What the user asked this agent (the last user message of its input), if recorded."""
-    attrs = span.attributes
+    attrs = content_attributes(span, is_tool=False)
     for key in (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
         value = attrs.get(key)
         if value is not None:
@@ -90,7 +91,7 @@ def agent_input_text(span: Span) -> str | None:
 
 def agent_output_text(span: Span) -> str | None:
     """What this agent answered (the text of its assistant output messages), if recorded."""
-    attrs = span.attributes
+    attrs = content_attributes(span, is_tool=False)
     for key in (sc.GEN_AI_OUTPUT_MESSAGES, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
         value = attrs.get(key)
         if value is not None:
