@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._eventcontent import content_attributes
@@ -55,12 +55,66 @@ def _message_text(message: Mapping[str, Any]) -> str | None:
     return None
 
 
+_LC_ROLES: Final[Mapping[str, str]] = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "HumanMessage": "user",
+    "AIMessage": "assistant",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+}
+
+
+def _lc_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A LangChain message (serialised, ``{"type", "data"}`` or plain) as ``{"role", "content"}``."""
+    if "role" in message:
+        return message
+    kind: Any = message.get("type")
+    inner: Any = message
+    if message.get("lc") == 1 and isinstance(message.get("kwargs"), Mapping):
+        inner = message["kwargs"]
+        ident = message.get("id")
+        kind = inner.get("type") or (ident[-1] if isinstance(ident, list) and ident else None)
+    elif isinstance(message.get("data"), Mapping):
+        inner = message["data"]
+    role = _LC_ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None or "content" not in inner:
+        return message
+    return {"role": role, "content": inner["content"]}
+
+
+def _unwrap(value: Any) -> Any:
+    """The message list inside the wrappers frameworks record (LangGraph state, LangChain results)."""
+    for _ in range(4):
+        if not isinstance(value, dict):
+            break
+        if isinstance(value.get("outputs"), dict) or isinstance(value.get("inputs"), dict):
+            value = value.get("outputs") if isinstance(value.get("outputs"), dict) else value["inputs"]
+        elif isinstance(value.get("messages"), list):
+            value = value["messages"]
+        elif isinstance(value.get("generations"), list):
+            rows = [g for row in value["generations"] for g in (row if isinstance(row, list) else [row])]
+            value = [
+                g.get("message") or {"role": "assistant", "content": g.get("text")}
+                for g in rows
+                if isinstance(g, dict)
+            ]
+        elif isinstance(value.get("task"), str):  # smolagents' run(task=...)
+            return value["task"]
+        else:
+            break
+    if isinstance(value, list):
+        flat = [m for item in value for m in (item if isinstance(item, list) else [item])]
+        return [_lc_message(m) if isinstance(m, Mapping) else m for m in flat]
+    return value
+
+
 def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
-    value = parse_json(value)
+    value = _unwrap(parse_json(value))
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and isinstance(value.get("messages"), list):
-        value = value["messages"]
     if isinstance(value, dict) and "role" in value:
         value = [value]
     if isinstance(value, list):
@@ -69,7 +123,7 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
             for m in value
             if isinstance(m, dict) and m.get("role", role) == role
             for text in (_message_text(m),)
-            if text is not None
+            if text
         ]
         if not texts:
             return None

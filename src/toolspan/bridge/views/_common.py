@@ -7,7 +7,16 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolspan.bridge.classify import AGENT, LLM, PLAN, TOOL, ToolCall, classify
+from toolspan.bridge.classify import (
+    AGENT,
+    LLM,
+    PLAN,
+    TOOL,
+    ToolCall,
+    agent_input_text,
+    agent_output_text,
+    classify,
+)
 from toolspan.bridge.link import link_tool_calls
 from toolspan.bridge.model import Span
 
@@ -154,3 +163,34 @@ PLANS: Final = frozenset({PLAN})
 TOOLS: Final = frozenset({TOOL})
 PLANS_TOOLS: Final = frozenset({PLAN, TOOL})
 AGENTS_LLMS: Final = frozenset({AGENT, LLM})
+
+
+def turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:
+    """What the user asked agent ``agent`` and what it answered: its own messages, else those of its model
+    calls (its own, or a nested agent's when it has none: a workflow agent)."""
+    span = index.spans[agent]
+    user = agent_input_text(span)
+    answer = agent_output_text(span)
+    if user is not None and answer is not None:
+        return user, answer
+    llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and index.nearest(i, AGENTS) == agent]
+    if not llms:
+        # A workflow agent whose model calls run in a nested agent (OpenAI Agents SDK, LangGraph).
+        llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and _under(index, i, agent)]
+        llms.sort(key=lambda i: (index.spans[i].start_ns, i))
+    if user is None and llms:
+        user = agent_input_text(index.spans[llms[0]])
+    ended = [i for i in llms if index.spans[i].end_ns is not None]
+    if answer is None and ended:
+        last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
+        answer = agent_output_text(index.spans[last])
+    return user, answer
+
+
+def _under(index: TraceIndex, i: int, ancestor: int) -> bool:
+    p = index.parent[i]
+    while p is not None:
+        if p == ancestor:
+            return True
+        p = index.parent[p]
+    return False

@@ -36,9 +36,7 @@ from toolspan.bridge.classify import (
     PLAN,
     TOOL,
     ToolCall,
-    agent_input_text,
     agent_name,
-    agent_output_text,
     parent_tool_ids,
     plan_name,
     thoughts,
@@ -52,6 +50,7 @@ from toolspan.bridge.views._common import (
     TraceIndex,
     group_traces,
     iso,
+    turn_messages,
 )
 
 __all__ = ["PLAN_ID_PREFIX", "to_plans"]
@@ -131,12 +130,13 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict
     else:
         status = "FINISHED"
     description = span.attributes.get(sc.GEN_AI_AGENT_DESCRIPTION)
+    request, result = turn_messages(index, i)
     return {
         "id": span.span_id,
         "agentName": agent_name(span),
         "agentDescription": None if description is None else str(description),
-        "agentRequest": agent_input_text(span),
-        "result": agent_output_text(span),
+        "agentRequest": request,
+        "result": result,
         "status": status,
         "errorMessage": (span.status_message or None) if span.status == "ERROR" else None,
         "startTime": iso(span.start_ns),
@@ -264,11 +264,9 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
             ref = info["tool"]
             trigger = tool_calls[ref[0]][ref[1]] if ref is not None else None
             agents = info["agents"]
-            first_request = next(
-                (r for a in agents for r in (agent_input_text(spans[a]),) if r is not None), None
-            )
+            first_request = next((r for a in agents for r in (turn_messages(index, a)[0],) if r), None)
             last_result = next(
-                (r for a in reversed(agents) for r in (agent_output_text(spans[a]),) if r is not None), None
+                (r for a in reversed(agents) for r in (turn_messages(index, a)[1],) if r), None
             )
             records.append(
                 {

@@ -24,14 +24,11 @@ from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import (
     AGENT,
-    LLM,
     TOOL,
-    agent_input_text,
-    agent_output_text,
     thoughts,
 )
 from toolspan.bridge.model import Span
-from toolspan.bridge.views._common import AGENTS, SCHEMA_VERSION, TraceIndex, group_traces, ms
+from toolspan.bridge.views._common import AGENTS, SCHEMA_VERSION, TraceIndex, group_traces, ms, turn_messages
 
 __all__ = ["to_timelines"]
 
@@ -45,22 +42,6 @@ def _conversation_id(trace: list[Span]) -> str:
             if value is not None and value != "":
                 return str(value)
     return trace[0].trace_id
-
-
-def _turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:
-    span = index.spans[agent]
-    user = agent_input_text(span)
-    answer = agent_output_text(span)
-    if user is not None and answer is not None:
-        return user, answer
-    llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and index.nearest(i, AGENTS) == agent]
-    if user is None and llms:
-        user = agent_input_text(index.spans[llms[0]])
-    ended = [i for i in llms if index.spans[i].end_ns is not None]
-    if answer is None and ended:
-        last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
-        answer = agent_output_text(index.spans[last])
-    return user, answer
 
 
 def _trace_items(trace: list[Span]) -> list[_Item]:
@@ -109,7 +90,7 @@ def _trace_items(trace: list[Span]) -> list[_Item]:
                     )
                 )
         elif kind == AGENT and index.nearest(i, AGENTS) is None:
-            user, answer = _turn_messages(index, i)
+            user, answer = turn_messages(index, i)
             if user is not None:
                 items.append(
                     (
