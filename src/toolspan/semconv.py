@@ -192,3 +192,6 @@ OI_TOKEN_COUNT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
 OI_TOKEN_COUNT_REASONING: Final = "llm.token_count.completion_details.reasoning"
 # OpenLLMetry's flattened completions: gen_ai.completion.<i>.tool_calls.<j>.<id|name|arguments>
 TRACELOOP_COMPLETION_PREFIX: Final = "gen_ai.completion."
+# The MCP SDK's own spans: "MCP send tools/call {name}" (CLIENT) and "tools/call {name}" (SERVER, which
+# also says gen_ai.operation.name = execute_tool).
+MCP_METHOD_NAME: Final = "mcp.method.name"

@@ -7,9 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from toolspan import semconv as sc
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
+    OTHER,
     PLAN,
     TOOL,
     ToolCall,
@@ -104,7 +106,20 @@ class TraceIndex:
         self.children = children
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
+        self._demote_mcp_legs()
         self._calls: dict[int, ToolCall] | None = None
+
+    def _demote_mcp_legs(self) -> None:
+        """An MCP server's ``tools/call`` span under a tool span is the transport leg of that tool call
+        (the call is counted once, by the tool that made it): it becomes ``other``. Alone (a client that
+        traces nothing), the server span stays the tool call."""
+        for i, span in enumerate(self.spans):
+            if (
+                self.kinds[i] == TOOL
+                and sc.MCP_METHOD_NAME in span.attributes
+                and self.nearest(i, frozenset({TOOL})) is not None
+            ):
+                self.kinds[i] = OTHER
 
     def tool_calls(self) -> dict[int, ToolCall]:
         """The tool call of every tool record, linked to the model call that asked for it (computed once)."""
