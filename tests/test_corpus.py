@@ -17,6 +17,7 @@ import pytest
 from toolspan.bridge.classify import LLM, TOOL, classify
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
+from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
 from toolspan.bridge.views import to_events, to_plans, to_progress, to_timelines, to_trees
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -24,6 +25,7 @@ FRAMEWORKS = (
     "langgraph_openinference",
     "langgraph_openllmetry",
     "openai_agents",
+    "openai_v2",
     "pydantic_ai",
     "smolagents",
     "strands_default",
@@ -35,11 +37,17 @@ ENCODINGS = ("traces.jsonl", "traces.pb")
 REDACTED_ERRORS = {"openai_agents"}
 
 
+# Frameworks whose content arrives as OTLP logs (log-based events) tied to the spans.
+WITH_LOGS = {"openai_v2"}
+LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
+
+
 def test_the_corpus_holds_exactly_the_listed_frameworks() -> None:
     assert sorted(p.name for p in CORPUS.iterdir() if p.is_dir()) == sorted(FRAMEWORKS)
     for name in FRAMEWORKS:
         files = sorted(p.name for p in (CORPUS / name).iterdir())
-        assert files == ["ground_truth.json", "traces.jsonl", "traces.pb"], name
+        logs = ["logs.jsonl", "logs.pb"] if name in WITH_LOGS else []
+        assert files == sorted(["ground_truth.json", "traces.jsonl", "traces.pb", *logs]), name
 
 
 def _truth(framework: str) -> dict[str, Any]:
@@ -47,11 +55,23 @@ def _truth(framework: str) -> dict[str, Any]:
     return truth
 
 
-def _spans(framework: str, encoding: str) -> list[Span]:
+def _spans(framework: str, encoding: str, *, logs: bool = True) -> list[Span]:
     spans, report = read_spans(str(CORPUS / framework / encoding))
     assert (report.records_skipped, report.issues) == (0, [])
     assert spans
+    if logs and framework in WITH_LOGS:
+        records = logs_from_bytes((CORPUS / framework / LOGS[encoding]).read_bytes())
+        spans, unmatched = attach_logs(spans, records)
+        assert unmatched == 0
     return spans
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_without_its_logs_a_log_based_trace_has_no_requests(encoding: str) -> None:
+    spans = _spans("openai_v2", encoding, logs=False)
+    observes = [e for e in to_events(spans) if e["type"] == "observe"]
+    assert len(observes) == 3
+    assert {e["requested_by"] for e in observes} == {None}
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -146,6 +166,7 @@ def test_every_view_carries_the_recovered_ids(framework: str) -> None:
 NO_FINISH_REASON = {"openai_agents", "smolagents", "langgraph_openllmetry"}
 NO_MODEL_NAME = {"langgraph_openllmetry"}
 FINISH_REASONS = {
+    "openai_v2": ["tool_calls", "stop"],
     "pydantic_ai": ["tool_call", "stop"],
     "langgraph_openinference": ["tool_calls", "stop"],
     "strands_default": ["tool_use", "end_turn"],

@@ -18,7 +18,10 @@ RUNS=(
   "strands_default|strands|run_strands.py default"
   "strands_latest|strands|run_strands.py latest"
   "smolagents|smolagents|run_smolagents.py"
+  "openai_v2|openai_v2|run_openai_v2.py"
 )
+# Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
+WITH_TOOLSPAN=" openai_v2 "
 
 wanted=("$@")
 for run in "${RUNS[@]}"; do
@@ -31,6 +34,9 @@ for run in "${RUNS[@]}"; do
     "$PYTHON" -m venv "$venv"
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check -r "scripts/corpus/$env.txt"
+  if [[ "$WITH_TOOLSPAN" == *" $name "* ]]; then
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+  fi
   rm -rf "${OUT:?}/$name"
   read -r script args <<<"$runner"
   # shellcheck disable=SC2086  # the runner's arguments are words
