@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from _bridge_data import validate
 from toolspan.bridge.classify import LLM, TOOL, classify
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
@@ -211,3 +212,26 @@ def test_model_calls_usage_request_and_answer(framework: str, encoding: str) -> 
     assert messages == [("user_message", truth["user_request"]), ("assistant_message", truth["final_answer"])]
     requests = [p["userRequest"] for p in to_plans(spans)["plans"] if p["userRequest"] is not None]
     assert requests == [truth["user_request"]]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_view_of_the_corpus_is_valid_and_plans_carry_the_model_calls(framework: str) -> None:
+    spans = _spans(framework, "traces.jsonl")
+    for event in to_events(spans):
+        validate("events", event)
+    for envelope in to_progress(spans):
+        validate("progress", envelope)
+    for doc in to_timelines(spans):
+        validate("timeline", doc)
+    trees = to_trees(spans)
+    for doc in trees:
+        validate("tree", doc)
+    plans = to_plans(spans)
+    validate("plans", plans)
+    tree_calls = [c for doc in trees for c in _model_calls(doc["execution_tree"])]
+    plan_calls = [step["modelCall"] for step in _dicts_with(plans, "modelCall")]
+    assert [(c["model"], c["input_tokens"], c["output_tokens"], c["finish_reason"]) for c in tree_calls] == [
+        (c["model"], c["inputTokens"], c["outputTokens"], c["finishReason"]) for c in plan_calls
+    ]
+    usages = [a["usage"] for a in _dicts_with(plans, "usage")]
+    assert sum(u["inputTokens"] for u in usages) == sum(u["input_tokens"] for u in _truth(framework)["usage"])

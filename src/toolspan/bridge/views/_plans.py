@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge._models import model_call, total_usage
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
@@ -104,11 +105,14 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[di
     marks.sort(key=lambda m: m[:4])
     steps: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
-    for _t, _rank, _i, _n, text, tool in marks:
+    for _t, _rank, i, _n, text, tool in marks:
         if tool is None:
-            if current is None or current["actToolInfoList"]:
+            is_model = i != agent and index.kinds[i] == LLM and text is None
+            if current is None or current["actToolInfoList"] or (is_model and "modelCall" in current):
                 current = {"thinkOutput": None, "actToolInfoList": []}
                 steps.append(current)
+            if is_model:
+                current["modelCall"] = _camel(model_call(spans[i]).as_dict())
             if text is not None:
                 prev = current["thinkOutput"]
                 current["thinkOutput"] = text if prev is None else prev + "\n" + text
@@ -131,6 +135,12 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict
         status = "FINISHED"
     description = span.attributes.get(sc.GEN_AI_AGENT_DESCRIPTION)
     request, result = turn_messages(index, i)
+    models = [
+        model_call(index.spans[j])
+        for j in range(len(index.spans))
+        if index.kinds[j] == LLM and index.nearest(j, AGENTS) == i
+    ]
+    usage = {"usage": {"modelCalls": len(models), **_camel(total_usage(models).as_dict())}} if models else {}
     return {
         "id": span.span_id,
         "agentName": agent_name(span),
@@ -142,6 +152,13 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict
         "startTime": iso(span.start_ns),
         "endTime": iso(span.end_ns),
         "thinkActSteps": _steps(index, i, calls),
+        **usage,
+    }
+
+
+def _camel(fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "".join(w.capitalize() if n else w for n, w in enumerate(k.split("_"))): v for k, v in fields.items()
     }
 
 
