@@ -235,3 +235,10 @@ def test_every_view_of_the_corpus_is_valid_and_plans_carry_the_model_calls(frame
     ]
     usages = [a["usage"] for a in _dicts_with(plans, "usage")]
     assert sum(u["inputTokens"] for u in usages) == sum(u["input_tokens"] for u in _truth(framework)["usage"])
+    timeline_usage = [d["usage"] for d in to_timelines(spans) if "usage" in d]
+    assert [(u["modelCalls"], u["inputTokens"], u["outputTokens"]) for u in timeline_usage] == [
+        (
+            len(_truth(framework)["usage"]),
+            *(sum(u[k] for u in _truth(framework)["usage"]) for k in ("input_tokens", "output_tokens")),
+        )
+    ]

@@ -209,3 +209,10 @@ def _under(index: TraceIndex, i: int, ancestor: int) -> bool:
             return True
         p = index.parent[p]
     return False
+
+
+def camel_keys(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with snake_case keys in camelCase (the plans' and timeline's key style)."""
+    return {
+        "".join(w.capitalize() if n else w for n, w in enumerate(k.split("_"))): v for k, v in fields.items()
+    }

@@ -49,6 +49,7 @@ from toolspan.bridge.views._common import (
     SCHEMA_VERSION,
     TOOLS,
     TraceIndex,
+    camel_keys,
     group_traces,
     iso,
     turn_messages,
@@ -112,7 +113,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[di
                 current = {"thinkOutput": None, "actToolInfoList": []}
                 steps.append(current)
             if is_model:
-                current["modelCall"] = _camel(model_call(spans[i]).as_dict())
+                current["modelCall"] = camel_keys(model_call(spans[i]).as_dict())
             if text is not None:
                 prev = current["thinkOutput"]
                 current["thinkOutput"] = text if prev is None else prev + "\n" + text
@@ -140,7 +141,9 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict
         for j in range(len(index.spans))
         if index.kinds[j] == LLM and index.nearest(j, AGENTS) == i
     ]
-    usage = {"usage": {"modelCalls": len(models), **_camel(total_usage(models).as_dict())}} if models else {}
+    usage = (
+        {"usage": {"modelCalls": len(models), **camel_keys(total_usage(models).as_dict())}} if models else {}
+    )
     return {
         "id": span.span_id,
         "agentName": agent_name(span),
@@ -153,12 +156,6 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict
         "endTime": iso(span.end_ns),
         "thinkActSteps": _steps(index, i, calls),
         **usage,
-    }
-
-
-def _camel(fields: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "".join(w.capitalize() if n else w for n, w in enumerate(k.split("_"))): v for k, v in fields.items()
     }
 
 

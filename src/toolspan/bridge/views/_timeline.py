@@ -22,13 +22,24 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge._models import model_call, total_usage
 from toolspan.bridge.classify import (
     AGENT,
+    LLM,
     TOOL,
+    classify,
     thoughts,
 )
 from toolspan.bridge.model import Span
-from toolspan.bridge.views._common import AGENTS, SCHEMA_VERSION, TraceIndex, group_traces, ms, turn_messages
+from toolspan.bridge.views._common import (
+    AGENTS,
+    SCHEMA_VERSION,
+    TraceIndex,
+    camel_keys,
+    group_traces,
+    ms,
+    turn_messages,
+)
 
 __all__ = ["to_timelines"]
 
@@ -136,12 +147,14 @@ def to_timelines(spans: Iterable[Span]) -> list[dict[str, Any]]:
                         **fields,
                     }
                 )
-        docs.append(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "conversationId": conversation_id,
-                "timeline": timeline,
-                "total": len(timeline),
-            }
-        )
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "conversationId": conversation_id,
+            "timeline": timeline,
+            "total": len(timeline),
+        }
+        models = [model_call(s) for trace in traces for s in trace if classify(s) == LLM]
+        if models:
+            doc["usage"] = {"modelCalls": len(models), **camel_keys(total_usage(models).as_dict())}
+        docs.append(doc)
     return docs
