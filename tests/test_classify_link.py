@@ -393,3 +393,25 @@ def test_kinds_of_the_spans_used() -> None:
         LLM,
         TOOL,
     ]
+
+
+def test_a_chain_span_above_completes_a_model_call_that_lacks_name_and_finish_reason() -> None:
+    message = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {"content": "", "response_metadata": {"model_name": "m-lc", "finish_reason": "tool_calls"}},
+    }
+    chain = span(
+        5, 1, "RunnableSequence", 0, 3, {sc.TRACELOOP_ENTITY_OUTPUT: json.dumps({"outputs": message})}
+    )
+    llm = _llm({sc.GEN_AI_REQUEST_MODEL: "unknown", sc.GEN_AI_USAGE_INPUT_TOKENS: 5})
+    assert model_call(llm).as_dict()["model"] is None
+    assert model_call(llm, [chain]).as_dict() == {
+        "model": "m-lc",
+        "input_tokens": 5,
+        "output_tokens": None,
+        "cached_tokens": None,
+        "reasoning_tokens": None,
+        "finish_reason": "tool_calls",
+    }

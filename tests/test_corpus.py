@@ -162,14 +162,15 @@ def test_every_view_carries_the_recovered_ids(framework: str) -> None:
 # Model-call fields a framework's trace does not give in structured form, with the reason (see README).
 # openai_agents: OpenInference's generation span has no finish reason (the SDK's span data has none).
 # smolagents: the finish reason is only inside a Python repr of the SDK response (``raw``), not data.
-# langgraph_openllmetry: the model span says ``unknown``; the name and finish reason are only on the
-# LangGraph task spans' outputs, not on the model span.
-NO_FINISH_REASON = {"openai_agents", "smolagents", "langgraph_openllmetry"}
-NO_MODEL_NAME = {"langgraph_openllmetry"}
+# (langgraph_openllmetry names the model ``unknown`` on the model span: its name and finish reason come from
+# the chain span above, whose output is the model's message.)
+NO_FINISH_REASON = {"openai_agents", "smolagents"}
+NO_MODEL_NAME: set[str] = set()
 FINISH_REASONS = {
     "openai_v2": ["tool_calls", "stop"],
     "pydantic_ai": ["tool_call", "stop"],
     "langgraph_openinference": ["tool_calls", "stop"],
+    "langgraph_openllmetry": ["tool_calls", "stop"],
     "strands_default": ["tool_use", "end_turn"],
     "strands_latest": ["tool_use", "end_turn"],
 }

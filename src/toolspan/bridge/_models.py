@@ -8,7 +8,7 @@ output messages' ``finish_reason``), OpenInference (``llm.model_name``, ``llm.to
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,8 +101,13 @@ def _response_metadata(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
     return found
 
 
-def model_call(span: Span) -> ModelCall:
-    """The model call recorded by the LLM span ``span`` (fields ``None`` where the span says nothing)."""
+def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:
+    """The model call recorded by the LLM span ``span`` (fields ``None`` where the span says nothing).
+
+    ``enclosing``: the spans right above it, nearest first. A LangChain chain span whose output is the
+    model's message (``prompt | model``, as OpenLLMetry records it while naming the model ``unknown`` on the
+    model span) then gives the model name and finish reason the model span lacks.
+    """
     attrs = content_attributes(span, is_tool=False)
     model = None
     for key in (sc.GEN_AI_RESPONSE_MODEL, sc.OI_LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL):
@@ -124,8 +129,10 @@ def model_call(span: Span) -> ModelCall:
         reasoning_tokens=_int(attrs, sc.GEN_AI_USAGE_REASONING_TOKENS, sc.OI_TOKEN_COUNT_REASONING),
     )
     finish = _finish(attrs)
-    if model is None or finish is None:
-        meta = _response_metadata(attrs)
+    for source in (span, *enclosing):
+        if model is not None and finish is not None:
+            break
+        meta = _response_metadata(attrs if source is span else source.attributes)
         name = meta.get("model_name", meta.get("model"))
         model = model or (name if isinstance(name, str) and name else None)
         reason = meta.get("finish_reason", meta.get("stop_reason"))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge._models import ModelCall, model_call
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
@@ -108,6 +109,7 @@ class TraceIndex:
         self.order = self._preorder()
         self._demote_mcp_legs()
         self._calls: dict[int, ToolCall] | None = None
+        self._models: dict[int, ModelCall] | None = None
 
     def _demote_mcp_legs(self) -> None:
         """An MCP server's ``tools/call`` span under a tool span is the transport leg of that tool call
@@ -120,6 +122,21 @@ class TraceIndex:
                 and self.nearest(i, frozenset({TOOL})) is not None
             ):
                 self.kinds[i] = OTHER
+
+    def model_calls(self) -> dict[int, ModelCall]:
+        """The model call of every LLM record (computed once); two chain spans above may complete it."""
+        if self._models is None:
+            models = {}
+            for i, kind in enumerate(self.kinds):
+                if kind == LLM:
+                    above: list[Span] = []
+                    p = self.parent[i]
+                    while p is not None and len(above) < 2 and self.kinds[p] not in (AGENT, TOOL, LLM):
+                        above.append(self.spans[p])
+                        p = self.parent[p]
+                    models[i] = model_call(self.spans[i], above)
+            self._models = models
+        return self._models
 
     def tool_calls(self) -> dict[int, ToolCall]:
         """The tool call of every tool record, linked to the model call that asked for it (computed once)."""

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._models import model_call, total_usage
+from toolspan.bridge._models import total_usage
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
@@ -113,7 +113,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCall]) -> list[di
                 current = {"thinkOutput": None, "actToolInfoList": []}
                 steps.append(current)
             if is_model:
-                current["modelCall"] = camel_keys(model_call(spans[i]).as_dict())
+                current["modelCall"] = camel_keys(index.model_calls()[i].as_dict())
             if text is not None:
                 prev = current["thinkOutput"]
                 current["thinkOutput"] = text if prev is None else prev + "\n" + text
@@ -136,11 +136,7 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCall]) -> dict
         status = "FINISHED"
     description = span.attributes.get(sc.GEN_AI_AGENT_DESCRIPTION)
     request, result = turn_messages(index, i)
-    models = [
-        model_call(index.spans[j])
-        for j in range(len(index.spans))
-        if index.kinds[j] == LLM and index.nearest(j, AGENTS) == i
-    ]
+    models = [m for j, m in index.model_calls().items() if index.nearest(j, AGENTS) == i]
     usage = (
         {"usage": {"modelCalls": len(models), **camel_keys(total_usage(models).as_dict())}} if models else {}
     )

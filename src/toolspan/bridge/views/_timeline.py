@@ -22,12 +22,10 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._models import model_call, total_usage
+from toolspan.bridge._models import total_usage
 from toolspan.bridge.classify import (
     AGENT,
-    LLM,
     TOOL,
-    classify,
     thoughts,
 )
 from toolspan.bridge.model import Span
@@ -153,7 +151,7 @@ def to_timelines(spans: Iterable[Span]) -> list[dict[str, Any]]:
             "timeline": timeline,
             "total": len(timeline),
         }
-        models = [model_call(s) for trace in traces for s in trace if classify(s) == LLM]
+        models = [m for trace in traces for m in TraceIndex(trace).model_calls().values()]
         if models:
             doc["usage"] = {"modelCalls": len(models), **camel_keys(total_usage(models).as_dict())}
         docs.append(doc)

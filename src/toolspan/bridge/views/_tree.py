@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge._models import model_call, total_usage
+from toolspan.bridge._models import total_usage
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
@@ -153,7 +153,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
         ),
         None,
     )
-    models = {i: model_call(trace[i]) for i in range(n) if index.kinds[i] == LLM}
+    models = index.model_calls()
     events: list[tuple[int, str, dict[str, Any]]] = [(first_start, "job_created", {"goal": goal})]
     step_of: dict[int, int] = {}
     for time_ns, rank, i, etype, payload in raw:
