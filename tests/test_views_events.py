@@ -29,6 +29,7 @@ def test_act_event_exact_on_a_span_that_has_not_ended() -> None:
         "timestamp": T0 // 1_000_000 + 2,
         "trace_id": TRACE_1,
         "span_id": sid(3),
+        "requested_by": None,
     }
     validate("events", event)
     with pytest.raises(ValueError, match="has not ended"):
@@ -52,6 +53,7 @@ def test_observe_event_exact_success_and_failure() -> None:
         "timestamp": T0 // 1_000_000 + 9,
         "trace_id": TRACE_1,
         "span_id": sid(3),
+        "requested_by": None,
     }
     exc = SpanEvent(sc.EXCEPTION_EVENT, T0, {sc.EXCEPTION_TYPE: "ValueError", sc.EXCEPTION_MESSAGE: "bad"})
     failed = span(4, 1, "execute_tool parse", 2, 3, tool_attrs(4, "parse", {}), status="ERROR", events=(exc,))

@@ -112,6 +112,7 @@ def test_scenario_plans_sub_plan_and_synthetic_roots() -> None:
                         "parameters": '{"flight": "AF1"}',
                         "result": "ValueError: sold out",
                         "executionId": "exec_" + sid(6),
+                        "requestedBy": None,
                         "state": "FAILED",
                     },
                     {
@@ -120,6 +121,7 @@ def test_scenario_plans_sub_plan_and_synthetic_roots() -> None:
                         "parameters": '{"night": 1}',
                         "result": '{"room": 101}',
                         "executionId": "exec_" + sid(7),
+                        "requestedBy": None,
                         "state": "COMPLETED",
                     },
                     {
@@ -128,6 +130,7 @@ def test_scenario_plans_sub_plan_and_synthetic_roots() -> None:
                         "parameters": '{"night": 2}',
                         "result": '{"room": 102}',
                         "executionId": "exec_" + sid(8),
+                        "requestedBy": None,
                         "state": "COMPLETED",
                     },
                 ],

@@ -106,6 +106,7 @@ def test_scenario_envelopes() -> None:
         "name": "send_email",
         "state": "COMPLETED",
         "execution_id": "exec_" + sid(10),
+        "requested_by": None,
         "inputPreview": {"to": "me"},
         "startedAt": MS0 + 70,
         "completedAt": MS0 + 80,

@@ -63,6 +63,7 @@ def test_small_turn_exact_document() -> None:
                     "toolInput": {"a": 2, "b": 2},
                     "execution_id": "exec_" + sid(2),
                     "call_id": "call_" + sid(2),
+                    "requested_by": None,
                 },
                 {
                     "id": "observe-4",
@@ -74,6 +75,7 @@ def test_small_turn_exact_document() -> None:
                     "isError": False,
                     "execution_id": "exec_" + sid(2),
                     "call_id": "call_" + sid(2),
+                    "requested_by": None,
                 },
                 {
                     "id": "assistant_message-5",

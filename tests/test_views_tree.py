@@ -68,6 +68,7 @@ def test_small_trace_exact_document() -> None:
         "children": [],
         "execution_id": "exec_" + sid(2),
         "call_id": "call_" + sid(2),
+        "requested_by": None,
         "state": "COMPLETED",
         "is_error": False,
     }
@@ -117,6 +118,7 @@ def test_small_trace_exact_document() -> None:
                     "tool_name": "add",
                     "execution_id": "exec_" + sid(2),
                     "call_id": "call_" + sid(2),
+                    "requested_by": None,
                     "input": {"a": 1},
                     "step_index": 3,
                 },
@@ -131,6 +133,7 @@ def test_small_trace_exact_document() -> None:
                     "tool_name": "add",
                     "execution_id": "exec_" + sid(2),
                     "call_id": "call_" + sid(2),
+                    "requested_by": None,
                     "output": 2,
                     "is_error": False,
                     "step_index": 4,

@@ -101,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
     convert.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
     convert.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
+    convert.add_argument(
+        "--logs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="OTLP logs joined to the spans (repeatable)",
+    )
     _cli_audit.add_parser(sub)
     return parser
 
@@ -175,6 +182,23 @@ def _total_bytes(paths: list[Path | str]) -> int:
     return total
 
 
+def _with_logs(spans: Iterator[Span], logs: list[str], err: IO[str]) -> Iterator[Span]:
+    """The spans with the log records of ``logs`` joined to them as span events."""
+    from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
+
+    records = []
+    for path in logs:
+        try:
+            with open(path, "rb") as f:
+                records.extend(logs_from_bytes(f.read()))
+        except (OSError, ValueError) as e:
+            raise BridgeReadError(f"{path}: cannot read OTLP logs: {e}") from e
+    joined, unmatched = attach_logs(list(spans), records)
+    if unmatched:
+        err.write(f"toolspan: {unmatched} of {len(records)} log records matched no span\n")
+    return iter(joined)
+
+
 def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
     """Run ``toolspan convert``; returns the exit status."""
     report = ReadReport()
@@ -189,6 +213,8 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
     progress: Callable[[int], None] | None = bar
     spans = iter_spans(paths, lenient=args.lenient, report=report, progress=progress)
     try:
+        if args.logs:
+            spans = _with_logs(spans, args.logs, err)
         lines, document = _render(args.to, spans, args.sorted)
         if lines is not None:
             _write_lines(lines, out)

@@ -174,3 +174,31 @@ CANCELLATION_ERROR_TYPES: Final = frozenset(
         "GeneratorExit",
     }
 )
+
+# --- Read by the bridge only: content events, model requests and usage (issue 9) -------------
+EVENT_OPERATION_DETAILS_SUFFIX: Final = "operation.details"  # gen_ai.client.inference.operation.details
+EVENT_GEN_AI_USER_MESSAGE: Final = "gen_ai.user.message"
+EVENT_GEN_AI_SYSTEM_MESSAGE: Final = "gen_ai.system.message"
+EVENT_GEN_AI_ASSISTANT_MESSAGE: Final = "gen_ai.assistant.message"
+EVENT_GEN_AI_TOOL_MESSAGE: Final = "gen_ai.tool.message"
+EVENT_GEN_AI_CHOICE: Final = "gen_ai.choice"
+LOG_EVENT_NAME: Final = "event.name"  # a log record's event name, when the record has no EventName field
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_REASONING_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # older name of input_tokens
+GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # older name of output_tokens
+# OpenInference flattened messages: llm.output_messages.<i>.message.tool_calls.<j>.tool_call.<field>
+OI_LLM_MODEL_NAME: Final = "llm.model_name"
+OI_LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"
+OI_LLM_INPUT_MESSAGES: Final = "llm.input_messages"
+OI_LLM_FINISH_REASON: Final = "llm.finish_reason"
+OI_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+OI_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+OI_TOKEN_COUNT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
+OI_TOKEN_COUNT_REASONING: Final = "llm.token_count.completion_details.reasoning"
+# OpenLLMetry's flattened completions: gen_ai.completion.<i>.tool_calls.<j>.<id|name|arguments>
+TRACELOOP_COMPLETION_PREFIX: Final = "gen_ai.completion."
+# The MCP SDK's own spans: "MCP send tools/call {name}" (CLIENT) and "tools/call {name}" (SERVER, which
+# also says gen_ai.operation.name = execute_tool).
+MCP_METHOD_NAME: Final = "mcp.method.name"

@@ -7,10 +7,23 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolspan.bridge.classify import AGENT, LLM, PLAN, TOOL, classify
+from toolspan import semconv as sc
+from toolspan.bridge._models import ModelCall, model_call
+from toolspan.bridge.classify import (
+    AGENT,
+    LLM,
+    OTHER,
+    PLAN,
+    TOOL,
+    ToolCallRecord,
+    agent_input_text,
+    agent_output_text,
+    classify,
+)
+from toolspan.bridge.link import link_tool_calls
 from toolspan.bridge.model import Span
 
-SCHEMA_VERSION: Final = "1.0"
+SCHEMA_VERSION: Final = "1.1"
 
 NS_PER_MS: Final = 1_000_000
 
@@ -94,6 +107,42 @@ class TraceIndex:
         self.children = children
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
+        self._demote_mcp_legs()
+        self._calls: dict[int, ToolCallRecord] | None = None
+        self._models: dict[int, ModelCall] | None = None
+
+    def _demote_mcp_legs(self) -> None:
+        """An MCP server's ``tools/call`` span under a tool span is the transport leg of that tool call
+        (the call is counted once, by the tool that made it): it becomes ``other``. Alone (a client that
+        traces nothing), the server span stays the tool call."""
+        for i, span in enumerate(self.spans):
+            if (
+                self.kinds[i] == TOOL
+                and sc.MCP_METHOD_NAME in span.attributes
+                and self.nearest(i, frozenset({TOOL})) is not None
+            ):
+                self.kinds[i] = OTHER
+
+    def model_calls(self) -> dict[int, ModelCall]:
+        """The model call of every LLM record (computed once); two chain spans above may complete it."""
+        if self._models is None:
+            models = {}
+            for i, kind in enumerate(self.kinds):
+                if kind == LLM:
+                    above: list[Span] = []
+                    p = self.parent[i]
+                    while p is not None and len(above) < 2 and self.kinds[p] not in (AGENT, TOOL, LLM):
+                        above.append(self.spans[p])
+                        p = self.parent[p]
+                    models[i] = model_call(self.spans[i], above)
+            self._models = models
+        return self._models
+
+    def tool_calls(self) -> dict[int, ToolCallRecord]:
+        """The tool call of every tool record, linked to the model call that asked for it (computed once)."""
+        if self._calls is None:
+            self._calls = link_tool_calls(self.spans, self.kinds, self.parent)
+        return self._calls
 
     def _break_cycles(self) -> None:
         n = len(self.spans)
@@ -146,3 +195,41 @@ PLANS: Final = frozenset({PLAN})
 TOOLS: Final = frozenset({TOOL})
 PLANS_TOOLS: Final = frozenset({PLAN, TOOL})
 AGENTS_LLMS: Final = frozenset({AGENT, LLM})
+
+
+def turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:
+    """What the user asked agent ``agent`` and what it answered: its own messages, else those of its model
+    calls (its own, or a nested agent's when it has none: a workflow agent)."""
+    span = index.spans[agent]
+    user = agent_input_text(span)
+    answer = agent_output_text(span)
+    if user is not None and answer is not None:
+        return user, answer
+    llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and index.nearest(i, AGENTS) == agent]
+    if not llms:
+        # A workflow agent whose model calls run in a nested agent (OpenAI Agents SDK, LangGraph).
+        llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and _under(index, i, agent)]
+        llms.sort(key=lambda i: (index.spans[i].start_ns, i))
+    if user is None and llms:
+        user = agent_input_text(index.spans[llms[0]])
+    ended = [i for i in llms if index.spans[i].end_ns is not None]
+    if answer is None and ended:
+        last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
+        answer = agent_output_text(index.spans[last])
+    return user, answer
+
+
+def _under(index: TraceIndex, i: int, ancestor: int) -> bool:
+    p = index.parent[i]
+    while p is not None:
+        if p == ancestor:
+            return True
+        p = index.parent[p]
+    return False
+
+
+def camel_keys(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with snake_case keys in camelCase (the plans' and timeline's key style)."""
+    return {
+        "".join(w.capitalize() if n else w for n, w in enumerate(k.split("_"))): v for k, v in fields.items()
+    }

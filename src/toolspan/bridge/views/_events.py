@@ -19,6 +19,7 @@ from typing import Any
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import (
     TOOL,
+    ToolCallRecord,
     call_id,
     classify,
     execution_id,
@@ -29,7 +30,7 @@ from toolspan.bridge.classify import (
     tool_state,
 )
 from toolspan.bridge.model import Span
-from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, duration_ms
+from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, duration_ms
 
 __all__ = ["act_event", "match_observe", "observe_event", "to_events"]
 
@@ -49,6 +50,8 @@ def act_event(span: Span) -> dict[str, Any]:
         "timestamp": span.start_ns // NS_PER_MS,
         "trace_id": span.trace_id,
         "span_id": sid,
+        # One span alone cannot say which model call asked for it: ``to_events`` links whole traces.
+        "requested_by": None,
     }
 
 
@@ -72,6 +75,7 @@ def observe_event(span: Span) -> dict[str, Any]:
         "timestamp": end // NS_PER_MS,
         "trace_id": span.trace_id,
         "span_id": span.span_id,
+        "requested_by": None,
     }
 
 
@@ -83,33 +87,58 @@ def to_events(spans: Iterable[Span]) -> list[dict[str, Any]]:
     """
     acts: list[tuple[int, int, int, dict[str, Any]]] = []
     observes: list[tuple[int, int, int, dict[str, Any]]] = []
-    for i, span in enumerate(coalesce(spans)):
-        if classify(span) != TOOL:
-            continue
+    for i, tc in _linked_calls(coalesce(spans)):
+        span = tc.span
         start = span.start_ns
-        act = act_event(span)
+        act = {
+            "schema_version": SCHEMA_VERSION,
+            "type": "act",
+            "execution_id": tc.execution_id,
+            "tool_name": tc.name,
+            "call_id": tc.call_id,
+            "tool_input": {} if tc.input is None else tc.input,
+            "status": "running",
+            "timestamp": start // NS_PER_MS,
+            "trace_id": span.trace_id,
+            "span_id": span.span_id,
+            "requested_by": tc.requested_by,
+        }
         acts.append((start, 1, i, act))
         end = span.end_ns
         if end is not None:
-            state = tool_state(span)
-            error = tool_error(span, state)
             observe = {
                 "schema_version": SCHEMA_VERSION,
                 "type": "observe",
-                "execution_id": act["execution_id"],
-                "tool_name": act["tool_name"],
-                "call_id": act["call_id"],
-                "observation": tool_output(span) if error is None else {"error": error},
+                "execution_id": tc.execution_id,
+                "tool_name": tc.name,
+                "call_id": tc.call_id,
+                "observation": tc.output if tc.error is None else {"error": tc.error},
                 "duration_ms": duration_ms(start, end),
-                "is_error": error is not None,
-                "state": state,
+                "is_error": tc.is_error,
+                "state": tc.state,
                 "timestamp": end // NS_PER_MS,
                 "trace_id": span.trace_id,
                 "span_id": span.span_id,
+                "requested_by": tc.requested_by,
             }
             observes.append((max(end, start), 0 if end > start else 2, i, observe))
     observes.sort(key=_key)
     return [item[3] for item in heapq.merge(acts, observes, key=_key)]
+
+
+def _linked_calls(spans: list[Span]) -> list[tuple[int, ToolCallRecord]]:
+    """``(position, tool call)`` of every tool span, linked within its trace, in input order."""
+    positions: dict[str, list[int]] = {}
+    for i, span in enumerate(spans):
+        positions.setdefault(span.trace_id, []).append(i)
+    out: list[tuple[int, ToolCallRecord]] = []
+    for members in positions.values():
+        if not any(classify(spans[i]) == TOOL for i in members):
+            continue
+        index = TraceIndex([spans[i] for i in members])
+        out.extend((members[j], tc) for j, tc in index.tool_calls().items())
+    out.sort(key=lambda item: item[0])
+    return out
 
 
 def _key(item: tuple[int, int, int, dict[str, Any]]) -> tuple[int, int, int]:

@@ -31,19 +31,17 @@ from typing import Any
 from toolspan import semconv as sc
 from toolspan._ids import plan_id
 from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge._models import total_usage
 from toolspan.bridge.classify import (
     AGENT,
     LLM,
     PLAN,
     TOOL,
     ToolCallRecord,
-    agent_input_text,
     agent_name,
-    agent_output_text,
     parent_tool_ids,
     plan_name,
     thoughts,
-    tool_call,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
@@ -52,8 +50,10 @@ from toolspan.bridge.views._common import (
     SCHEMA_VERSION,
     TOOLS,
     TraceIndex,
+    camel_keys,
     group_traces,
     iso,
+    turn_messages,
 )
 
 __all__ = ["PLAN_ID_PREFIX", "to_plans"]
@@ -81,6 +81,7 @@ def _act_info(tc: ToolCallRecord) -> dict[str, Any]:
         "result": result,
         "executionId": tc.execution_id,
         "state": tc.state,
+        "requestedBy": tc.requested_by,
     }
 
 
@@ -106,11 +107,14 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCallRecord]) -> l
     marks.sort(key=lambda m: m[:4])
     steps: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
-    for _t, _rank, _i, _n, text, tool in marks:
+    for _t, _rank, i, _n, text, tool in marks:
         if tool is None:
-            if current is None or current["actToolInfoList"]:
+            is_model = i != agent and index.kinds[i] == LLM and text is None
+            if current is None or current["actToolInfoList"] or (is_model and "modelCall" in current):
                 current = {"thinkOutput": None, "actToolInfoList": []}
                 steps.append(current)
+            if is_model:
+                current["modelCall"] = camel_keys(index.model_calls()[i].as_dict())
             if text is not None:
                 prev = current["thinkOutput"]
                 current["thinkOutput"] = text if prev is None else prev + "\n" + text
@@ -132,17 +136,23 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCallRecord]) -
     else:
         status = "FINISHED"
     description = span.attributes.get(sc.GEN_AI_AGENT_DESCRIPTION)
+    request, result = turn_messages(index, i)
+    models = [m for j, m in index.model_calls().items() if index.nearest(j, AGENTS) == i]
+    usage = (
+        {"usage": {"modelCalls": len(models), **camel_keys(total_usage(models).as_dict())}} if models else {}
+    )
     return {
         "id": span.span_id,
         "agentName": agent_name(span),
         "agentDescription": None if description is None else str(description),
-        "agentRequest": agent_input_text(span),
-        "result": agent_output_text(span),
+        "agentRequest": request,
+        "result": result,
         "status": status,
         "errorMessage": (span.status_message or None) if span.status == "ERROR" else None,
         "startTime": iso(span.start_ns),
         "endTime": iso(span.end_ns),
         "thinkActSteps": _steps(index, i, calls),
+        **usage,
     }
 
 
@@ -154,7 +164,7 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
     by_call: dict[str, tuple[int, int]] = {}
     by_exec: dict[str, tuple[int, int]] = {}
     for t, index in enumerate(traces):
-        calls = {i: tool_call(s) for i, s in enumerate(index.spans) if index.kinds[i] == TOOL}
+        calls = index.tool_calls()
         tool_calls.append(calls)
         for i, tc in calls.items():
             by_call.setdefault(tc.call_id, (t, i))
@@ -265,11 +275,9 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
             ref = info["tool"]
             trigger = tool_calls[ref[0]][ref[1]] if ref is not None else None
             agents = info["agents"]
-            first_request = next(
-                (r for a in agents for r in (agent_input_text(spans[a]),) if r is not None), None
-            )
+            first_request = next((r for a in agents for r in (turn_messages(index, a)[0],) if r), None)
             last_result = next(
-                (r for a in reversed(agents) for r in (agent_output_text(spans[a]),) if r is not None), None
+                (r for a in reversed(agents) for r in (turn_messages(index, a)[1],) if r), None
             )
             records.append(
                 {

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCallRecord, approvals, tool_call
+from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCallRecord, approvals
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -81,6 +81,7 @@ def _snapshot(tc: ToolCallRecord, state: str, marks: list[Approval], *, ended: b
         "name": tc.name,
         "state": state,
         "execution_id": tc.execution_id,
+        "requested_by": tc.requested_by,
         "inputPreview": tc.input,
         "startedAt": ms(span.start_ns),
         "completedAt": None if end is None else ms(end),
@@ -156,10 +157,11 @@ def to_progress(spans: Iterable[Span]) -> list[dict[str, Any]]:
         turns = [i for i in range(len(trace)) if index.kinds[i] == AGENT and index.nearest(i, AGENTS) is None]
         ended_in: dict[int | None, int] = {}
         sealed_in: set[int | None] = set()
+        calls = index.tool_calls()
         for i, span in enumerate(trace):
             if index.kinds[i] != TOOL:
                 continue
-            items.extend(_tool_items(t, i, tool_call(span), trace_end))
+            items.extend(_tool_items(t, i, calls[i], trace_end))
             turn = index.nearest(i, AGENTS)
             while turn is not None and turn not in turns:
                 turn = index.nearest(turn, AGENTS)

@@ -22,17 +22,22 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge._models import total_usage
 from toolspan.bridge.classify import (
     AGENT,
-    LLM,
     TOOL,
-    agent_input_text,
-    agent_output_text,
     thoughts,
-    tool_call,
 )
 from toolspan.bridge.model import Span
-from toolspan.bridge.views._common import AGENTS, SCHEMA_VERSION, TraceIndex, group_traces, ms
+from toolspan.bridge.views._common import (
+    AGENTS,
+    SCHEMA_VERSION,
+    TraceIndex,
+    camel_keys,
+    group_traces,
+    ms,
+    turn_messages,
+)
 
 __all__ = ["to_timelines"]
 
@@ -48,32 +53,17 @@ def _conversation_id(trace: list[Span]) -> str:
     return trace[0].trace_id
 
 
-def _turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:
-    span = index.spans[agent]
-    user = agent_input_text(span)
-    answer = agent_output_text(span)
-    if user is not None and answer is not None:
-        return user, answer
-    llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and index.nearest(i, AGENTS) == agent]
-    if user is None and llms:
-        user = agent_input_text(index.spans[llms[0]])
-    ended = [i for i in llms if index.spans[i].end_ns is not None]
-    if answer is None and ended:
-        last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
-        answer = agent_output_text(index.spans[last])
-    return user, answer
-
-
 def _trace_items(trace: list[Span]) -> list[_Item]:
     index = TraceIndex(trace)
+    calls = index.tool_calls()
     items: list[_Item] = []
     for i, span in enumerate(trace):
         kind = index.kinds[i]
         for n, (t, text) in enumerate(thoughts(span)):
             items.append((t, 2, i, n, {"type": "thought", "_event": "thought", "content": text}))
         if kind == TOOL:
-            tc = tool_call(span)
-            ids = {"execution_id": tc.execution_id, "call_id": tc.call_id}
+            tc = calls[i]
+            ids = {"execution_id": tc.execution_id, "call_id": tc.call_id, "requested_by": tc.requested_by}
             items.append(
                 (
                     span.start_ns,
@@ -109,7 +99,7 @@ def _trace_items(trace: list[Span]) -> list[_Item]:
                     )
                 )
         elif kind == AGENT and index.nearest(i, AGENTS) is None:
-            user, answer = _turn_messages(index, i)
+            user, answer = turn_messages(index, i)
             if user is not None:
                 items.append(
                     (
@@ -155,12 +145,14 @@ def to_timelines(spans: Iterable[Span]) -> list[dict[str, Any]]:
                         **fields,
                     }
                 )
-        docs.append(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "conversationId": conversation_id,
-                "timeline": timeline,
-                "total": len(timeline),
-            }
-        )
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "conversationId": conversation_id,
+            "timeline": timeline,
+            "total": len(timeline),
+        }
+        models = [m for trace in traces for m in TraceIndex(trace).model_calls().values()]
+        if models:
+            doc["usage"] = {"modelCalls": len(models), **camel_keys(total_usage(models).as_dict())}
+        docs.append(doc)
     return docs

@@ -30,18 +30,20 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
+from toolspan.bridge._models import total_usage
 from toolspan.bridge.classify import (
     AGENT,
+    LLM,
     PLAN,
     TOOL,
     agent_input_text,
     agent_output_text,
     plan_name,
-    tool_call,
     tool_output,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
+    AGENTS,
     SCHEMA_VERSION,
     TraceIndex,
     duration_ms,
@@ -77,7 +79,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
     dup = duplicate_flags(trace)
     n = len(trace)
     types = [_NODE_TYPES.get(k, "node") for k in index.kinds]
-    calls = {i: tool_call(trace[i]) for i in range(n) if index.kinds[i] == TOOL}
+    calls = index.tool_calls()
 
     def parent_ref(i: int) -> str:
         p = index.parent[i]
@@ -110,6 +112,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
                 "tool_name": tc.name,
                 "execution_id": tc.execution_id,
                 "call_id": tc.call_id,
+                "requested_by": tc.requested_by,
             }
             raw.append((span.start_ns, 1, i, "tool_called", {**base, **ids, "input": tc.input}))
             if end_t is not None:
@@ -145,12 +148,13 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
         (
             text
             for i in index.order
-            if index.kinds[i] == AGENT
+            if index.kinds[i] in (AGENT, LLM)
             for text in (agent_input_text(trace[i]),)
             if text
         ),
         None,
     )
+    models = index.model_calls()
     events: list[tuple[int, str, dict[str, Any]]] = [(first_start, "job_created", {"goal": goal})]
     step_of: dict[int, int] = {}
     for time_ns, rank, i, etype, payload in raw:
@@ -196,10 +200,19 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
             node["input"] = tc.input
             node["output"] = tc.output if tc.error is None else {"error": tc.error}
             node.update(
-                execution_id=tc.execution_id, call_id=tc.call_id, state=tc.state, is_error=tc.is_error
+                execution_id=tc.execution_id,
+                call_id=tc.call_id,
+                state=tc.state,
+                is_error=tc.is_error,
+                requested_by=tc.requested_by,
             )
         elif t == "node":
             node["payload_summary"] = summary(_node_output(span, index.kinds[i]))
+        if i in models:
+            node["model_call"] = models[i].as_dict()
+        elif index.kinds[i] == AGENT and models:
+            own = [m for j, m in models.items() if index.nearest(j, AGENTS) == i]
+            node["usage"] = {"model_calls": len(own), **total_usage(own).as_dict()}
         if index.orphan[i]:
             node["orphan"] = True
         if index.cycle[i]:
@@ -228,13 +241,32 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
         "children": [nodes[i] for i in index.roots],
     }
     durations = [_duration(trace[i]) for i in range(n) if types[i] == "node"]
-    return {
+    doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "job_id": trace[0].trace_id if n else "",
         "timeline": timeline,
         "node_durations": durations,
         "execution_tree": root,
     }
+    if models:
+        doc["usage"] = {"model_calls": len(models), **total_usage(models.values()).as_dict()}
+        doc["final_answer"] = _final_answer(index)
+    return doc
+
+
+def _final_answer(index: TraceIndex) -> str | None:
+    """The top agent's answer, else the text of the last model call that ended."""
+    for i in index.order:
+        if index.kinds[i] == AGENT:
+            text = agent_output_text(index.spans[i])
+            if text:
+                return text
+    ended = [i for i, k in enumerate(index.kinds) if k == LLM and index.spans[i].end_ns is not None]
+    for i in sorted(ended, key=lambda i: (index.spans[i].end_ns or 0, i), reverse=True):
+        text = agent_output_text(index.spans[i])
+        if text:
+            return text
+    return None
 
 
 def to_trees(spans: Iterable[Span]) -> list[dict[str, Any]]:

@@ -1,0 +1,69 @@
+"""A scripted OpenAI Chat Completions endpoint, served by an ``httpx.MockTransport`` (no network)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import _record as rec
+
+try:  # newer openai releases ship their HTTP client as httpx2
+    import httpx2 as httpx
+except ImportError:
+    import httpx  # type: ignore[no-redef]
+
+
+def _completion(turn: int, final_call: dict[str, Any] | None) -> dict[str, Any]:
+    usage = rec.USAGE[turn]
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if turn == 0 or final_call is not None:
+        finish = "tool_calls"
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
+            for c in (rec.CALLS if turn == 0 else [final_call])
+        ]
+    else:
+        finish = "stop"
+        message["content"] = rec.FINAL_ANSWER
+    return {
+        "id": f"chatcmpl-scripted-{turn}",
+        "object": "chat.completion",
+        "created": 1_700_000_000 + turn,
+        "model": rec.MODEL,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": usage["input_tokens"],
+            "completion_tokens": usage["output_tokens"],
+            "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+        },
+    }
+
+
+class ScriptedChat:
+    """Answers each POST to ``/chat/completions`` with the next turn of the script.
+
+    ``final_call``: the last turn is this tool call (a framework's own final-answer tool), not text.
+    """
+
+    def __init__(self, final_call: dict[str, Any] | None = None) -> None:
+        self.final_call = final_call
+        self.turn = 0
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/chat/completions"):
+            return httpx.Response(404, json={"error": {"message": f"not scripted: {request.url.path}"}})
+        self.requests.append(json.loads(request.content))
+        body = _completion(min(self.turn, len(rec.USAGE) - 1), self.final_call)
+        self.turn += 1
+        return httpx.Response(200, json=body)
+
+    def async_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(self))
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(self))

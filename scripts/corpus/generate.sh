@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Regenerate the framework trace corpus under tests/corpus/: each framework in its own virtual
+# environment with the exact versions pinned in scripts/corpus/<framework>.txt, run offline against a
+# scripted model (no network, no key). Usage: bash scripts/corpus/generate.sh [framework ...]
+# Environments go to $CORPUS_VENVS (default .corpus-venvs/, ignored by git); PYTHON picks the interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON="${PYTHON:-python3}"
+VENVS="${CORPUS_VENVS:-.corpus-venvs}"
+OUT="tests/corpus"
+
+# name | pinned requirements | runner and its arguments
+RUNS=(
+  "pydantic_ai|pydantic_ai|run_pydantic_ai.py"
+  "openai_agents|openai_agents|run_openai_agents.py"
+  "langgraph_openinference|langgraph_openinference|run_langgraph.py openinference"
+  "langgraph_openllmetry|langgraph_openllmetry|run_langgraph.py openllmetry"
+  "strands_default|strands|run_strands.py default"
+  "strands_latest|strands|run_strands.py latest"
+  "smolagents|smolagents|run_smolagents.py"
+  "openai_v2|openai_v2|run_openai_v2.py"
+)
+# Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
+WITH_TOOLSPAN=" openai_v2 "
+
+wanted=("$@")
+for run in "${RUNS[@]}"; do
+  IFS='|' read -r name env runner <<<"$run"
+  if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " == *" $name "* ]]; then
+    continue
+  fi
+  venv="$VENVS/$env"
+  if [[ ! -x "$venv/bin/python" ]]; then
+    "$PYTHON" -m venv "$venv"
+  fi
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "scripts/corpus/$env.txt"
+  if [[ "$WITH_TOOLSPAN" == *" $name "* ]]; then
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+  fi
+  rm -rf "${OUT:?}/$name"
+  read -r script args <<<"$runner"
+  # shellcheck disable=SC2086  # the runner's arguments are words
+  "$venv/bin/python" "scripts/corpus/$script" "$OUT/$name" $args >/dev/null 2>"$VENVS/$name.log" ||
+    { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }
+  echo "$name: $(ls "$OUT/$name" | tr '\n' ' ')"
+done

@@ -1,0 +1,97 @@
+"""Span roles: which convention says a span is a tool, agent, plan, LLM, chain or retriever call.
+
+See ``toolspan.bridge.classify`` for the order the conventions are read in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from json.scanner import make_scanner
+from typing import Any, Final
+
+from toolspan import semconv as sc
+from toolspan.bridge.model import Span
+
+__all__ = ["AGENT", "CHAIN", "LLM", "OTHER", "PLAN", "RETRIEVER", "TOOL", "classify", "parse_json"]
+
+TOOL: Final = "tool"
+AGENT: Final = "agent"
+PLAN: Final = "plan"
+LLM: Final = "llm"
+CHAIN: Final = "chain"
+RETRIEVER: Final = "retriever"
+OTHER: Final = "other"
+
+_OP_KINDS: Final[Mapping[str, str]] = {
+    sc.OP_EXECUTE_TOOL: TOOL,
+    sc.OP_INVOKE_AGENT: AGENT,
+    sc.OP_CREATE_AGENT: AGENT,
+    sc.OP_CHAT: LLM,
+    sc.OP_TEXT_COMPLETION: LLM,
+    sc.OP_GENERATE_CONTENT: LLM,
+    sc.OP_EMBEDDINGS: LLM,
+    sc.OP_RETRIEVAL: RETRIEVER,
+}
+_OI_KINDS: Final[Mapping[str, str]] = {
+    sc.OI_KIND_TOOL: TOOL,
+    sc.OI_KIND_AGENT: AGENT,
+    sc.OI_KIND_LLM: LLM,
+    sc.OI_KIND_EMBEDDING: LLM,
+    sc.OI_KIND_CHAIN: CHAIN,
+    sc.OI_KIND_RETRIEVER: RETRIEVER,
+}
+_TRACELOOP_KINDS: Final[Mapping[str, str]] = {
+    sc.TRACELOOP_KIND_TOOL: TOOL,
+    sc.TRACELOOP_KIND_AGENT: AGENT,
+    sc.TRACELOOP_KIND_WORKFLOW: CHAIN,
+    sc.TRACELOOP_KIND_TASK: CHAIN,
+}
+_JSON_START: Final = frozenset('{["-0123456789tfn')
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def classify(span: Span) -> str:
+    """The role of ``span``: ``tool``, ``agent``, ``plan``, ``llm``, ``chain``, ``retriever`` or ``other``."""
+    attrs = span.attributes
+    if sc.TOOLSPAN_PLAN_NAME in attrs:
+        return PLAN
+    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    if op is not None:
+        kind = _OP_KINDS.get(op) if isinstance(op, str) else None
+        if kind is not None:
+            return kind
+    oi = attrs.get(sc.OPENINFERENCE_SPAN_KIND)
+    if isinstance(oi, str):
+        kind = _OI_KINDS.get(oi.upper())
+        if kind is not None:
+            return kind
+    tl = attrs.get(sc.TRACELOOP_SPAN_KIND)
+    if isinstance(tl, str):
+        kind = _TRACELOOP_KINDS.get(tl.lower())
+        if kind is not None:
+            return kind
+    if sc.GEN_AI_TOOL_NAME in attrs or span.name.startswith(sc.TOOL_SPAN_PREFIX):
+        return TOOL
+    return OTHER
+
+
+def parse_json(value: Any) -> Any:
+    """``value`` parsed if it is a string holding JSON; anything else (or non-JSON text) unchanged."""
+    if isinstance(value, str) and value:
+        first = value[0]
+        if first in _JSON_START:
+            # The C scanner directly: json.loads' wrapper costs more than decoding a small value.
+            try:
+                obj, end = _scan_once(value, 0)
+            except (StopIteration, ValueError, RecursionError):
+                return value
+            if end == len(value) or not value[end:].strip():
+                return obj
+            return value
+        if first in " \t\r\n":
+            try:
+                return json.loads(value)
+            except (ValueError, RecursionError):
+                return value
+    return value

@@ -1,0 +1,209 @@
+"""The tool calls a model call asked for, in every convention, and what a tool span says it answered.
+
+Requests are read from (first that has any wins):
+1. GenAI ``gen_ai.output.messages`` ``tool_call`` parts (attribute, or an ``...operation.details`` event);
+2. OpenInference ``llm.output_messages.<i>.message.tool_calls.<j>.tool_call.*`` (``id``, ``function.name``,
+   ``function.arguments``);
+3. OpenLLMetry ``gen_ai.completion.<i>.tool_calls.<j>.{id,name,arguments}``;
+4. message shapes in the output messages or ``output.value``: OpenAI ``tool_calls`` (``function``),
+   LangChain message dicts (``tool_calls`` with ``args``, serialised or not), Bedrock / Strands ``toolUse``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolspan import semconv as sc
+from toolspan.bridge._eventcontent import content_attributes
+from toolspan.bridge._kinds import parse_json
+from toolspan.bridge.model import Span
+
+__all__ = ["Requested", "normal_arguments", "normal_result", "requested_calls", "result_call_id"]
+
+_OI_CALL: Final = re.compile(
+    re.escape(sc.OI_LLM_OUTPUT_MESSAGES) + r"\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)"
+)
+_TL_CALL: Final = re.compile(re.escape(sc.TRACELOOP_COMPLETION_PREFIX) + r"(\d+)\.tool_calls\.(\d+)\.(.+)")
+_MAX_DEPTH: Final = 8
+_MAX_LITERAL: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Requested:
+    """One tool call a model asked for: the model's id (if any), the tool's name and its arguments."""
+
+    id: str | None
+    name: str
+    arguments: Any
+
+
+def _args(value: Any) -> Any:
+    return parse_json(value)
+
+
+def _from_parts(messages: Any) -> list[Requested]:
+    out = []
+    for message in messages if isinstance(messages, list) else ():
+        parts = message.get("parts") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("name"):
+                cid = part.get("id")
+                out.append(
+                    Requested(
+                        None if cid in (None, "") else str(cid),
+                        str(part["name"]),
+                        _args(part.get("arguments")),
+                    )
+                )
+    return out
+
+
+def _flattened(
+    attrs: Mapping[str, Any], pattern: re.Pattern[str], name_key: str, args_key: str
+) -> list[Requested]:
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for key, value in attrs.items():
+        match = pattern.fullmatch(key)
+        if match:
+            found.setdefault((int(match[1]), int(match[2])), {})[match[3]] = value
+    out = []
+    for _, fields in sorted(found.items()):
+        name = fields.get(name_key)
+        if name:
+            cid = fields.get("id")
+            out.append(
+                Requested(None if cid in (None, "") else str(cid), str(name), _args(fields.get(args_key)))
+            )
+    return out
+
+
+def _one_call(call: Mapping[str, Any]) -> Requested | None:
+    use = call.get("toolUse")
+    if isinstance(use, Mapping):  # Bedrock / Strands
+        call = {"id": use.get("toolUseId"), "name": use.get("name"), "args": use.get("input")}
+    function = call.get("function")
+    if isinstance(function, Mapping):  # OpenAI
+        name, arguments = function.get("name"), function.get("arguments")
+    else:  # LangChain
+        name = call.get("name")
+        arguments = call.get("args", call.get("arguments", call.get("input")))
+    if not name:
+        return None
+    cid = call.get("id")
+    return Requested(None if cid in (None, "") else str(cid), str(name), _args(arguments))
+
+
+def _walk_calls(value: Any, depth: int = 0) -> Iterator[Requested]:
+    """Every tool call in message-shaped JSON: ``tool_calls`` lists and ``toolUse`` blocks."""
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, Mapping):
+        if isinstance(value.get("toolUse"), Mapping):
+            found = _one_call(value)
+            if found is not None:
+                yield found
+            return
+        calls = value.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            for call in calls:
+                found = _one_call(call) if isinstance(call, Mapping) else None
+                if found is not None:
+                    yield found
+            return
+        for key, item in value.items():
+            if key not in ("additional_kwargs", "invalid_tool_calls", "tool_call_chunks"):
+                yield from _walk_calls(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk_calls(item, depth + 1)
+    elif isinstance(value, str) and depth and value[:1] in ("[", "{"):
+        yield from _walk_calls(parse_json(value), depth + 1)
+
+
+def requested_calls(span: Span) -> list[Requested]:
+    """The tool calls the model call ``span`` asked for, in the order it asked."""
+    attrs = content_attributes(span, is_tool=False)
+    outputs = parse_json(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    found = _from_parts(outputs)
+    if not found:
+        found = _flattened(attrs, _OI_CALL, "function.name", "function.arguments")
+    if not found:
+        found = _flattened(attrs, _TL_CALL, "name", "arguments")
+    if not found:
+        for source in (outputs, parse_json(attrs.get(sc.OI_OUTPUT_VALUE))):
+            found = list(_walk_calls(source, 1))
+            if found:
+                break
+    return found
+
+
+# --- what a tool span recorded, in the frameworks' wrappers ----------------------------------------
+
+
+def _literal(text: str) -> Any:
+    """A Python literal (``"{'city': 'Paris'}"``, as LangChain's ``input_str`` has it), else ``text``."""
+    if len(text) > _MAX_LITERAL:
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def normal_arguments(value: Any) -> Any:
+    """Unwrap a framework's record of a call into its arguments where the wrapper is recognisable.
+
+    smolagents: ``{"args": [], "kwargs": {...}, "sanitize_inputs_outputs": ...}``; LangChain callbacks via
+    OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``.
+    """
+    if isinstance(value, dict):
+        if "input_str" in value and isinstance(value["input_str"], str):
+            inner = parse_json(value["input_str"])
+            return _literal(inner) if isinstance(inner, str) else inner
+        if isinstance(value.get("kwargs"), dict) and not value.get("args") and "args" in value:
+            return value["kwargs"]
+    return value
+
+
+def _tool_message(value: Any) -> Mapping[str, Any] | None:
+    """A LangChain ``ToolMessage`` as a dict (plain, ``{"type": "tool", "data": ...}`` or serialised)."""
+    if not isinstance(value, Mapping):
+        return None
+    if isinstance(value.get("output"), Mapping) and value.keys() <= {"output", "kwargs"}:
+        value = value["output"]
+    if value.get("lc") == 1 and isinstance(value.get("kwargs"), Mapping):
+        ident = value.get("id")
+        if isinstance(ident, list) and ident and ident[-1] == "ToolMessage":
+            kwargs: Mapping[str, Any] = value["kwargs"]
+            return kwargs
+        return None
+    if value.get("type") == "tool" and isinstance(value.get("data"), Mapping):
+        data: Mapping[str, Any] = value["data"]
+        return data
+    if value.get("type") == "tool" and "tool_call_id" in value:
+        plain: Mapping[str, Any] = value
+        return plain
+    return None
+
+
+def result_call_id(value: Any) -> str | None:
+    """The ``tool_call_id`` of a ToolMessage a tool span recorded as its output, if it is one."""
+    message = _tool_message(value)
+    cid = message.get("tool_call_id") if message is not None else None
+    return None if cid in (None, "") else str(cid)
+
+
+def normal_result(value: Any) -> Any:
+    """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks."""
+    message = _tool_message(value)
+    if message is not None:
+        value = message.get("content")
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
+        block = value[0]
+        if set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text"):
+            value = block["text"]
+    return parse_json(value)

@@ -1,0 +1,250 @@
+"""Read a tool call (name, arguments, result, state, error, ids) and its approvals out of one span."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolspan import _ids as ids
+from toolspan import semconv as sc
+from toolspan.bridge._eventcontent import content_attributes
+from toolspan.bridge._kinds import parse_json
+from toolspan.bridge.model import Span
+
+__all__ = [
+    "Approval",
+    "ToolCallRecord",
+    "approvals",
+    "call_id",
+    "execution_id",
+    "parent_tool_ids",
+    "tool_call",
+    "tool_error",
+    "tool_input",
+    "tool_name",
+    "tool_output",
+    "tool_state",
+]
+
+_CANCEL_NAMES: Final = frozenset(name.rsplit(".", 1)[-1] for name in sc.CANCELLATION_ERROR_TYPES)
+_KNOWN_STATES: Final = frozenset(
+    {
+        sc.STATE_PENDING,
+        sc.STATE_AWAITING_APPROVAL,
+        sc.STATE_RUNNING,
+        sc.STATE_COMPLETED,
+        sc.STATE_FAILED,
+        sc.STATE_DENIED,
+        sc.STATE_CANCELLED,
+        sc.STATE_SEALED,
+    }
+)
+_ALLOW_WORDS: Final = frozenset({"allow", "allowed", "approve", "approved", "yes", "true"})
+
+
+def execution_id(span: Span) -> str:
+    return ids.execution_id(span.span_id)
+
+
+def call_id(span: Span) -> str:
+    attrs = content_attributes(span, is_tool=True)
+    for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
+        value = attrs.get(key)
+        if value is not None and value != "":
+            return str(value)
+    return ids.synthetic_call_id(span.span_id)
+
+
+def tool_name(span: Span) -> str:
+    attrs = span.attributes
+    for key in (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME, sc.TRACELOOP_ENTITY_NAME):
+        value = attrs.get(key)
+        if value is not None and value != "":
+            return str(value)
+    name = span.name
+    if name.startswith(sc.TOOL_SPAN_PREFIX):
+        return name[len(sc.TOOL_SPAN_PREFIX) :]
+    return name
+
+
+def _unwrap_traceloop_input(value: Any) -> Any:
+    # OpenLLMetry records a call as {"args": [...], "kwargs": {...}}; keyword-only calls become the kwargs.
+    if isinstance(value, dict) and value and value.keys() <= {"args", "kwargs"}:
+        args = value.get("args")
+        kwargs = value.get("kwargs")
+        if not args and isinstance(kwargs, dict):
+            return kwargs
+    return value
+
+
+def tool_input(span: Span) -> Any:
+    """The tool's arguments as a value (``None`` when the span has none)."""
+    attrs = content_attributes(span, is_tool=True)
+    value = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    if value is not None:
+        return parse_json(value)
+    value = attrs.get(sc.OI_INPUT_VALUE)
+    if value is not None:
+        return parse_json(value)
+    value = attrs.get(sc.TRACELOOP_ENTITY_INPUT)
+    if value is not None:
+        return _unwrap_traceloop_input(parse_json(value))
+    return None
+
+
+def tool_output(span: Span) -> Any:
+    """The tool's result as a value (``None`` when the span has none)."""
+    attrs = content_attributes(span, is_tool=True)
+    for key in (sc.GEN_AI_TOOL_CALL_RESULT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
+        value = attrs.get(key)
+        if value is not None:
+            return parse_json(value)
+    return None
+
+
+def _is_cancel(error_type: Any) -> bool:
+    return isinstance(error_type, str) and error_type.rsplit(".", 1)[-1] in _CANCEL_NAMES
+
+
+def _decision(span: Span) -> str | None:
+    decision = None
+    for event in span.events:
+        if event.name == sc.PERMISSION_DECIDED_EVENT:
+            decision = _normal_decision(event.attributes.get(sc.PERMISSION_DECISION))
+    return decision
+
+
+def _legacy_error(attrs: Mapping[str, Any]) -> bool:
+    value = attrs.get(sc.LEGACY_ERROR_TAG)
+    return value is True or value == "true"
+
+
+def tool_state(span: Span) -> str:
+    """Final state per seed 003's state machine (plus ``CANCELLED``); ``SEALED`` if the span never ended."""
+    if span.end_ns is None:
+        return sc.STATE_SEALED
+    attrs = span.attributes
+    state = attrs.get(sc.TOOLSPAN_TOOL_STATE)
+    if isinstance(state, str) and state in _KNOWN_STATES:
+        return state
+    if _is_cancel(attrs.get(sc.ERROR_TYPE)):
+        return sc.STATE_CANCELLED
+    if span.events and _decision(span) == "deny":
+        return sc.STATE_DENIED
+    if span.status == "ERROR" or _legacy_error(attrs):
+        return sc.STATE_FAILED
+    return sc.STATE_COMPLETED
+
+
+def tool_error(span: Span, state: str | None = None) -> str | None:
+    """A one-line error text when the call did not succeed, else ``None``."""
+    state = tool_state(span) if state is None else state
+    if state in (sc.STATE_COMPLETED, sc.STATE_RUNNING, sc.STATE_PENDING, sc.STATE_AWAITING_APPROVAL):
+        return None
+    for event in span.events:
+        if event.name == sc.EXCEPTION_EVENT:
+            etype = event.attributes.get(sc.EXCEPTION_TYPE)
+            message = event.attributes.get(sc.EXCEPTION_MESSAGE)
+            if etype and message:
+                return f"{etype}: {message}"
+            if etype or message:
+                return str(etype or message)
+    if span.status_message:
+        return span.status_message
+    error_type = span.attributes.get(sc.ERROR_TYPE)
+    if state == sc.STATE_DENIED:
+        note = None
+        for event in span.events:
+            if event.name == sc.PERMISSION_DECIDED_EVENT:
+                note = event.attributes.get(sc.PERMISSION_NOTE, note)
+        return f"Permission denied: {note}" if note else "Permission denied"
+    if error_type:
+        return str(error_type)
+    if state == sc.STATE_CANCELLED:
+        return "Cancelled"
+    if state == sc.STATE_SEALED:
+        return "The tool call never finished"
+    return "Tool call failed"
+
+
+def parent_tool_ids(span: Span) -> tuple[str | None, str | None]:
+    """``(parent execution_id, parent tool call id)`` recorded on a sub-plan or sub-agent span."""
+    attrs = span.attributes
+    exec_id = attrs.get(sc.TOOLSPAN_PARENT_EXECUTION_ID)
+    tc_id = attrs.get(sc.TOOLSPAN_PARENT_TOOL_CALL_ID)
+    return (
+        None if exec_id is None else str(exec_id),
+        None if tc_id is None else str(tc_id),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """Everything the views need about one tool span."""
+
+    span: Span
+    name: str
+    input: Any
+    output: Any
+    error: str | None
+    call_id: str
+    execution_id: str
+    state: str
+    is_error: bool
+    parent_execution_id: str | None
+    parent_call_id: str | None
+    # The span id of the model call that asked for this call (``None`` when no model call did, or unknown).
+    requested_by: str | None = None
+
+
+def tool_call(span: Span) -> ToolCallRecord:
+    """Read the tool call recorded by ``span`` (any convention)."""
+    state = tool_state(span)
+    error = tool_error(span, state)
+    parent_exec, parent_call = parent_tool_ids(span)
+    return ToolCallRecord(
+        span=span,
+        name=tool_name(span),
+        input=tool_input(span),
+        output=tool_output(span),
+        error=error,
+        call_id=call_id(span),
+        execution_id=execution_id(span),
+        state=state,
+        is_error=error is not None,
+        parent_execution_id=parent_exec,
+        parent_call_id=parent_call,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A ``permission_required`` (``decision is None``) or ``permission_decided`` event."""
+
+    time_ns: int
+    decision: str | None
+    note: str | None
+
+
+def _normal_decision(value: Any) -> str:
+    # Anything but an explicit allow counts as a denial (a missing decision never lets a call run).
+    return "allow" if str(value).lower() in _ALLOW_WORDS else "deny"
+
+
+def approvals(span: Span) -> list[Approval]:
+    """The approval events of ``span`` in recorded order; decisions normalised to ``allow`` / ``deny``."""
+    out = []
+    for event in span.events:
+        if event.name == sc.PERMISSION_REQUIRED_EVENT:
+            out.append(Approval(event.time_ns, None, None))
+        elif event.name == sc.PERMISSION_DECIDED_EVENT:
+            note = event.attributes.get(sc.PERMISSION_NOTE)
+            out.append(
+                Approval(
+                    event.time_ns,
+                    _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)),
+                    None if note is None else str(note),
+                )
+            )
+    return out
