@@ -7,7 +7,12 @@ an array of them for several traces; ``plans``: one object).
 
 ``--to events`` streams: each span is turned into its events as it is read, in input order, without
 holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
-Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage.
+``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
+run leaves FILE as it was. An output that is also an input is refused; an output inside an input
+directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
+``"Infinity"``, ``"-Infinity"``).
+Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage (also an
+output that is an input).
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import os
 import sys
 import time
@@ -23,9 +27,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from toolspan import _cli_output as _outputs
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
-from toolspan.bridge.readers._json import write_json_lines
+from toolspan.bridge.readers._json import dumps_document, write_json_lines
 
 TARGETS = ("events", "timeline", "tree", "plans", "progress")
 STREAMS = frozenset({"events", "progress"})
@@ -71,6 +76,11 @@ class _Bar:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_convert(sub)
+    return parser
+
+
+def _add_convert(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
         help="convert spans (OTLP JSON/protobuf, Jaeger, Tempo, ...) into a frontend format",
@@ -84,7 +94,6 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
     convert.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
     convert.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
-    return parser
 
 
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
@@ -153,14 +162,18 @@ def _total_bytes(paths: list[Path | str]) -> int:
     return total
 
 
-def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
-    """Run ``toolspan convert``; returns the exit status."""
+def convert(
+    args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path | str] | None = None
+) -> int:
+    """Run ``toolspan convert`` on ``paths`` (resolved from ``args.inputs`` when ``None``); returns the
+    exit status."""
     report = ReadReport()
-    try:
-        paths = resolve_inputs(args.inputs)
-    except BridgeReadError as e:
-        err.write(f"toolspan: error: {e}\n")
-        return 1
+    if paths is None:
+        try:
+            paths = resolve_inputs(args.inputs)
+        except BridgeReadError as e:
+            err.write(f"toolspan: error: {e}\n")
+            return 1
     total = _total_bytes(paths)
     show = args.progress or (err.isatty() and total >= _PROGRESS_MIN_BYTES)
     bar = _Bar(total, report, err) if show else None
@@ -171,7 +184,7 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
         if lines is not None:
             _write_lines(lines, out)
         else:
-            out.write((json.dumps(document, ensure_ascii=False, indent=args.indent) + "\n").encode("utf-8"))
+            out.write(dumps_document(document, indent=args.indent) + b"\n")
         out.flush()
     except BridgeReadError as e:
         if bar is not None:
@@ -184,11 +197,47 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
     return 0
 
 
+def _convert_command(args: argparse.Namespace) -> int:
+    """``toolspan convert``: inputs checked against the output, output written to a temporary file in its
+    directory and renamed over the target only when the whole conversion succeeded."""
+    err = sys.stderr
+    target = args.output if args.output and args.output != "-" else None
+    try:
+        paths = _outputs.checked_inputs(args.inputs, target, err)
+    except _outputs.OutputClash as e:
+        err.write(f"toolspan: error: {e}\n")
+        return 2
+    except BridgeReadError as e:
+        err.write(f"toolspan: error: {e}\n")
+        return 1
+    if target is None:
+        sys.stdout.flush()
+        return convert(args, sys.stdout.buffer, err, paths)
+    try:
+        pending = _outputs.AtomicOutput(target)
+    except OSError as e:
+        err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
+        return 1
+    code = 1
+    try:
+        code = convert(args, pending.file, err, paths)
+        if code == 0:
+            pending.commit()
+    finally:
+        if code != 0 or not pending.committed:
+            pending.discard()
+    return code
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"convert": _convert_command}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toolspan`` command."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command != "convert":
+    command = _COMMANDS.get(args.command or "")
+    if command is None:
         parser.print_help(sys.stderr)
         return 2
     # A one-shot conversion allocates millions of short-lived containers: keep the collector off the
@@ -197,11 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     old_threshold = gc.get_threshold()
     gc.set_threshold(50_000, 20, 20)
     try:
-        if args.output and args.output != "-":
-            with open(args.output, "wb") as out:
-                return convert(args, out, sys.stderr)
-        sys.stdout.flush()
-        return convert(args, sys.stdout.buffer, sys.stderr)
+        return command(args)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
