@@ -2,15 +2,20 @@
 
 orjson parses and writes several times faster. Every document the standard library accepts is still
 accepted: input orjson rejects (``NaN``, ``Infinity``, lone surrogates, ...) is parsed again with
-``json.loads``, so error messages are the standard library's. Known differences with orjson: integers
-beyond 64 bits parse as floats (OTLP and Jaeger carry at most int64), and ``toolspan convert`` writes
-non-finite floats as ``null`` (the standard library writes ``NaN``). ``TOOLSPAN_JSON=stdlib`` turns
+``json.loads``, so error messages are the standard library's. Known difference with orjson: integers
+beyond 64 bits parse as floats (OTLP and Jaeger carry at most int64). ``TOOLSPAN_JSON=stdlib`` turns
 orjson off.
+
+Output is always strict JSON: a non-finite float is written as the string ``"NaN"``, ``"Infinity"`` or
+``"-Infinity"``, as OTLP/JSON (proto3 JSON) encodes non-finite doubles; the readers already read such
+values (``NaN`` literals, ``doubleValue: "NaN"``, protobuf doubles) as those strings, so both backends
+write the same bytes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
@@ -51,21 +56,67 @@ def loads_function() -> Loads:
     return loads
 
 
+def nonfinite_text(value: float) -> str:
+    """``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: how OTLP/JSON writes a non-finite double."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (nested in lists, tuples and dicts) as ``nonfinite_text``."""
+    if type(value) is float:
+        return value if math.isfinite(value) else nonfinite_text(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else nonfinite_text(value)
+    return value
+
+
+def dumps_document(value: Any, indent: int | None = None) -> bytes:
+    """One JSON document as strict UTF-8 JSON (non-finite floats as strings, see ``finite``)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite(value), ensure_ascii=False, indent=indent, allow_nan=False)
+    return text.encode("utf-8")
+
+
 def _stdlib_text_dumps() -> Callable[[Any], str]:
     from json import encoder
 
     make = getattr(encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - pure-Python json
-        return json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
+        plain = json.JSONEncoder(
+            ensure_ascii=False, check_circular=False, separators=(",", ":"), allow_nan=False
+        ).encode
+
+        def careful(value: Any) -> str:
+            try:
+                return plain(value)
+            except ValueError:
+                return plain(finite(value))
+
+        return careful
 
     def not_json(value: Any) -> Any:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
     # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan);
     # built once and reused, unlike JSONEncoder.encode which builds one per call.
-    chunks = make(None, not_json, encoder.encode_basestring, None, ":", ",", False, False, True)
+    chunks = make(None, not_json, encoder.encode_basestring, None, ":", ",", False, False, False)
     join = "".join
-    return lambda value: join(chunks(value, 0))
+
+    def text(value: Any) -> str:
+        try:
+            return join(chunks(value, 0))
+        except ValueError:  # a non-finite float
+            return join(chunks(finite(value), 0))
+
+    return text
 
 
 def dumps_function() -> Dumps:
