@@ -379,15 +379,18 @@ def test_events_after_a_line_cut_by_a_crash_start_on_their_own_line(rig: Rig) ->
 
 
 def test_non_finite_numbers_are_written_as_strict_json(rig: Rig) -> None:
-    with rig.tracer.start_as_current_span(
-        "invoke_agent a", attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
-    ), rig.tracer.start_as_current_span(
-        "execute_tool t",
-        attributes={
-            sc.GEN_AI_OPERATION_NAME: "execute_tool",
-            sc.GEN_AI_TOOL_NAME: "t",
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"x": NaN, "y": [Infinity, -Infinity]}',
-        },
+    with (
+        rig.tracer.start_as_current_span(
+            "invoke_agent a", attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        ),
+        rig.tracer.start_as_current_span(
+            "execute_tool t",
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: "execute_tool",
+                sc.GEN_AI_TOOL_NAME: "t",
+                sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"x": NaN, "y": [Infinity, -Infinity]}',
+            },
+        ),
     ):
         pass
 

@@ -6,10 +6,13 @@ accepted: input orjson rejects (``NaN``, ``Infinity``, lone surrogates, ...) is 
 beyond 64 bits parse as floats (OTLP and Jaeger carry at most int64). ``TOOLSPAN_JSON=stdlib`` turns
 orjson off.
 
-Output is always strict JSON: a non-finite float is written as the string ``"NaN"``, ``"Infinity"`` or
-``"-Infinity"``, as OTLP/JSON (proto3 JSON) encodes non-finite doubles; the readers already read such
-values (``NaN`` literals, ``doubleValue: "NaN"``, protobuf doubles) as those strings, so both backends
-write the same bytes.
+Non-finite numbers: the readers read them (``NaN``/``Infinity`` literals, numbers beyond a double such
+as ``1e999``, ``doubleValue: "NaN"``, protobuf and Jaeger doubles) as the strings ``"NaN"``,
+``"Infinity"`` and ``"-Infinity"``, as OTLP/JSON (proto3 JSON) encodes non-finite doubles. Output is
+always strict JSON: with the standard library a non-finite float a view computed is written as those
+strings too; orjson writes it as ``null`` (it cannot do otherwise without a slow second pass). The
+only such values are the ones the views parse out of JSON text inside attributes (a tool's arguments
+written with ``NaN``).
 """
 
 from __future__ import annotations
@@ -40,12 +43,31 @@ def backend() -> str:
     return "stdlib" if _orjson() is None else "orjson"
 
 
+def _finite_float(text: str) -> float | str:
+    number = float(text)
+    return number if math.isfinite(number) else nonfinite_text(number)
+
+
+# The standard library's parser, reading ``NaN``/``Infinity``/``-Infinity`` literals and numbers too
+# large for a double (``1e999``) as the strings OTLP/JSON uses for non-finite doubles.
+_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_float)
+
+
+def stdlib_loads(data: Any) -> Any:
+    """``json.loads`` (same acceptance, same errors) with non-finite numbers read as strings."""
+    if isinstance(data, (bytes, bytearray)):
+        data = data.decode(json.detect_encoding(data), "surrogatepass")
+    elif not isinstance(data, str):
+        raise TypeError(f"the JSON object must be str or bytes, not {type(data).__name__}")
+    return _DECODER.decode(data)
+
+
 def loads_function() -> Loads:
     """A ``loads(bytes | str)`` with the standard library's acceptance and errors."""
     fast = _orjson()
     if fast is None:
-        return json.loads
-    fast_loads, slow_loads, fast_error = fast.loads, json.loads, fast.JSONDecodeError
+        return stdlib_loads
+    fast_loads, slow_loads, fast_error = fast.loads, stdlib_loads, fast.JSONDecodeError
 
     def loads(data: Any) -> Any:
         try:
