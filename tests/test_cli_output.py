@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,28 @@ def test_stdout_redirected_onto_an_input_is_refused(tmp_path: Path) -> None:
         f"toolspan: error: standard output is also the input {src}; write elsewhere\n"
     )
     assert src.read_text() == record()
+
+
+def test_a_device_or_fifo_output_is_written_to_never_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o /dev/null`` must stay a device: a FIFO stands in for it (a failure here breaks nothing)."""
+    want = expected_events(tmp_path, capsys, record())
+    src = tmp_path / "in.jsonl"
+    src.write_text(record())
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        code, out, err = run(capsys, "convert", str(src), "--to", "events", "-o", str(fifo))
+    finally:
+        if reader.is_alive():  # the CLI never opened the FIFO: unblock the reader
+            with open(fifo, "wb"):
+                pass
+        reader.join(timeout=30)
+    assert (code, out, err) == (0, "", "")
+    assert received == [want.encode()]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert listing(tmp_path) == ["in.jsonl", "pipe", "reference"]

@@ -2,16 +2,18 @@
 
 The output is written to a temporary file next to the target (same directory, so on the same file
 system) and renamed over it only when the whole conversion succeeded: a failed or interrupted run
-leaves an existing target as it was. An output that is also an input (same resolved path or same
-inode; named explicitly, matched by a glob, or given as ``-`` through redirection) is refused before
-anything is read or written; an output lying inside an input directory is left out of that directory's
-inputs, so a run never reads its own output back.
+leaves an existing target as it was. A target that exists and is not a regular file (``/dev/null``,
+a FIFO) is written to directly: replacing it would destroy the device. An output that is also an
+input (same resolved path or same inode; named explicitly, matched by a glob, or given as ``-``
+through redirection) is refused before anything is read or written; an output lying inside an input
+directory is left out of that directory's inputs, so a run never reads its own output back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import IO
 
 from toolspan.bridge.readers import resolve_inputs
 
-__all__ = ["AtomicOutput", "OutputClash", "checked_inputs"]
+__all__ = ["AtomicOutput", "DirectOutput", "OutputClash", "checked_inputs", "is_special", "open_output"]
 
 
 class OutputClash(ValueError):
@@ -80,15 +82,41 @@ def checked_inputs(inputs: list[str], output: str | None, err: IO[str]) -> list[
     return paths
 
 
+def is_special(target: str) -> bool:
+    """Whether ``target`` exists and is not a regular file (``/dev/null``, a FIFO, a terminal): written
+    to directly, never replaced."""
+    found = _stat(target)
+    return found is not None and not stat.S_ISREG(found.st_mode)
+
+
+class DirectOutput:
+    """A device or FIFO output (``-o /dev/null``), opened as it is: there is nothing to replace."""
+
+    def __init__(self, target: str) -> None:
+        self.file: IO[bytes] = open(target, "wb")  # noqa: SIM115 - closed by commit() or discard()
+        self.committed = False
+
+    def commit(self) -> None:
+        self.file.close()
+        self.committed = True
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.file.close()
+
+
 class AtomicOutput:
     """A temporary file beside ``target``; ``commit()`` renames it over the target, ``discard()`` removes it.
 
-    A new target gets the permissions a plain ``open`` would give it (0o666 less the umask); an
-    existing one keeps its own. A symbolic link is written through (its target is replaced).
+    Only for a regular file or a new path (see ``is_special``). A new target gets the permissions a
+    plain ``open`` would give it (0o666 less the umask); an existing one keeps its own. A symbolic link
+    is written through (its target is replaced).
     """
 
     def __init__(self, target: str) -> None:
         self.target = os.path.realpath(target)
+        if is_special(self.target):
+            raise ValueError(f"{target} is not a regular file: write to it directly")
         directory, name = os.path.split(self.target)
         fd, self.temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
         try:
@@ -121,3 +149,10 @@ class AtomicOutput:
             self.file.close()
         with contextlib.suppress(OSError):
             os.unlink(self.temp)
+
+
+def open_output(target: str) -> AtomicOutput | DirectOutput:
+    """Where ``-o target`` is written: beside it and renamed on commit, or the device itself."""
+    if is_special(os.path.realpath(target)):
+        return DirectOutput(target)
+    return AtomicOutput(target)

@@ -214,7 +214,7 @@ def _convert_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         return convert(args, sys.stdout.buffer, err, paths)
     try:
-        pending = _outputs.AtomicOutput(target)
+        pending = _outputs.open_output(target)
     except OSError as e:
         err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
         return 1
