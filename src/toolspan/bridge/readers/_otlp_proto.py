@@ -15,6 +15,7 @@ from toolspan.bridge.readers._report import Ctx
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 
 _STATUS = ("UNSET", "OK", "ERROR")
+_CHUNK = 1 << 20
 
 
 def _request_type() -> Any:
@@ -101,6 +102,18 @@ def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") ->
                 )
 
 
+def read_upto(stream: IO[bytes], n: int) -> bytes:
+    """Up to ``n`` bytes, read in chunks so that a bogus size never allocates more than the data."""
+    parts: list[bytes] = []
+    while n > 0:
+        chunk = stream.read(min(n, _CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
 _MESSAGE_STARTS = (0x0A, 0x7B)  # field 1 of a request (resource_spans), or ``{`` of a JSON request
 
 
@@ -133,7 +146,6 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any, limit: int)
     """
     from toolspan.bridge.readers._json import loads_function
     from toolspan.bridge.readers._otlp_json import iter_request
-    from toolspan.bridge.readers._sources import _read_upto
 
     loads = loads_function()
 
@@ -154,7 +166,7 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any, limit: int)
         if problem is not None:
             ctx.fail("", f"message {index} at byte {offset:,}: {problem}; the rest of the input is skipped")
             return
-        data = first + _read_upto(stream, size - 1)
+        data = first + read_upto(stream, size - 1)
         if on_bytes is not None:
             on_bytes(4 + len(data))
         if len(data) < size:

@@ -25,6 +25,7 @@ from toolspan.bridge.readers._otlp_proto import (
     iter_length_prefixed,
     iter_proto_request,
     looks_length_prefixed,
+    read_upto,
 )
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadReport
 
@@ -125,18 +126,6 @@ def iter_path(
         f.close()
 
 
-def _read_upto(stream: IO[bytes], n: int) -> bytes:
-    """Up to ``n`` bytes, read in chunks so that a bogus size never allocates more than the data."""
-    parts: list[bytes] = []
-    while n > 0:
-        chunk = stream.read(min(n, _CHUNK))
-        if not chunk:
-            break
-        parts.append(chunk)
-        n -= len(chunk)
-    return b"".join(parts)
-
-
 def _preview(data: bytes) -> str:
     text = repr(data[:_PREVIEW])
     return text + "..." if len(data) > _PREVIEW else text
@@ -211,7 +200,7 @@ def iter_stream(
         _not_a_trace(ctx, body)
         return
     if head[0] == 0x0A:  # field 1 of an ExportTraceServiceRequest: a bare request body
-        data = head + _read_upto(stream, MAX_RECORD_BYTES + 1 - len(head))
+        data = head + read_upto(stream, MAX_RECORD_BYTES + 1 - len(head))
         if on_bytes is not None:
             on_bytes(len(data))
         if len(data) > MAX_RECORD_BYTES:
@@ -270,7 +259,7 @@ def _iter_json(stream: IO[bytes], blank_lines: int, ctx: Ctx, on_bytes: OnBytes 
         doc = None
     if doc is None:
         # Not a complete line: a (pretty-printed) single document, or JSON Lines with a bad first line.
-        rest = _read_upto(stream, limit + 1 - len(first))
+        rest = read_upto(stream, limit + 1 - len(first))
         whole = first + rest
         looks_lines = first.endswith(b"\n") and first.rstrip().endswith((b"}", b"]"))
         if len(whole) > limit:
