@@ -232,3 +232,33 @@ def test_a_device_or_fifo_output_is_written_to_never_replaced(
     assert received == want.encode()
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert listing(tmp_path) == ["in.jsonl", "pipe", "reference"]
+
+
+_FULL_DISK_CONVERT = """
+import resource, signal, sys
+from toolspan.cli import main
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (2000, hard))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_full_disk_while_writing_keeps_the_old_output_and_names_it(tmp_path: Path) -> None:
+    """A real EFBIG (RLIMIT_FSIZE in a child process) while the output is written."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(record(f"{n:016x}") for n in range(1, 40)))  # far more than 2,000 bytes of events
+    out = tmp_path / "events.jsonl"
+    out.write_text("previous run\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_CONVERT, "convert", str(src), "--to", "events", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == f"toolspan: error: {out}: cannot write: File too large\n"
+    assert out.read_text() == "previous run\n"
+    assert listing(tmp_path) == ["events.jsonl", "in.jsonl"]

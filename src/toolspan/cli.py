@@ -223,8 +223,11 @@ def _convert_command(args: argparse.Namespace) -> int:
         code = convert(args, pending.file, err, paths)
         if code == 0:
             pending.commit()
+    except OSError as e:  # writing the output (a full disk, a file size limit): the target is kept
+        err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
+        code = 1
     finally:
-        if code != 0 or not pending.committed:
+        if not pending.committed:
             pending.discard()
     return code
 
