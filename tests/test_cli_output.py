@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -262,3 +263,27 @@ def test_a_full_disk_while_writing_keeps_the_old_output_and_names_it(tmp_path: P
     assert proc.stderr == f"toolspan: error: {out}: cannot write: File too large\n"
     assert out.read_text() == "previous run\n"
     assert listing(tmp_path) == ["events.jsonl", "in.jsonl"]
+
+
+def test_stdin_and_stdout_on_one_terminal_or_socket_are_no_clash(tmp_path: Path) -> None:
+    """Interactive use: stdin and stdout are the same terminal; a socket pair stands in for it."""
+    src = tmp_path / "trace.jsonl"
+    src.write_text(record())
+    parent, child = socket.socketpair()
+    with parent, child:
+        parent.sendall(record().encode())
+        parent.shutdown(socket.SHUT_WR)
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolspan", "convert", "-", "--to", "tree"],
+            stdin=child,
+            stdout=child,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+        child.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := parent.recv(1 << 16):
+            received += chunk
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert json.loads(received)["job_id"] == TRACE

@@ -43,7 +43,8 @@ def _fstat(stream: IO[bytes] | IO[str]) -> os.stat_result | None:
 
 
 def _same(a: os.stat_result | None, b: os.stat_result | None) -> bool:
-    return a is not None and b is not None and os.path.samestat(a, b)
+    """The same regular file (a terminal or a socket that is both stdin and stdout is no clash)."""
+    return a is not None and b is not None and stat.S_ISREG(a.st_mode) and os.path.samestat(a, b)
 
 
 def checked_inputs(inputs: list[str], output: str | None, err: IO[str]) -> list[Path | str]:
