@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -276,3 +279,126 @@ def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture
     )
     assert done.stdout == f"toolspan {toolspan.__version__}\n"
     assert done.stderr == ""
+
+
+# --- hostile input through the CLI ------------------------------------------------------------------
+
+NOT_A_TRACE = (
+    "not a trace file (expected OTLP JSON or JSON Lines, Jaeger, Tempo or Phoenix JSON, OTLP protobuf, "
+    "or gzip of one)"
+)
+
+
+RANDOM = b"\x9c\x13" + bytes(range(200, 256))
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(30)
+
+
+def hostile_corpus(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Input files no reader should accept, each with the one-line reason the CLI must give."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    good = json.dumps(tool_record(end=True)) + "\n"
+    gz = gzip.compress(good.encode() * 20)
+    cut_at = len(zlib.decompressobj(31).decompress(gz[:-30]))
+    cases: dict[str, tuple[bytes, str]] = {
+        "random.bin": (RANDOM, f": {NOT_A_TRACE}; it starts with {RANDOM[:16]!r}..."),
+        "notes.txt": (b"hello\n", f": {NOT_A_TRACE}; it starts with {b'hello' + bytes([10])!r}"),
+        "image.png": (PNG, f": {NOT_A_TRACE}; it starts with {PNG[:16]!r}..."),
+        "zeros.bin": (bytes(64), f": {NOT_A_TRACE}; it starts with {bytes(16)!r}..."),
+        "cut.jsonl.gz": (gz[:-30], f": gzip data cut off after {cut_at:,} decompressed bytes"),
+        "time.jsonl": (
+            good.replace("1700000000000000000", "100000000000000000000000000").encode(),
+            ":1: resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano: out of range: "
+            "100000000000000000000000000 (nanoseconds since the Unix epoch: 0 to 2**64-1)",
+        ),
+    }
+    out = {}
+    for name, (data, reason) in cases.items():
+        path = corpus / name
+        path.write_bytes(data)
+        out[name] = (path, f"{path}{reason}")
+    return out
+
+
+def test_every_hostile_file_exits_1_with_its_one_line_reason_and_no_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, (path, reason) in hostile_corpus(tmp_path).items():
+        target = tmp_path / f"{name}.out"
+        code, out, err = run(capsys, "convert", str(path), "--to", "events", "-o", str(target))
+        assert (code, out, err) == (1, "", f"toolspan: error: {reason}\n"), name
+        assert not target.exists()
+
+
+def test_lenient_reports_each_hostile_file_counts_them_and_converts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = hostile_corpus(tmp_path)
+    good = tmp_path / "corpus" / "zz-good.jsonl"
+    good.write_text(json.dumps(tool_record(end=True)) + "\n")
+    paths = [str(path) for path, _ in sorted(corpus.values())]
+    code, out, err = run(capsys, "convert", *paths, str(good), "--to", "events", "--lenient")
+    assert code == 0
+    reasons = [reason for _, reason in sorted(corpus.values())]
+    # The cut gzip holds whole lines before its cut: they are converted too.
+    whole_lines = zlib.decompressobj(31).decompress(corpus["cut.jsonl.gz"][0].read_bytes()).count(b"\n")
+    assert whole_lines > 0
+    assert err.splitlines() == [f"toolspan: skipped: {r}" for r in reasons] + [
+        f"toolspan: read {1 + whole_lines} span(s); skipped {len(reasons)} bad record(s)"
+    ]
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["type"] for e in events] == ["act", "observe"] * (1 + whole_lines)
+
+
+def test_dev_zero_stops_at_once_in_both_modes(tmp_path: Path) -> None:
+    if not os.path.exists("/dev/zero"):
+        pytest.fail("/dev/zero missing")
+    for extra in ([], ["--lenient"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolspan", "convert", "/dev/zero", "--to", "events", *extra],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        label = "skipped" if extra else "error"
+        assert proc.stderr.decode().splitlines()[0] == (
+            f"toolspan: {label}: /dev/zero: {NOT_A_TRACE}; it starts with {bytes(16)!r}..."
+        )
+        assert (proc.returncode, proc.stdout) == (0 if extra else 1, b"")
+
+
+@pytest.mark.parametrize("backend", ["stdlib", "auto"])
+@pytest.mark.parametrize("target", ["events", "tree", "timeline", "progress", "plans"])
+def test_output_is_strict_json_with_non_finite_numbers_in_the_input(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    backend: str,
+    target: str,
+) -> None:
+    monkeypatch.setenv("TOOLSPAN_JSON", backend)
+    record = tool_record(end=True)
+    attrs = record["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
+    attrs[2]["value"]["stringValue"] = '{"q": NaN, "r": [Infinity, -Infinity]}'
+    attrs.append({"key": "score", "value": {"doubleValue": "NaN"}})
+    attrs.append({"key": "gen_ai.tool.call.result", "value": {"stringValue": "1e999"}})
+    src = tmp_path / "nan.jsonl"
+    src.write_text(json.dumps(record) + "\n")
+    code, out, err = run(capsys, "convert", str(src), "--to", target)
+    assert (code, err) == (0, "")
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} in the {backend} output")
+
+    docs = (
+        [json.loads(line, parse_constant=refuse) for line in out.splitlines()]
+        if target in ("events", "progress")
+        else [json.loads(out, parse_constant=refuse)]
+    )
+    assert docs
+    if target == "events":
+        act = docs[0]
+        # stdlib writes a non-finite number a view parsed out of JSON text as the OTLP/JSON string;
+        # orjson can only write null (documented).
+        nonfinite = ["NaN", "Infinity", "-Infinity"] if backend == "stdlib" else [None, None, None]
+        assert act["tool_input"] == {"q": nonfinite[0], "r": nonfinite[1:]}

@@ -23,7 +23,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 import toolspan
 from toolspan.bridge.readers import from_readable_spans, read_spans
-from toolspan.exporters.otlp_file import OtlpJsonFileExporter, encode_otlp_json
+from toolspan.exporters.otlp_file import OtlpJsonFileExporter, encode_otlp_json, encode_otlp_json_line
 from toolspan.testing import FakeClock, SequentialIdGenerator
 
 TRACE_ID = 0x5B8EFFF798038103D269B633813FC60C
@@ -274,10 +274,8 @@ def test_full_disk_is_logged_and_returns_failure(
 
 
 _CUT_WRITE_SCRIPT = """
-import resource, signal, sys
+import os, resource, signal, sys
 from opentelemetry.sdk.trace import TracerProvider
-import toolspan
-from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
@@ -285,9 +283,11 @@ provider = TracerProvider()
 span = provider.get_tracer("t").start_span("execute_tool t", attributes={"pad": "x" * 5000})
 span.end()
 exporter = OtlpJsonFileExporter(sys.argv[1])
+results = [exporter.export([span]).name]
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-resource.setrlimit(resource.RLIMIT_FSIZE, (6000, hard))
-results = [exporter.export([span]).name, exporter.export([span]).name]
+room = os.path.getsize(sys.argv[1]) + int(sys.argv[2])  # the disk fills up within the second record
+resource.setrlimit(resource.RLIMIT_FSIZE, (room, hard))
+results.append(exporter.export([span]).name)
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 results.append(exporter.export([span]).name)
 exporter.shutdown()
@@ -296,10 +296,12 @@ print(",".join(results))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE and SIGXFSZ")
-def test_a_write_cut_midway_never_glues_the_next_line_to_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("room", [0, 1000])  # no byte of the second record fits; a part of it does
+def test_a_full_disk_leaves_only_whole_records_and_the_next_one_is_whole(tmp_path: Path, room: int) -> None:
+    """A real EFBIG (RLIMIT_FSIZE in a child process): the cut record is truncated away."""
     path = tmp_path / "t.jsonl"
     run = subprocess.run(
-        [sys.executable, "-c", _CUT_WRITE_SCRIPT, str(path)],
+        [sys.executable, "-c", _CUT_WRITE_SCRIPT, str(path), str(room)],
         check=False,
         capture_output=True,
         text=True,
@@ -307,13 +309,25 @@ def test_a_write_cut_midway_never_glues_the_next_line_to_it(tmp_path: Path) -> N
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "SUCCESS,FAILURE,SUCCESS"
-    assert "cannot write OTLP JSON" in run.stderr
-    lines = path.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 3
-    first, cut, last = lines
-    assert json.loads(first) == json.loads(last)
-    assert first.startswith(cut)  # the failed write left a partial line...
-    assert len(cut) < len(first)
+    assert f"toolspan: cannot write OTLP JSON to {path}: [Errno 27] File too large" in run.stderr
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("\n")
+    first, last = (json.loads(line) for line in text.splitlines())
+    assert first == last
+    assert first["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] == "execute_tool t"
+
+
+def test_a_file_ending_mid_line_gets_the_next_record_on_its_own_line(
+    tmp_path: Path, captured: list[ReadableSpan]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"resourceSpans": [{"cut by a crash')
+    exporter = OtlpJsonFileExporter(path)
+    assert exporter.export(captured) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    cut, line = path.read_text(encoding="utf-8").split("\n", 1)
+    assert cut == '{"resourceSpans": [{"cut by a crash'
+    assert line == encode_otlp_json_line(captured)
 
 
 def test_constructible_without_arguments_from_the_environment(

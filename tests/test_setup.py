@@ -468,3 +468,47 @@ def test_without_the_instrumentation_a_plain_thread_starts_a_new_trace() -> None
     (orphan,) = [span for span in memory.get_finished_spans() if span.name == "thread"]
     assert orphan.parent is None
     app.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("env", "queue", "batch"),
+    [
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "0"}, 2048, 512),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "-5"}, 2048, 512),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "many"}, 2048, 512),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "100"}, 100, 100),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "500"}, 100, 100),
+        ({"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "0"}, 2048, 512),
+        ({"OTEL_BSP_SCHEDULE_DELAY": "-1"}, 2048, 512),
+    ],
+)
+def test_bad_batch_settings_fall_back_with_one_warning_and_spans_still_arrive(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    env: dict[str, str],
+    queue: int,
+    batch: int,
+) -> None:
+    for name in ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    memory = InMemorySpanExporter()
+    with caplog.at_level(logging.WARNING):
+        provider: Any = configure(exporters=[memory], instrument_threading=False)
+    [processor] = processors(provider)
+    assert isinstance(processor, BatchSpanProcessor)
+    inner = processor._batch_processor
+    assert (inner._queue.maxlen, inner._max_export_batch_size) == (queue, batch)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "OTEL_BSP_" in warnings[0]
+    if env != {"OTEL_BSP_MAX_QUEUE_SIZE": "many"}:  # the SDK itself warns and uses its default
+        assert warnings[0].startswith("toolspan: OTEL_BSP_* settings refused by the batch span processor")
+        assert warnings[0].endswith(
+            f"falling back to a queue of {queue} spans exported in batches of at most {batch}"
+        )
+    with trace_api.get_tracer("t").start_as_current_span("work"):
+        pass
+    provider.force_flush()
+    assert [span.name for span in memory.get_finished_spans()] == ["work"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
@@ -65,6 +67,9 @@ class Rig:
     def events(self) -> list[dict[str, Any]]:
         path = self.directory / "events.jsonl"
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    def events_text(self) -> str:
+        return (self.directory / "events.jsonl").read_text(encoding="utf-8")
 
     def tree(self, trace_id: str) -> Any:
         return json.loads((self.directory / f"{trace_id}.tree.json").read_text(encoding="utf-8"))
@@ -307,3 +312,94 @@ def test_constructible_without_arguments_from_the_environment(
     monkeypatch.delenv("TOOLSPAN_TIMELINE_DIR")
     assert TimelineJsonExporter().directory == "toolspan-timeline"
     assert not (tmp_path / "env").exists()  # nothing is created before the first export
+
+
+_FULL_DISK_SCRIPT = """
+import os, resource, signal, sys
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import TracerProvider
+from toolspan.exporters.timeline import TimelineJsonExporter
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+tracer = TracerProvider().get_tracer("t")
+parent = tracer.start_span("invoke_agent a")  # never ends: no trace files, only events.jsonl lines
+pad = '{"pad": "%s"}' % ("x" * 5000)
+attributes = {
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": "t",
+    "gen_ai.tool.call.arguments": pad,
+    "gen_ai.tool.call.result": pad,
+}
+tool = tracer.start_span("execute_tool t", trace_api.set_span_in_context(parent), attributes=attributes)
+tool.end()
+exporter = TimelineJsonExporter(sys.argv[1])
+events = os.path.join(sys.argv[1], "events.jsonl")
+results = [exporter.export([tool]).name]
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(events) + int(sys.argv[2]), hard))
+results.append(exporter.export([tool]).name)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+results.append(exporter.export([tool]).name)
+exporter.force_flush()
+print(",".join(results))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE and SIGXFSZ")
+@pytest.mark.parametrize("room", [0, 100, 6000])  # none, a part of the act line, the act line and a part
+def test_a_full_disk_leaves_only_whole_event_lines_and_the_next_ones_are_whole(
+    tmp_path: Path, room: int
+) -> None:
+    """A real EFBIG (RLIMIT_FSIZE in a child process): the cut lines are truncated away."""
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_SCRIPT, str(out), str(room)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "SUCCESS,FAILURE,SUCCESS"
+    assert f"toolspan: cannot write {out / 'events.jsonl'}: [Errno 27] File too large" in run.stderr
+    text = (out / "events.jsonl").read_text(encoding="utf-8")
+    assert text.endswith("\n")
+    events = [json.loads(line) for line in text.splitlines()]
+    assert [e["type"] for e in events] == ["act", "observe", "act", "observe"]
+    assert events[:2] == events[2:]
+
+
+def test_events_after_a_line_cut_by_a_crash_start_on_their_own_line(rig: Rig) -> None:
+    rig.directory.mkdir()
+    (rig.directory / "events.jsonl").write_text('{"type": "act", "cut')
+    rig.tool("t", {})
+    cut, *lines = (rig.directory / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    assert cut == '{"type": "act", "cut'
+    assert [json.loads(line)["type"] for line in lines] == ["act", "observe"]
+
+
+def test_non_finite_numbers_are_written_as_strict_json(rig: Rig) -> None:
+    with (
+        rig.tracer.start_as_current_span(
+            "invoke_agent a", attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        ),
+        rig.tracer.start_as_current_span(
+            "execute_tool t",
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: "execute_tool",
+                sc.GEN_AI_TOOL_NAME: "t",
+                sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"x": NaN, "y": [Infinity, -Infinity]}',
+            },
+        ),
+    ):
+        pass
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} in the output")
+
+    events = [json.loads(line, parse_constant=refuse) for line in rig.events_text().splitlines()]
+    assert [(e["type"], e["tool_input"]) for e in events[:1]] == [
+        ("act", {"x": "NaN", "y": ["Infinity", "-Infinity"]})
+    ]
+    for path in rig.directory.glob("*.json"):
+        json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)

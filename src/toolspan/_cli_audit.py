@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["add_parser", "run"]
@@ -54,9 +55,9 @@ def _text(report: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def run(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
-    """Run ``toolspan audit``; returns the exit status."""
-    from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
+def run(args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path | str]) -> int:
+    """Run ``toolspan audit`` on the resolved input ``paths``; returns the exit status."""
+    from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans
     from toolspan.bridge.views import audit
     from toolspan.policy import PolicyError, load_policy
 
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
         return 2
     report = ReadReport()
     try:
-        spans = list(iter_spans(resolve_inputs(args.inputs), lenient=args.lenient, report=report))
+        spans = list(iter_spans(paths, lenient=args.lenient, report=report))
     except BridgeReadError as e:
         err.write(f"toolspan: error: {e}\n")
         return 2

@@ -56,6 +56,11 @@ __all__ = ["EXPORTER_ENTRY_POINT_GROUP", "configure", "instrument_threads"]
 _logger = logging.getLogger(__name__)
 
 EXPORTER_ENTRY_POINT_GROUP: Final = "opentelemetry_traces_exporter"
+# The SDK's BatchSpanProcessor defaults (what the OpenTelemetry specification gives).
+_BSP_QUEUE: Final = 2048
+_BSP_BATCH: Final = 512
+_BSP_DELAY_MS: Final = 5000
+_BSP_TIMEOUT_MS: Final = 30000
 _OTLP_BY_PROTOCOL: Final = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
 
 _lock = threading.RLock()
@@ -224,13 +229,41 @@ def _batch(exporter: SpanExporter) -> Any:
 
 
 def _batch_processor(exporter: SpanExporter) -> BatchSpanProcessor:
-    """A BatchSpanProcessor (queue capped by OTEL_BSP_MAX_QUEUE_SIZE, 2048 by default)."""
+    """A BatchSpanProcessor (queue capped by OTEL_BSP_MAX_QUEUE_SIZE, 2048 by default).
+
+    ``OTEL_BSP_*`` values the SDK refuses (a queue of 0 or less, a batch larger than the queue, a delay
+    of 0 or less, ...) would leave no processor at all, every span lost: they fall back to working
+    values (the queue size when it is a positive number, else 2048; batches of at most 512 spans) with
+    one warning.
+    """
     try:
         return BatchSpanProcessor(exporter)
-    except ValueError as exc:  # e.g. a queue smaller than the default export batch of 512
-        queue = _env.get_int(_env.OTEL_BSP_MAX_QUEUE_SIZE, minimum=1) or 2048
-        _logger.warning("toolspan: %s; exporting in batches of at most %d spans", exc, min(queue, 512))
-        return BatchSpanProcessor(exporter, max_export_batch_size=min(queue, 512))
+    except ValueError as exc:
+        reason = str(exc).rstrip(".")
+    raw = _env.get(_env.OTEL_BSP_MAX_QUEUE_SIZE)
+    try:
+        queue = int(raw) if raw is not None else _BSP_QUEUE
+    except ValueError:
+        queue = _BSP_QUEUE
+    queue = queue if queue >= 1 else _BSP_QUEUE
+    batch = min(queue, _BSP_BATCH)
+    _logger.warning(
+        "toolspan: OTEL_BSP_* settings refused by the batch span processor (%s); falling back to a queue "
+        "of %d spans exported in batches of at most %d",
+        reason,
+        queue,
+        batch,
+    )
+    try:
+        return BatchSpanProcessor(exporter, max_queue_size=queue, max_export_batch_size=batch)
+    except ValueError:  # the delay or timeout is bad too: the SDK defaults for everything
+        return BatchSpanProcessor(
+            exporter,
+            max_queue_size=queue,
+            schedule_delay_millis=_BSP_DELAY_MS,
+            max_export_batch_size=batch,
+            export_timeout_millis=_BSP_TIMEOUT_MS,
+        )
 
 
 def _env_parts() -> list[_Part]:

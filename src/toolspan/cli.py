@@ -8,7 +8,12 @@ file for all traces of the input (a trace picker when there are several).
 
 ``--to events`` streams: each span is turned into its events as it is read, in input order, without
 holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
-Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage.
+``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
+run leaves FILE as it was. An output that is also an input is refused; an output inside an input
+directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
+``"Infinity"``, ``"-Infinity"``).
+Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage (also an
+output that is an input).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import os
 import sys
 import time
@@ -26,9 +30,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolspan import _cli_audit
+from toolspan import _cli_output as _outputs
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
-from toolspan.bridge.readers._json import write_json_lines
+from toolspan.bridge.readers._json import dumps_document, write_json_lines
 
 TARGETS = ("events", "timeline", "tree", "plans", "progress", "html")
 STREAMS = frozenset({"events", "progress"})
@@ -82,6 +87,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
     parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_convert(sub)
+    _cli_audit.add_parser(sub)
+    return parser
+
+
+def _add_convert(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
         help="convert spans (OTLP JSON/protobuf, Jaeger, Tempo, ...) into a frontend format",
@@ -94,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         choices=TARGETS,
         help="output format: events (act/observe event stream), timeline (conversation timeline), "
-        "tree (execution tree), plans (plan records), progress (progress stream)",
+        "tree (execution tree), plans (plan records), progress (progress stream), html (trace page)",
     )
     convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
@@ -108,8 +119,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="OTLP logs joined to the spans (repeatable)",
     )
-    _cli_audit.add_parser(sub)
-    return parser
 
 
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
@@ -199,14 +208,18 @@ def _with_logs(spans: Iterator[Span], logs: list[str], err: IO[str]) -> Iterator
     return iter(joined)
 
 
-def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
-    """Run ``toolspan convert``; returns the exit status."""
+def convert(
+    args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path | str] | None = None
+) -> int:
+    """Run ``toolspan convert`` on ``paths`` (resolved from ``args.inputs`` when ``None``); returns the
+    exit status."""
     report = ReadReport()
-    try:
-        paths = resolve_inputs(args.inputs)
-    except BridgeReadError as e:
-        err.write(f"toolspan: error: {e}\n")
-        return 1
+    if paths is None:
+        try:
+            paths = resolve_inputs(args.inputs)
+        except BridgeReadError as e:
+            err.write(f"toolspan: error: {e}\n")
+            return 1
     total = _total_bytes(paths)
     show = args.progress or (err.isatty() and total >= _PROGRESS_MIN_BYTES)
     bar = _Bar(total, report, err) if show else None
@@ -221,7 +234,7 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
         elif args.to == "html":
             out.write(document.encode("utf-8"))
         else:
-            out.write((json.dumps(document, ensure_ascii=False, indent=args.indent) + "\n").encode("utf-8"))
+            out.write(dumps_document(document, indent=args.indent) + b"\n")
         out.flush()
     except BridgeReadError as e:
         if bar is not None:
@@ -234,31 +247,67 @@ def convert(args: argparse.Namespace, out: IO[bytes], err: IO[str]) -> int:
     return 0
 
 
-def _run_to_output(
-    args: argparse.Namespace, command: Callable[[argparse.Namespace, IO[bytes], IO[str]], int]
-) -> int:
+Runner = Callable[[argparse.Namespace, IO[bytes], IO[str], list[Path | str]], int]
+
+
+def _to_output(args: argparse.Namespace, run: Runner) -> int:
+    """Run a command whose output is ``-o FILE`` or stdout: inputs checked against the output, output written
+    to a temporary file in its directory and renamed over the target only when the command exits 0 (or 1
+    for an audit that found violations: its report is the point)."""
+    err = sys.stderr
+    target = args.output if args.output and args.output != "-" else None
     try:
-        if args.output and args.output != "-":
-            with open(args.output, "wb") as out:
-                return command(args, out, sys.stderr)
-        sys.stdout.flush()
-        return command(args, sys.stdout.buffer, sys.stderr)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    except OSError as e:
-        sys.stderr.write(f"toolspan: error: {e}\n")
+        paths = _outputs.checked_inputs(args.inputs, target, err)
+    except _outputs.OutputClash as e:
+        err.write(f"toolspan: error: {e}\n")
         return 2
+    except BridgeReadError as e:
+        err.write(f"toolspan: error: {e}\n")
+        return 2 if args.command == "audit" else 1  # an audit's 1 means "violated"
+    if target is None:
+        sys.stdout.flush()
+        return run(args, sys.stdout.buffer, err, paths)
+    try:
+        pending = _outputs.open_output(target)
+    except OSError as e:
+        err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
+        return 1
+    code = 1
+    try:
+        code = run(args, pending.file, err, paths)
+        if code == 0 or (code == 1 and args.command == "audit"):
+            pending.commit()
+    except OSError as e:  # writing the output (a full disk, a file size limit): the target is kept
+        err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
+        code = 1
+    finally:
+        if not pending.committed:
+            pending.discard()
+    return code
+
+
+def _convert_command(args: argparse.Namespace) -> int:
+    """``toolspan convert``."""
+    return _to_output(args, convert)
+
+
+def _audit_command(args: argparse.Namespace) -> int:
+    """``toolspan audit``."""
+    return _to_output(args, _cli_audit.run)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "convert": _convert_command,
+    "audit": _audit_command,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toolspan`` command."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "audit":
-        return _run_to_output(args, _cli_audit.run)
-    if args.command != "convert":
+    command = _COMMANDS.get(args.command or "")
+    if command is None:
         parser.print_help(sys.stderr)
         return 2
     # A one-shot conversion allocates millions of short-lived containers: keep the collector off the
@@ -267,11 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     old_threshold = gc.get_threshold()
     gc.set_threshold(50_000, 20, 20)
     try:
-        if args.output and args.output != "-":
-            with open(args.output, "wb") as out:
-                return convert(args, out, sys.stderr)
-        sys.stdout.flush()
-        return convert(args, sys.stdout.buffer, sys.stderr)
+        return command(args)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

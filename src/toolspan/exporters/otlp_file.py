@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from toolspan import _env
-from toolspan.exporters._files import flush_to_disk
+from toolspan.exporters._files import append_whole, ends_mid_line, flush_to_disk, open_append
 
 __all__ = ["OtlpJsonFileExporter", "encode_otlp_json", "encode_otlp_json_line"]
 
@@ -65,7 +65,10 @@ class OtlpJsonFileExporter(SpanExporter):
 
     ``path`` defaults to ``TOOLSPAN_OTLP_FILE`` (``toolspan-traces.jsonl``). The file and its parent
     directories are created on the first export. Thread-safe. Never raises into the application: a
-    write error is logged and the export returns ``FAILURE`` (the next export tries again).
+    write error is logged and the export returns ``FAILURE`` (the next export tries again). Records are
+    appended whole: a write cut short (full disk, file size limit) is truncated back, so the file never
+    holds a partial line in its middle; a file that ends mid-line (a crashed writer) gets a newline
+    before the next record.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -73,23 +76,20 @@ class OtlpJsonFileExporter(SpanExporter):
             path = _env.get(_env.TOOLSPAN_OTLP_FILE) or _env.TOOLSPAN_OTLP_FILE.default
         self._path = os.fspath(path)
         self._lock = threading.Lock()
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
         self._shutdown = False
-        # After a failed write the file may end in a partial line: start the next one on a fresh line.
-        self._broken_line = False
 
     @property
     def path(self) -> str:
         """Where the JSON Lines go."""
         return self._path
 
-    def _open(self) -> IO[str]:
+    def _open(self) -> tuple[IO[bytes], bytes]:
+        """The open file, and what must precede the next record (a newline after a cut line)."""
         if self._file is None:
-            parent = os.path.dirname(self._path)
-            if parent:
-                os.makedirs(parent, exist_ok=True)
-            self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115
-        return self._file
+            self._file = open_append(self._path)
+            return self._file, b"\n" if ends_mid_line(self._file) else b""
+        return self._file, b""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._shutdown:
@@ -100,7 +100,7 @@ class OtlpJsonFileExporter(SpanExporter):
         if not spans:
             return SpanExportResult.SUCCESS
         try:
-            line = encode_otlp_json_line(spans)
+            line = encode_otlp_json_line(spans).encode("utf-8")
         except Exception:
             _logger.exception("toolspan: cannot encode %d spans as OTLP JSON", len(spans))
             return SpanExportResult.FAILURE
@@ -108,13 +108,10 @@ class OtlpJsonFileExporter(SpanExporter):
             if self._shutdown:
                 return SpanExportResult.FAILURE
             try:
-                handle = self._open()
-                handle.write("\n" + line if self._broken_line else line)
-                handle.flush()
-                self._broken_line = False
+                handle, before = self._open()
+                append_whole(handle, before + line)
             except (OSError, ValueError) as exc:
                 _logger.warning("toolspan: cannot write OTLP JSON to %s: %s", self._path, exc)
-                self._broken_line = self._file is not None
                 self._close_quietly()
                 return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS

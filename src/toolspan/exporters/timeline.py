@@ -17,7 +17,8 @@ oldest unfinished trace is written as it is and forgotten, with a warning. Spans
 a forgotten trace are buffered anew and written to ``<trace_id>.part2.tree.json`` (``part3``, ...),
 never over the files already written. ``shutdown()`` writes the files of every unfinished trace
 (their roots never ended: the tree flags the orphans); it is idempotent, and exports after it return
-``FAILURE``. ``force_flush()`` flushes ``events.jsonl`` only.
+``FAILURE``. ``force_flush()`` flushes ``events.jsonl`` only. The lines of one export are appended
+to ``events.jsonl`` whole or not at all (a write cut short by a full disk is truncated back).
 Thread-safe; errors are logged and reported as ``FAILURE``, never raised.
 """
 
@@ -40,8 +41,9 @@ from toolspan import _env
 from toolspan.bridge.classify import TOOL
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
+from toolspan.bridge.readers._json import finite
 from toolspan.bridge.views import act_event, classify, observe_event, to_timelines, to_tree
-from toolspan.exporters._files import flush_to_disk
+from toolspan.exporters._files import append_whole, ends_mid_line, flush_to_disk, open_append
 
 __all__ = ["EVENTS_FILE", "TimelineJsonExporter"]
 
@@ -53,8 +55,12 @@ TIMELINE_SUFFIX: Final = ".timeline.json"
 
 
 def _dumps(value: Any, *, indent: int | None = None) -> str:
+    """Strict JSON: a non-finite float is written as ``"NaN"``/``"Infinity"``/``"-Infinity"``."""
     separators = (",", ":") if indent is None else None
-    return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite(value), ensure_ascii=False, indent=indent, separators=separators)
 
 
 class _Trace:
@@ -88,7 +94,7 @@ class TimelineJsonExporter(SpanExporter):
         # Traces dropped from the buffer -> their last part number, so spans that still come for one
         # go to new ``<trace_id>.partN.*`` files instead of overwriting the written ones.
         self._forgotten: OrderedDict[str, int] = OrderedDict()
-        self._events: IO[str] | None = None
+        self._events: IO[bytes] | None = None
         self._shutdown = False
         self.evicted_traces = 0  # unfinished traces written early because the buffer was full
 
@@ -176,11 +182,11 @@ class TimelineJsonExporter(SpanExporter):
         if not lines:
             return ok
         try:
+            before = b""
             if self._events is None:
-                os.makedirs(self._directory, exist_ok=True)
-                self._events = open(self._events_path(), "a", encoding="utf-8")  # noqa: SIM115
-            self._events.write("".join(lines))
-            self._events.flush()
+                self._events = open_append(self._events_path())
+                before = b"\n" if ends_mid_line(self._events) else b""
+            append_whole(self._events, before + "".join(lines).encode("utf-8"))
         except (OSError, ValueError) as exc:
             _logger.warning("toolspan: cannot write %s: %s", self._events_path(), exc)
             if self._events is not None:

@@ -9,7 +9,16 @@ format); Jaeger v1 (``{data: [...]}`` or a bare trace) and v3 (``{"result": ...}
 bytes, binary or text file objects, parsed JSON documents, or a list of those.
 
 Strict by default: the first bad record raises ``BridgeReadError`` naming source, line (or JSON
-path) and field. ``lenient=True`` skips bad records (a span where possible, else its container),
+path) and field. Input that is no supported format at all (text, an image, random bytes, zeros) is
+an error naming the source and showing how it starts. Memory is bounded: a single record (a JSON
+line, a framed protobuf message, a whole JSON document or protobuf request) holds at most
+``MAX_RECORD_BYTES`` (256 MiB; a longer line is a bad record and reading goes on); a bogus length
+prefix is an error at its byte offset that ends that source. Cut or corrupt gzip is a bad record.
+Times must fit OTLP's unsigned 64-bit nanoseconds and a span must not end before it starts.
+Non-finite numbers read as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (as OTLP/JSON
+writes non-finite doubles), so the model holds strict-JSON values only.
+
+``lenient=True`` skips bad records (a span where possible, else its container),
 records each in ``ReadReport.issues`` and counts them in ``records_skipped``. Two things are never
 errors, only reported issues: a JSON Lines last line (or framed message) cut off mid-write, and a
 backend's ``PARTIAL`` trace. Missing or empty ids (``""``) read as all-zero ids; a missing or zero

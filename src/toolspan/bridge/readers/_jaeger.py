@@ -19,10 +19,13 @@ from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
 from toolspan.bridge.readers._report import Ctx, join
 from toolspan.bridge.readers._values import (
+    MAX_NS,
     FieldError,
     _short,
     _sub,
     b64_text,
+    double,
+    in_range,
     kind,
     parent_id,
     span_id,
@@ -57,14 +60,9 @@ def tag_value(tag: dict[str, Any]) -> Any:
             return int(value)
         raise FieldError("value", f"not an int64: {_short(value)}")
     if vtype == "float64":
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise FieldError("value", f"not a float64: {_short(value)}")
+        if isinstance(value, bool):
+            raise FieldError("value", f"not a float64: {_short(value)}")
+        return double(value, "value", "a float64")
     if vtype == "bool":
         if type(value) is bool:
             return value
@@ -94,10 +92,12 @@ def tags(items: Any) -> dict[str, Any]:
 
 
 def _micros(value: Any) -> int:
-    if type(value) is int:
-        return int(value) * 1000
-    if type(value) is str and value.isdigit():
-        return int(value) * 1000
+    """Nanoseconds of a whole number of microseconds (``0 <= ns < 2**64``)."""
+    if type(value) is int or (type(value) is str and value.lstrip("-").isdigit()):
+        ns = int(value) * 1000
+        if 0 <= ns <= MAX_NS:
+            return ns
+        raise FieldError("", f"out of range: {_short(value)} (microseconds must be 0 to (2**64-1)/1000)")
     raise FieldError("", f"not an integer of microseconds: {_short(value)}")
 
 
@@ -131,7 +131,7 @@ def span_from_jaeger(raw: Any, resources: dict[str, dict[str, Any]], origin: str
         start = _micros(raw.get("startTime"))
         where = "duration"
         dur = raw.get("duration")
-        end = None if dur is None else start + _micros(dur)
+        end = None if dur is None else in_range(start + _micros(dur))
         where = "tags"
         attrs = tags(raw.get("tags"))
         where = "references"

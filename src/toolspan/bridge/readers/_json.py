@@ -2,15 +2,23 @@
 
 orjson parses and writes several times faster. Every document the standard library accepts is still
 accepted: input orjson rejects (``NaN``, ``Infinity``, lone surrogates, ...) is parsed again with
-``json.loads``, so error messages are the standard library's. Known differences with orjson: integers
-beyond 64 bits parse as floats (OTLP and Jaeger carry at most int64), and ``toolspan convert`` writes
-non-finite floats as ``null`` (the standard library writes ``NaN``). ``TOOLSPAN_JSON=stdlib`` turns
+``json.loads``, so error messages are the standard library's. Known difference with orjson: integers
+beyond 64 bits parse as floats (OTLP and Jaeger carry at most int64). ``TOOLSPAN_JSON=stdlib`` turns
 orjson off.
+
+Non-finite numbers: the readers read them (``NaN``/``Infinity`` literals, numbers beyond a double such
+as ``1e999``, ``doubleValue: "NaN"``, protobuf and Jaeger doubles) as the strings ``"NaN"``,
+``"Infinity"`` and ``"-Infinity"``, as OTLP/JSON (proto3 JSON) encodes non-finite doubles. Output is
+always strict JSON: with the standard library a non-finite float a view computed is written as those
+strings too; orjson writes it as ``null`` (it cannot do otherwise without a slow second pass). The
+only such values are the ones the views parse out of JSON text inside attributes (a tool's arguments
+written with ``NaN``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
@@ -35,12 +43,31 @@ def backend() -> str:
     return "stdlib" if _orjson() is None else "orjson"
 
 
+def _finite_float(text: str) -> float | str:
+    number = float(text)
+    return number if math.isfinite(number) else nonfinite_text(number)
+
+
+# The standard library's parser, reading ``NaN``/``Infinity``/``-Infinity`` literals and numbers too
+# large for a double (``1e999``) as the strings OTLP/JSON uses for non-finite doubles.
+_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_float)
+
+
+def stdlib_loads(data: Any) -> Any:
+    """``json.loads`` (same acceptance, same errors) with non-finite numbers read as strings."""
+    if isinstance(data, (bytes, bytearray)):
+        data = data.decode(json.detect_encoding(data), "surrogatepass")
+    elif not isinstance(data, str):
+        raise TypeError(f"the JSON object must be str or bytes, not {type(data).__name__}")
+    return _DECODER.decode(data)
+
+
 def loads_function() -> Loads:
     """A ``loads(bytes | str)`` with the standard library's acceptance and errors."""
     fast = _orjson()
     if fast is None:
-        return json.loads
-    fast_loads, slow_loads, fast_error = fast.loads, json.loads, fast.JSONDecodeError
+        return stdlib_loads
+    fast_loads, slow_loads, fast_error = fast.loads, stdlib_loads, fast.JSONDecodeError
 
     def loads(data: Any) -> Any:
         try:
@@ -51,21 +78,67 @@ def loads_function() -> Loads:
     return loads
 
 
+def nonfinite_text(value: float) -> str:
+    """``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: how OTLP/JSON writes a non-finite double."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (nested in lists, tuples and dicts) as ``nonfinite_text``."""
+    if type(value) is float:
+        return value if math.isfinite(value) else nonfinite_text(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else nonfinite_text(value)
+    return value
+
+
+def dumps_document(value: Any, indent: int | None = None) -> bytes:
+    """One JSON document as strict UTF-8 JSON (non-finite floats as strings, see ``finite``)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite(value), ensure_ascii=False, indent=indent, allow_nan=False)
+    return text.encode("utf-8")
+
+
 def _stdlib_text_dumps() -> Callable[[Any], str]:
     from json import encoder
 
     make = getattr(encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - pure-Python json
-        return json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
+        plain = json.JSONEncoder(
+            ensure_ascii=False, check_circular=False, separators=(",", ":"), allow_nan=False
+        ).encode
+
+        def careful(value: Any) -> str:
+            try:
+                return plain(value)
+            except ValueError:
+                return plain(finite(value))
+
+        return careful
 
     def not_json(value: Any) -> Any:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
     # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan);
     # built once and reused, unlike JSONEncoder.encode which builds one per call.
-    chunks = make(None, not_json, encoder.encode_basestring, None, ":", ",", False, False, True)
+    chunks = make(None, not_json, encoder.encode_basestring, None, ":", ",", False, False, False)
     join = "".join
-    return lambda value: join(chunks(value, 0))
+
+    def text(value: Any) -> str:
+        try:
+            return join(chunks(value, 0))
+        except ValueError:  # a non-finite float
+            return join(chunks(finite(value), 0))
+
+    return text
 
 
 def dumps_function() -> Dumps:

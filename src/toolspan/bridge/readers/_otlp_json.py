@@ -16,14 +16,17 @@ from toolspan.bridge.readers._values import (
 )
 from toolspan.bridge.readers._values import (
     KINDS,
+    MAX_NS,
     ZERO_SPAN,
     FieldError,
     _short,
     _sub,
     attributes,
     end_nanos,
+    in_range,
     kind,
     nanos,
+    not_before,
     parent_id,
     span_id,
     status,
@@ -104,9 +107,13 @@ def span_from_json(raw: Any, resource: dict[str, Any], scope: str, origin: str) 
         if start is None:
             raise FieldError("", "missing")
         start = int(start) if start.__class__ is str and start.isdigit() else nanos(start)
+        if start > MAX_NS:
+            in_range(start)
         where = "endTimeUnixNano"
         end = get("endTimeUnixNano")
         end = (int(end) or None) if end.__class__ is str and end.isdigit() else end_nanos(end)
+        if end is not None and (end < start or end > MAX_NS):
+            not_before(in_range(end), start)
         where = "kind"
         k = get("kind")
         kname = KINDS.get(k) if k.__class__ is int or k.__class__ is str else None

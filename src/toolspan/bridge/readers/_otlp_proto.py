@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from collections.abc import Iterator
 from typing import IO, Any
 
 from toolspan.bridge.model import SPAN_KINDS, Span, SpanEvent, SpanLink
+from toolspan.bridge.readers._json import nonfinite_text
 from toolspan.bridge.readers._report import Ctx
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 
 _STATUS = ("UNSET", "OK", "ERROR")
+_CHUNK = 1 << 20
 
 
 def _request_type() -> Any:
@@ -30,7 +33,8 @@ def _value(v: Any) -> Any:
     if which == "int_value":
         return v.int_value
     if which == "double_value":
-        return v.double_value
+        number = v.double_value
+        return number if math.isfinite(number) else nonfinite_text(number)
     if which == "bytes_value":
         return base64.b64encode(v.bytes_value).decode("ascii")
     if which == "array_value":
@@ -58,11 +62,17 @@ def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") ->
         ctx.fail("", f"not a valid OTLP {what}: {e}")
         return
     origin = ctx.origin
-    for rs in request.resource_spans:
+    for r, rs in enumerate(request.resource_spans):
         resource = _attrs(rs.resource.attributes)
-        for ss in rs.scope_spans:
+        for s, ss in enumerate(rs.scope_spans):
             scope = ss.scope.name
-            for sp in ss.spans:
+            for i, sp in enumerate(ss.spans):
+                if sp.end_time_unix_nano and sp.end_time_unix_nano < sp.start_time_unix_nano:
+                    ctx.fail(
+                        f"resource_spans[{r}].scope_spans[{s}].spans[{i}].end_time_unix_nano",
+                        f"before the start time ({sp.end_time_unix_nano} < {sp.start_time_unix_nano})",
+                    )
+                    continue
                 parent = sp.parent_span_id.hex() if sp.parent_span_id else None
                 if parent == ZERO_SPAN:
                     parent = None
@@ -92,20 +102,47 @@ def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") ->
                 )
 
 
-def looks_length_prefixed(head: bytes) -> bool:
-    """Whether bytes look like the file exporter's framing rather than a bare request.
+def read_upto(stream: IO[bytes], n: int) -> bytes:
+    """Up to ``n`` bytes, read in chunks so that a bogus size never allocates more than the data."""
+    parts: list[bytes] = []
+    while n > 0:
+        chunk = stream.read(min(n, _CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
 
-    A bare request starts with field 1 (``0x0a``); a 4-byte big-endian length of a message under
-    16 MiB starts with ``0x00``.
-    """
-    return len(head) >= 4 and head[0] != 0x0A
+
+_MESSAGE_STARTS = (0x0A, 0x7B)  # field 1 of a request (resource_spans), or ``{`` of a JSON request
 
 
-def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any = None) -> Iterator[Span]:
+def looks_length_prefixed(head: bytes, limit: int) -> bool:
+    """Whether bytes start like the file exporter's framing: a 4-byte big-endian length from 1 to
+    ``limit``, then a message that starts like a request (protobuf field 1, or JSON ``{``)."""
+    if len(head) < 5:
+        return False
+    (size,) = struct.unpack(">I", head[:4])
+    return 0 < size <= limit and head[4] in _MESSAGE_STARTS
+
+
+def _bad_prefix(size: int, first: bytes, limit: int) -> str | None:
+    if size == 0:
+        return "length prefix 0 (an empty message)"
+    if size > limit:
+        return f"length prefix {size:,} over the {limit:,}-byte record limit"
+    if first and first[0] not in _MESSAGE_STARTS:
+        return f"the message does not start like an OTLP request (byte 0x{first[0]:02x})"
+    return None
+
+
+def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any, limit: int) -> Iterator[Span]:
     """Spans of a length-prefixed file; a message cut short at the end is reported, not raised.
 
     A framed message that starts with ``{`` is JSON (what the exporter writes for ``json`` with
-    compression); it is parsed as an OTLP JSON request.
+    compression); it is parsed as an OTLP JSON request. A bogus length prefix (0, over ``limit``, or
+    followed by something that is not a request) is a read error at its byte offset; the messages
+    after it cannot be found, so the rest of the input is skipped (counted as one record).
     """
     from toolspan.bridge.readers._json import loads_function
     from toolspan.bridge.readers._otlp_json import iter_request
@@ -113,6 +150,7 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any = None) -> I
     loads = loads_function()
 
     index = 0
+    offset = 0
     while True:
         head = stream.read(4)
         if not head:
@@ -123,12 +161,18 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any = None) -> I
             ctx.warn("", f"message {index}: incomplete length prefix at end of input (cut off)", 1)
             return
         (size,) = struct.unpack(">I", head)
-        data = stream.read(size)
+        first = stream.read(1) if 0 < size <= limit else b""
+        problem = _bad_prefix(size, first, limit)
+        if problem is not None:
+            ctx.fail("", f"message {index} at byte {offset:,}: {problem}; the rest of the input is skipped")
+            return
+        data = first + read_upto(stream, size - 1)
         if on_bytes is not None:
             on_bytes(4 + len(data))
         if len(data) < size:
             ctx.warn("", f"message {index}: cut off at end of input ({len(data)} of {size} bytes)", 1)
             return
+        offset += 4 + size
         if data[:1] == b"{":
             try:
                 doc = loads(data)

@@ -146,7 +146,7 @@ def _rest_span(raw: dict[str, Any], origin: str) -> Span:
     name = _string(raw, "name")
     start = _at("start_time", _iso_ns, raw.get("start_time"))
     end_raw = raw.get("end_time")
-    end = None if end_raw is None else _at("end_time", _iso_ns, end_raw)
+    end = None if end_raw is None else _at("end_time", lambda e: v.not_before(_iso_ns(e), start), end_raw)
     code = raw.get("status_code") or "UNSET"
     status = v.STATUSES.get(code) if type(code) is str else None
     if status is None:
@@ -218,7 +218,7 @@ def _iso_ns(value: Any) -> int:
         sign = -1 if offset[0] == "-" else 1
         digits = offset[1:].replace(":", "")
         seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    return seconds * 1_000_000_000 + int(fraction.ljust(9, "0") or 0)
+    return v.in_range(seconds * 1_000_000_000 + int(fraction.ljust(9, "0") or 0))
 
 
 def _flat_attributes(value: Any) -> dict[str, Any]:
@@ -282,7 +282,10 @@ def _otlp_span(raw: dict[str, Any], origin: str) -> Span:
     parent = _at("parent_span_id", v.parent_id, raw.get("parent_span_id"))
     start = _at("start_time_unix_nano", _stored_ns, raw.get("start_time_unix_nano"))
     end_raw = raw.get("end_time_unix_nano")
-    end = None if end_raw in (None, 0, "0") else _at("end_time_unix_nano", _stored_ns, end_raw)
+    if end_raw in (None, 0, "0"):
+        end = None
+    else:
+        end = _at("end_time_unix_nano", lambda e: v.not_before(_stored_ns(e), start), end_raw)
     status, message = _at("status", v.status, raw.get("status"))
     events_raw = raw.get("events")
     if events_raw is None:

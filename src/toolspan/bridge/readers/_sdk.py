@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
+from toolspan.bridge.readers._json import nonfinite_text
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else nonfinite_text(value)
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if isinstance(value, bytes):

@@ -12,9 +12,10 @@ import io
 import json
 import os
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import iter_document
@@ -24,6 +25,7 @@ from toolspan.bridge.readers._otlp_proto import (
     iter_length_prefixed,
     iter_proto_request,
     looks_length_prefixed,
+    read_upto,
 )
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadReport
 
@@ -31,6 +33,19 @@ from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadReport
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".bin", ".otlp", ".gz")
 _GLOB_CHARS = frozenset("*?[")
 _FLUSH_BYTES = 1 << 20
+_PROBE = 1 << 16  # bytes sniffed to tell the format
+_CHUNK = 1 << 20
+_PREVIEW = 16
+_BOM = b"\xef\xbb\xbf"
+_WS = b" \t\r\n"
+_TEXT_BYTES = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F) + b"\t\n\r"
+# The largest single record read (a JSON line, a framed protobuf message, a whole JSON document or
+# protobuf request): memory stays bounded whatever the input claims.
+MAX_RECORD_BYTES = 256 << 20
+NOT_A_TRACE = (
+    "not a trace file (expected OTLP JSON or JSON Lines, Jaeger, Tempo or Phoenix JSON, OTLP protobuf, "
+    "or gzip of one)"
+)
 
 OnBytes = Callable[[int], None]
 
@@ -111,83 +126,174 @@ def iter_path(
         f.close()
 
 
+def _preview(data: bytes) -> str:
+    text = repr(data[:_PREVIEW])
+    return text + "..." if len(data) > _PREVIEW else text
+
+
+def _not_a_trace(ctx: Ctx, data: bytes) -> None:
+    ctx.fail("", f"{NOT_A_TRACE}; it starts with {_preview(data)}")
+
+
+def _looks_like_text(data: bytes) -> bool:
+    """UTF-8 without control bytes but tab, newline and carriage return in the first 256 bytes
+    (protobuf has some: field tags and lengths)."""
+    sample = data[:256]
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(sample) - 3 or e.reason != "unexpected end of data":
+            return False
+    return not sample.translate(None, _TEXT_BYTES)
+
+
+class _Counting(io.RawIOBase):
+    """A readable stream counting the bytes read through it (where a decompression error happened)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._read = getattr(stream, "read1", stream.read)  # at most one step: data before an error
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._read(len(buffer))
+        buffer[: len(data)] = data
+        self.count += len(data)
+        return len(data)
+
+
 def iter_stream(
     stream: IO[bytes], name: str, lenient: bool, report: ReadReport, on_bytes: OnBytes | None = None
 ) -> Iterator[Span]:
-    """Spans of a binary stream of any supported format."""
+    """Spans of a binary stream of any supported format; anything else is a read error at its byte 0."""
     report.sources_read += 1
     ctx = Ctx(name, lenient, report)
-    consumed: list[bytes] = []
-    stripped = b""
-    while True:
-        line = stream.readline()
-        if not line:
-            break
-        consumed.append(line)
-        stripped = line.lstrip()
-        if stripped:
-            break
-    head = b"".join(consumed)
-    if not head.strip():
+    read1 = getattr(stream, "read1", None) or stream.read
+    head = read1(_PROBE)
+    if head[:3] == _BOM:
+        head = head[3:]
+    blank_lines = 0
+    while head and not head.lstrip(_WS):  # leading blank lines: counted, not kept
+        blank_lines += head.count(b"\n")
+        head = read1(_PROBE)
+    if not head:
         return  # empty input: no spans
-    if head[:2] == b"\x1f\x8b":
-        gz: IO[bytes] = io.BufferedReader(gzip.GzipFile(fileobj=_prepend(head, stream), mode="rb"))
+    if head[:2] == b"\x1f\x8b" and not blank_lines:
         report.sources_read -= 1
-        yield from iter_stream(gz, name, lenient, report, on_bytes)
+        yield from _iter_gzip(_prepend(head, stream), ctx, on_bytes)
         return
     if head[:4] == b"\x28\xb5\x2f\xfd":
         ctx.fail("", "zstd-compressed input: decompress it first (zstd -d)")
         return
-    if stripped[:1] in (b"{", b"["):
-        yield from _iter_json(stream, consumed, ctx, on_bytes)
+    body = head.lstrip(_WS)
+    if body[:1] in (b"{", b"["):
+        blank_lines += head[: len(head) - len(body)].count(b"\n")
+        yield from _iter_json(_prepend(body, stream), blank_lines, ctx, on_bytes)
         return
-    if looks_length_prefixed(head):
-        yield from iter_length_prefixed(_prepend(head, stream), ctx, on_bytes)
+    if blank_lines or len(head) < 5:
+        _not_a_trace(ctx, body)
         return
-    data = head + stream.read()
-    if on_bytes is not None:
-        on_bytes(len(data))
-    yield from iter_proto_request(data, ctx)
+    if _looks_like_text(head):
+        _not_a_trace(ctx, body)
+        return
+    if head[0] == 0x0A:  # field 1 of an ExportTraceServiceRequest: a bare request body
+        data = head + read_upto(stream, MAX_RECORD_BYTES + 1 - len(head))
+        if on_bytes is not None:
+            on_bytes(len(data))
+        if len(data) > MAX_RECORD_BYTES:
+            ctx.fail("", f"a protobuf request over the {MAX_RECORD_BYTES:,}-byte record limit")
+            return
+        yield from iter_proto_request(data, ctx)
+        return
+    if looks_length_prefixed(head, MAX_RECORD_BYTES):
+        yield from iter_length_prefixed(_prepend(head, stream), ctx, on_bytes, MAX_RECORD_BYTES)
+        return
+    _not_a_trace(ctx, head)
 
 
-def _iter_json(
-    stream: IO[bytes], consumed: list[bytes], ctx: Ctx, on_bytes: OnBytes | None
-) -> Iterator[Span]:
+def _iter_gzip(stream: IO[bytes], ctx: Ctx, on_bytes: OnBytes | None) -> Iterator[Span]:
+    """Spans of gzip-compressed input; corrupt or cut data is a read error (lenient: counted, skipped)."""
+    counter = _Counting(cast(IO[bytes], gzip.GzipFile(fileobj=stream, mode="rb")))
+    try:
+        yield from iter_stream(
+            io.BufferedReader(counter, _PROBE), ctx.source, ctx.lenient, ctx.report, on_bytes
+        )
+    except EOFError:
+        ctx.fail("", f"gzip data cut off after {counter.count:,} decompressed bytes")
+    except (gzip.BadGzipFile, zlib.error) as e:
+        ctx.fail("", f"corrupt gzip data after {counter.count:,} decompressed bytes: {e}")
+
+
+def _lines_of(stream: IO[bytes], limit: int) -> Iterator[bytes | int]:
+    """The lines of ``stream``; a line over ``limit`` bytes is skipped and given as its length."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = stream.readline(_CHUNK)
+            if not line:
+                break
+            size += len(line)
+        yield size
+
+
+def _iter_json(stream: IO[bytes], blank_lines: int, ctx: Ctx, on_bytes: OnBytes | None) -> Iterator[Span]:
     loads = loads_function()
-    lineno = len(consumed)
-    first = consumed[-1]
+    limit = MAX_RECORD_BYTES
+    lineno = blank_lines + 1
+    first = stream.readline(limit + 1)
+    if len(first) > limit and not first.endswith(b"\n"):  # one huge line: JSON Lines reports it
+        yield from _lines(_prepend(first, stream), lineno - 1, ctx, on_bytes)
+        return
     try:
         doc = loads(first)
     except (ValueError, RecursionError):
         doc = None
     if doc is None:
         # Not a complete line: a (pretty-printed) single document, or JSON Lines with a bad first line.
-        rest = stream.read()
-        whole = b"".join(consumed) + rest
+        rest = read_upto(stream, limit + 1 - len(first))
+        whole = first + rest
+        looks_lines = first.endswith(b"\n") and first.rstrip().endswith((b"}", b"]"))
+        if len(whole) > limit:
+            if looks_lines:
+                yield from _lines(_prepend(whole, stream), lineno - 1, ctx, on_bytes)
+                return
+            ctx.line = lineno
+            ctx.fail("", f"a JSON document over the {limit:,}-byte record limit")
+            return
         if on_bytes is not None:
             on_bytes(len(whole))
         try:
             doc = loads(whole)
         except (ValueError, RecursionError) as e:
-            complete = first.rstrip().endswith((b"}", b"]")) and rest.strip()
-            if not complete:
+            if not (looks_lines and rest.strip()):
                 if isinstance(e, json.JSONDecodeError):
+                    line = e.lineno + lineno - 1
                     if not whole.endswith(b"\n") and e.pos >= len(whole.rstrip()):
-                        ctx.warn("", f"input cut off mid-document (line {e.lineno}): {e.msg}", 1)
+                        ctx.warn("", f"input cut off mid-document (line {line}): {e.msg}", 1)
                         return
-                    ctx.fail("", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
+                    ctx.fail("", f"invalid JSON at line {line} column {e.colno}: {e.msg}")
                 else:
                     ctx.fail("", f"invalid JSON: {e}")
                 return
-            yield from _lines(io.BytesIO(whole).readlines(), lineno - 1, ctx, None)
+            yield from _lines(io.BytesIO(whole), lineno - 1, ctx, None)
             return
         ctx.line = None
         yield from iter_document(doc, ctx)
         return
     ctx.line = lineno
+    if on_bytes is not None:
+        on_bytes(len(first))
     yield from _one(doc, ctx)
-    pending = sum(len(c) for c in consumed)
-    yield from _lines(stream, lineno, ctx, on_bytes, pending)
+    yield from _lines(stream, lineno, ctx, on_bytes)
 
 
 def _one(doc: Any, ctx: Ctx) -> Iterator[Span]:
@@ -196,16 +302,23 @@ def _one(doc: Any, ctx: Ctx) -> Iterator[Span]:
     return iter_document(doc, ctx)
 
 
-def _lines(lines: Any, lineno: int, ctx: Ctx, on_bytes: OnBytes | None, pending: int = 0) -> Iterator[Span]:
-    """JSON Lines: one document per line; an unterminated, unparsable last line is reported as cut off."""
+def _lines(stream: IO[bytes], lineno: int, ctx: Ctx, on_bytes: OnBytes | None) -> Iterator[Span]:
+    """JSON Lines: one document per line; an unterminated, unparsable last line is reported as cut off;
+    a line over the record limit is a bad record (skipped unread)."""
     loads = loads_function()
-    for line in lines:
+    limit = MAX_RECORD_BYTES
+    pending = 0
+    for line in _lines_of(stream, limit):
         lineno += 1
         if on_bytes is not None:
-            pending += len(line)
+            pending += line if isinstance(line, int) else len(line)
             if pending >= _FLUSH_BYTES:
                 on_bytes(pending)
                 pending = 0
+        if isinstance(line, int):
+            ctx.line = lineno
+            ctx.fail("", f"a line over the {limit:,}-byte record limit ({line:,} bytes)")
+            continue
         try:
             doc = loads(line)
         except (ValueError, RecursionError) as e:

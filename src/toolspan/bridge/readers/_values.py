@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import math
 from typing import Any, Final
 
 from toolspan.bridge.model import SPAN_KINDS
+from toolspan.bridge.readers._json import nonfinite_text
 
 HEX: Final = "0123456789abcdef"
 ZERO_TRACE: Final = "0" * 32
 ZERO_SPAN: Final = "0" * 16
+# Span times are nanoseconds since the Unix epoch in an unsigned 64-bit integer (OTLP ``fixed64``).
+MAX_NS: Final = 2**64 - 1
 
 
 class FieldError(ValueError):
@@ -82,17 +87,33 @@ def parent_id(value: Any) -> str | None:
     return None if sid == ZERO_SPAN else sid
 
 
+def in_range(ns: int) -> int:
+    """``ns`` when it fits OTLP's unsigned 64-bit nanoseconds, else ``FieldError``."""
+    if 0 <= ns <= MAX_NS:
+        return ns
+    raise FieldError("", f"out of range: {_short(ns)} (nanoseconds since the Unix epoch: 0 to 2**64-1)")
+
+
 def nanos(value: Any) -> int:
-    """Integer nanoseconds from an int or a decimal string."""
+    """Integer nanoseconds (``0 <= ns < 2**64``) from an int or a decimal string."""
     t = type(value)
     if t is int:
-        return int(value)
+        return in_range(int(value))
     if t is str:
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             pass
+        else:
+            return in_range(number)
     raise FieldError("", f"not an integer of nanoseconds: {_short(value)}")
+
+
+def not_before(end: int | None, start: int) -> int | None:
+    """``end`` unless it is before ``start`` (``FieldError``)."""
+    if end is not None and end < start:
+        raise FieldError("", f"before the start time ({end} < {start})")
+    return end
 
 
 def end_nanos(value: Any) -> int | None:
@@ -183,16 +204,19 @@ def _int(x: Any) -> int:
     raise FieldError("intValue", f"not an integer: {_short(x)}")
 
 
-def _double(x: Any) -> float:
+def double(x: Any, path: str = "doubleValue", what: str = "a number") -> float | str:
+    """A float from a number or a numeric string; a non-finite one as ``"NaN"``, ``"Infinity"`` or
+    ``"-Infinity"`` (how OTLP/JSON writes them), so the model holds only strict-JSON values."""
     t = type(x)
+    number: float | None = None
     if t is float or t is int:
-        return float(x)
-    if t is str:
-        try:
-            return float(x)
-        except ValueError:
-            pass
-    raise FieldError("doubleValue", f"not a number: {_short(x)}")
+        number = float(x)
+    elif t is str:
+        with contextlib.suppress(ValueError):
+            number = float(x)
+    if number is None:
+        raise FieldError(path, f"not {what}: {_short(x)}")
+    return number if math.isfinite(number) else nonfinite_text(number)
 
 
 def b64_text(x: Any, path: str = "bytesValue") -> str:
@@ -241,7 +265,7 @@ _ANY: Final = {
     "stringValue": _str,
     "boolValue": _bool,
     "intValue": _int,
-    "doubleValue": _double,
+    "doubleValue": double,
     "bytesValue": b64_text,
     "arrayValue": _array,
     "kvlistValue": _kvlist,
