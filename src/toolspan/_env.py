@@ -55,6 +55,11 @@ TOOLSPAN_JSON: Final = EnvVar(
     "auto",
     "JSON library of the bridge readers and `toolspan convert`: `auto` (orjson when installed) or `stdlib`.",
 )
+TOOLSPAN_SERVER_TOKEN: Final = EnvVar(
+    "TOOLSPAN_SERVER_TOKEN",
+    "",
+    "Bearer token `toolspan serve` requires on ingest and reads when `--token` is not given.",
+)
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: Final = EnvVar(
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     "",
@@ -101,6 +106,7 @@ ALL: Final = (
     TOOLSPAN_TIMELINE_DIR,
     TOOLSPAN_OTLP_FILE,
     TOOLSPAN_JSON,
+    TOOLSPAN_SERVER_TOKEN,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
     OTEL_SERVICE_NAME,
     OTEL_RESOURCE_ATTRIBUTES,

@@ -1,0 +1,363 @@
+"""The server's embedded store: one SQLite file in WAL mode, spans keyed by ``(trace_id, span_id)``.
+
+- ``spans``: one row per span (a record sent twice is stored once; a started record and its ended record
+  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``).
+- ``traces``: a summary row per trace, recomputed from its spans in the same transaction.
+- ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
+  ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
+  strictly increasing and stored with the data), so a cursor means the same thing after a restart.
+
+Every statement is parameterised. A commit returns only once SQLite has the transaction in its WAL, so an
+acknowledged export survives the server being killed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from toolspan import semconv as sc
+from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge.classify import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.model import Span
+from toolspan.server._codec import decode, encode
+
+__all__ = ["Cursor", "IngestResult", "Store", "TraceRow"]
+
+ACT: Final = 0
+OBSERVE: Final = 1
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS spans (
+  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
+  start_ns INTEGER NOT NULL, end_ns INTEGER, is_tool INTEGER NOT NULL, tool_name TEXT,
+  tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data TEXT NOT NULL,
+  PRIMARY KEY (trace_id, span_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
+CREATE TABLE IF NOT EXISTS traces (
+  trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
+  start_ns INTEGER, end_ns INTEGER, last_seen_ns INTEGER NOT NULL, spans INTEGER, tools INTEGER,
+  errors INTEGER, open_tools INTEGER) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns, trace_id);
+CREATE INDEX IF NOT EXISTS traces_conversation ON traces (conversation_id);
+CREATE TABLE IF NOT EXISTS events (
+  ns INTEGER NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
+  conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
+CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, ns);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cursor:
+    """A position in the event log: everything strictly after it is still to be sent."""
+
+    ns: int
+    trace_id: str = ""
+    span_id: str = ""
+    phase: int = -1
+
+    def __str__(self) -> str:
+        return f"{self.ns}-{self.trace_id}-{self.span_id}-{self.phase}"
+
+    @classmethod
+    def parse(cls, text: str) -> Cursor | None:
+        """The cursor an ``id:`` line carried, or ``None`` for text that is not one."""
+        parts = text.strip().split("-")
+        if len(parts) != 4 or not parts[0].isdigit() or parts[3] not in ("0", "1"):
+            return None
+        if len(parts[1]) != 32 or len(parts[2]) != 16:
+            return None
+        return cls(int(parts[0]), parts[1], parts[2], int(parts[3]))
+
+
+@dataclass(slots=True)
+class IngestResult:
+    accepted: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    trace_id: str
+    service: str | None
+    conversation_id: str | None
+    root_name: str | None
+    root_ended: bool
+    start_ns: int
+    end_ns: int | None
+    last_seen_ns: int
+    spans: int
+    tools: int
+    errors: int
+    open_tools: int
+
+
+def _conversation(span: Span) -> str | None:
+    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+        value = span.attributes.get(key)
+        if value is not None and value != "":
+            return str(value)
+    return None
+
+
+def _columns(span: Span) -> tuple[Any, ...]:
+    tool = classify(span) == TOOL
+    state = tool_state(span) if tool and span.end_ns is not None else None
+    if tool:
+        error = span.end_ns is not None and tool_error(span, state) is not None
+    else:
+        error = span.status == "ERROR"
+    service = span.resource.get(sc.SERVICE_NAME)
+    return (
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.name,
+        span.start_ns,
+        span.end_ns,
+        int(tool),
+        tool_name(span) if tool else None,
+        state,
+        int(error),
+        None if service is None else str(service),
+        _conversation(span),
+        encode(span),
+    )
+
+
+class Store:
+    """Thread-safe access to one SQLite database (one connection, one lock: SQLite has one writer)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT max(ns) FROM events").fetchone()
+        clock = self._meta("clock")
+        self._clock = max(row[0] or 0, clock or 0)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- writes -------------------------------------------------------------------------------------
+
+    def _tick(self) -> int:
+        self._clock = max(time.time_ns(), self._clock + 1)
+        return self._clock
+
+    def _meta(self, key: str) -> int | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def ingest(self, spans: Sequence[Span]) -> IngestResult:
+        """Store ``spans`` in one transaction (committed when this returns)."""
+        result = IngestResult()
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                ns = self._tick()
+                traces: dict[str, str | None] = {}
+                for span in spans:
+                    self._put(span, ns, traces, result)
+                for trace_id, conversation in traces.items():
+                    self._summarise(trace_id, conversation, ns)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return result
+
+    def _put(self, span: Span, ns: int, traces: dict[str, str | None], result: IngestResult) -> None:
+        db = self._db
+        key = (span.trace_id, span.span_id)
+        row = db.execute("SELECT data, end_ns FROM spans WHERE trace_id = ? AND span_id = ?", key).fetchone()
+        had_end = False
+        if row is not None:
+            old = decode(row[0])
+            had_end = row[1] is not None
+            merged = coalesce([old, replace(span, origin="")])
+            if len(merged) != 1:
+                # Conflicting records of one span id: the first one stays, the other is counted.
+                result.duplicates += 1
+                result.accepted += 1
+                return
+            new = merged[0]
+            if new == old:
+                result.duplicates += 1
+                result.accepted += 1
+                return
+            span = new
+        cols = _columns(span)
+        db.execute("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", cols)
+        result.accepted += 1
+        conversation = cols[11] or traces.get(span.trace_id)
+        if conversation is None:
+            known = db.execute(
+                "SELECT conversation_id FROM traces WHERE trace_id = ?", (span.trace_id,)
+            ).fetchone()
+            conversation = None if known is None else known[0]
+        traces[span.trace_id] = conversation
+        if not cols[6]:
+            return
+        if row is None:
+            db.execute("INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)", (ns, *key, ACT, conversation))
+        if span.end_ns is not None and not had_end:
+            db.execute("INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)", (ns, *key, OBSERVE, conversation))
+
+    def _summarise(self, trace_id: str, conversation: str | None, ns: int) -> None:
+        db = self._db
+        agg = db.execute(
+            "SELECT min(start_ns), max(end_ns), count(*), sum(is_tool), sum(is_error),"
+            " sum(is_tool AND end_ns IS NULL), max(service), max(conversation_id)"
+            " FROM spans WHERE trace_id = ?",
+            (trace_id,),
+        ).fetchone()
+        root = db.execute(
+            "SELECT name, end_ns FROM spans WHERE trace_id = ? AND parent IS NULL ORDER BY start_ns LIMIT 1",
+            (trace_id,),
+        ).fetchone()
+        db.execute(
+            "INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                trace_id,
+                agg[6],
+                agg[7] or conversation,
+                None if root is None else root[0],
+                int(root is not None and root[1] is not None),
+                agg[0],
+                agg[1],
+                ns,
+                agg[2],
+                agg[3],
+                agg[4],
+                agg[5],
+            ),
+        )
+
+    def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
+        """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
+        ``max_spans`` spans; returns the number of traces dropped. The event log's horizon moves up to
+        the newest event dropped, so a client behind it is told to reset."""
+        with self._lock:
+            db = self._db
+            doomed: list[str] = []
+            if max_age_ns is not None:
+                limit = time.time_ns() - max_age_ns
+                doomed += [
+                    r[0] for r in db.execute("SELECT trace_id FROM traces WHERE last_seen_ns < ?", (limit,))
+                ]
+            if max_spans is not None:
+                total = db.execute("SELECT coalesce(sum(spans), 0) FROM traces").fetchone()[0]
+                gone = set(doomed)
+                for trace_id, count in db.execute("SELECT trace_id, spans FROM traces ORDER BY last_seen_ns"):
+                    if total <= max_spans:
+                        break
+                    if trace_id not in gone:
+                        doomed.append(trace_id)
+                        total -= count
+            if not doomed:
+                return 0
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                horizon = self._meta("horizon") or 0
+                for trace_id in doomed:
+                    top = db.execute("SELECT max(ns) FROM events WHERE trace_id = ?", (trace_id,)).fetchone()[
+                        0
+                    ]
+                    horizon = max(horizon, top or 0)
+                    for table in ("spans", "events", "traces"):
+                        db.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (horizon,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return len(doomed)
+
+    # --- reads --------------------------------------------------------------------------------------
+
+    def _spans(self, sql: str, args: Iterable[Any]) -> list[Span]:
+        with self._lock:
+            rows = self._db.execute(sql, tuple(args)).fetchall()
+        return [decode(r[0]) for r in rows]
+
+    def trace_spans(self, trace_id: str) -> list[Span]:
+        return self._spans("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
+
+    def conversation_spans(self, conversation_id: str) -> list[Span]:
+        return self._spans(
+            "SELECT data FROM spans WHERE trace_id IN"
+            " (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)",
+            (conversation_id, conversation_id),
+        )
+
+    def trace_row(self, trace_id: str) -> TraceRow | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        return None if row is None else _trace_row(row)
+
+    def list_traces(self, where: str, args: Sequence[Any], limit: int) -> list[TraceRow]:
+        """Trace rows matching ``where`` (built by the caller from fixed fragments and ``?`` only),
+        newest first."""
+        sql = f"SELECT * FROM traces WHERE {where} ORDER BY start_ns DESC, trace_id DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(sql, (*args, limit)).fetchall()
+        return [_trace_row(r) for r in rows]
+
+    def clock(self) -> int:
+        """The commit clock now: a cursor at the live tail."""
+        with self._lock:
+            return self._clock
+
+    def horizon(self) -> int:
+        with self._lock:
+            return self._meta("horizon") or 0
+
+    def events_after(
+        self, cursor: Cursor, *, trace_id: str | None, conversation_id: str | None, limit: int
+    ) -> list[tuple[Cursor, int, Span]]:
+        """Events after ``cursor`` in cursor order: ``(cursor, phase, span)``."""
+        sql = (
+            "SELECT e.ns, e.trace_id, e.span_id, e.phase, s.data FROM events e"
+            " JOIN spans s ON s.trace_id = e.trace_id AND s.span_id = e.span_id"
+            " WHERE (e.ns, e.trace_id, e.span_id, e.phase) > (?, ?, ?, ?)"
+        )
+        args: list[Any] = [cursor.ns, cursor.trace_id, cursor.span_id, cursor.phase]
+        if trace_id is not None:
+            sql += " AND e.trace_id = ?"
+            args.append(trace_id)
+        if conversation_id is not None:
+            sql += " AND (e.conversation_id = ? OR e.trace_id = ?)"
+            args += [conversation_id, conversation_id]
+        sql += " ORDER BY e.ns, e.trace_id, e.span_id, e.phase LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], decode(r[4])) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            spans = self._db.execute("SELECT count(*) FROM spans").fetchone()[0]
+            traces = self._db.execute("SELECT count(*) FROM traces").fetchone()[0]
+        return {"spans": int(spans), "traces": int(traces)}
+
+
+def _trace_row(row: Sequence[Any]) -> TraceRow:
+    return TraceRow(
+        row[0], row[1], row[2], row[3], bool(row[4]), row[5], row[6], row[7], row[8], row[9], row[10], row[11]
+    )
