@@ -137,3 +137,59 @@ def sdk_env(server: Server, protocol: str) -> dict[str, str]:
         OTEL_BSP_SCHEDULE_DELAY="50",
     )
     return env
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    id: str | None
+    event: str
+    data: str
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+def sse_stream(
+    server: Server,
+    path: str,
+    *,
+    last_event_id: str | None = None,
+    timeout: float = 30.0,
+    comments: bool = False,
+) -> Iterator[SseEvent]:
+    """The events of one SSE connection (comments as ``event="comment"`` when asked); ends when the server
+    closes the connection, raises ``OSError`` when it dies."""
+    import http.client
+
+    conn = http.client.HTTPConnection(HOST, server.port, timeout=timeout)
+    headers = dict(server.headers)
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = last_event_id
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        assert response.status == 200, (response.status, response.read())
+        fields: dict[str, str] = {}
+        data: list[str] = []
+        while True:
+            raw = response.fp.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if not line:
+                if data or "event" in fields:
+                    yield SseEvent(fields.get("id"), fields.get("event", "message"), "\n".join(data))
+                fields, data = {}, []
+                continue
+            if line.startswith(":"):
+                if comments:
+                    yield SseEvent(None, "comment", line[1:].strip())
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            else:
+                fields[name] = value
+    finally:
+        conn.close()

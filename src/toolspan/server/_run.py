@@ -17,7 +17,7 @@ _logger = logging.getLogger(__name__)
 
 async def _retention(app: App) -> None:
     config = app.config
-    every = 60.0 if config.retention_s is None else max(1.0, min(60.0, config.retention_s / 10))
+    every = 1.0 if config.retention_s is None else max(1.0, min(60.0, config.retention_s / 10))
     max_age = None if config.retention_s is None else int(config.retention_s * 1e9)
     while True:
         try:

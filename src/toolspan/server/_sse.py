@@ -63,7 +63,7 @@ async def event_chunks(
     heartbeat_s: float,
 ) -> AsyncIterator[bytes]:
     """The SSE byte chunks of one stream, from after ``cursor`` (``None``: everything kept)."""
-    yield b"retry: 1000\n\n"
+    yield b"retry: 1000\n: connected\n\n"
     horizon = await run_in_threadpool(store.horizon)
     if cursor is not None and cursor.ns < horizon:
         reset = {"reason": "cursor older than the retained events; a snapshot follows", "horizon": horizon}
@@ -107,11 +107,14 @@ class EventStreamResponse(Response):
         self._on_drop = on_drop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         pump = asyncio.ensure_future(self._pump(send))
         watch = asyncio.ensure_future(_disconnected(receive))
         try:
             await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if pump.done() and not pump.cancelled() and pump.exception() is not None:
+                _logger.error("toolspan serve: stream failed", exc_info=pump.exception())
         finally:
             for task in (pump, watch):
                 task.cancel()

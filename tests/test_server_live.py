@@ -1,0 +1,176 @@
+"""Live streams of a real ``toolspan serve``: a running tool visible before it returns (pending records
+through the SDK's own OTLP exporter), SEALED after the process died, resume with ``Last-Event-ID`` across
+SIGKILLs, reset for a cursor older than retention, per-trace filtering, heartbeats, non-reading clients."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from tests._server import Server, SseEvent, free_port, otlp_body, running_server, sdk_env, sse_stream
+
+import toolspan
+from toolspan.testing import capture_spans
+
+APP = Path(__file__).with_name("server_live_app.py")
+
+
+def _app(server: Server, workdir: Path, mode: str) -> subprocess.Popen[bytes]:
+    env = {**sdk_env(server, "http/protobuf"), "TOOLSPAN_PENDING_SPANS": "true"}
+    return subprocess.Popen([sys.executable, str(APP), str(workdir), mode], env=env)
+
+
+def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_running_tool_is_on_the_stream_before_it_returns(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        stream = sse_stream(server, "/api/stream", comments=True)
+        assert next(stream) == SseEvent(None, "comment", "connected")  # subscribed at the live tail
+        events = (e for e in stream if e.event != "comment")
+        app = _app(server, tmp_path, "finish")
+        try:
+            act = next(events)
+            assert (act.event, (tmp_path / "returned").exists()) == ("act", False)
+            doc = act.json()
+            assert (doc["type"], doc["tool_name"], doc["tool_input"], doc["status"]) == (
+                "act",
+                "slow_tool",
+                {"city": "paris"},
+                "running",
+            )
+            rows = server.get_json("/api/traces?state=RUNNING")["traces"]
+            assert [r["trace_id"] for r in rows] == [doc["trace_id"]]
+            (tmp_path / "release").write_text("1")
+            observe = next(events)
+            assert observe.event == "observe"
+            assert (observe.json()["execution_id"], observe.json()["observation"]) == (
+                doc["execution_id"],
+                "PARIS",
+            )
+            assert app.wait(60) == 0
+        finally:
+            app.kill()
+            stream.close()
+        # The pending record merged into the ended span: the views equal those of the ended spans alone.
+        tree = server.get(f"/api/traces/{doc['trace_id']}/events")
+        assert [json.loads(line)["type"] for line in tree.splitlines()] == ["act", "observe"]
+        assert server.counts() == {"spans": 2, "traces": 1}
+
+
+def test_a_tool_whose_process_died_is_sealed_after_the_idle_timeout(tmp_path: Path) -> None:
+    with running_server(tmp_path, "--idle-timeout", "1") as server:
+        app = _app(server, tmp_path, "die")
+        assert app.wait(60) == -9
+        rows = _wait(lambda: server.get_json("/api/traces")["traces"], "the pending record")
+        trace_id = rows[0]["trace_id"]
+        state = _wait(lambda: server.get_json("/api/traces?state=SEALED")["traces"], "the trace to be SEALED")
+        assert [(r["trace_id"], r["state"], r["tool_calls"]) for r in state] == [(trace_id, "SEALED", 1)]
+        progress = [json.loads(line) for line in server.get(f"/api/traces/{trace_id}/progress").splitlines()]
+        ends = [p["event"]["call"]["state"] for p in progress if p["event"]["type"] == "tool:end"]
+        assert ends == ["SEALED"]
+
+
+# --- resume ----------------------------------------------------------------------------------------
+
+
+def _tool_spans(count: int, size: int = 0) -> list[ReadableSpan]:
+    @toolspan.tool
+    def step(i: int, pad: str) -> int:
+        return i
+
+    pad = "x" * size
+    with capture_spans() as finished:
+        for i in range(count):
+            step(i, pad)
+    return list(finished())
+
+
+def _take(server: Server, path: str, count: int, last: str | None = None) -> list[tuple[str, str, str]]:
+    """The first ``count`` act/observe events of a fresh connection: ``(id, event, execution_id)``."""
+    got: list[tuple[str, str, str]] = []
+    stream = sse_stream(server, path, last_event_id=last)
+    for event in stream:
+        if event.event in ("act", "observe"):
+            assert event.id is not None
+            got.append((event.id, event.event, event.json()["execution_id"]))
+            if len(got) == count:
+                break
+    stream.close()
+    return got
+
+
+def _post_until_stored(server: Server, body: bytes, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            status, _, _ = server.post_otlp(body)
+            if status == 200:
+                return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.05)
+
+
+def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Path) -> None:
+    spans = _tool_spans(5000)
+    batches = [otlp_body(spans[i : i + 250]) for i in range(0, len(spans), 250)]
+    server = Server(tmp_path / "resume.db", free_port(), -1, (), tmp_path / "log")
+    server.start()
+    stop = threading.Event()
+    received: list[tuple[str, str, str]] = []
+
+    def sender() -> None:
+        for body in batches:
+            _post_until_stored(server, body, stop)
+            time.sleep(random.uniform(0, 0.05))
+
+    def client() -> None:
+        last: str | None = None
+        while len(received) < 10_000 and not stop.is_set():
+            try:
+                for event in sse_stream(server, "/api/stream?from=start", last_event_id=last, timeout=5):
+                    if event.event in ("act", "observe"):
+                        assert event.id is not None
+                        received.append((event.id, event.event, event.json()["execution_id"]))
+                        last = event.id
+                        if len(received) >= 10_000:
+                            return
+            except (OSError, AssertionError):
+                time.sleep(0.05)
+
+    rng = random.Random(10)
+    threads = [threading.Thread(target=sender), threading.Thread(target=client)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(20):
+            time.sleep(rng.uniform(0.0, 0.4))
+            server.kill()
+            server.start()
+        threads[0].join(120)
+        threads[1].join(60)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        full = _take(server, "/api/stream?from=start", 10_000)
+        server.stop()
+    assert len(full) == 10_000
+    assert received == full
+    ids = {f"exec_{s.context.span_id:016x}" for s in spans}
+    assert {e[2] for e in full} == ids
