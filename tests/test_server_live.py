@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -174,3 +175,68 @@ def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Pat
     assert received == full
     ids = {f"exec_{s.context.span_id:016x}" for s in spans}
     assert {e[2] for e in full} == ids
+
+
+def test_streams_filter_by_trace_and_conversation_and_send_heartbeats(tmp_path: Path) -> None:
+    spans = _tool_spans(3)
+    with running_server(tmp_path, "--heartbeat", "0.2") as server:
+        assert server.post_otlp(otlp_body(spans))[0] == 200
+        trace_id = f"{spans[1].context.trace_id:032x}"
+        one = _take(server, f"/api/traces/{trace_id}/stream", 2)
+        assert [(e[1], e[2]) for e in one] == [
+            ("act", f"exec_{spans[1].context.span_id:016x}"),
+            ("observe", f"exec_{spans[1].context.span_id:016x}"),
+        ]
+        # A trace without a conversation id is its own conversation.
+        assert _take(server, f"/api/conversations/{trace_id}/stream", 2) == one
+        everything = _take(server, "/api/stream?from=start", 6)
+        # One commit: its events in (trace id, span id) order, each act followed by its observe.
+        by_trace = sorted(spans, key=lambda s: s.context.trace_id)
+        assert [(e[1], e[2]) for e in everything] == [
+            (kind, f"exec_{s.context.span_id:016x}") for s in by_trace for kind in ("act", "observe")
+        ]
+        # Resuming after the first trace's observe gives the rest, nothing twice.
+        assert _take(server, "/api/stream", 4, last=everything[1][0]) == everything[2:]
+        stream = sse_stream(server, f"/api/traces/{trace_id}/stream", last_event_id=one[-1][0], comments=True)
+        assert [next(stream).data for _ in range(2)] == ["connected", "heartbeat"]
+        stream.close()
+        status, _, body = server.request("GET", "/api/stream", headers={"Last-Event-ID": "garbage"})
+        assert (status, json.loads(body)["error"]) == (400, "not a stream cursor: 'garbage'")
+
+
+def test_a_cursor_older_than_retention_gets_reset_then_a_snapshot(tmp_path: Path) -> None:
+    first, second = _tool_spans(1), _tool_spans(1)
+    with running_server(tmp_path, "--max-spans", "1") as server:
+        assert server.post_otlp(otlp_body(first))[0] == 200
+        old = _take(server, "/api/stream?from=start", 2)
+        assert server.post_otlp(otlp_body(second))[0] == 200
+        _wait(lambda: server.counts() == {"spans": 1, "traces": 1}, "retention to drop the first trace")
+        stream = sse_stream(server, "/api/stream", last_event_id=old[0][0])
+        reset = next(stream)
+        assert reset.event == "reset"
+        assert reset.json()["reason"] == "cursor older than the retained events; a snapshot follows"
+        snapshot = [next(stream), next(stream)]
+        stream.close()
+        assert [(e.event, e.json()["execution_id"]) for e in snapshot] == [
+            ("act", f"exec_{second[0].context.span_id:016x}"),
+            ("observe", f"exec_{second[0].context.span_id:016x}"),
+        ]
+
+
+def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> None:
+    spans = _tool_spans(400, size=8000)
+    with running_server(tmp_path, "--send-timeout", "1", "--heartbeat", "0.5") as server:
+        for i in range(0, len(spans), 100):
+            assert server.post_otlp(otlp_body(spans[i : i + 100]))[0] == 200
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        sock.sendall(b"GET /api/stream?from=start HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            health = _wait(
+                lambda: (h := server.get_json("/healthz"))["dropped_stream_clients"] == 1 and h,
+                "the server to drop the stuck client",
+            )
+            assert health["streams"] == 0
+        finally:
+            sock.close()

@@ -148,22 +148,26 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
-    """Act and observe events, span by span; an open act record and its completion give one act."""
+    """Act and observe events, span by span; an open act record and its completion give one act, in
+    either order (a pending record exported at tool start may be written after the ended span)."""
     from toolspan.bridge.classify import TOOL, classify
     from toolspan.bridge.views import act_event, observe_event
 
     open_acts: set[tuple[str, str]] = set()
+    ended: set[tuple[str, str]] = set()
     for span in spans:
         if classify(span) != TOOL:
             continue
         if span.end_ns is None:
             key = (span.trace_id, span.span_id)
-            if key not in open_acts:
+            if key not in open_acts and key not in ended:
                 open_acts.add(key)
                 yield act_event(span)
             continue
-        if open_acts and (span.trace_id, span.span_id) in open_acts:
-            open_acts.discard((span.trace_id, span.span_id))
+        key = (span.trace_id, span.span_id)
+        ended.add(key)
+        if open_acts and key in open_acts:
+            open_acts.discard(key)
         else:
             yield act_event(span)
         yield observe_event(span)

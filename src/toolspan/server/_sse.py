@@ -65,8 +65,9 @@ async def event_chunks(
     """The SSE byte chunks of one stream, from after ``cursor`` (``None``: everything kept)."""
     yield b"retry: 1000\n: connected\n\n"
     horizon = await run_in_threadpool(store.horizon)
-    if cursor is not None and cursor.ns < horizon:
-        reset = {"reason": "cursor older than the retained events; a snapshot follows", "horizon": horizon}
+    if cursor is not None and cursor < horizon:
+        reason = "cursor older than the retained events; a snapshot follows"
+        reset = {"reason": reason, "horizon": str(horizon)}
         yield f"event: reset\ndata: {json.dumps(reset)}\n\n".encode()
         cursor = None
     position = cursor if cursor is not None else Cursor(0)

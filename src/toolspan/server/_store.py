@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS events (
   conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
 CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, ns);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -274,15 +274,18 @@ class Store:
                 return 0
             db.execute("BEGIN IMMEDIATE")
             try:
-                horizon = self._meta("horizon") or 0
+                horizon = self._horizon()
                 for trace_id in doomed:
-                    top = db.execute("SELECT max(ns) FROM events WHERE trace_id = ?", (trace_id,)).fetchone()[
-                        0
-                    ]
-                    horizon = max(horizon, top or 0)
+                    top = db.execute(
+                        "SELECT ns, trace_id, span_id, phase FROM events WHERE trace_id = ?"
+                        " ORDER BY ns DESC, span_id DESC, phase DESC LIMIT 1",
+                        (trace_id,),
+                    ).fetchone()
+                    if top is not None:
+                        horizon = max(horizon, Cursor(*top))
                     for table in ("spans", "events", "traces"):
                         db.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (horizon,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (str(horizon),))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -324,9 +327,14 @@ class Store:
         with self._lock:
             return self._clock
 
-    def horizon(self) -> int:
+    def _horizon(self) -> Cursor:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'horizon'").fetchone()
+        return (None if row is None else Cursor.parse(str(row[0]))) or Cursor(0)
+
+    def horizon(self) -> Cursor:
+        """The newest event dropped by retention: a client whose cursor is before it missed events."""
         with self._lock:
-            return self._meta("horizon") or 0
+            return self._horizon()
 
     def events_after(
         self, cursor: Cursor, *, trace_id: str | None, conversation_id: str | None, limit: int
