@@ -288,3 +288,80 @@ def test_cors_allows_only_listed_origins(tmp_path: Path) -> None:
         _, other, _ = srv.request("GET", "/api/traces", headers={"Origin": "http://evil.example"})
     assert ok["access-control-allow-origin"] == "http://app.example"
     assert "access-control-allow-origin" not in other
+
+
+# --- traces this replica does not hold: Tempo and Jaeger query APIs -----------------------------------
+
+SERVER_FIXTURES = Path(__file__).with_name("server_fixtures")
+TEMPO_TRACE = "0af7651916cd43dd8448eb211c80319c"
+JAEGER_TRACE = "f77950feed55c1ce91dd8e8789000001"
+
+
+@pytest.fixture
+def backends() -> Iterator[tuple[str, str, list[str]]]:
+    """A local stand-in answering Tempo's and Jaeger's trace-by-id routes with recorded responses."""
+    import http.server
+    import threading
+
+    routes = {
+        f"/tempo/api/v2/traces/{TEMPO_TRACE}": SERVER_FIXTURES / "tempo_v2_trace.json",
+        f"/jaeger/api/v3/traces/{JAEGER_TRACE}": SERVER_FIXTURES / "jaeger_v3_trace.json",
+    }
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            path = routes.get(self.path)
+            body = path.read_bytes() if path else b'{"error": "trace not found"}'
+            self.send_response(200 if path else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://{HOST}:{httpd.server_address[1]}"
+    try:
+        yield f"{base}/tempo", f"{base}/jaeger", asked
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_traces_not_held_are_read_from_tempo_then_jaeger(
+    tmp_path: Path, backends: tuple[str, str, list[str]]
+) -> None:
+    tempo, jaeger, asked = backends
+    with running_server(tmp_path, "--tempo", tempo, "--jaeger", jaeger) as srv:
+        for trace_id, fixture in (
+            (TEMPO_TRACE, "tempo_v2_trace.json"),
+            (JAEGER_TRACE, "jaeger_v3_trace.json"),
+        ):
+            for view in ("events", "tree", "plans", "progress"):
+                assert srv.get(f"/api/traces/{trace_id}/{view}") == _convert(SERVER_FIXTURES / fixture, view)
+        events = [json.loads(line) for line in srv.get(f"/api/traces/{TEMPO_TRACE}/events").splitlines()]
+        assert [(e["type"], e["tool_name"]) for e in events] == [
+            ("act", "get_weather"),
+            ("observe", "get_weather"),
+        ]
+        status, _, body = srv.request("GET", f"/api/traces/{'ab' * 16}/tree")
+        assert (status, json.loads(body)["status"]) == (404, 404)
+        assert srv.counts() == {"spans": 0, "traces": 0}  # read through, not stored
+    # Each read asks Tempo first, then Jaeger when Tempo has no such trace.
+    missing = "ab" * 16
+    assert set(asked) == {
+        f"/tempo/api/v2/traces/{TEMPO_TRACE}",
+        f"/tempo/api/v2/traces/{JAEGER_TRACE}",
+        f"/jaeger/api/v3/traces/{JAEGER_TRACE}",
+        f"/tempo/api/v2/traces/{missing}",
+        f"/jaeger/api/v3/traces/{missing}",
+    }
+    for trace_id in (JAEGER_TRACE, missing):
+        tempo_at = asked.index(f"/tempo/api/v2/traces/{trace_id}")
+        assert asked[tempo_at + 1] == f"/jaeger/api/v3/traces/{trace_id}"
