@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests._server import SseEvent, running_server, sse_stream
 from tests.e2e.conftest import Rotel, _clean_env, _rotel_binary
 
