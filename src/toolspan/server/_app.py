@@ -213,7 +213,7 @@ class App:
                 return _error(400, f"not a stream cursor: {raw[:80]!r}")
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
-            cursor = Cursor(await run_in_threadpool(self.store.clock))
+            cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
         chunks = event_chunks(
             self.store,
             self.notifier,

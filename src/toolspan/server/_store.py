@@ -13,6 +13,7 @@ acknowledged export survives the server being killed.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -108,6 +109,12 @@ def _conversation(span: Span) -> str | None:
     return None
 
 
+def _merge(old: Span, new: Span) -> Span | None:
+    """One span from two records of it as the bridge merges them; ``None`` when they conflict."""
+    merged = coalesce([old, new])
+    return merged[0] if len(merged) == 1 else None
+
+
 def _columns(span: Span) -> tuple[Any, ...]:
     tool = classify(span) == TOOL
     state = tool_state(span) if tool and span.end_ns is not None else None
@@ -143,6 +150,7 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA cache_size=-65536")
         self._db.executescript(_SCHEMA)
         row = self._db.execute("SELECT max(ns) FROM events").fetchone()
         clock = self._meta("clock")
@@ -164,17 +172,24 @@ class Store:
 
     def ingest(self, spans: Sequence[Span]) -> IngestResult:
         """Store ``spans`` in one transaction (committed when this returns)."""
-        result = IngestResult()
+        result = IngestResult(accepted=len(spans))
+        # Records of one span within the request merge first (a pending record next to its ended span).
+        batch: dict[tuple[str, str], Span] = {}
+        for record in spans:
+            key = (record.trace_id, record.span_id)
+            clean = replace(record, origin="") if record.origin else record
+            known = batch.get(key)
+            if known is None:
+                batch[key] = clean
+            else:
+                result.duplicates += 1
+                batch[key] = _merge(known, clean) or known
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 ns = self._tick()
-                traces: dict[str, str | None] = {}
-                for span in spans:
-                    self._put(span, ns, traces, result)
-                for trace_id, conversation in traces.items():
-                    self._summarise(trace_id, conversation, ns)
+                self._put_all(batch, ns, result)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
                 db.execute("COMMIT")
             except BaseException:
@@ -182,72 +197,69 @@ class Store:
                 raise
         return result
 
-    def _put(self, span: Span, ns: int, traces: dict[str, str | None], result: IngestResult) -> None:
+    def _put_all(self, batch: dict[tuple[str, str], Span], ns: int, result: IngestResult) -> None:
         db = self._db
-        key = (span.trace_id, span.span_id)
-        row = db.execute("SELECT data, end_ns FROM spans WHERE trace_id = ? AND span_id = ?", key).fetchone()
-        had_end = False
-        if row is not None:
-            old = decode(row[0])
-            had_end = row[1] is not None
-            merged = coalesce([old, replace(span, origin="")])
-            if len(merged) != 1:
-                # Conflicting records of one span id: the first one stays, the other is counted.
-                result.duplicates += 1
-                result.accepted += 1
-                return
-            new = merged[0]
-            if new == old:
-                result.duplicates += 1
-                result.accepted += 1
-                return
-            span = new
-        cols = _columns(span)
-        db.execute("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", cols)
-        result.accepted += 1
-        conversation = cols[11] or traces.get(span.trace_id)
-        if conversation is None:
-            known = db.execute(
-                "SELECT conversation_id FROM traces WHERE trace_id = ?", (span.trace_id,)
-            ).fetchone()
-            conversation = None if known is None else known[0]
-        traces[span.trace_id] = conversation
-        if not cols[6]:
+        keys = json.dumps([t + s for t, s in batch])
+        existing = {
+            (r[0], r[1]): (r[2], r[3])
+            for r in db.execute(
+                "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
+                " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
+                (keys,),
+            )
+        }
+        rows: list[tuple[Any, ...]] = []
+        events: list[tuple[int, str, str, int]] = []
+        conversations: dict[str, str | None] = {}
+        for key, record in batch.items():
+            span = record
+            had_end = False
+            old_row = existing.get(key)
+            if old_row is not None:
+                old = decode(old_row[0])
+                had_end = old_row[1] is not None
+                new = _merge(old, span)
+                if new is None or new == old:
+                    # The same record again (or a conflicting one: the first stays), counted once.
+                    result.duplicates += 1
+                    continue
+                span = new
+            cols = _columns(span)
+            rows.append(cols)
+            if cols[11] is not None or span.trace_id not in conversations:
+                conversations[span.trace_id] = cols[11] or conversations.get(span.trace_id)
+            if cols[6]:
+                if old_row is None:
+                    events.append((ns, *key, ACT))
+                if span.end_ns is not None and not had_end:
+                    events.append((ns, *key, OBSERVE))
+        if not rows:
             return
-        if row is None:
-            db.execute("INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)", (ns, *key, ACT, conversation))
-        if span.end_ns is not None and not had_end:
-            db.execute("INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)", (ns, *key, OBSERVE, conversation))
-
-    def _summarise(self, trace_id: str, conversation: str | None, ns: int) -> None:
-        db = self._db
-        agg = db.execute(
-            "SELECT min(start_ns), max(end_ns), count(*), sum(is_tool), sum(is_error),"
-            " sum(is_tool AND end_ns IS NULL), max(service), max(conversation_id)"
-            " FROM spans WHERE trace_id = ?",
-            (trace_id,),
-        ).fetchone()
-        root = db.execute(
-            "SELECT name, end_ns FROM spans WHERE trace_id = ? AND parent IS NULL ORDER BY start_ns LIMIT 1",
-            (trace_id,),
-        ).fetchone()
+        db.executemany("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        traces = json.dumps(sorted(conversations))
         db.execute(
-            "INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                trace_id,
-                agg[6],
-                agg[7] or conversation,
-                None if root is None else root[0],
-                int(root is not None and root[1] is not None),
-                agg[0],
-                agg[1],
-                ns,
-                agg[2],
-                agg[3],
-                agg[4],
-                agg[5],
-            ),
+            "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
+            " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
+            "  ORDER BY r.start_ns LIMIT 1),"
+            " coalesce((SELECT r.end_ns IS NOT NULL FROM spans r WHERE r.trace_id = s.trace_id"
+            "  AND r.parent IS NULL ORDER BY r.start_ns LIMIT 1), 0),"
+            " min(s.start_ns), max(s.end_ns), ?, count(*), sum(s.is_tool), sum(s.is_error),"
+            " sum(s.is_tool AND s.end_ns IS NULL)"
+            " FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value GROUP BY s.trace_id",
+            (ns, traces),
         )
+        if events:
+            known = dict(
+                db.execute(
+                    "SELECT t.trace_id, t.conversation_id FROM json_each(?) AS j"
+                    " CROSS JOIN traces AS t ON t.trace_id = j.value",
+                    (traces,),
+                ).fetchall()
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)",
+                [(*e, conversations.get(e[1]) or known.get(e[1])) for e in events],
+            )
 
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
         """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
