@@ -36,6 +36,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 HOST = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[1]
 BATCH = 512
+NO_GRPC = ("--grpc-port", "-1")
 
 
 def free_port() -> int:
@@ -228,8 +229,17 @@ def main(argv: list[str] | None = None) -> int:
 
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "toolspan", "serve", "--db", str(tmp / "bench.db"), "--port", str(port)]
-        + ["--grpc-port", "-1"],
+        [
+            sys.executable,
+            "-m",
+            "toolspan",
+            "serve",
+            "--db",
+            str(tmp / "bench.db"),
+            "--port",
+            str(port),
+            *NO_GRPC,
+        ],
         stderr=subprocess.DEVNULL,
     )
     sampler = Sampler(server.pid)
