@@ -269,6 +269,9 @@ def test_bearer_token_guards_ingest_reads_and_grpc(tmp_path: Path) -> None:
                     {"error": "missing or wrong bearer token", "status": 401},
                 )
         assert srv.request("GET", "/healthz")[0] == 200
+        assert srv.request("GET", "/api/traces?access_token=wrong")[0] == 401
+        assert srv.request("POST", "/v1/traces?access_token=s3cret", body)[0] == 401  # GET only
+        assert srv.request("GET", "/api/traces?access_token=s3cret")[0] == 200  # EventSource-style
         srv.headers = {"Authorization": "Bearer s3cret"}
         assert srv.post_otlp(body)[0] == 200
         assert len(srv.get_json("/api/traces")["traces"]) == 2

@@ -11,6 +11,7 @@ import base64
 import contextlib
 import hmac
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -45,7 +46,8 @@ def _error(status: int, message: str) -> JSONResponse:
 
 class _BearerAuth:
     """Refuse requests without ``Authorization: Bearer <token>`` (constant-time compare); ``/healthz``
-    and CORS preflights pass."""
+    and CORS preflights pass. A GET may carry the token as ``?access_token=`` instead: browsers'
+    ``EventSource`` cannot set headers."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
@@ -59,6 +61,9 @@ class _BearerAuth:
         for name, value in scope["headers"]:
             if name == b"authorization" and value[:7].lower() == b"bearer ":
                 given = value[7:].strip()
+        if not given and scope["method"] == "GET":
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            given = query.get("access_token", [""])[0].encode("latin-1")
         if not hmac.compare_digest(given, self.token):
             response = _error(401, "missing or wrong bearer token")
             response.headers["www-authenticate"] = "Bearer"

@@ -23,7 +23,7 @@ STATES: Final = ("RUNNING", "COMPLETED", "FAILED", "SEALED")
 _DEFAULT_LIMIT: Final = 50
 _MAX_LIMIT: Final = 500
 _KNOWN: Final = frozenset(
-    {"service", "tool", "state", "from_ms", "to_ms", "conversation_id", "limit", "cursor"}
+    {"service", "tool", "state", "from_ms", "to_ms", "conversation_id", "limit", "cursor", "access_token"}
 )
 _SEALED_SQL: Final = "(root_ended = 1 OR last_seen_ns < ?)"
 
