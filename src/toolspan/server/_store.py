@@ -179,6 +179,9 @@ class Store:
             db.close()
 
     def close(self) -> None:
+        """Checkpoint and close (a second call does nothing)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._checkpointer.join(10)
         with self._lock:
