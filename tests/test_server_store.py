@@ -95,3 +95,36 @@ def test_retention_drops_oldest_traces_and_moves_the_horizon(store: Store) -> No
     assert store.horizon() == first_observe
     assert first_act < store.horizon()  # a client that saw only the act missed something: reset
     assert store.prune(max_age_ns=None, max_spans=1) == 0
+
+
+def test_retention_by_age_drops_traces_not_updated_within_it(store: Store) -> None:
+    store.ingest([_tool("8" * 16, 2_000)])
+    assert store.prune(max_age_ns=3600 * 10**9, max_spans=None) == 0
+    assert store.prune(max_age_ns=0, max_spans=None) == 1
+    assert store.counts() == {"spans": 0, "traces": 0}
+
+
+def test_an_open_tool_is_running_until_its_root_ended_then_sealed(store: Store) -> None:
+    from toolspan.server._query import list_traces
+
+    root = Span(
+        TRACE,
+        "9" * 16,
+        None,
+        "invoke_agent a",
+        500,
+        None,
+        attributes={"gen_ai.operation.name": "invoke_agent"},
+    )
+    tool = replace(_tool("a" * 16, None), parent_span_id="9" * 16)
+    store.ingest([root, tool])
+
+    def states() -> list[tuple[str, int, int]]:
+        rows = list_traces(store, {}, idle_timeout_s=3600)["traces"]
+        return [(r["state"], r["tool_calls"], r["spans"]) for r in rows]
+
+    assert states() == [("RUNNING", 1, 2)]
+    store.ingest([replace(root, end_ns=9_000)])  # the root ended; the tool never will (its process died)
+    assert states() == [("SEALED", 1, 2)]
+    assert [r["trace_id"] for r in list_traces(store, {"state": "SEALED"}, 3600)["traces"]] == [TRACE]
+    assert list_traces(store, {"state": "RUNNING"}, 3600)["traces"] == []
