@@ -207,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "server.json")
+    parser.add_argument("--rate", type=int, default=1000, help="tool spans per second in the latency run")
     args = parser.parse_args(argv)
     traces = 320 if args.quick else 5120  # 8 spans each: 2,560 or 40,960 spans
-    rate, seconds = 1000, (2.0 if args.quick else 10.0)
+    rate, seconds = args.rate, (2.0 if args.quick else 10.0)
 
     spans = agent_spans(traces)
     bodies = [
