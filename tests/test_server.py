@@ -368,3 +368,22 @@ def test_traces_not_held_are_read_from_tempo_then_jaeger(
     for trace_id in (JAEGER_TRACE, missing):
         tempo_at = asked.index(f"/tempo/api/v2/traces/{trace_id}")
         assert asked[tempo_at + 1] == f"/jaeger/api/v3/traces/{trace_id}"
+
+
+def test_grpc_partial_success_and_size_limit(server: Server) -> None:
+    request = trace_service_pb2.ExportTraceServiceRequest.FromString(otlp_body(_spans()))
+    request.resource_spans[0].scope_spans[0].spans[0].trace_id = b""
+    with grpc.insecure_channel(f"{HOST}:{server.grpc_port}") as channel:
+        stub: Any = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
+        response = stub.Export(request, timeout=10)
+        assert (response.partial_success.rejected_spans, response.partial_success.error_message) == (
+            1,
+            "1 span(s) without a trace id or span id",
+        )
+        assert server.counts() == {"spans": 1, "traces": 1}
+        big = trace_service_pb2.ExportTraceServiceRequest.FromString(otlp_body(_spans()))
+        big.resource_spans[0].scope_spans[0].spans[0].name = "x" * 70_000
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Export(big, timeout=10)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert server.counts() == {"spans": 1, "traces": 1}
