@@ -1,6 +1,7 @@
 """The server's embedded store: one SQLite file in WAL mode, spans keyed by ``(trace_id, span_id)``.
 
-- ``spans``: one row per span (a record sent twice is stored once; a started record and its ended record
+- ``spans``: one row per span (a rowid table: its rows, about a kilobyte each, are too large for
+  ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
   merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``).
 - ``traces``: a summary row per trace, recomputed from its spans in the same transaction.
 - ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
@@ -40,7 +41,7 @@ CREATE TABLE IF NOT EXISTS spans (
   trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
   start_ns INTEGER NOT NULL, end_ns INTEGER, is_tool INTEGER NOT NULL, tool_name TEXT,
   tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data TEXT NOT NULL,
-  PRIMARY KEY (trace_id, span_id)) WITHOUT ROWID;
+  PRIMARY KEY (trace_id, span_id));
 CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
 CREATE TABLE IF NOT EXISTS traces (
   trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
