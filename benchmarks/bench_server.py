@@ -8,9 +8,9 @@ Starts a real ``toolspan serve`` subprocess (fresh SQLite file, 127.0.0.1, free 
    span, an LLM span and six tool spans), sent back to back over two keep-alive connections; spans per
    second of wall time, each response a committed transaction. Baseline in the same run: the same requests
    to a bare Starlette + uvicorn endpoint that only parses the protobuf (what the web stack alone costs).
-2. **Live latency**: an application with the SDK's ``BatchSpanProcessor`` (50 ms schedule delay) and OTLP/HTTP
-   exporter ends 1,000 tool spans per second; a client on ``/api/stream`` records when each ``observe`` event
-   arrives. Latency = arrival - the span's end time (same clock): p50 / p99.
+2. **Live latency**: an application process with the SDK's ``BatchSpanProcessor`` (50 ms schedule delay) and
+   OTLP/HTTP exporter ends 1,000 tool spans per second; this process, on ``/api/stream``, records when each
+   ``observe`` event arrives. Latency = arrival - the span's end time (same clock, ms): p50 / p99.
 3. **Memory**: the server's RSS sampled once a second through both runs and a sustained ingest phase.
 """
 
@@ -147,59 +147,57 @@ class Sampler(threading.Thread):
             self.stop.wait(1.0)
 
 
+_PRODUCER = """
+import sys, time
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+import toolspan
+from toolspan.testing import installed_tracer_provider
+
+endpoint, rate, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint), schedule_delay_millis=50))
+
+@toolspan.tool
+def step(i: int) -> int:
+    return i
+
+with installed_tracer_provider(provider):
+    start = time.perf_counter()
+    for i in range(total):
+        delay = start + i / rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        step(i)
+provider.shutdown()
+"""
+
+
 def latency_run(server_port: int, rate: int, seconds: float) -> dict[str, Any]:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    import toolspan
-    from toolspan.testing import installed_tracer_provider
-
+    """The application (its own process: tools, SDK batch processor, OTLP/HTTP exporter) ends ``rate``
+    tool spans per second; this process only reads the stream and notes each observe's arrival."""
     arrivals: dict[str, int] = {}
-    ready = threading.Event()
-    done = threading.Event()
-
-    def subscriber() -> None:
-        conn = http.client.HTTPConnection(HOST, server_port, timeout=60)
-        conn.request("GET", "/api/stream")
-        response = conn.getresponse()
-        ready.set()
-        event = ""
-        while not done.is_set():
+    conn = http.client.HTTPConnection(HOST, server_port, timeout=60)
+    conn.request("GET", "/api/stream")
+    response = conn.getresponse()
+    total = int(rate * seconds)
+    endpoint = f"http://{HOST}:{server_port}/v1/traces"
+    producer = subprocess.Popen([sys.executable, "-c", _PRODUCER, endpoint, str(rate), str(total)])
+    event = ""
+    deadline = time.monotonic() + seconds + 60
+    try:
+        while len(arrivals) < total and time.monotonic() < deadline:
             line = response.fp.readline().decode()
             if not line:
-                return
+                break
             if line.startswith("event: "):
                 event = line[7:].strip()
             elif line.startswith("data: ") and event == "observe":
                 arrivals[json.loads(line[6:])["execution_id"]] = time.time_ns()
-
-    thread = threading.Thread(target=subscriber, daemon=True)
-    thread.start()
-    ready.wait(10)
-    provider = TracerProvider()
-    exporter = OTLPSpanExporter(endpoint=f"http://{HOST}:{server_port}/v1/traces")
-    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50))
-
-    @toolspan.tool
-    def step(i: int) -> int:
-        return i
-
-    total = int(rate * seconds)
-    with installed_tracer_provider(provider):
-        start = time.perf_counter()
-        for i in range(total):
-            target = start + i / rate
-            delay = target - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            step(i)
-    provider.force_flush()
-    deadline = time.monotonic() + 30
-    while len(arrivals) < total and time.monotonic() < deadline:
-        time.sleep(0.1)
-    done.set()
-    provider.shutdown()
+    finally:
+        conn.close()
+        producer.wait(60)
     return {"sent": total, "arrivals": arrivals}
 
 
