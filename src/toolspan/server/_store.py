@@ -28,6 +28,7 @@ from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import TOOL, classify, tool_error, tool_name, tool_state
 from toolspan.bridge.model import Span
 from toolspan.server._codec import decode, encode
+from toolspan.server._cursor import Cursor
 
 __all__ = ["Cursor", "IngestResult", "Store", "TraceRow"]
 
@@ -56,29 +57,6 @@ CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
 CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, ns);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
 """
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Cursor:
-    """A position in the event log: everything strictly after it is still to be sent."""
-
-    ns: int
-    trace_id: str = ""
-    span_id: str = ""
-    phase: int = -1
-
-    def __str__(self) -> str:
-        return f"{self.ns}-{self.trace_id}-{self.span_id}-{self.phase}"
-
-    @classmethod
-    def parse(cls, text: str) -> Cursor | None:
-        """The cursor an ``id:`` line carried, or ``None`` for text that is not one."""
-        parts = text.strip().split("-")
-        if len(parts) != 4 or not parts[0].isdigit() or parts[3] not in ("0", "1"):
-            return None
-        if len(parts[1]) != 32 or len(parts[2]) != 16:
-            return None
-        return cls(int(parts[0]), parts[1], parts[2], int(parts[3]))
 
 
 @dataclass(slots=True)
