@@ -224,7 +224,8 @@ def test_a_cursor_older_than_retention_gets_reset_then_a_snapshot(tmp_path: Path
 
 
 def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> None:
-    spans = _tool_spans(400, size=8000)
+    # More than the largest socket send buffer Linux grows to (4 MiB), so the server must block.
+    spans = _tool_spans(800, size=8000)
     with running_server(tmp_path, "--send-timeout", "1", "--heartbeat", "0.5") as server:
         for i in range(0, len(spans), 100):
             assert server.post_otlp(otlp_body(spans[i : i + 100]))[0] == 200
