@@ -10,11 +10,17 @@ import pytest
 import yaml
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "collector-config"
-COLLECTOR_CONFIGS = ["fanout-file.yaml", "jaeger-and-tempo.yaml", "jaeger.yaml", "tempo.yaml"]
+COLLECTOR_CONFIGS = [
+    "fanout-file.yaml",
+    "jaeger-and-tempo.yaml",
+    "jaeger.yaml",
+    "loadbalancing.yaml",
+    "tempo.yaml",
+]
 SECTIONS = ("receivers", "processors", "exporters")
 # Current exporter type names (collector >= 0.144): `otlp` / `otlphttp` are deprecated aliases of the first
 # two, `logging` was replaced by `debug` long ago.
-CURRENT_EXPORTERS = {"otlp_grpc", "otlp_http", "debug", "file"}
+CURRENT_EXPORTERS = {"otlp_grpc", "otlp_http", "debug", "file", "loadbalancing"}
 DEPRECATED_EXPORTERS = {"otlp", "otlphttp", "logging"}
 ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}")
 ANY_REF = re.compile(r"\$\{[^}]*\}")
@@ -144,6 +150,7 @@ def test_file_exporter_writes_json_lines_the_bridge_reads() -> None:
         ("tempo.yaml", {"tempo"}),
         ("jaeger-and-tempo.yaml", {"jaeger", "tempo"}),
         ("fanout-file.yaml", {"jaeger", "tempo"}),
+        ("loadbalancing.yaml", {"jaeger", "tempo"}),
     ],
 )
 def test_each_config_sends_to_its_backends(name: str, backends: set[str]) -> None:
@@ -152,6 +159,21 @@ def test_each_config_sends_to_its_backends(name: str, backends: set[str]) -> Non
     hosts = {_host(config["exporters"][e]["endpoint"]) for e in used if _type(e).startswith("otlp")}
     assert hosts == backends
     assert "debug" in used
+
+
+def test_loadbalancing_routes_each_trace_to_one_toolspan_replica_over_otlp_grpc() -> None:
+    config = _load("loadbalancing.yaml")
+    balancer = config["exporters"]["loadbalancing/toolspan"]
+    assert balancer["routing_key"] == "traceID"
+    otlp = balancer["protocol"]["otlp"]
+    assert otlp["tls"]["insecure"] is True
+    assert otlp["retry_on_failure"]["enabled"] is True
+    assert otlp["sending_queue"]["queue_size"] > 0
+    replicas = [_resolve(h) for h in balancer["resolver"]["static"]["hostnames"]]
+    assert replicas == ["toolspan-1:4317", "toolspan-2:4317"]  # `toolspan serve`'s default gRPC port
+    assert "loadbalancing/toolspan" in config["service"]["pipelines"]["traces"]["exporters"]
+    # Pending records of running tools must not wait long in the batch processor.
+    assert config["processors"]["batch"]["timeout"] == "200ms"
 
 
 @pytest.mark.parametrize("name", [*COLLECTOR_CONFIGS, "compose.yaml", "tempo-server.yaml"])

@@ -436,6 +436,40 @@ def test_durable_log_has_the_act_on_disk_before_the_body_runs_and_the_end_after(
     assert to_progress(spans) == to_progress(in_process)
 
 
+def test_durable_path_that_cannot_be_written_fails_at_construction(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    path = blocker / "acts.jsonl"
+    with pytest.raises(OSError, match=r"cannot open the durable act log .*a-file/acts\.jsonl for appending"):
+        LiveEventProcessor(durable_path=path)
+
+
+def test_force_flush_reports_false_after_a_write_failed_and_the_tool_is_unaffected(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # /dev/full accepts open() and fails every write with ENOSPC: a disk that filled up after start.
+    processor = LiveEventProcessor(durable_path="/dev/full")
+    rig = Rig(processor)
+    with caplog.at_level(logging.WARNING, logger="toolspan.exporters.live"):
+        assert rig.tool("save", {"k": "v"}, lambda: "saved") == "saved"
+    assert processor.force_flush() is False
+    # The start record and the end record each fail (and the handle, with its unwritten buffer, too).
+    assert [r.getMessage() for r in caplog.records] == 2 * [
+        "toolspan: cannot write the durable act log /dev/full: [Errno 28] No space left on device",
+        "toolspan: cannot close /dev/full: [Errno 28] No space left on device",
+    ]
+    assert [s.name for s in rig.finished()] == ["execute_tool save"]
+    rig.provider.shutdown()
+
+
+def test_force_flush_is_true_when_every_write_succeeded(tmp_path: Path) -> None:
+    processor = LiveEventProcessor(durable_path=tmp_path / "acts.jsonl")
+    rig = Rig(processor)
+    rig.tool("save", {"k": "v"}, lambda: None)
+    assert processor.force_flush() is True
+    rig.provider.shutdown()
+
+
 def test_the_progress_view_reports_a_tool_of_a_process_that_died_as_sealed(tmp_path: Path) -> None:
     path = tmp_path / "acts.jsonl"
     child = subprocess.run(

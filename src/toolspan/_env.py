@@ -55,6 +55,17 @@ TOOLSPAN_JSON: Final = EnvVar(
     "auto",
     "JSON library of the bridge readers and `toolspan convert`: `auto` (orjson when installed) or `stdlib`.",
 )
+TOOLSPAN_SERVER_TOKEN: Final = EnvVar(
+    "TOOLSPAN_SERVER_TOKEN",
+    "",
+    "Bearer token `toolspan serve` requires on ingest and reads when `--token` is not given.",
+)
+TOOLSPAN_PENDING_SPANS: Final = EnvVar(
+    "TOOLSPAN_PENDING_SPANS",
+    "false",
+    "`configure()` with OTLP from the environment also exports each tool span when it starts (a running tool "
+    "is visible on `toolspan serve`).",
+)
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: Final = EnvVar(
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     "",
@@ -101,6 +112,8 @@ ALL: Final = (
     TOOLSPAN_TIMELINE_DIR,
     TOOLSPAN_OTLP_FILE,
     TOOLSPAN_JSON,
+    TOOLSPAN_SERVER_TOKEN,
+    TOOLSPAN_PENDING_SPANS,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
     OTEL_SERVICE_NAME,
     OTEL_RESOURCE_ATTRIBUTES,

@@ -272,7 +272,16 @@ def _env_parts() -> list[_Part]:
         _env.get(_env.OTEL_EXPORTER_OTLP_ENDPOINT) or _env.get(_env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
     ):
         names = ["otlp"]
-    return _named_parts(names)
+    return _named_parts(names) + _pending_parts(names)
+
+
+def _pending_parts(names: list[str]) -> list[_Part]:
+    """With ``TOOLSPAN_PENDING_SPANS``, tool spans also go out over OTLP when they start."""
+    if not _env.get_bool(_env.TOOLSPAN_PENDING_SPANS) or "otlp" not in names:
+        return []
+    from toolspan.exporters.pending import PendingSpanProcessor
+
+    return [("pending:otlp", "pending records over OTLP", PendingSpanProcessor)]
 
 
 def _named_parts(names: Iterable[str]) -> list[_Part]:

@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_convert(sub)
     _cli_audit.add_parser(sub)
+    _add_serve(sub)
     return parser
 
 
@@ -121,23 +122,86 @@ def _add_convert(sub: Any) -> None:
     )
 
 
+def _add_serve(sub: Any) -> None:
+    """``toolspan serve``: the live bridge server (needs ``toolspan[server]``)."""
+    serve = sub.add_parser(
+        "serve",
+        help="receive OTLP and serve the bridge formats over HTTP and SSE",
+        description="Receive OTLP (HTTP and gRPC) into SQLite and serve every bridge format over HTTP/SSE.",
+    )
+    serve.add_argument("--db", default="toolspan.db", help="SQLite file (WAL; created if missing)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=4318, help="HTTP port: OTLP/HTTP, API, streams")
+    serve.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (-1: no gRPC)")
+    serve.add_argument("--token", default=None, help="bearer token for ingest and reads (or the env var)")
+    serve.add_argument("--cors-origin", action="append", default=[], help="allowed frontend origin (repeat)")
+    serve.add_argument("--max-body-bytes", type=int, default=16 << 20, help="request size limit (413)")
+    serve.add_argument(
+        "--idle-timeout", type=float, default=300.0, help="seconds before an open tool is SEALED"
+    )
+    serve.add_argument("--retention", type=float, default=None, help="drop traces older than this (seconds)")
+    serve.add_argument(
+        "--max-spans", type=int, default=None, help="drop oldest traces beyond this many spans"
+    )
+    serve.add_argument("--heartbeat", type=float, default=15.0, help="seconds between stream heartbeats")
+    serve.add_argument(
+        "--send-timeout", type=float, default=10.0, help="drop a stream client stuck this long"
+    )
+    serve.add_argument("--tempo", default=None, metavar="URL", help="read traces not held here from Tempo")
+    serve.add_argument("--jaeger", default=None, metavar="URL", help="read traces not held here from Jaeger")
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run ``toolspan serve``; returns the exit status."""
+    from toolspan import _env
+
+    try:
+        from toolspan.server import ServerConfig, run
+    except ImportError as e:
+        sys.stderr.write(
+            f"toolspan: error: serve needs the server extra (pip install 'toolspan[server]'): {e}\n"
+        )
+        return 1
+    config = ServerConfig(
+        db=args.db,
+        host=args.host,
+        port=args.port,
+        grpc_port=None if args.grpc_port < 0 else args.grpc_port,
+        token=args.token or _env.get(_env.TOOLSPAN_SERVER_TOKEN),
+        cors_origins=tuple(args.cors_origin),
+        max_body_bytes=args.max_body_bytes,
+        idle_timeout_s=args.idle_timeout,
+        retention_s=args.retention,
+        max_spans=args.max_spans,
+        heartbeat_s=args.heartbeat,
+        send_timeout_s=args.send_timeout,
+        tempo_url=args.tempo,
+        jaeger_url=args.jaeger,
+    )
+    return run(config)
+
+
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
-    """Act and observe events, span by span; an open act record and its completion give one act."""
+    """Act and observe events, span by span; an open act record and its completion give one act, in
+    either order (a pending record exported at tool start may be written after the ended span)."""
     from toolspan.bridge.classify import TOOL, classify
     from toolspan.bridge.views import act_event, observe_event
 
     open_acts: set[tuple[str, str]] = set()
+    ended: set[tuple[str, str]] = set()
     for span in spans:
         if classify(span) != TOOL:
             continue
         if span.end_ns is None:
             key = (span.trace_id, span.span_id)
-            if key not in open_acts:
+            if key not in open_acts and key not in ended:
                 open_acts.add(key)
                 yield act_event(span)
             continue
-        if open_acts and (span.trace_id, span.span_id) in open_acts:
-            open_acts.discard((span.trace_id, span.span_id))
+        key = (span.trace_id, span.span_id)
+        ended.add(key)
+        if open_acts and key in open_acts:
+            open_acts.discard(key)
         else:
             yield act_event(span)
         yield observe_event(span)
@@ -306,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toolspan`` command."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "serve":  # a long-running server: none of the one-shot tuning below
+        return serve(args)
     command = _COMMANDS.get(args.command or "")
     if command is None:
         parser.print_help(sys.stderr)

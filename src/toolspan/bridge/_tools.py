@@ -121,7 +121,7 @@ def _legacy_error(attrs: Mapping[str, Any]) -> bool:
 
 
 def tool_state(span: Span) -> str:
-    """Final state per seed 003's state machine (plus ``CANCELLED``); ``SEALED`` if the span never ended."""
+    """Final state per the progress stream's state machine (plus ``CANCELLED``); ``SEALED`` if never ended."""
     if span.end_ns is None:
         return sc.STATE_SEALED
     attrs = span.attributes

@@ -1,0 +1,114 @@
+"""Text deltas of the conversation timeline: streamed text for live subscribers only, never stored per chunk.
+
+``text_delta(text)`` hands each chunk to every registered live processor that saw the span start; the span
+itself only gets the accumulated text as ``toolspan.stream.text`` (one value, within the byte budget).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import Any, Final, Protocol
+
+from opentelemetry import trace as trace_api
+
+from toolspan import semconv
+from toolspan._ids import execution_id
+from toolspan.config import get_config
+
+__all__ = ["TEXT_DELTA", "DeltaSink", "register", "text_delta", "unregister"]
+
+_logger = logging.getLogger("toolspan.exporters.live")
+
+TEXT_DELTA: Final = "text_delta"
+
+
+class DeltaSink(Protocol):
+    """What receives deltas: ``LiveEventProcessor``."""
+
+    def _deliver_delta(self, key: tuple[int, int], event: dict[str, Any]) -> None: ...
+
+
+class _Aggregate:
+    __slots__ = ("full", "parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.full = False
+
+
+_aggregates: weakref.WeakKeyDictionary[trace_api.Span, _Aggregate] = weakref.WeakKeyDictionary()
+_aggregates_lock = threading.Lock()
+_processors: weakref.WeakSet[Any] = weakref.WeakSet()
+_processors_lock = threading.Lock()
+
+
+def register(sink: DeltaSink) -> None:
+    with _processors_lock:
+        _processors.add(sink)
+
+
+def unregister(sink: DeltaSink) -> None:
+    with _processors_lock:
+        _processors.discard(sink)
+
+
+def _aggregate(span: trace_api.Span, text: str) -> None:
+    """Set ``toolspan.stream.text`` on ``span`` to all its deltas so far, within the byte budget."""
+    config = get_config()
+    if not config.capture_content:
+        return
+    with _aggregates_lock:
+        agg = _aggregates.get(span)
+        if agg is None:
+            agg = _aggregates[span] = _Aggregate()
+        if agg.full:
+            return
+        data = text.encode("utf-8", "surrogatepass")
+        room = config.max_attribute_bytes - agg.size
+        if len(data) > room:
+            agg.parts.append(data[: max(room, 0)].decode("utf-8", "ignore"))
+            agg.full = True
+        else:
+            agg.parts.append(text)
+        agg.size += min(len(data), max(room, 0))
+        # Set inside the lock so concurrent deltas never leave an older value on the span.
+        span.set_attribute(semconv.TOOLSPAN_STREAM_TEXT, "".join(agg.parts))
+        if agg.full:
+            span.set_attribute(semconv.TOOLSPAN_STREAM_TRUNCATED, True)
+
+
+def text_delta(text: str, *, span: trace_api.Span | None = None) -> None:
+    """Stream ``text`` produced by the current tool or LLM span (or ``span``) to live subscribers.
+
+    Subscribers of every ``LiveEventProcessor`` that saw the span start get
+    ``{"type": "text_delta", "execution_id": "exec_<span id>", "delta": text}``. The span records no
+    event per delta; its ``toolspan.stream.text`` attribute holds the text so far (when content capture
+    is on), cut at the byte budget (then ``toolspan.stream.truncated`` is true). Never raises.
+    """
+    try:
+        if not text:
+            return
+        target = span if span is not None else trace_api.get_current_span()
+        ctx = target.get_span_context()
+        if not ctx.is_valid:
+            _logger.debug("toolspan: text_delta outside a span; dropped")
+            return
+        if target.is_recording():
+            _aggregate(target, text)
+        with _processors_lock:
+            processors = list(_processors)
+        if not processors:
+            return
+        event: dict[str, Any] = {
+            "type": TEXT_DELTA,
+            "execution_id": execution_id(ctx.span_id),
+            "delta": text,
+        }
+        key = (ctx.trace_id, ctx.span_id)
+        for processor in processors:
+            processor._deliver_delta(key, event)
+    except Exception:
+        _logger.exception("toolspan: text_delta failed")

@@ -1,0 +1,131 @@
+"""Pending records: a tool span exported once more when it *starts*, so a backend sees a running tool.
+
+OTLP only carries spans, and exporters only see spans that ended, so the act of a long tool would reach a
+server only with its observe. ``PendingSpanProcessor`` exports, at the start of every tool span, a copy of
+the span as it is then, with no end time (``end_time_unix_nano`` 0: the "pending span" pattern), through an
+ordinary ``SpanExporter`` (by default an OTLP exporter configured from the standard ``OTEL_EXPORTER_OTLP_*``
+variables). It is a plain span, so any Collector in between passes it on unchanged. The span ends later and
+is exported again by the application's usual processor; both records share trace id and span id (and so
+``execution_id``), and every toolspan reader merges them into the ended span (see
+``toolspan.bridge._coalesce``). A tool whose process died leaves only its pending record: the bridge reports
+it ``SEALED``.
+
+    provider.add_span_processor(PendingSpanProcessor())       # or TOOLSPAN_PENDING_SPANS=true + configure()
+
+Records go through their own small batch queue (flushed every ``schedule_delay_millis``, 50 ms by default,
+so a tool is visible while it runs) and never block the tool; a full queue drops records (the SDK logs it).
+The exporter is borrowed: shutting this processor down flushes its queue but leaves the exporter open for
+the application's own processor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Final
+
+from opentelemetry import context as context_api
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import Span as SdkSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from toolspan.bridge.classify import TOOL, classify
+from toolspan.bridge.readers import from_readable_span
+
+__all__ = ["PendingSpanProcessor", "pending_record"]
+
+_logger = logging.getLogger(__name__)
+DEFAULT_DELAY_MS: Final = 50
+
+
+class _Borrowed(SpanExporter):
+    """Forwards exports to an exporter someone else owns (and shuts down)."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self._exporter = exporter
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self._exporter.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _default_exporter() -> SpanExporter:
+    from toolspan import _env
+
+    protocol = _env.get(_env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) or _env.get(_env.OTEL_EXPORTER_OTLP_PROTOCOL)
+    if protocol == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+        return HttpExporter()
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+    return GrpcExporter()
+
+
+def pending_record(span: ReadableSpan) -> ReadableSpan:
+    """A frozen copy of a started span with no end time (what is exported at its start)."""
+    return ReadableSpan(
+        name=span.name,
+        context=span.get_span_context(),
+        parent=span.parent,
+        resource=span.resource,
+        attributes=dict(span.attributes or {}),
+        events=tuple(span.events),
+        links=tuple(span.links),
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=None,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+class PendingSpanProcessor(SpanProcessor):
+    """Export a pending record of each tool span at its start (see the module docstring).
+
+    ``exporter``: where records go (borrowed, never shut down here); ``None`` builds an OTLP exporter from
+    the ``OTEL_EXPORTER_OTLP_*`` variables (then owned and shut down here). ``tools_only=False`` sends a
+    record for every span (agents and plans too).
+    """
+
+    def __init__(
+        self,
+        exporter: SpanExporter | None = None,
+        *,
+        schedule_delay_millis: int = DEFAULT_DELAY_MS,
+        max_queue_size: int = 2048,
+        tools_only: bool = True,
+    ) -> None:
+        self._owned = exporter is None
+        target = _default_exporter() if exporter is None else _Borrowed(exporter)
+        self._batch = BatchSpanProcessor(
+            target,
+            schedule_delay_millis=schedule_delay_millis,
+            max_queue_size=max_queue_size,
+            max_export_batch_size=min(512, max_queue_size),
+        )
+        self._tools_only = tools_only
+
+    def on_start(self, span: SdkSpan, parent_context: context_api.Context | None = None) -> None:
+        try:
+            record = pending_record(span)
+            if self._tools_only and classify(from_readable_span(record)) != TOOL:
+                return
+            self._batch.on_end(record)
+        except Exception:
+            _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
+
+    def on_end(self, span: ReadableSpan) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self._batch.shutdown()  # type: ignore[no-untyped-call]
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        result: Any = self._batch.force_flush(timeout_millis)
+        return bool(result)

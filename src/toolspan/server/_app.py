@@ -1,0 +1,308 @@
+"""The Starlette application: OTLP/HTTP ingest, the read API and the live streams.
+
+Every handler is a thin shell: bytes in -> bridge readers -> store; store -> bridge views -> bytes out.
+An extra route (the trace page) is one more ``Route`` in ``routes()`` rendering ``App.trace_spans``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hmac
+import logging
+import urllib.parse
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from toolspan.bridge.model import Span, pad_trace_id
+from toolspan.server import _ingest, _query
+from toolspan.server._config import ServerConfig
+from toolspan.server._openapi import openapi_document
+from toolspan.server._remote import RemoteError, fetch_remote
+from toolspan.server._render import LINES, document_bytes, render, tree_document
+from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
+from toolspan.server._store import Cursor, IngestResult, Store
+
+__all__ = ["App", "build_app"]
+
+_logger = logging.getLogger(__name__)
+_NDJSON: Final = "application/x-ndjson"
+_HEX: Final = frozenset("0123456789abcdef")
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+class _BearerAuth:
+    """Refuse requests without ``Authorization: Bearer <token>`` (constant-time compare); ``/healthz``
+    and CORS preflights pass. A GET may carry the token as ``?access_token=`` instead: browsers'
+    ``EventSource`` cannot set headers."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == "/healthz" or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                given = value[7:].strip()
+        if not given and scope["method"] == "GET":
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            given = query.get("access_token", [""])[0].encode("latin-1")
+        if not hmac.compare_digest(given, self.token):
+            response = _error(401, "missing or wrong bearer token")
+            response.headers["www-authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class App:
+    """Holds the store, the stream notifier and the counters of one server."""
+
+    def __init__(self, config: ServerConfig, store: Store) -> None:
+        self.config = config
+        self.store = store
+        self.notifier = Notifier()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.dropped_clients = 0
+        self.streams = 0
+
+    # --- ingest (shared with gRPC) ---
+
+    def ingest_spans(self, spans: list[Span]) -> IngestResult:
+        """Store spans (any thread) and wake the streams; returns the counts."""
+        good, rejected, message = _ingest.split_valid(spans)
+        result = self.store.ingest(good) if good else IngestResult()
+        result.rejected = rejected
+        result.message = message
+        loop = self.loop
+        if loop is not None and good:
+            loop.call_soon_threadsafe(self.notifier.notify)
+        return result
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _ingest.IngestError(
+                413, f"body of {declared} bytes is over the size limit of {limit} bytes"
+            )
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
+        return bytes(body)
+
+    async def otlp_traces(self, request: Request) -> Response:
+        kind = _ingest.PROTOBUF
+        try:
+            kind = _ingest.media_type(request.headers.get("content-type"))
+            body = await self._read_body(request)
+            encoding = request.headers.get("content-encoding", "identity").strip().lower()
+            if encoding == "gzip":
+                body = _ingest.inflate(body, self.config.max_body_bytes)
+            elif encoding not in ("", "identity"):
+                raise _ingest.IngestError(415, f"unsupported content encoding {encoding!r}: use gzip")
+            spans = await run_in_threadpool(_ingest.parse_body, body, kind)
+        except _ingest.IngestError as e:
+            _logger.info("toolspan serve: refused an export (%d): %s", e.status, e.message)
+            return Response(_ingest.status_body(kind, 3, e.message), e.status, media_type=kind)
+        result = await run_in_threadpool(self.ingest_spans, spans)
+        return Response(_ingest.response_body(kind, result.rejected, result.message), media_type=kind)
+
+    # --- reads ---
+
+    async def trace_spans(self, trace_id: str) -> list[Span] | None:
+        """The spans of a trace: from the store, else from Tempo/Jaeger when configured."""
+        spans = await run_in_threadpool(self.store.trace_spans, trace_id)
+        if spans:
+            return spans
+        if self.config.tempo_url or self.config.jaeger_url:
+            try:
+                remote = await run_in_threadpool(
+                    fetch_remote, trace_id, self.config.tempo_url, self.config.jaeger_url
+                )
+            except RemoteError as e:
+                _logger.warning("toolspan serve: %s", e)
+                return None
+            return remote or None
+        return None
+
+    async def trace_view(self, request: Request) -> Response:
+        trace_id = _trace_id(request.path_params["trace_id"])
+        view = request.path_params["view"]
+        spans = None if trace_id is None else await self.trace_spans(trace_id)
+        if spans is None:
+            return _error(404, f"no trace {request.path_params['trace_id']!r}")
+        body = await run_in_threadpool(render, view, spans)
+        return Response(body, media_type=_NDJSON if view in LINES else "application/json")
+
+    async def job(self, request: Request) -> Response:
+        trace_id = _trace_id(request.path_params["job_id"])
+        spans = None if trace_id is None else await self.trace_spans(trace_id)
+        if spans is None:
+            return _error(404, f"no job {request.path_params['job_id']!r}")
+        if request.url.path.endswith("/replay"):
+            document = await run_in_threadpool(tree_document, spans)
+            body = document_bytes({**document, "read_only": True})
+        else:
+            body = await run_in_threadpool(render, "tree", spans)
+        return Response(body, media_type="application/json")
+
+    async def conversation_timeline(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        spans = await run_in_threadpool(self.store.conversation_spans, conversation_id)
+        if not spans:
+            return _error(404, f"no conversation {conversation_id!r}")
+        body = await run_in_threadpool(render, "timeline", spans)
+        return Response(body, media_type="application/json")
+
+    async def list_traces(self, request: Request) -> Response:
+        try:
+            page = await run_in_threadpool(
+                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
+            )
+        except _query.QueryError as e:
+            return _error(400, str(e))
+        return JSONResponse(page)
+
+    async def healthz(self, request: Request) -> Response:
+        counts = await run_in_threadpool(self.store.counts)
+        return JSONResponse(
+            {
+                "status": "ok",
+                **counts,
+                "streams": self.streams,
+                "dropped_stream_clients": self.dropped_clients,
+            }
+        )
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    # --- streams ---
+
+    def _drop(self) -> None:
+        self.dropped_clients += 1
+
+    async def stream(self, request: Request) -> Response:
+        params = request.path_params
+        trace_id: str | None = None
+        if "trace_id" in params:
+            trace_id = _trace_id(params["trace_id"])
+            if trace_id is None:
+                return _error(404, f"no trace {params['trace_id']!r}")
+        conversation_id = params.get("conversation_id")
+        raw = request.headers.get("last-event-id") or request.query_params.get("cursor")
+        cursor = None
+        if raw:
+            cursor = Cursor.parse(raw)
+            if cursor is None:
+                return _error(400, f"not a stream cursor: {raw[:80]!r}")
+        elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
+            # The all-traces stream starts at the live tail unless asked for everything kept.
+            cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
+        chunks = event_chunks(
+            self.store,
+            self.notifier,
+            cursor,
+            trace_id=trace_id,
+            conversation_id=conversation_id,
+            heartbeat_s=self.config.heartbeat_s,
+        )
+        return EventStreamResponse(
+            self._counted(chunks), send_timeout_s=self.config.send_timeout_s, on_drop=self._drop
+        )
+
+    async def _counted(self, chunks: Any) -> Any:
+        self.streams += 1
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            self.streams -= 1
+            await chunks.aclose()
+
+    def routes(self) -> list[Route]:
+        views = "{view:str}"
+        return [
+            Route("/v1/traces", self.otlp_traces, methods=["POST"]),
+            Route("/healthz", self.healthz),
+            Route("/openapi.json", self.openapi),
+            Route("/api/traces", self.list_traces),
+            Route("/api/stream", self.stream),
+            Route("/api/traces/{trace_id:str}/stream", self.stream),
+            Route("/api/conversations/{conversation_id:str}/stream", self.stream),
+            Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),
+            Route("/api/jobs/{job_id:str}/trace", self.job),
+            Route("/api/jobs/{job_id:str}/replay", self.job),
+            Route(f"/api/traces/{{trace_id:str}}/{views}", self._checked_view),
+        ]
+
+    async def _checked_view(self, request: Request) -> Response:
+        if request.path_params["view"] not in ("events", "tree", "plans", "progress"):
+            return _error(404, f"no route {request.url.path!r}")
+        return await self.trace_view(request)
+
+
+def _trace_id(raw: str) -> str | None:
+    """A path's trace id as the bridge spells it (32 lowercase hex), from hex or base64; else ``None``."""
+    text = raw.strip().lower()
+    if text and len(text) <= 32 and set(text) <= _HEX:
+        return pad_trace_id(text)
+    try:
+        decoded = base64.b64decode(raw, validate=True)
+    except ValueError:
+        return None
+    return decoded.hex() if len(decoded) == 16 else None
+
+
+def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
+    """The ASGI application of ``config`` over ``store``, and the ``App`` behind it."""
+    app = App(config, store)
+    middleware: list[Middleware] = []
+    if config.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "content-encoding", "last-event-id"],
+            )
+        )
+    if config.token:
+        middleware.append(Middleware(_BearerAuth, token=config.token))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _error(404, f"no route {request.url.path!r}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        app.loop = asyncio.get_running_loop()
+        yield
+        app.loop = None
+
+    starlette = Starlette(
+        routes=app.routes(),
+        middleware=middleware,
+        exception_handlers={404: not_found},
+        lifespan=lifespan,
+    )
+    return starlette, app

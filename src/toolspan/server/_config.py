@@ -1,0 +1,34 @@
+"""Settings of ``toolspan serve`` (command-line flags map one to one onto these fields)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig"]
+
+DEFAULT_MAX_BODY_BYTES: Final = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    db: str = "toolspan.db"
+    host: str = "127.0.0.1"
+    port: int = 4318
+    grpc_port: int | None = 4317
+    token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    # Largest request body accepted, before and after gunzip (413 beyond).
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # A tool still open this long after its trace was last updated is reported SEALED.
+    idle_timeout_s: float = 300.0
+    # Retention: whole traces older than this (by last update) or beyond this many spans are dropped.
+    retention_s: float | None = None
+    max_spans: int | None = None
+    heartbeat_s: float = 15.0
+    # A stream client whose socket stays full this long (it stopped reading) is dropped.
+    send_timeout_s: float = 10.0
+    # Text deltas buffered per stream client at most (then the client is dropped).
+    delta_buffer: int = 1000
+    tempo_url: str | None = None
+    jaeger_url: str | None = None

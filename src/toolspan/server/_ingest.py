@@ -1,0 +1,126 @@
+"""OTLP/HTTP trace request bodies to neutral spans, and the OTLP responses (``/v1/traces``).
+
+Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, JSON
+via the bridge's OTLP JSON reader). A gzip body is inflated as a stream with a cap, so a small body that
+inflates past the size limit is refused without being unpacked into memory.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from typing import Final
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import BridgeReadError, spans_from_document
+from toolspan.bridge.readers._otlp_proto import iter_proto_request
+from toolspan.bridge.readers._report import Ctx, ReadReport
+from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
+
+__all__ = [
+    "JSON",
+    "PROTOBUF",
+    "IngestError",
+    "inflate",
+    "media_type",
+    "parse_body",
+    "response_body",
+    "split_valid",
+    "status_body",
+]
+
+PROTOBUF: Final = "application/x-protobuf"
+JSON: Final = "application/json"
+_TYPES: Final = {
+    "application/x-protobuf": PROTOBUF,
+    "application/protobuf": PROTOBUF,
+    "application/json": JSON,
+}
+_CHUNK: Final = 64 << 10
+
+
+class IngestError(Exception):
+    """A request refused as a whole: ``status`` (400, 413, 415) and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def media_type(content_type: str | None) -> str:
+    """``PROTOBUF`` or ``JSON`` for a request's ``Content-Type`` (415 for anything else)."""
+    base = (content_type or "").split(";", 1)[0].strip().lower()
+    found = _TYPES.get(base)
+    if found is None:
+        raise IngestError(415, f"unsupported content type {base or '(none)'!r}: use {PROTOBUF} or {JSON}")
+    return found
+
+
+def inflate(body: bytes, limit: int) -> bytes:
+    """The gunzipped ``body``; 413 as soon as the output would pass ``limit`` bytes, 400 if not gzip."""
+    inflater = zlib.decompressobj(wbits=31)
+    out = bytearray()
+    data = body
+    try:
+        while data:
+            room = limit + 1 - len(out)
+            out += inflater.decompress(data, min(room, _CHUNK))
+            if len(out) > limit:
+                raise IngestError(413, f"gzip body inflates past the size limit of {limit} bytes")
+            data = inflater.unconsumed_tail
+        if not inflater.eof:
+            raise IngestError(400, "gzip body is truncated")
+    except zlib.error as e:
+        raise IngestError(400, f"gzip body is not valid: {e}") from None
+    return bytes(out)
+
+
+def parse_body(body: bytes, kind: str) -> list[Span]:
+    """The spans of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
+    try:
+        if kind == PROTOBUF:
+            return list(iter_proto_request(body, Ctx("request body", False, ReadReport())))
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError) as e:
+            raise IngestError(400, f"request body is not valid JSON: {e}") from None
+        if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
+            raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")
+        return spans_from_document(doc, origin="request body")
+    except BridgeReadError as e:
+        raise IngestError(400, str(e).replace("\n", " ")) from None
+
+
+def split_valid(spans: Sequence[Span]) -> tuple[list[Span], int, str]:
+    """``(usable spans, rejected count, message)``: a span without a trace id or span id is rejected."""
+    good = [s for s in spans if s.trace_id != ZERO_TRACE and s.span_id != ZERO_SPAN]
+    rejected = len(spans) - len(good)
+    message = f"{rejected} span(s) without a trace id or span id" if rejected else ""
+    return good, rejected, message
+
+
+def response_body(kind: str, rejected: int, message: str) -> bytes:
+    """An ``ExportTraceServiceResponse``, with ``partial_success`` when spans were rejected."""
+    if kind == JSON:
+        doc: dict[str, object] = {}
+        if rejected:
+            doc["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
+        return json.dumps(doc).encode()
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return bytes(response.SerializeToString())
+
+
+def status_body(kind: str, code: int, message: str) -> bytes:
+    """A ``google.rpc.Status`` (the OTLP/HTTP error body) with ``message``."""
+    if kind == JSON:
+        return json.dumps({"code": code, "message": message}).encode()
+    from google.rpc.status_pb2 import Status
+
+    return bytes(Status(code=code, message=message).SerializeToString())

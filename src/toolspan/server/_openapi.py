@@ -1,0 +1,75 @@
+"""The OpenAPI 3.1 document of the server (``GET /openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolspan.bridge.views import SCHEMA_VERSION
+
+__all__ = ["openapi_document"]
+
+
+def _get(summary: str, media: str = "application/json", params: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": [
+                {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in params
+            ],
+            "responses": {
+                "200": {"description": "OK", "content": {media: {}}},
+                "404": {"description": "unknown id: {error, status}"},
+            },
+        }
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    trace = ("trace_id",)
+    job = ("job_id",)
+    conversation = ("conversation_id",)
+    sse = "text/event-stream"
+    lines = "application/x-ndjson"
+    query = [
+        {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+        for name in ("service", "tool", "state", "from_ms", "to_ms", "conversation_id", "limit", "cursor")
+    ]
+    listing = _get("Trace summaries, newest first, cursor-paginated")
+    listing["get"]["parameters"] = query
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "toolspan serve", "version": SCHEMA_VERSION},
+        "paths": {
+            "/v1/traces": {
+                "post": {
+                    "summary": "OTLP/HTTP trace export (protobuf or JSON, optionally gzip)",
+                    "responses": {
+                        "200": {
+                            "description": "ExportTraceServiceResponse (partial_success when spans rejected)"
+                        },
+                        "400": {"description": "malformed body; nothing stored"},
+                        "413": {"description": "body (or inflated body) over the size limit"},
+                        "415": {"description": "unsupported content type or encoding"},
+                    },
+                }
+            },
+            "/healthz": _get("Liveness and counts"),
+            "/api/traces": listing,
+            "/api/traces/{trace_id}/events": _get("Act/observe event stream, JSON Lines", lines, trace),
+            "/api/traces/{trace_id}/tree": _get("Trace document with execution tree", params=trace),
+            "/api/traces/{trace_id}/plans": _get("Plan records", params=trace),
+            "/api/traces/{trace_id}/progress": _get("Progress stream, JSON Lines", lines, trace),
+            "/api/conversations/{conversation_id}/timeline": _get(
+                "Conversation timelines", params=conversation
+            ),
+            "/api/jobs/{job_id}/trace": _get(
+                "Alias of /api/traces/{id}/tree (trace id = job id)", params=job
+            ),
+            "/api/jobs/{job_id}/replay": _get("The trace document with read_only: true", params=job),
+            "/api/stream": _get("Live act/observe events of all traces (SSE, Last-Event-ID resume)", sse),
+            "/api/traces/{trace_id}/stream": _get("Live act/observe events of one trace (SSE)", sse, trace),
+            "/api/conversations/{conversation_id}/stream": _get(
+                "Live act/observe events of one conversation (SSE)", sse, conversation
+            ),
+        },
+    }

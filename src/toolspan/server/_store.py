@@ -1,0 +1,389 @@
+"""The server's embedded store: one SQLite file in WAL mode, spans keyed by ``(trace_id, span_id)``.
+
+- ``spans``: one row per span (a rowid table: its rows, about a kilobyte each, are too large for
+  ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
+  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``).
+- ``traces``: a summary row per trace, recomputed from its spans in the same transaction.
+- ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
+  ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
+  strictly increasing and stored with the data), so a cursor means the same thing after a restart.
+
+Every statement is parameterised. A commit returns only once SQLite has the transaction in its WAL, so an
+acknowledged export survives the server being killed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolspan import semconv as sc
+from toolspan.bridge._coalesce import coalesce
+from toolspan.bridge.classify import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.model import Span
+from toolspan.server._codec import decode, encode
+from toolspan.server._cursor import Cursor
+
+__all__ = ["Cursor", "IngestResult", "Store", "TraceRow"]
+
+_logger = logging.getLogger(__name__)
+_CHECKPOINT_S: Final = 1.0
+ACT: Final = 0
+OBSERVE: Final = 1
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS spans (
+  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
+  start_ns INTEGER NOT NULL, end_ns INTEGER, is_tool INTEGER NOT NULL, tool_name TEXT,
+  tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data TEXT NOT NULL,
+  PRIMARY KEY (trace_id, span_id));
+CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
+CREATE TABLE IF NOT EXISTS traces (
+  trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
+  start_ns INTEGER, end_ns INTEGER, last_seen_ns INTEGER NOT NULL, spans INTEGER, tools INTEGER,
+  errors INTEGER, open_tools INTEGER) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns, trace_id);
+CREATE INDEX IF NOT EXISTS traces_conversation ON traces (conversation_id);
+CREATE TABLE IF NOT EXISTS events (
+  ns INTEGER NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
+  conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
+CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, ns);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
+"""
+
+
+@dataclass(slots=True)
+class IngestResult:
+    accepted: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    trace_id: str
+    service: str | None
+    conversation_id: str | None
+    root_name: str | None
+    root_ended: bool
+    start_ns: int
+    end_ns: int | None
+    last_seen_ns: int
+    spans: int
+    tools: int
+    errors: int
+    open_tools: int
+
+
+def _conversation(span: Span) -> str | None:
+    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+        value = span.attributes.get(key)
+        if value is not None and value != "":
+            return str(value)
+    return None
+
+
+def _merge(old: Span, new: Span) -> Span | None:
+    """One span from two records of it as the bridge merges them; ``None`` when they conflict."""
+    merged = coalesce([old, new])
+    return merged[0] if len(merged) == 1 else None
+
+
+def _columns(span: Span) -> tuple[Any, ...]:
+    tool = classify(span) == TOOL
+    state = tool_state(span) if tool and span.end_ns is not None else None
+    if tool:
+        error = span.end_ns is not None and tool_error(span, state) is not None
+    else:
+        error = span.status == "ERROR"
+    service = span.resource.get(sc.SERVICE_NAME)
+    return (
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.name,
+        span.start_ns,
+        span.end_ns,
+        int(tool),
+        tool_name(span) if tool else None,
+        state,
+        int(error),
+        None if service is None else str(service),
+        _conversation(span),
+        encode(span),
+    )
+
+
+class Store:
+    """Thread-safe access to one SQLite database (one connection, one lock: SQLite has one writer)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA cache_size=-32768")
+        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
+        # own connection, so a commit only appends to the WAL: still durable when the process is killed.
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT max(ns) FROM events").fetchone()
+        clock = self._meta("clock")
+        self._clock = max(row[0] or 0, clock or 0)
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoints, name="toolspan-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            while not self._stop.wait(_CHECKPOINT_S):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    _logger.warning("toolspan serve: WAL checkpoint failed: %s", exc)
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        """Checkpoint and close (a second call does nothing)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._checkpointer.join(10)
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.close()
+
+    # --- writes -------------------------------------------------------------------------------------
+
+    def _tick(self) -> int:
+        self._clock = max(time.time_ns(), self._clock + 1)
+        return self._clock
+
+    def _meta(self, key: str) -> int | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def ingest(self, spans: Sequence[Span]) -> IngestResult:
+        """Store ``spans`` in one transaction (committed when this returns)."""
+        result = IngestResult(accepted=len(spans))
+        # Records of one span within the request merge first (a pending record next to its ended span).
+        batch: dict[tuple[str, str], Span] = {}
+        for record in spans:
+            key = (record.trace_id, record.span_id)
+            known = batch.get(key)
+            if known is None:
+                batch[key] = record
+            else:
+                result.duplicates += 1
+                batch[key] = _merge(known, record) or known
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                ns = self._tick()
+                self._put_all(batch, ns, result)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return result
+
+    def _put_all(self, batch: dict[tuple[str, str], Span], ns: int, result: IngestResult) -> None:
+        db = self._db
+        keys = json.dumps([t + s for t, s in batch])
+        existing = {
+            (r[0], r[1]): (r[2], r[3])
+            for r in db.execute(
+                "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
+                " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
+                (keys,),
+            )
+        }
+        rows: list[tuple[Any, ...]] = []
+        events: list[tuple[int, str, str, int]] = []
+        conversations: dict[str, str | None] = {}
+        for key, record in batch.items():
+            span = record
+            had_end = False
+            old_row = existing.get(key)
+            if old_row is not None:
+                old = decode(old_row[0])
+                had_end = old_row[1] is not None
+                new = _merge(old, span)
+                if new is None or encode(new) == old_row[0]:
+                    # The same record again (or a conflicting one: the first stays), counted once.
+                    result.duplicates += 1
+                    continue
+                span = new
+            cols = _columns(span)
+            rows.append(cols)
+            if cols[11] is not None or span.trace_id not in conversations:
+                conversations[span.trace_id] = cols[11] or conversations.get(span.trace_id)
+            if cols[6]:
+                if old_row is None:
+                    events.append((ns, *key, ACT))
+                if span.end_ns is not None and not had_end:
+                    events.append((ns, *key, OBSERVE))
+        if not rows:
+            return
+        db.executemany("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        traces = json.dumps(sorted(conversations))
+        db.execute(
+            "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
+            " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
+            "  ORDER BY r.start_ns LIMIT 1),"
+            " coalesce((SELECT r.end_ns IS NOT NULL FROM spans r WHERE r.trace_id = s.trace_id"
+            "  AND r.parent IS NULL ORDER BY r.start_ns LIMIT 1), 0),"
+            " min(s.start_ns), max(s.end_ns), ?, count(*), sum(s.is_tool), sum(s.is_error),"
+            " sum(s.is_tool AND s.end_ns IS NULL)"
+            " FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value GROUP BY s.trace_id",
+            (ns, traces),
+        )
+        if events:
+            known = dict(
+                db.execute(
+                    "SELECT t.trace_id, t.conversation_id FROM json_each(?) AS j"
+                    " CROSS JOIN traces AS t ON t.trace_id = j.value",
+                    (traces,),
+                ).fetchall()
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)",
+                [(*e, conversations.get(e[1]) or known.get(e[1])) for e in events],
+            )
+
+    def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
+        """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
+        ``max_spans`` spans; returns the number of traces dropped. The event log's horizon moves up to
+        the newest event dropped, so a client behind it is told to reset."""
+        with self._lock:
+            db = self._db
+            doomed: list[str] = []
+            if max_age_ns is not None:
+                limit = time.time_ns() - max_age_ns
+                doomed += [
+                    r[0] for r in db.execute("SELECT trace_id FROM traces WHERE last_seen_ns < ?", (limit,))
+                ]
+            if max_spans is not None:
+                total = db.execute("SELECT coalesce(sum(spans), 0) FROM traces").fetchone()[0]
+                gone = set(doomed)
+                for trace_id, count in db.execute("SELECT trace_id, spans FROM traces ORDER BY last_seen_ns"):
+                    if total <= max_spans:
+                        break
+                    if trace_id not in gone:
+                        doomed.append(trace_id)
+                        total -= count
+            if not doomed:
+                return 0
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                horizon = self._horizon()
+                for trace_id in doomed:
+                    top = db.execute(
+                        "SELECT ns, trace_id, span_id, phase FROM events WHERE trace_id = ?"
+                        " ORDER BY ns DESC, span_id DESC, phase DESC LIMIT 1",
+                        (trace_id,),
+                    ).fetchone()
+                    if top is not None:
+                        horizon = max(horizon, Cursor(*top))
+                    for table in ("spans", "events", "traces"):
+                        db.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (str(horizon),))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return len(doomed)
+
+    # --- reads --------------------------------------------------------------------------------------
+
+    def _spans(self, sql: str, args: Iterable[Any]) -> list[Span]:
+        with self._lock:
+            rows = self._db.execute(sql, tuple(args)).fetchall()
+        return [decode(r[0]) for r in rows]
+
+    def trace_spans(self, trace_id: str) -> list[Span]:
+        return self._spans("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
+
+    def conversation_spans(self, conversation_id: str) -> list[Span]:
+        return self._spans(
+            "SELECT data FROM spans WHERE trace_id IN"
+            " (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)",
+            (conversation_id, conversation_id),
+        )
+
+    def trace_row(self, trace_id: str) -> TraceRow | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        return None if row is None else _trace_row(row)
+
+    def list_traces(self, where: str, args: Sequence[Any], limit: int) -> list[TraceRow]:
+        """Trace rows matching ``where`` (built by the caller from fixed fragments and ``?`` only),
+        newest first."""
+        sql = f"SELECT * FROM traces WHERE {where} ORDER BY start_ns DESC, trace_id DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(sql, (*args, limit)).fetchall()
+        return [_trace_row(r) for r in rows]
+
+    def clock(self) -> int:
+        """The commit clock now: a cursor at the live tail."""
+        with self._lock:
+            return self._clock
+
+    def _horizon(self) -> Cursor:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'horizon'").fetchone()
+        return (None if row is None else Cursor.parse(str(row[0]))) or Cursor(0)
+
+    def horizon(self) -> Cursor:
+        """The newest event dropped by retention: a client whose cursor is before it missed events."""
+        with self._lock:
+            return self._horizon()
+
+    def events_after(
+        self, cursor: Cursor, *, trace_id: str | None, conversation_id: str | None, limit: int
+    ) -> list[tuple[Cursor, int, Span]]:
+        """Events after ``cursor`` in cursor order: ``(cursor, phase, span)``."""
+        sql = (
+            "SELECT e.ns, e.trace_id, e.span_id, e.phase, s.data FROM events e"
+            " JOIN spans s ON s.trace_id = e.trace_id AND s.span_id = e.span_id"
+            " WHERE (e.ns, e.trace_id, e.span_id, e.phase) > (?, ?, ?, ?)"
+        )
+        args: list[Any] = [cursor.ns, cursor.trace_id, cursor.span_id, cursor.phase]
+        if trace_id is not None:
+            sql += " AND e.trace_id = ?"
+            args.append(trace_id)
+        if conversation_id is not None:
+            sql += " AND (e.conversation_id = ? OR e.trace_id = ?)"
+            args += [conversation_id, conversation_id]
+        sql += " ORDER BY e.ns, e.trace_id, e.span_id, e.phase LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], decode(r[4])) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            spans = self._db.execute("SELECT count(*) FROM spans").fetchone()[0]
+            traces = self._db.execute("SELECT count(*) FROM traces").fetchone()[0]
+        return {"spans": int(spans), "traces": int(traces)}
+
+
+def _trace_row(row: Sequence[Any]) -> TraceRow:
+    return TraceRow(
+        row[0], row[1], row[2], row[3], bool(row[4]), row[5], row[6], row[7], row[8], row[9], row[10], row[11]
+    )

@@ -1,0 +1,195 @@
+"""A real ``toolspan serve`` subprocess on free 127.0.0.1 ports for the server tests, and HTTP helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
+
+HOST = "127.0.0.1"
+READY_TIMEOUT_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    db: Path
+    port: int
+    grpc_port: int
+    args: Sequence[str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def start(self) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "toolspan",
+            "serve",
+            "--db",
+            str(self.db),
+            "--port",
+            str(self.port),
+            "--grpc-port",
+            str(self.grpc_port),
+            *self.args,
+        ]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"toolspan serve exited: {self.log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"toolspan serve did not start: {self.log.read_text()}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        req = urllib.request.Request(
+            self.url + path, data=body, method=method, headers={**self.headers, **(headers or {})}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def get(self, path: str) -> bytes:
+        status, _, body = self.request("GET", path)
+        assert status == 200, (path, status, body)
+        return body
+
+    def get_json(self, path: str) -> Any:
+        return json.loads(self.get(path))
+
+    def post_otlp(self, body: bytes, content_type: str = "application/x-protobuf", **headers: str) -> Any:
+        return self.request("POST", "/v1/traces", body, {"Content-Type": content_type, **headers})
+
+    def counts(self) -> dict[str, int]:
+        doc = self.get_json("/healthz")
+        return {"spans": doc["spans"], "traces": doc["traces"]}
+
+
+@contextmanager
+def running_server(tmp: Path, *args: str, db: Path | None = None) -> Iterator[Server]:
+    server = Server(db or tmp / "toolspan.db", free_port(), free_port(), args, tmp / "server.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def otlp_body(spans: Sequence[ReadableSpan]) -> bytes:
+    """The OTLP protobuf request the SDK's own exporter sends for ``spans``."""
+    return bytes(encode_spans(spans).SerializeToString())
+
+
+def sdk_env(server: Server, protocol: str) -> dict[str, str]:
+    """Environment for a child process exporting to ``server`` with the SDK's OTLP exporter."""
+    endpoint = server.url if protocol == "http/protobuf" else f"http://{HOST}:{server.grpc_port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+        OTEL_BSP_SCHEDULE_DELAY="50",
+    )
+    return env
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    id: str | None
+    event: str
+    data: str
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+def sse_stream(
+    server: Server,
+    path: str,
+    *,
+    last_event_id: str | None = None,
+    timeout: float = 30.0,
+    comments: bool = False,
+) -> Iterator[SseEvent]:
+    """The events of one SSE connection (comments as ``event="comment"`` when asked); ends when the server
+    closes the connection, raises ``OSError`` when it dies."""
+    import http.client
+
+    conn = http.client.HTTPConnection(HOST, server.port, timeout=timeout)
+    headers = dict(server.headers)
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = last_event_id
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        assert response.status == 200, (response.status, response.read())
+        fields: dict[str, str] = {}
+        data: list[str] = []
+        while True:
+            raw = response.fp.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if not line:
+                if data or "event" in fields:
+                    yield SseEvent(fields.get("id"), fields.get("event", "message"), "\n".join(data))
+                fields, data = {}, []
+                continue
+            if line.startswith(":"):
+                if comments:
+                    yield SseEvent(None, "comment", line[1:].strip())
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            else:
+                fields[name] = value
+    finally:
+        conn.close()

@@ -1,0 +1,100 @@
+"""``PendingSpanProcessor``: a tool span exported at its start with no end, merged away by the bridge."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests._instrumentation import tool_attrs
+
+import toolspan
+from toolspan import cli
+from toolspan.exporters.otlp_file import OtlpJsonFileExporter
+from toolspan.exporters.pending import PendingSpanProcessor
+from toolspan.testing import installed_tracer_provider
+
+
+class _Recording(SpanExporter):
+    """An exporter that remembers what it exported and whether it was shut down."""
+
+    def __init__(self) -> None:
+        self.spans: list[ReadableSpan] = []
+        self.shut = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.spans.extend(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+def test_a_tool_span_is_exported_at_its_start_without_an_end() -> None:
+    exporter = _Recording()
+    pending = PendingSpanProcessor(exporter)
+    seen_during_call: list[int] = []
+    provider = TracerProvider()
+    provider.add_span_processor(pending)
+    ended = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(ended))
+
+    @toolspan.tool
+    def lookup(city: str) -> str:
+        pending.force_flush()
+        seen_during_call.append(len(exporter.spans))
+        return city.upper()
+
+    with installed_tracer_provider(provider):
+        assert lookup("paris") == "PARIS"
+        with toolspan.agent("helper"):
+            pass
+    provider.shutdown()
+    assert seen_during_call == [1]
+    [record] = exporter.spans  # the agent span got none: tools only
+    [span] = [s for s in ended.get_finished_spans() if s.name == "execute_tool lookup"]
+    assert (record.end_time, record.start_time, record.context, record.parent) == (
+        None,
+        span.start_time,
+        span.context,
+        span.parent,
+    )
+    # What the span holds when it starts: the ids and state are set right after.
+    later = {"toolspan.execution_id", "toolspan.tool_call_id", "toolspan.tool.state"}
+    at_start = {
+        k: v for k, v in tool_attrs(span, "lookup", arguments='{"city": "paris"}').items() if k not in later
+    }
+    assert dict(record.attributes or {}) == at_start
+    assert exporter.shut is False  # borrowed: the application's own processor owns the exporter
+
+
+def test_views_of_a_file_with_pending_records_equal_the_views_without(tmp_path: Path) -> None:
+    with_pending, without = tmp_path / "with.jsonl", tmp_path / "without.jsonl"
+    file_with, file_without = OtlpJsonFileExporter(str(with_pending)), OtlpJsonFileExporter(str(without))
+    provider = TracerProvider()
+    provider.add_span_processor(PendingSpanProcessor(file_with))
+    provider.add_span_processor(SimpleSpanProcessor(file_with))
+    provider.add_span_processor(SimpleSpanProcessor(file_without))
+
+    @toolspan.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    with installed_tracer_provider(provider), toolspan.agent("calc", conversation_id="c-1"):
+        add(1, 2)
+        add(3, 4)
+    provider.shutdown()
+    file_with.shutdown()
+    assert len(with_pending.read_text().splitlines()) > len(without.read_text().splitlines())
+
+    def convert(path: Path, target: str) -> bytes:
+        args = cli._parser().parse_args(["convert", str(path), "--to", target])
+        out = io.BytesIO()
+        assert cli.convert(args, out, io.StringIO()) == 0
+        return out.getvalue()
+
+    for target in ("events", "timeline", "tree", "plans", "progress"):
+        assert convert(with_pending, target) == convert(without, target), target
