@@ -1,7 +1,7 @@
 """The Starlette application: OTLP/HTTP ingest, the read API and the live streams.
 
 Every handler is a thin shell: bytes in -> bridge readers -> store; store -> bridge views -> bytes out.
-An extra route (the trace page) is one more ``Route`` in ``routes()`` rendering ``App.trace_spans``.
+The trace page and the trace list (``_pages``) are routes like the others.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolspan.bridge.model import Span, pad_trace_id
-from toolspan.server import _ingest, _query
+from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._openapi import openapi_document
 from toolspan.server._remote import RemoteError, fetch_remote
@@ -166,6 +166,36 @@ class App:
             body = await run_in_threadpool(render, "tree", spans)
         return Response(body, media_type="application/json")
 
+    async def trace_page(self, request: Request) -> Response:
+        raw = request.path_params.get("trace_id") or request.path_params["job_id"]
+        trace_id = _trace_id(raw)
+        spans = None if trace_id is None else await self.trace_spans(trace_id)
+        if spans is None or trace_id is None:
+            return _error(404, f"no trace {raw!r}")
+        token = request.query_params.get("access_token")
+        text = await run_in_threadpool(_pages.trace_page_html, trace_id, spans, token)
+        return HTMLResponse(text)
+
+    async def page_data(self, request: Request) -> Response:
+        trace_id = _trace_id(request.path_params["trace_id"])
+        spans = None if trace_id is None else await self.trace_spans(trace_id)
+        if spans is None:
+            return _error(404, f"no trace {request.path_params['trace_id']!r}")
+        text = await run_in_threadpool(_pages.page_data, spans)
+        return Response(
+            text.encode("utf-8"), media_type="application/json", headers={"cache-control": "no-store"}
+        )
+
+    async def trace_list(self, request: Request) -> Response:
+        try:
+            page = await run_in_threadpool(
+                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
+            )
+        except _query.QueryError as e:
+            return _error(400, str(e))
+        text = _pages.trace_list_html(page, request.query_params.get("access_token"))
+        return HTMLResponse(text)
+
     async def conversation_timeline(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         spans = await run_in_threadpool(self.store.conversation_spans, conversation_id)
@@ -253,6 +283,10 @@ class App:
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),
             Route("/api/jobs/{job_id:str}/trace", self.job),
             Route("/api/jobs/{job_id:str}/replay", self.job),
+            Route("/api/jobs/{job_id:str}/trace/page", self.trace_page),
+            Route("/traces", self.trace_list),
+            Route("/traces/{trace_id:str}", self.trace_page),
+            Route("/api/traces/{trace_id:str}/page", self.page_data),
             Route(f"/api/traces/{{trace_id:str}}/{views}", self._checked_view),
         ]
 

@@ -66,6 +66,10 @@ def openapi_document() -> dict[str, Any]:
                 "Alias of /api/traces/{id}/tree (trace id = job id)", params=job
             ),
             "/api/jobs/{job_id}/replay": _get("The trace document with read_only: true", params=job),
+            "/api/jobs/{job_id}/trace/page": _get("The live trace page (HTML)", "text/html", job),
+            "/traces/{trace_id}": _get("The live trace page (HTML)", "text/html", trace),
+            "/traces": _get("The newest traces, linking to their pages (HTML)", "text/html"),
+            "/api/traces/{trace_id}/page": _get("The trace page's data, live (page schema)", params=trace),
             "/api/stream": _get("Live act/observe events of all traces (SSE, Last-Event-ID resume)", sse),
             "/api/traces/{trace_id}/stream": _get("Live act/observe events of one trace (SSE)", sse, trace),
             "/api/conversations/{conversation_id}/stream": _get(
