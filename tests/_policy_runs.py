@@ -99,7 +99,7 @@ def run_steps(steps: Sequence[Step]) -> None:
             continue
         name, args, approve = step
         if approve is None:
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, toolspan.ToolDenied):
                 TOOLS[name](**args)
         else:
             toolspan.run_tool_calls([_call(n, name, args)], TOOLS, approve=lambda _c, a=approve: a)

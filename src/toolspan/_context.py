@@ -17,21 +17,26 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 __all__ = [
-    "PENDING_CALL_ID_KEY",
+    "AGENTS_KEY",
     "Handoff",
-    "TaskStack",
+    "PENDING_CALL_ID_KEY",
     "TOOL_KEY",
+    "TaskStack",
     "ToolFrame",
+    "current_agents",
     "current_execution_id",
     "current_tool",
     "current_tool_call_id",
     "suppressed",
     "take_pending_call_id",
     "tool_call_id",
+    "with_agent",
 ]
 
 TOOL_KEY = context_api.create_key("toolspan-tool")
 PENDING_CALL_ID_KEY = context_api.create_key("toolspan-pending-call-id")
+# The names of the agents a call runs under, outermost first (a tuple): for policies.
+AGENTS_KEY = context_api.create_key("toolspan-agents")
 
 
 # OpenTelemetry's "suppress instrumentation" flags, as the contrib instrumentations read them
@@ -79,6 +84,17 @@ class ToolFrame(NamedTuple):
     span: trace_api.Span
     execution_id: str
     tool_call_id: str
+
+
+def current_agents(ctx: Context | None = None) -> tuple[str, ...]:
+    """The names of the agents the current code runs under, outermost first (sub-plans included)."""
+    agents = context_api.get_value(AGENTS_KEY, ctx)
+    return agents if isinstance(agents, tuple) else ()
+
+
+def with_agent(name: str, ctx: Context) -> Context:
+    """``ctx`` with ``name`` added as the innermost agent."""
+    return context_api.set_value(AGENTS_KEY, (*current_agents(ctx), name), ctx)
 
 
 def current_tool(ctx: Context | None = None) -> ToolFrame | None:

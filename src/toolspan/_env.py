@@ -66,6 +66,11 @@ TOOLSPAN_PENDING_SPANS: Final = EnvVar(
     "`configure()` with OTLP from the environment also exports each tool span when it starts (a running tool "
     "is visible on `toolspan serve`).",
 )
+TOOLSPAN_POLICY: Final = EnvVar(
+    "TOOLSPAN_POLICY",
+    "",
+    "Policy file (JSON or YAML) `configure()` checks every tool call against before its body runs.",
+)
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: Final = EnvVar(
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     "",
@@ -114,6 +119,7 @@ ALL: Final = (
     TOOLSPAN_JSON,
     TOOLSPAN_SERVER_TOKEN,
     TOOLSPAN_PENDING_SPANS,
+    TOOLSPAN_POLICY,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
     OTEL_SERVICE_NAME,
     OTEL_RESOURCE_ATTRIBUTES,

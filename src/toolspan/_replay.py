@@ -42,7 +42,7 @@ from typing import Any, Final, TypeVar
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _replayhook, _serialize, semconv
+from toolspan import _intercept, _serialize, semconv
 from toolspan._context import current_tool, take_pending_call_id
 from toolspan._ids import synthetic_call_id
 from toolspan.config import get_config
@@ -371,13 +371,13 @@ class replay:
         stack = getattr(self._tokens, "stack", None)
         if stack is None:
             stack = self._tokens.stack = []
-        token = context_api.attach(context_api.set_value(_replayhook.SESSION_KEY, _Session(self)))
+        token = context_api.attach(context_api.set_value(_intercept.SESSION_KEY, _Session(self)))
         stack.append(token)
-        _replayhook.ACTIVE[0] += 1
+        _intercept.ACTIVE[0] += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _replayhook.ACTIVE[0] -= 1
+        _intercept.ACTIVE[0] -= 1
         context_api.detach(self._tokens.stack.pop())
 
     def __call__(self, fn: F) -> F:

@@ -20,7 +20,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import semconv
-from toolspan._context import TaskStack, suppressed
+from toolspan._context import TaskStack, suppressed, with_agent
 from toolspan._gen import drive_async, drive_sync
 from toolspan._params import Parameters
 from toolspan._run import Active, Kind, Run, parent_tool_ids
@@ -67,6 +67,8 @@ class Scope:
 
     def _start(self, name: str, input_value: Any) -> Active:
         parent = self._context if self._context is not None else context_api.get_current()
+        if self._kind.name == "agent":
+            parent = with_agent(name, parent)
         tracer = get_tracer(self._tracer_provider)
         if tracer is None or suppressed(parent):
             return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)

@@ -39,7 +39,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
@@ -48,10 +48,15 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.util.types import AttributeValue
 
 from toolspan import _env
+from toolspan._intercept import install_guard
 from toolspan.config import Redactor, resolve_config, set_config
 from toolspan.semconv import SERVICE_NAME
 
 __all__ = ["EXPORTER_ENTRY_POINT_GROUP", "configure", "instrument_threads"]
+
+if TYPE_CHECKING:
+    from toolspan._guard import PolicyGuard
+    from toolspan.policy import Policy
 
 _logger = logging.getLogger(__name__)
 
@@ -82,12 +87,18 @@ def configure(
     redact: Redactor | None = None,
     instrument_threading: bool = True,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
+    policy: str | os.PathLike[str] | Policy | None = None,
 ) -> trace_api.TracerProvider:
     """Set up toolspan (see the module docstring) and return the tracer provider in use.
+
+    ``policy`` (a file or a ``toolspan.policy.Policy``; else ``TOOLSPAN_POLICY``): every tool call is checked
+    against it before its body runs (``toolspan._guard``). A policy that cannot be loaded raises
+    ``toolspan.policy.PolicyError``, from the argument or the variable alike: a policy is never skipped.
 
     Raises ``TypeError``/``ValueError`` for bad arguments; problems with exporters or the environment
     are logged and skipped.
     """
+    guard = _policy_guard(policy)
     config = resolve_config(
         capture_content=capture_content,
         max_attribute_bytes=max_attribute_bytes,
@@ -117,7 +128,24 @@ def configure(
         )
     if instrument_threading:
         instrument_threads()
+    if guard is not None:
+        install_guard(guard)
     return provider
+
+
+def _policy_guard(policy: str | os.PathLike[str] | Policy | None) -> PolicyGuard | None:
+    from toolspan._guard import PolicyGuard
+    from toolspan.policy import Policy, load_policy
+
+    if policy is None:
+        policy = _env.get(_env.TOOLSPAN_POLICY)
+        if policy is None:
+            return None
+    if not isinstance(policy, Policy):
+        if not isinstance(policy, str | os.PathLike):
+            raise TypeError(f"policy must be a file path or a toolspan.policy.Policy, not {policy!r:.80}")
+        policy = load_policy(policy)
+    return PolicyGuard(policy)
 
 
 def _check_arguments(

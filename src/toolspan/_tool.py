@@ -16,9 +16,9 @@ from opentelemetry import trace as trace_api
 
 from toolspan import semconv
 from toolspan._context import tool_call_id
+from toolspan._intercept import ACTIVE as REPLAYING
 from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided, record_permission_required
-from toolspan._replayhook import ACTIVE as REPLAYING
 from toolspan._toolrun import ToolInfo, wrapper_for
 from toolspan._wrappers import PicklableBound, PicklableWrapper, Rebuild
 

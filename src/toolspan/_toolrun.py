@@ -34,10 +34,10 @@ from toolspan._context import (
 )
 from toolspan._gen import drive_async, drive_sync
 from toolspan._ids import tool_ids
+from toolspan._intercept import ACTIVE as REPLAYING
+from toolspan._intercept import substitute
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import Parameters
-from toolspan._replayhook import ACTIVE as REPLAYING
-from toolspan._replayhook import substitute
 from toolspan._tracer import get_tracer
 from toolspan.config import get_config
 

@@ -112,6 +112,10 @@ TOOLSPAN_REPLAY_SERVED: Final = "toolspan.replay.served"  # true: recorded resul
 TOOLSPAN_REPLAY_MATCH: Final = "toolspan.replay.match"  # "call_id" | "arguments"
 TOOLSPAN_REPLAY_SOURCE_TRACE_ID: Final = "toolspan.replay.source.trace_id"
 TOOLSPAN_REPLAY_SOURCE_EXECUTION_ID: Final = "toolspan.replay.source.execution_id"
+# Live policy checks (configure(policy=...)): set on a tool span the policy denied.
+TOOLSPAN_POLICY_ID: Final = "toolspan.policy.id"
+TOOLSPAN_POLICY_VERSION: Final = "toolspan.policy.version"
+TOOLSPAN_POLICY_RULES: Final = "toolspan.policy.rules"  # ids of the rules the call broke, in policy order
 
 # Events recorded on spans
 THOUGHT_EVENT: Final = "toolspan.thought"

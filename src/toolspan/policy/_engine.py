@@ -132,6 +132,12 @@ class Checker:
 
     def check(self, call: Call) -> Verdict:
         """The verdict on ``call``; a call that ran counts toward budgets and ordering afterwards."""
+        verdict = self.evaluate(call)
+        self.record(call)
+        return verdict
+
+    def evaluate(self, call: Call) -> Verdict:
+        """The verdict on ``call``, changing nothing (a live check evaluates before the call runs)."""
         violations: list[Finding] = []
         unchecked: list[Finding] = []
         for rule in self.policy.rules:
@@ -140,16 +146,16 @@ class Checker:
             reason = self._problem(rule, call, unchecked)
             if reason is not None:
                 violations.append(Finding(rule.id, _kind(rule), reason))
-        if call.ran:
-            self._ran.append(call.tool)
-            for rule in self.policy.rules:
-                if (
-                    isinstance(rule, BudgetRule)
-                    and _applies(rule, call)
-                    and fnmatchcase(call.tool, rule.tool)
-                ):
-                    self._counts[rule.id] = self._counts.get(rule.id, 0) + 1
         return Verdict(tuple(violations), tuple(unchecked))
+
+    def record(self, call: Call) -> None:
+        """Count ``call`` toward budgets and ordering, if it ran."""
+        if not call.ran:
+            return
+        self._ran.append(call.tool)
+        for rule in self.policy.rules:
+            if isinstance(rule, BudgetRule) and _applies(rule, call) and fnmatchcase(call.tool, rule.tool):
+                self._counts[rule.id] = self._counts.get(rule.id, 0) + 1
 
     def _problem(self, rule: Rule, call: Call, unchecked: list[Finding]) -> str | None:
         tool = call.tool

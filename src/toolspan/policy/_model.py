@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -282,7 +283,7 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
     )
 
 
-def load_policy(path: str | Path) -> Policy:
+def load_policy(path: str | os.PathLike[str]) -> Policy:
     """Read a policy from a JSON or YAML file (YAML needs PyYAML: ``pip install 'toolspan[policy]'``)."""
     path = Path(path)
     name = str(path)
