@@ -73,6 +73,7 @@ def configure(
     max_attribute_bytes: int | None = None,
     redact_keys: Iterable[str] | None = None,
     redact: Redactor | None = None,
+    conventions: str | Iterable[str] | None = None,
     instrument_threading: bool = True,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
 ) -> trace_api.TracerProvider:
@@ -86,6 +87,7 @@ def configure(
         max_attribute_bytes=max_attribute_bytes,
         redact_keys=redact_keys,
         redact=redact,
+        conventions=conventions,
     )
     processors = list(span_processors)
     _check_arguments(

@@ -4,7 +4,8 @@
 Per call:
 
 - no SDK tracer provider installed (and no ``tracer_provider=``): the call goes straight through;
-- otherwise the span starts with the static attributes, ``gen_ai.tool.call.id`` when a model id was
+- otherwise the span starts with the static attributes of the configured conventions (GenAI,
+  OpenInference or both: ``Config.conventions``), ``gen_ai.tool.call.id`` when a model id was
   handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
   serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
   records, so a sampled-out call serializes nothing;
@@ -28,7 +29,13 @@ from toolspan._gen import drive_async, drive_sync
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec
 from toolspan._tracer import get_tracer
-from toolspan.config import get_config
+from toolspan.config import (
+    CONVENTIONS,
+    CONVENTIONS_BOTH,
+    CONVENTIONS_GENAI,
+    CONVENTIONS_OPENINFERENCE,
+    get_config,
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -38,7 +45,48 @@ _new_frame = tuple.__new__
 # The context key of the current span: one Context built per call instead of two.
 _SPAN_KEY = next(iter(trace_api.set_span_in_context(trace_api.INVALID_SPAN, Context())))
 
-_TEXT_ATTRS = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, semconv.OI_INPUT_VALUE)
+
+class _Keys:
+    """The keys one conventions setting writes the call id, arguments and result under."""
+
+    __slots__ = ("arguments", "call_id", "mime", "result")
+
+    def __init__(self, genai: bool, openinference: bool) -> None:
+        self.arguments = (
+            *((semconv.GEN_AI_TOOL_CALL_ARGUMENTS,) if genai else ()),
+            *((semconv.OI_INPUT_VALUE,) if openinference else ()),
+        )
+        self.result = (
+            *((semconv.GEN_AI_TOOL_CALL_RESULT,) if genai else ()),
+            *((semconv.OI_OUTPUT_VALUE,) if openinference else ()),
+        )
+        self.mime = openinference
+        # The model's id of the call; OpenInference alone has no GenAI key to hold it.
+        self.call_id = semconv.GEN_AI_TOOL_CALL_ID if genai else semconv.OI_TOOL_CALL_ID
+
+
+_KEYS: dict[str, _Keys] = {
+    CONVENTIONS_GENAI: _Keys(True, False),
+    CONVENTIONS_OPENINFERENCE: _Keys(False, True),
+    CONVENTIONS_BOTH: _Keys(True, True),
+}
+
+
+def _template(name: str, description: str | None, tool_type: str, conventions: str) -> dict[str, Any]:
+    """The static start attributes of a tool span in ``conventions``."""
+    attrs: dict[str, Any] = {}
+    if conventions != CONVENTIONS_OPENINFERENCE:
+        attrs[semconv.GEN_AI_OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
+        attrs[semconv.GEN_AI_TOOL_NAME] = name
+        attrs[semconv.GEN_AI_TOOL_TYPE] = tool_type
+        if description:
+            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
+    if conventions != CONVENTIONS_GENAI:
+        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
+        attrs[semconv.OI_TOOL_NAME] = name
+        if description:
+            attrs[semconv.OI_TOOL_DESCRIPTION] = description
+    return attrs
 
 
 class ToolInfo:
@@ -51,6 +99,7 @@ class ToolInfo:
         "name",
         "params",
         "span_name",
+        "templates",
         "tool_type",
         "tracer_provider",
     )
@@ -70,18 +119,9 @@ class ToolInfo:
         self.tracer_provider = tracer_provider
         self.span_name = semconv.TOOL_SPAN_PREFIX + name
         self.params = ParamSpec.of(func)
-        attrs: dict[str, Any] = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
-            semconv.GEN_AI_TOOL_NAME: name,
-            semconv.GEN_AI_TOOL_TYPE: tool_type,
-        }
-        if description:
-            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
-        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
-        attrs[semconv.OI_TOOL_NAME] = name
-        if description:
-            attrs[semconv.OI_TOOL_DESCRIPTION] = description
-        self.base_attributes = attrs
+        # The static start attributes per conventions setting (the setting may change after decoration).
+        self.templates = {conv: _template(name, description, tool_type, conv) for conv in CONVENTIONS}
+        self.base_attributes = self.templates[CONVENTIONS_BOTH]
 
 
 class _StartAttributes(dict[str, Any]):
@@ -91,11 +131,12 @@ class _StartAttributes(dict[str, Any]):
     that drop a span do not look at them), so a dropped span never pays for serialization.
     """
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_keys", "_pending")
 
-    def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None) -> None:
+    def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None, keys: _Keys) -> None:
         super().__init__(base)
         self._pending = pending
+        self._keys = keys
 
     def fill(self) -> None:
         pending = self._pending
@@ -108,9 +149,11 @@ class _StartAttributes(dict[str, Any]):
         except Exception:
             _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
             return
-        dict.__setitem__(self, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
-        dict.__setitem__(self, semconv.OI_INPUT_VALUE, text)
-        dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
+        keys = self._keys
+        for key in keys.arguments:
+            dict.__setitem__(self, key, text)
+        if keys.mime:
+            dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
 
     @property
     def filled(self) -> bool:
@@ -156,7 +199,7 @@ class _StartAttributes(dict[str, Any]):
 class _ToolRun:
     """One running tool call: its span, context and what a generator yielded so far."""
 
-    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "limit", "span")
+    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "keys", "limit", "span")
 
     def __init__(  # noqa: PLR0917 - the hot path: no argument packing
         self,
@@ -174,11 +217,14 @@ class _ToolRun:
         self.items: list[Any] | None = None
         self.limit = 0
         config = self.config = get_config()
+        keys = self.keys = _KEYS[config.conventions]
         attrs = _StartAttributes(
-            info.base_attributes, (info, instance, args, kwargs, config) if config.capture_content else None
+            info.templates[config.conventions],
+            (info, instance, args, kwargs, config) if config.capture_content else None,
+            keys,
         )
         if call_id is not None:
-            dict.__setitem__(attrs, semconv.GEN_AI_TOOL_CALL_ID, call_id)
+            dict.__setitem__(attrs, keys.call_id, call_id)
         span = self.span = tracer.start_span(info.span_name, context=parent, attributes=attrs)
         span_context = span.get_span_context()
         if not span_context.is_valid:
@@ -200,7 +246,7 @@ class _ToolRun:
             }
             if not attrs.filled:  # an SDK that did not read the start attributes: set them now
                 attrs.fill()
-                for key in (*_TEXT_ATTRS, semconv.OI_INPUT_MIME_TYPE):
+                for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
                     if key in attrs:
                         ids[key] = dict.__getitem__(attrs, key)
             span.set_attributes(ids)
@@ -239,9 +285,11 @@ class _ToolRun:
                             "toolspan: could not record the result of %s", self.info.name, exc_info=True
                         )
                     else:
-                        attrs[semconv.GEN_AI_TOOL_CALL_RESULT] = text
-                        attrs[semconv.OI_OUTPUT_VALUE] = text
-                        attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
+                        keys = self.keys
+                        for key in keys.result:
+                            attrs[key] = text
+                        if keys.mime:
+                            attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
                 span.set_attributes(attrs)
         except Exception:
             _logger.warning("toolspan: could not record the end of %s", self.info.name, exc_info=True)
@@ -366,6 +414,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
                 run.info, run.span, run.count, run.items, run.limit = info, trace_api.INVALID_SPAN, 0, None, 0
                 run.aggregate = False
                 run.ctx, run.config = context_api.get_current(), get_config()
+                run.keys = _KEYS[run.config.conventions]
             run.start_items()
             return run
 
