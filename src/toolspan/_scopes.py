@@ -27,6 +27,7 @@ from toolspan import _ids, _serialize, semconv
 from toolspan._context import current_tool
 from toolspan._gen import drive_async, drive_sync
 from toolspan._messages import input_messages, output_messages
+from toolspan._otel_internals import span_ended
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec, first_str_argument
 from toolspan._tracer import get_tracer
@@ -191,7 +192,7 @@ class Scope:
             if ids is not None:
                 attrs[semconv.TOOLSPAN_PARENT_EXECUTION_ID] = ids[0]
                 attrs[semconv.TOOLSPAN_PARENT_TOOL_CALL_ID] = ids[1]
-                ended = getattr(parent_span, "end_time", None) is not None
+                ended = span_ended(parent_span)
                 if self._new_trace or ended or parent_context.is_remote:
                     links = [trace_api.Link(parent_context)]
             elif self._new_trace and parent_context.is_valid:

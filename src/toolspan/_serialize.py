@@ -37,10 +37,11 @@ import math
 import re
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any, Final
 
+from toolspan._otel_internals import json_encoder
 from toolspan.config import REDACTED, Config, Redactor, normalize_key
 
 __all__ = ["MAX_DEPTH", "dumps", "to_json_text"]
@@ -52,39 +53,10 @@ DICT_MARKER_KEY: Final = "...[truncated]"
 FALLBACK_KEY: Final = "toolspan.truncated"
 
 
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _make_encode() -> Callable[[Any], str]:
-    """``JSONEncoder(ensure_ascii=False, allow_nan=False).encode``, calling the C encoder directly.
-
-    Built once (``JSONEncoder.encode`` builds it on every call). Without cycle checks: a cycle ends in
-    ``RecursionError``, which sends the value to the slow path like any other encoding error.
-    """
-    fallback = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-    make = getattr(json.encoder, "c_make_encoder", None)
-    quote = getattr(json.encoder, "c_encode_basestring", None)
-    if make is None or quote is None:
-        return fallback
-    try:
-        chunks = make(None, _not_json, quote, None, ": ", ", ", False, False, False)
-        join = "".join
-
-        def encode(value: Any) -> str:
-            if type(value) is str:
-                return quote(value)  # type: ignore[no-any-return]
-            return join(chunks(value, 0))
-
-        sample = {"a": [1, 2.5, None, True, 'é\n"', {"b": -3}], "1": "x"}
-        if encode(sample) != fallback(sample):
-            return fallback
-    except Exception:
-        return fallback
-    return encode
-
-
-_ENCODE: Final = _make_encode()
+# ``JSONEncoder(ensure_ascii=False, allow_nan=False).encode`` through the C encoder, built once. Without
+# cycle checks: a cycle ends in ``RecursionError``, which sends the value to the slow path like any
+# other encoding error.
+_ENCODE: Final = json_encoder()
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 _SAFE_KEYS_MAX: Final = 4096
 

@@ -17,6 +17,7 @@ from opentelemetry import trace as trace_api
 
 from toolspan import semconv
 from toolspan._context import tool_call_id
+from toolspan._otel_internals import tracing_on
 from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided, record_permission_required
 from toolspan._toolrun import ToolInfo, wrapper_for
@@ -59,11 +60,6 @@ else:
     _FunctionWrapper = wrapt.FunctionWrapper
 
 
-def _tracing_on() -> bool:
-    """False until an application installs a tracer provider: then a tool calls straight through."""
-    return trace_api._TRACER_PROVIDER is not None
-
-
 class _ToolWrapper(_FunctionWrapper):
     """A tool: a transparent wrapper (name, signature, docstring, kind) that knows its ``ToolInfo``.
 
@@ -75,7 +71,7 @@ class _ToolWrapper(_FunctionWrapper):
         super().__init__(
             wrapped,
             wrapper_for(info, getattr(wrapped, "__func__", wrapped)),
-            enabled=_tracing_on if info.tracer_provider is None else None,
+            enabled=tracing_on if info.tracer_provider is None else None,
         )
         self._self_toolspan_info = info
 

@@ -26,6 +26,7 @@ from opentelemetry.context import Context
 from toolspan import _serialize, semconv
 from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame, take_pending_call_id
 from toolspan._gen import drive_async, drive_sync
+from toolspan._otel_internals import context_with, global_provider
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec
 from toolspan._tracer import get_tracer
@@ -42,8 +43,6 @@ _logger = logging.getLogger(__name__)
 __all__ = ["ToolInfo", "wrapper_for"]
 
 _new_frame = tuple.__new__
-# The context key of the current span: one Context built per call instead of two.
-_SPAN_KEY = next(iter(trace_api.set_span_in_context(trace_api.INVALID_SPAN, Context())))
 
 
 class _Keys:
@@ -235,10 +234,7 @@ class _ToolRun:
             ToolFrame,
             (span, semconv.EXECUTION_ID_PREFIX + hex_id, call_id or semconv.CALL_ID_PREFIX + hex_id),
         )
-        values = dict(parent)
-        values[_SPAN_KEY] = span
-        values[TOOL_KEY] = frame
-        self.ctx = Context(values)
+        self.ctx = context_with(parent, span, TOOL_KEY, frame)
         if span.is_recording():
             ids = {
                 semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
@@ -332,7 +328,7 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         provider = info.tracer_provider
-        if provider is None and trace_api._TRACER_PROVIDER is None:
+        if provider is None and global_provider() is None:
             return wrapped(*args, **kwargs)  # tracing is off: a plain call
         tracer = get_tracer(provider)
         if tracer is None:
