@@ -204,7 +204,6 @@ def test_tool_spans_nest_and_carry_their_ids_on_every_fallback(monkeypatch: pyte
     from toolspan import _serialize, _toolrun, _tracer
 
     public_provider, _ = internals.provider_functions(False)
-    monkeypatch.setattr(_toolrun, "global_provider", public_provider)
     monkeypatch.setattr(_tracer, "global_provider", public_provider)
     monkeypatch.setattr(_toolrun, "context_with", internals.context_function(None, False))
     monkeypatch.setattr(_serialize, "_ENCODE", json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode)

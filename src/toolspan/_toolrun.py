@@ -9,7 +9,8 @@ Per call:
   handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
   serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
   records, so a sampled-out call serializes nothing;
-- the ids are set right after start, the state and result at the end.
+- the ids, state and result are set at the end, in one ``set_attributes`` call (the ids are in the
+  context from the start, for ``current_execution_id()`` and child spans).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from opentelemetry.context import Context
 from toolspan import _serialize, semconv
 from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame, take_pending_call_id
 from toolspan._gen import drive_async, drive_sync
-from toolspan._otel_internals import context_with, global_provider
+from toolspan._otel_internals import context_with
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec
 from toolspan._tracer import get_tracer
@@ -198,7 +199,7 @@ class _StartAttributes(dict[str, Any]):
 class _ToolRun:
     """One running tool call: its span, context and what a generator yielded so far."""
 
-    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "keys", "limit", "span")
+    __slots__ = ("aggregate", "config", "count", "ctx", "ids", "info", "items", "keys", "limit", "span")
 
     def __init__(  # noqa: PLR0917 - the hot path: no argument packing
         self,
@@ -215,6 +216,7 @@ class _ToolRun:
         self.count = 0
         self.items: list[Any] | None = None
         self.limit = 0
+        self.ids: dict[str, Any] | None = None
         config = self.config = get_config()
         keys = self.keys = _KEYS[config.conventions]
         attrs = _StartAttributes(
@@ -240,11 +242,14 @@ class _ToolRun:
                 semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
                 semconv.TOOLSPAN_TOOL_CALL_ID: frame.tool_call_id,
             }
-            if not attrs.filled:  # an SDK that did not read the start attributes: set them now
-                attrs.fill()
-                for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
-                    if key in attrs:
-                        ids[key] = dict.__getitem__(attrs, key)
+            if attrs.filled:
+                self.ids = ids  # written with the end attributes
+                return
+            # An SDK or sampler that did not read the start attributes: set them now.
+            attrs.fill()
+            for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
+                if key in attrs:
+                    ids[key] = dict.__getitem__(attrs, key)
             span.set_attributes(ids)
 
     # -- generator aggregation -------------------------------------------------------------------
@@ -268,7 +273,8 @@ class _ToolRun:
         span = self.span
         try:
             if span.is_recording():
-                attrs: dict[str, Any] = {semconv.TOOLSPAN_TOOL_STATE: semconv.STATE_COMPLETED}
+                attrs: dict[str, Any] = self.ids or {}
+                attrs[semconv.TOOLSPAN_TOOL_STATE] = semconv.STATE_COMPLETED
                 if self.aggregate:
                     result = self.items
                     attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
@@ -292,9 +298,20 @@ class _ToolRun:
         end_span(span)
 
     def fail(self, exc: BaseException) -> None:
+        self.write_ids()
         extra = {semconv.TOOLSPAN_RESULT_ITEMS: self.count} if self.aggregate else {}
         record_outcome(self.span, exc, tool=True, **extra)
         end_span(self.span)
+
+    def write_ids(self) -> None:
+        """Set the ids now (an ending other than ``ok``)."""
+        ids = self.ids
+        if ids is not None:
+            self.ids = None
+            try:
+                self.span.set_attributes(ids)
+            except Exception:
+                _logger.warning("toolspan: could not record the ids of %s", self.info.name, exc_info=True)
 
     def closed(self) -> None:
         try:
@@ -327,11 +344,8 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        provider = info.tracer_provider
-        if provider is None and global_provider() is None:
-            return wrapped(*args, **kwargs)  # tracing is off: a plain call
-        tracer = get_tracer(provider)
-        if tracer is None:
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None:  # tracing is off: a plain call
             return wrapped(*args, **kwargs)
         parent = context_api.get_current()
         handoff: Handoff | None = parent.get(PENDING_CALL_ID_KEY)  # type: ignore[assignment]
@@ -408,7 +422,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
             if run is None:  # telemetry failed: iterate under a span that records nothing
                 run = _ToolRun.__new__(_ToolRun)
                 run.info, run.span, run.count, run.items, run.limit = info, trace_api.INVALID_SPAN, 0, None, 0
-                run.aggregate = False
+                run.aggregate, run.ids = False, None
                 run.ctx, run.config = context_api.get_current(), get_config()
                 run.keys = _KEYS[run.config.conventions]
             run.start_items()
