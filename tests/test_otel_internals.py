@@ -226,3 +226,79 @@ def test_tool_spans_nest_and_carry_their_ids_on_every_fallback(monkeypatch: pyte
     assert (parent.attributes or {})["toolspan.execution_id"] == "exec_" + parent_hex
     assert (parent.attributes or {})["gen_ai.tool.call.result"] == json.dumps(result)
     assert (child.attributes or {})["gen_ai.tool.call.arguments"] == '{"x": 1}'
+
+
+# --- writing the attributes of an SDK span ---------------------------------------------------------
+
+
+def _sdk_span(**limits: Any) -> Any:
+    from opentelemetry.sdk.trace import SpanLimits
+
+    provider = TracerProvider(span_limits=SpanLimits(**limits)) if limits else TracerProvider()
+    return provider.get_tracer("test").start_span("s", attributes={"a": 1})
+
+
+def test_the_attribute_store_assumption_holds() -> None:
+    from opentelemetry.attributes import BoundedAttributes
+
+    writer = internals.check_attribute_store()
+    assert writer is not None
+    assert writer.__name__ == "set_attributes_direct"
+    span = _sdk_span()
+    assert type(span._attributes) is BoundedAttributes
+    writer(span, {"b": "x", "c": 2.5})
+    assert dict(span.attributes) == {"a": 1, "b": "x", "c": 2.5}
+
+
+def test_the_writer_is_chosen_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(internals, "set_attributes", internals._set_attributes_first)
+    span = _sdk_span()
+    internals.set_attributes(span, {"b": "x"})
+    assert internals.set_attributes.__name__ == "set_attributes_direct"
+    assert dict(span.attributes) == {"a": 1, "b": "x"}
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "public"])
+def test_limits_and_ended_spans_behave_as_the_sdk_says(
+    direct: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    from opentelemetry.attributes import BoundedAttributes
+
+    def write(span: Any, values: dict[str, Any]) -> None:
+        if direct:
+            internals.direct_writer(BoundedAttributes)(span, values)
+        else:
+            span.set_attributes(values)
+
+    cut = _sdk_span(max_span_attribute_length=3)
+    write(cut, {"b": "abcdef"})
+    assert dict(cut.attributes) == {"a": 1, "b": "abc"}
+    full = _sdk_span(max_span_attributes=2)
+    write(full, {"b": "x", "c": "y"})
+    assert dict(full.attributes) == {"b": "x", "c": "y"}  # the oldest dropped, as the SDK does
+    ended = _sdk_span()
+    ended.end()
+    with caplog.at_level(logging.WARNING):
+        write(ended, {"b": "x"})
+    assert dict(ended.attributes) == {"a": 1}
+    assert "Setting attribute on ended span" in caplog.text
+    write(trace_api.INVALID_SPAN, {"b": "x"})  # not an SDK span: its own (no-op) method
+
+
+def test_a_changed_attribute_store_selects_set_attributes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import opentelemetry.attributes
+
+    class Other(dict):  # type: ignore[type-arg]
+        pass
+
+    monkeypatch.setattr(opentelemetry.attributes, "BoundedAttributes", Other)
+    with caplog.at_level(logging.DEBUG, logger="toolspan._otel_internals"):
+        assert internals.check_attribute_store() is None
+    assert "the attribute store of SDK spans changed" in caplog.text
+    monkeypatch.undo()
+    span = _sdk_span()
+    span.set_attributes({"b": "x"})
+    internals.direct_writer(Other)(span, {"a": 2})  # never matches: the SDK's method,
+    assert list(span.attributes.items()) == [("b", "x"), ("a", 2)]  # which moves a rewritten key last

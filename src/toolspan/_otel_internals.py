@@ -11,6 +11,12 @@ assumption on the installed versions and runs each fallback with the assumption 
 - The context key the API keeps the current span under (``opentelemetry.trace.propagation``'s
   private key): one ``Context`` built per tool call instead of two (``context_with``). Fallback:
   ``set_span_in_context`` then ``context.set_value``.
+- Where an SDK span keeps its attributes (``_Span._attributes``: a ``BoundedAttributes`` whose
+  ``_dict`` holds them, guarded by the span's ``_lock``, ``_end_time`` set once ended): the end
+  attributes of a tool span, strings and numbers toolspan made itself, are added with one
+  ``dict.update`` instead of validating each value again (``set_attributes``). Only while no length
+  limit applies and the count limit leaves room; checked on the first span written. Fallback:
+  ``span.set_attributes``.
 - The end time of an SDK span (``ReadableSpan.end_time``, not part of the API's ``Span``):
   ``span_ended``. Fallback: "not ended" for a span without it.
 - The C JSON encoder, ``json.encoder.c_make_encoder``: built once and called directly, where
@@ -39,6 +45,7 @@ __all__ = [
     "global_provider",
     "json_encoder",
     "restore_global_provider",
+    "set_attributes",
     "span_ended",
     "swap_global_provider",
     "tracing_on",
@@ -145,6 +152,79 @@ def context_function(key: Any, ok: bool) -> Callable[[Context, trace_api.Span, s
 _SPAN_KEY: Final = span_key()
 CONTEXT_KEY_OK: Final = check_context_key(_SPAN_KEY)
 context_with = context_function(_SPAN_KEY, CONTEXT_KEY_OK)
+
+
+# --- writing the attributes of an SDK span --------------------------------------------------------
+
+
+def _set_attributes_public(span: Any, attributes: dict[str, Any]) -> None:
+    span.set_attributes(attributes)
+
+
+def direct_writer(bounded: Any) -> Callable[[Any, dict[str, Any]], None]:
+    """A writer that adds already-valid attributes straight into an SDK span's attribute dict."""
+
+    def set_attributes_direct(span: Any, attributes: dict[str, Any]) -> None:
+        try:
+            store: Any = span._attributes
+            if type(store) is bounded and store.max_value_len is None:
+                with span._lock, store._lock:
+                    if span._end_time is None:
+                        values = store._dict
+                        limit = store.maxlen
+                        if limit is None or len(values) + len(attributes) <= limit:
+                            values.update(attributes)
+                            return
+        except AttributeError:
+            pass
+        span.set_attributes(attributes)  # another kind of span, a limit, or an ended span
+
+    return set_attributes_direct
+
+
+def check_attribute_store() -> Callable[[Any, dict[str, Any]], None] | None:
+    """The direct writer when a probe SDK span, written both ways, ends up with the same attributes."""
+    try:
+        from opentelemetry.attributes import BoundedAttributes
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:
+        _broken("opentelemetry.sdk.trace")
+        return None
+    writer = direct_writer(BoundedAttributes)
+    try:
+        tracer: Any = TracerProvider().get_tracer("toolspan.probe")
+        direct = tracer.start_span("probe", attributes={"a": 1})
+        public = tracer.start_span("probe", attributes={"a": 1})
+        values: dict[str, Any] = {"b": "x", "c": 2, "d": True}
+        writer(direct, values)
+        public.set_attributes(values)
+        store = getattr(direct, "_attributes", None)
+        ok = (
+            type(store) is BoundedAttributes
+            and isinstance(getattr(store, "_dict", None), dict)
+            and dict(direct.attributes or {}) == dict(public.attributes or {}) == {"a": 1, **values}
+        )
+        direct.end()
+        public.end()
+        ok = ok and direct.attributes.get("b") == "x" and not direct.is_recording()
+    except Exception:
+        ok = False
+    if not ok:
+        _broken("the attribute store of SDK spans")
+        return None
+    return writer
+
+
+def _set_attributes_first(span: Any, attributes: dict[str, Any]) -> None:
+    global set_attributes
+    set_attributes = check_attribute_store() or _set_attributes_public
+    set_attributes(span, attributes)
+
+
+set_attributes: Callable[[Any, dict[str, Any]], None] = _set_attributes_first
+"""``set_attributes(span, attributes)``: add attributes toolspan built (str, int, float, bool values)
+to ``span``; the SDK's own method for anything but a running SDK span without length limits. Checked
+(importing the SDK) on first use, not at ``import toolspan``."""
 
 
 # --- SDK span end time -----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
-from toolspan import _serialize, semconv
+from toolspan import _otel_internals, _serialize, semconv
 from toolspan._context import PENDING_CALL_ID_KEY, TOOL_KEY, Handoff, ToolFrame, take_pending_call_id
 from toolspan._gen import drive_async, drive_sync
 from toolspan._otel_internals import context_with
@@ -49,7 +49,7 @@ _new_frame = tuple.__new__
 class _Keys:
     """The keys one conventions setting writes the call id, arguments and result under."""
 
-    __slots__ = ("arguments", "call_id", "mime", "result")
+    __slots__ = ("arguments", "call_id", "mime", "result", "toolspan_ids")
 
     def __init__(self, genai: bool, openinference: bool) -> None:
         self.arguments = (
@@ -61,6 +61,9 @@ class _Keys:
             *((semconv.OI_OUTPUT_VALUE,) if openinference else ()),
         )
         self.mime = openinference
+        # toolspan's ids and the COMPLETED state: derivable from the span (``exec_``/``call_`` + span
+        # id; no error), written with the OpenInference keys that UIs show, left out of lean GenAI spans.
+        self.toolspan_ids = openinference
         # The model's id of the call; OpenInference alone has no GenAI key to hold it.
         self.call_id = semconv.GEN_AI_TOOL_CALL_ID if genai else semconv.OI_TOOL_CALL_ID
 
@@ -237,19 +240,28 @@ class _ToolRun:
             (span, semconv.EXECUTION_ID_PREFIX + hex_id, call_id or semconv.CALL_ID_PREFIX + hex_id),
         )
         self.ctx = context_with(parent, span, TOOL_KEY, frame)
-        if span.is_recording():
-            ids = {
+        if not span.is_recording():
+            return
+        ids: dict[str, Any] = (
+            {
                 semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
                 semconv.TOOLSPAN_TOOL_CALL_ID: frame.tool_call_id,
             }
-            if attrs.filled:
+            if keys.toolspan_ids
+            else {}
+        )
+        if attrs.filled:
+            if ids:
                 self.ids = ids  # written with the end attributes
-                return
-            # An SDK or sampler that did not read the start attributes: set them now.
-            attrs.fill()
-            for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
-                if key in attrs:
-                    ids[key] = dict.__getitem__(attrs, key)
+            return
+        # An SDK or sampler that did not read the start attributes: set them now.
+        attrs.fill()
+        if call_id is not None:
+            ids[keys.call_id] = call_id
+        for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
+            if key in attrs:
+                ids[key] = dict.__getitem__(attrs, key)
+        if ids:
             span.set_attributes(ids)
 
     # -- generator aggregation -------------------------------------------------------------------
@@ -274,7 +286,8 @@ class _ToolRun:
         try:
             if span.is_recording():
                 attrs: dict[str, Any] = self.ids or {}
-                attrs[semconv.TOOLSPAN_TOOL_STATE] = semconv.STATE_COMPLETED
+                if self.keys.toolspan_ids:
+                    attrs[semconv.TOOLSPAN_TOOL_STATE] = semconv.STATE_COMPLETED
                 if self.aggregate:
                     result = self.items
                     attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
@@ -292,7 +305,8 @@ class _ToolRun:
                             attrs[key] = text
                         if keys.mime:
                             attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
-                span.set_attributes(attrs)
+                if attrs:
+                    _otel_internals.set_attributes(span, attrs)
         except Exception:
             _logger.warning("toolspan: could not record the end of %s", self.info.name, exc_info=True)
         end_span(span)
