@@ -26,8 +26,8 @@ Settings:
 - ``conventions``: which attribute conventions tool spans are written in: ``"genai"`` (OpenTelemetry
   GenAI), ``"openinference"`` (OpenInference, what Phoenix-style UIs read) or both
   (``"genai,openinference"``, the default). A comma-separated string or a collection of names; stored
-  as the canonical string (``genai`` first). toolspan's own ``toolspan.*`` keys are written with
-  every setting. Argument > ``TOOLSPAN_CONVENTIONS`` > both.
+  as the canonical string (``genai`` first). With ``genai`` alone, toolspan's ids and ``COMPLETED``
+  state (derivable from the span) are left out too. Argument > ``TOOLSPAN_CONVENTIONS`` > both.
 
 Bad environment values are logged and ignored; bad arguments raise ``TypeError``/``ValueError``.
 """
