@@ -6,8 +6,9 @@
 Per run: ``python -X importtime -c "import toolspan"`` gives the cumulative time of the ``toolspan``
 import (its own imports included, the interpreter's start-up not); a second child counts the modules
 ``import toolspan`` adds to ``sys.modules`` and says whether ``toolspan.bridge`` and the SDK are among
-them. The machine is shared: the minimum and the median over the runs are shown, and the process CPU
-time of the import (less disturbed by other work than the wall clock).
+them. The machine is shared: the runs of the two sides are interleaved, the minimum and the median over
+the runs are shown, and the process CPU time of the import (less disturbed by other work than the wall
+clock).
 """
 
 from __future__ import annotations
@@ -46,34 +47,35 @@ def _env(src: Path | None) -> dict[str, str]:
     return env
 
 
-def measure(src: Path | None, runs: int) -> dict[str, Any]:
-    wall_us: list[int] = []
-    cpu_ns: list[int] = []
-    counted: dict[str, Any] = {}
-    for _ in range(runs):
-        proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import toolspan"],
-            capture_output=True,
-            text=True,
-            env=_env(src),
-            check=True,
-        )
-        last = [ln for ln in proc.stderr.splitlines() if ln.rstrip().endswith("| toolspan")][-1]
-        wall_us.append(int(last.split("|")[1]))
-        proc = subprocess.run(
-            [sys.executable, "-c", COUNT], capture_output=True, text=True, env=_env(src), check=True
-        )
-        counted = json.loads(proc.stdout)
-        if src is not None and not counted.pop("file").startswith(str(src)):
-            raise SystemExit(f"measured another toolspan than {src}")
-        cpu_ns.append(counted.pop("cpu_ns"))
+def measure_once(src: Path | None) -> tuple[int, dict[str, Any]]:
+    """One ``-X importtime`` run (microseconds of ``import toolspan``) and one counting run."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import toolspan"],
+        capture_output=True,
+        text=True,
+        env=_env(src),
+        check=True,
+    )
+    last = [ln for ln in proc.stderr.splitlines() if ln.rstrip().endswith("| toolspan")][-1]
+    proc = subprocess.run(
+        [sys.executable, "-c", COUNT], capture_output=True, text=True, env=_env(src), check=True
+    )
+    counted: dict[str, Any] = json.loads(proc.stdout)
+    if src is not None and not counted.pop("file").startswith(str(src)):
+        raise SystemExit(f"measured another toolspan than {src}")
+    return int(last.split("|")[1]), counted
+
+
+def summary(runs: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    wall_us = [wall for wall, _ in runs]
+    cpu_ns = [counted.pop("cpu_ns") for _, counted in runs]
     return {
-        "runs": runs,
+        "runs": len(runs),
         "importtime_ms_min": round(min(wall_us) / 1000, 1),
         "importtime_ms_median": round(statistics.median(wall_us) / 1000, 1),
         "cpu_ms_min": round(min(cpu_ns) / 1e6, 1),
         "cpu_ms_median": round(statistics.median(cpu_ns) / 1e6, 1),
-        **counted,
+        **runs[-1][1],
     }
 
 
@@ -94,9 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     results: dict[str, Any] = {"loadavg_before": [round(x, 2) for x in os.getloadavg()]}
     with tempfile.TemporaryDirectory() as tmp:
+        sources: dict[str, Path] = {}
         if opts.ref:
-            results[opts.ref] = measure(export_src(opts.ref, Path(tmp)), opts.runs)
-        results["this checkout"] = measure(REPO / "src", opts.runs)
+            sources[opts.ref] = export_src(opts.ref, Path(tmp))
+        sources["this checkout"] = REPO / "src"
+        runs: dict[str, list[tuple[int, dict[str, Any]]]] = {name: [] for name in sources}
+        for _ in range(opts.runs):  # interleaved, so a busy moment does not land on one side only
+            for name, src in sources.items():
+                runs[name].append(measure_once(src))
+        results.update({name: summary(found) for name, found in runs.items()})
     results["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(results, indent=2))
     return 0
