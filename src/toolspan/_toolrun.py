@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as context_api
@@ -30,12 +30,11 @@ from toolspan._gen import drive_async, drive_sync
 from toolspan._otel_internals import context_with
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import ParamSpec
+from toolspan._tool_attributes import KEYS, StartAttributes, template
 from toolspan._tracer import get_tracer
 from toolspan.config import (
     CONVENTIONS,
     CONVENTIONS_BOTH,
-    CONVENTIONS_GENAI,
-    CONVENTIONS_OPENINFERENCE,
     get_config,
 )
 
@@ -44,52 +43,6 @@ _logger = logging.getLogger(__name__)
 __all__ = ["ToolInfo", "wrapper_for"]
 
 _new_frame = tuple.__new__
-
-
-class _Keys:
-    """The keys one conventions setting writes the call id, arguments and result under."""
-
-    __slots__ = ("arguments", "call_id", "mime", "result", "toolspan_ids")
-
-    def __init__(self, genai: bool, openinference: bool) -> None:
-        self.arguments = (
-            *((semconv.GEN_AI_TOOL_CALL_ARGUMENTS,) if genai else ()),
-            *((semconv.OI_INPUT_VALUE,) if openinference else ()),
-        )
-        self.result = (
-            *((semconv.GEN_AI_TOOL_CALL_RESULT,) if genai else ()),
-            *((semconv.OI_OUTPUT_VALUE,) if openinference else ()),
-        )
-        self.mime = openinference
-        # toolspan's ids and the COMPLETED state: derivable from the span (``exec_``/``call_`` + span
-        # id; no error), written with the OpenInference keys that UIs show, left out of lean GenAI spans.
-        self.toolspan_ids = openinference
-        # The model's id of the call; OpenInference alone has no GenAI key to hold it.
-        self.call_id = semconv.GEN_AI_TOOL_CALL_ID if genai else semconv.OI_TOOL_CALL_ID
-
-
-_KEYS: dict[str, _Keys] = {
-    CONVENTIONS_GENAI: _Keys(True, False),
-    CONVENTIONS_OPENINFERENCE: _Keys(False, True),
-    CONVENTIONS_BOTH: _Keys(True, True),
-}
-
-
-def _template(name: str, description: str | None, tool_type: str, conventions: str) -> dict[str, Any]:
-    """The static start attributes of a tool span in ``conventions``."""
-    attrs: dict[str, Any] = {}
-    if conventions != CONVENTIONS_OPENINFERENCE:
-        attrs[semconv.GEN_AI_OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
-        attrs[semconv.GEN_AI_TOOL_NAME] = name
-        attrs[semconv.GEN_AI_TOOL_TYPE] = tool_type
-        if description:
-            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
-    if conventions != CONVENTIONS_GENAI:
-        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
-        attrs[semconv.OI_TOOL_NAME] = name
-        if description:
-            attrs[semconv.OI_TOOL_DESCRIPTION] = description
-    return attrs
 
 
 class ToolInfo:
@@ -123,80 +76,8 @@ class ToolInfo:
         self.span_name = semconv.TOOL_SPAN_PREFIX + name
         self.params = ParamSpec.of(func)
         # The static start attributes per conventions setting (the setting may change after decoration).
-        self.templates = {conv: _template(name, description, tool_type, conv) for conv in CONVENTIONS}
+        self.templates = {conv: template(name, description, tool_type, conv) for conv in CONVENTIONS}
         self.base_attributes = self.templates[CONVENTIONS_BOTH]
-
-
-class _StartAttributes(dict[str, Any]):
-    """The start attributes of a tool span; the arguments are added on the first read.
-
-    The SDK reads the attributes given to ``start_span`` only when it records the span (samplers
-    that drop a span do not look at them), so a dropped span never pays for serialization.
-    """
-
-    __slots__ = ("_keys", "_pending")
-
-    def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None, keys: _Keys) -> None:
-        super().__init__(base)
-        self._pending = pending
-        self._keys = keys
-
-    def fill(self) -> None:
-        pending = self._pending
-        if pending is None:
-            return
-        self._pending = None
-        info, instance, args, kwargs, config = pending
-        try:
-            text = _serialize.dumps(info.params.bind(instance, args, kwargs), config)
-        except Exception:
-            _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
-            return
-        keys = self._keys
-        for key in keys.arguments:
-            dict.__setitem__(self, key, text)
-        if keys.mime:
-            dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
-
-    @property
-    def filled(self) -> bool:
-        return self._pending is None
-
-    def __len__(self) -> int:
-        self.fill()
-        return dict.__len__(self)
-
-    def __iter__(self) -> Iterator[str]:
-        self.fill()
-        return dict.__iter__(self)
-
-    def __contains__(self, key: object) -> bool:
-        self.fill()
-        return dict.__contains__(self, key)
-
-    def __getitem__(self, key: str) -> Any:
-        self.fill()
-        return dict.__getitem__(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self.fill()
-        return dict.get(self, key, default)
-
-    def items(self) -> Any:
-        self.fill()
-        return dict.items(self)
-
-    def keys(self) -> Any:
-        self.fill()
-        return dict.keys(self)
-
-    def values(self) -> Any:
-        self.fill()
-        return dict.values(self)
-
-    def copy(self) -> dict[str, Any]:
-        self.fill()
-        return dict(dict.items(self))
 
 
 class _ToolRun:
@@ -221,8 +102,8 @@ class _ToolRun:
         self.limit = 0
         self.ids: dict[str, Any] | None = None
         config = self.config = get_config()
-        keys = self.keys = _KEYS[config.conventions]
-        attrs = _StartAttributes(
+        keys = self.keys = KEYS[config.conventions]
+        attrs = StartAttributes(
             info.templates[config.conventions],
             (info, instance, args, kwargs, config) if config.capture_content else None,
             keys,
@@ -438,7 +319,7 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
                 run.info, run.span, run.count, run.items, run.limit = info, trace_api.INVALID_SPAN, 0, None, 0
                 run.aggregate, run.ids = False, None
                 run.ctx, run.config = context_api.get_current(), get_config()
-                run.keys = _KEYS[run.config.conventions]
+                run.keys = KEYS[run.config.conventions]
             run.start_items()
             return run
 
