@@ -15,16 +15,18 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "tool_overhead.py"
 ROWS = {
     ("bare", "bare"),
+    ("handwritten", "minimal"),
     ("handwritten", "on"),
     ("handwritten", "off"),
     ("toolspan", "on"),
+    ("toolspan", "genai"),
     ("toolspan", "nocapture"),
     ("toolspan", "off"),
 }
 # Attributes whose values differ between two spans (ids) or between the two contenders' tool names.
 TABLE_HEADER = (
-    "| contender | tracing | median ns/call | min ns/call | x hand-written | ns above bare "
-    "| CPU ns/call | CPU x hand-written | paired |"
+    "| contender | tracing | median ns/call | min ns/call | x minimal span | ns above bare "
+    "| CPU ns/call | CPU x minimal span | paired |"
 )
 PER_CALL = {"toolspan.execution_id", "toolspan.tool_call_id"}
 
@@ -79,16 +81,16 @@ def test_every_row_has_its_numbers(run: tuple[dict[str, Any], str]) -> None:
         assert 0 < row["cpu_min_ns"] <= row["cpu_median_ns"], key
         assert row["in_process_bare_median_ns"] > 0
     rows = rows_by_key(doc)
-    assert rows[("handwritten", "on")]["x_handwritten"] == 1.0
-    assert rows[("handwritten", "on")]["cpu_x_handwritten"] == 1.0
+    assert rows[("handwritten", "minimal")]["x_handwritten"] == 1.0
+    assert rows[("handwritten", "minimal")]["cpu_x_handwritten"] == 1.0
     assert "x_handwritten" not in rows[("bare", "bare")]
     assert rows[("bare", "bare")]["above_bare_ns"] == 0
     assert rows[("bare", "bare")]["cpu_above_bare_ns"] == 0
     for key in [("handwritten", "off"), ("toolspan", "off")]:
         assert "above_bare_ns" in rows[key]
         assert "paired_above_bare_ns" in rows[key]
-    # toolspan's on rows time the hand-written span in the same process too.
-    for key in [("toolspan", "on"), ("toolspan", "nocapture")]:
+    # toolspan's on rows time the minimal hand-written span in the same process too.
+    for key in [("toolspan", "on"), ("toolspan", "genai"), ("toolspan", "nocapture")]:
         assert rows[key]["paired_x_handwritten"] > 0
         assert rows[key]["reference_calls"] > 0
     assert "paired_x_handwritten" not in rows[("handwritten", "on")]
@@ -98,7 +100,7 @@ def test_every_row_has_its_numbers(run: tuple[dict[str, Any], str]) -> None:
 def test_spans_reach_the_noop_exporter_only_with_tracing_on(run: tuple[dict[str, Any], str]) -> None:
     doc, _ = run
     for (contender, mode), row in rows_by_key(doc).items():
-        if mode in ("on", "nocapture"):
+        if mode in ("on", "minimal", "genai", "nocapture"):
             # Every call made a span; none was dropped at this size (the queue holds 2048).
             assert row["spans_exported"] == row["calls"] + row["reference_calls"] > 0, (contender, mode)
             assert row["spans_dropped"] == 0
@@ -121,6 +123,33 @@ def test_handwritten_span_carries_toolspans_attributes(run: tuple[dict[str, Any]
         assert hand[key][:5] == tool[key][:5]
 
 
+def test_minimal_span_carries_only_the_genai_tool_call_attributes(run: tuple[dict[str, Any], str]) -> None:
+    rows = rows_by_key(run[0])
+    minimal = rows[("handwritten", "minimal")]["sample_span"]["attributes"]
+    call_id = minimal.pop("gen_ai.tool.call.id")
+    assert call_id.startswith("call_")
+    assert len(call_id) == 21
+    assert minimal == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_forecast",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.arguments": '{"city": "Paris", "days": 3}',
+        "gen_ai.tool.call.result": '{"city": "Paris", "days": 3, "forecast": "sunny", "temperature_c": 21}',
+    }
+
+
+def test_genai_row_writes_only_genai_keys(run: tuple[dict[str, Any], str]) -> None:
+    attrs = rows_by_key(run[0])[("toolspan", "genai")]["sample_span"]["attributes"]
+    assert sorted(attrs) == [
+        "gen_ai.operation.name",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.tool.description",
+        "gen_ai.tool.name",
+        "gen_ai.tool.type",
+    ]
+
+
 def test_capture_off_row_records_no_content(run: tuple[dict[str, Any], str]) -> None:
     attrs = rows_by_key(run[0])[("toolspan", "nocapture")]["sample_span"]["attributes"]
     assert not {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "input.value", "output.value"} & set(
@@ -133,10 +162,12 @@ def test_targets_and_table(run: tuple[dict[str, Any], str]) -> None:
     doc, stdout = run
     names = [t["target"] for t in doc["targets"]]
     assert names == 3 * [
-        "toolspan capture on <= 1.10x hand-written span",
+        "toolspan GenAI conventions <= 1.05x minimal GenAI span",
+        "toolspan default settings <= 1.15x minimal GenAI span",
         "toolspan tracing off <= 300 ns above the bare call",
     ]
-    assert [t["clock"] for t in doc["targets"]] == ["wall", "wall", "cpu", "cpu", "paired", "paired"]
+    assert [t["clock"] for t in doc["targets"]] == 3 * ["wall"] + 3 * ["cpu"] + 3 * ["paired"]
     assert all(isinstance(t["met"], bool) for t in doc["targets"])
     assert TABLE_HEADER in stdout
-    assert stdout.count("| toolspan @tool |") == 3
+    assert stdout.count("| toolspan @tool |") == 4
+    assert "| hand-written OTel span | on, minimal GenAI span (reference) |" in stdout

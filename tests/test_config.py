@@ -31,7 +31,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_defaults() -> None:
-    assert resolve_config() == Config(True, DEFAULT_MAX_ATTRIBUTE_BYTES, DEFAULT_REDACT_KEYS, None)
+    assert resolve_config() == Config(
+        True, DEFAULT_MAX_ATTRIBUTE_BYTES, DEFAULT_REDACT_KEYS, None, "genai,openinference"
+    )
     assert DEFAULT_MAX_ATTRIBUTE_BYTES == 16384
     assert {
         "apikey",
@@ -135,6 +137,12 @@ def test_redact_callback_kept() -> None:
         ({"redact_keys": [1]}, TypeError, "must contain str key names"),
         ({"redact_keys": ["-"]}, ValueError, "empty key name"),
         ({"redact": 5}, TypeError, "redact must be a callable"),
+        ({"conventions": "otel"}, ValueError, "conventions: unknown name 'otel'"),
+        ({"conventions": ""}, ValueError, "unknown name ''"),
+        ({"conventions": []}, ValueError, "at least one"),
+        ({"conventions": 3}, TypeError, "conventions must be a str or a collection of str, got int"),
+        ({"conventions": b"genai"}, TypeError, "got bytes"),
+        ({"conventions": ["genai", 1]}, TypeError, "must contain str names, got int: 1"),
     ],
 )
 def test_bad_arguments_raise(arguments: dict[str, Any], error: type[Exception], message: str) -> None:
@@ -170,3 +178,41 @@ def test_set_config() -> None:
     assert get_config() is mine
     with pytest.raises(TypeError):
         set_config({"capture_content": False})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("env", "argument", "expected"),
+    [
+        (None, None, "genai,openinference"),
+        ("genai", None, "genai"),
+        (" OpenInference ", None, "openinference"),
+        ("openinference,genai", None, "genai,openinference"),
+        ("genai,genai", None, "genai"),
+        ("genai", "openinference", "openinference"),
+        ("openinference", ["GenAI", "openinference"], "genai,openinference"),
+        (None, frozenset({"genai"}), "genai"),
+        (None, "genai, openinference", "genai,openinference"),
+    ],
+)
+def test_conventions_resolution(
+    monkeypatch: pytest.MonkeyPatch, env: str | None, argument: Any, expected: str
+) -> None:
+    if env is not None:
+        monkeypatch.setenv("TOOLSPAN_CONVENTIONS", env)
+    assert resolve_config(conventions=argument).conventions == expected
+
+
+@pytest.mark.parametrize("value", ["phoenix", "genai,", ","])
+def test_bad_conventions_env_logged_and_ignored(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, value: str
+) -> None:
+    monkeypatch.setenv("TOOLSPAN_CONVENTIONS", value)
+    with caplog.at_level(logging.WARNING, logger="toolspan.config"):
+        assert resolve_config().conventions == "genai,openinference"
+    assert f"ignoring TOOLSPAN_CONVENTIONS={value!r}" in caplog.text
+
+
+def test_conventions_canonical_when_built_directly() -> None:
+    assert Config(conventions="openinference, GENAI").conventions == "genai,openinference"
+    with pytest.raises(ValueError, match="unknown name 'both'"):
+        Config(conventions="both")

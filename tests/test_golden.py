@@ -47,6 +47,16 @@ def _audits(spans: list[Span]) -> list[Any]:
     return [audit([s for s in spans if s.trace_id == second], GOLDEN_POLICY), audit(spans, GOLDEN_POLICY)]
 
 
+def _no_stacks(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page documents with recorded stack traces replaced: they name the files of the machine that ran."""
+    for page in pages:
+        for step in page["steps"]:
+            error = step.get("error")
+            if error is not None and error.get("stack"):
+                error["stack"] = "<stack trace>"
+    return pages
+
+
 VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "events": ("events", to_events),
     "timeline": ("timeline", to_timelines),
@@ -54,7 +64,7 @@ VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "plans": ("plans", to_plans),
     "progress": ("progress", to_progress),
     "audit": ("audit", _audits),
-    "page": ("page", to_pages),
+    "page": ("page", lambda spans: _no_stacks(to_pages(spans))),
 }
 
 

@@ -337,16 +337,6 @@ def test_pytest_fixture_replays_a_committed_recording(recorded_run: Any) -> None
     assert isinstance(recorded_run, toolspan.replay)
 
 
-if __name__ == "__main__":  # regenerate tests/golden/replay_run.jsonl
-    _, spans = record()
-    out = Path(__file__).resolve().parent / "golden" / "replay_run.jsonl"
-    out.unlink(missing_ok=True)
-    exp = OtlpJsonFileExporter(out)
-    exp.export(spans)
-    exp.shutdown()
-    sys.stdout.write(f"wrote {out}\n")
-
-
 class _Orders(http.server.BaseHTTPRequestHandler):
     hits = 0
 
@@ -418,3 +408,27 @@ def test_thousand_steps_three_hundred_side_effects_replayed_with_no_body_and_no_
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _scrubbed(line: str) -> str:
+    """An exported line with recorded stack traces replaced: they name the files of the machine that ran."""
+    doc = json.loads(line)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for event in span.get("events", []):
+                    for attr in event.get("attributes", []):
+                        if attr["key"] == "exception.stacktrace":
+                            attr["value"] = {"stringValue": "<stack trace>"}
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+if __name__ == "__main__":  # regenerate tests/golden/replay_run.jsonl
+    _, spans = record()
+    out = Path(__file__).resolve().parent / "golden" / "replay_run.jsonl"
+    out.unlink(missing_ok=True)
+    exp = OtlpJsonFileExporter(out)
+    exp.export(spans)
+    exp.shutdown()
+    out.write_text("".join(_scrubbed(line) for line in out.read_text().splitlines()))
+    sys.stdout.write(f"wrote {out.name}\n")

@@ -131,10 +131,14 @@ def test_resource_attributes_argument_overrides_env(monkeypatch: pytest.MonkeyPa
 
 def test_config_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     configure(
-        capture_content=False, max_attribute_bytes=1000, redact_keys=["ssn"], instrument_threading=False
+        capture_content=False,
+        max_attribute_bytes=1000,
+        redact_keys=["ssn"],
+        conventions="genai",
+        instrument_threading=False,
     )
     current = config.get_config()
-    assert current == config.Config(False, 1000, config.DEFAULT_REDACT_KEYS | {"ssn"}, None)
+    assert current == config.Config(False, 1000, config.DEFAULT_REDACT_KEYS | {"ssn"}, None, "genai")
 
 
 # --- the application's own provider -------------------------------------------------------------------
@@ -298,6 +302,7 @@ def test_idempotent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ({"capture_content": "no"}, TypeError),
         ({"redact_keys": "ssn"}, TypeError),
         ({"redact": "nope"}, TypeError),
+        ({"conventions": "phoenix"}, ValueError),
     ],
 )
 def test_bad_arguments_raise_and_change_nothing(arguments: dict[str, Any], error: type[Exception]) -> None:

@@ -1,10 +1,15 @@
-"""The floor for a comparable span: ``tracer.start_as_current_span`` written by hand around the tool.
+"""Hand-written OpenTelemetry spans around the tool: the floors toolspan is measured against.
 
-It sets the attributes a toolspan tool span carries, at the same moments (name, type, description,
-arguments at start; ids right after; result and state at the end), with ``json.dumps`` for the
-arguments and the result (the attribute set of ``src/toolspan/_tool.py``; the smoke test checks
-that both spans carry the same keys). ``on``: an SDK provider with the BatchSpanProcessor and the do-nothing
-exporter. ``off``: no SDK provider installed (the API's no-op tracer), same code.
+``minimal``: the reference of every ratio. A span that sets only what the GenAI semantic conventions
+ask of a tool call: ``gen_ai.operation.name``, ``gen_ai.tool.name``, ``gen_ai.tool.type`` and the
+arguments at start, ``gen_ai.tool.call.id`` right after (``call_`` + the span id, as toolspan makes
+one when the model gave none), the result at the end; ``json.dumps`` for the JSON.
+
+``on``: the full attribute set of a toolspan tool span with its default conventions, at the same
+moments (name, type, description, arguments at start; ids right after; result and state at the end),
+with ``json.dumps`` for the arguments and the result (the smoke test checks that it and toolspan's
+span carry the same keys). Both: an SDK provider with the BatchSpanProcessor and the do-nothing
+exporter. ``off``: the ``on`` code with no SDK provider installed (the API's no-op tracer).
 """
 
 from __future__ import annotations
@@ -30,6 +35,31 @@ STATIC_ATTRIBUTES = {
     "tool.name": TOOL_NAME,
     "tool.description": DESCRIPTION,
 }
+
+
+MINIMAL_STATIC = {
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": TOOL_NAME,
+    "gen_ai.tool.type": "function",
+}
+
+
+def minimal_tool() -> Any:
+    """The minimal GenAI tool span, written as a careful integration would (no error handling extras
+    beyond what ``start_as_current_span`` does: it records the exception and sets the status)."""
+    tracer = trace.get_tracer("handwritten")
+
+    def get_forecast_minimal(city: str, days: int) -> dict[str, Any]:
+        attributes = dict(MINIMAL_STATIC)
+        attributes["gen_ai.tool.call.arguments"] = json.dumps({"city": city, "days": days})
+        with tracer.start_as_current_span(SPAN_NAME, attributes=attributes) as span:
+            call_id = "call_" + format(span.get_span_context().span_id, "016x")
+            span.set_attribute("gen_ai.tool.call.id", call_id)
+            result = get_forecast(city, days)
+            span.set_attribute("gen_ai.tool.call.result", json.dumps(result))
+            return result
+
+    return get_forecast_minimal
 
 
 def traced_tool() -> Any:
@@ -74,6 +104,11 @@ def traced_tool() -> Any:
     return get_forecast_traced
 
 
+def minimal() -> Setup:
+    trace.set_tracer_provider(make_provider())
+    return Setup(tool=minimal_tool())
+
+
 def on() -> Setup:
     trace.set_tracer_provider(make_provider())
     return Setup(tool=traced_tool())
@@ -84,4 +119,4 @@ def off() -> Setup:
 
 
 if __name__ == "__main__":
-    run({"on": on, "off": off})
+    run({"minimal": minimal, "on": on, "off": off})

@@ -3,9 +3,10 @@
 ``on``: the application installs its SDK provider (BatchSpanProcessor + do-nothing exporter) first,
 then ``toolspan.configure()`` keeps it. ``nocapture``: the same with
 ``toolspan.configure(capture_content=False)`` (and ``TOOLSPAN_CAPTURE_CONTENT=false``).
+``genai``: the same with ``toolspan.configure(conventions="genai")`` (GenAI attributes only).
 ``off``: no SDK provider installed, no configure().
-With tracing on, the hand-written span of ``run_handwritten.py`` is also timed in the same process,
-over the same provider, right after each repeat (the paired ratio of the results).
+With tracing on, the minimal hand-written GenAI span of ``run_handwritten.py`` is also timed in the
+same process, over the same provider, right after each repeat (the paired ratio of the results).
 """
 
 from __future__ import annotations
@@ -31,15 +32,22 @@ def _configure(**kwargs: Any) -> None:
 
 
 def _reference() -> Any:
-    from run_handwritten import traced_tool
+    from run_handwritten import minimal_tool
 
-    return traced_tool()
+    return minimal_tool()
 
 
 def on() -> Setup:
     trace.set_tracer_provider(make_provider())
     _configure()
     return Setup(tool=_decorate(), reference=_reference())
+
+
+def genai() -> Setup:
+    os.environ["TOOLSPAN_CONVENTIONS"] = "genai"
+    trace.set_tracer_provider(make_provider())
+    _configure(conventions="genai")
+    return Setup(tool=_decorate(), reference=_reference(), notes=['toolspan.configure(conventions="genai")'])
 
 
 def nocapture() -> Setup:
@@ -56,4 +64,4 @@ def off() -> Setup:
 
 
 if __name__ == "__main__":
-    run({"on": on, "nocapture": nocapture, "off": off}, ["toolspan"])
+    run({"on": on, "genai": genai, "nocapture": nocapture, "off": off}, ["toolspan"])

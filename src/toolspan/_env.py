@@ -35,6 +35,11 @@ TOOLSPAN_REDACT_KEYS: Final = EnvVar(
     "",
     "Comma-separated extra key names whose values are redacted, on top of the built-in secret keys.",
 )
+TOOLSPAN_CONVENTIONS: Final = EnvVar(
+    "TOOLSPAN_CONVENTIONS",
+    "genai,openinference",
+    "Attribute conventions tool spans are written in: `genai`, `openinference` or `genai,openinference`.",
+)
 TOOLSPAN_SERVICE_NAME: Final = EnvVar(
     "TOOLSPAN_SERVICE_NAME",
     "",
@@ -113,6 +118,7 @@ ALL: Final = (
     TOOLSPAN_CAPTURE_CONTENT,
     TOOLSPAN_MAX_ATTRIBUTE_BYTES,
     TOOLSPAN_REDACT_KEYS,
+    TOOLSPAN_CONVENTIONS,
     TOOLSPAN_SERVICE_NAME,
     TOOLSPAN_TIMELINE_DIR,
     TOOLSPAN_OTLP_FILE,

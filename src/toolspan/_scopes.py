@@ -22,6 +22,7 @@ from opentelemetry.context import Context
 from toolspan import semconv
 from toolspan._context import TaskStack, suppressed, with_agent
 from toolspan._gen import drive_async, drive_sync
+from toolspan._otel_internals import span_ended
 from toolspan._params import Parameters
 from toolspan._run import Active, Kind, Run, parent_tool_ids
 from toolspan._tracer import get_tracer
@@ -82,7 +83,7 @@ class Scope:
             if ids is not None:
                 attrs[semconv.TOOLSPAN_PARENT_EXECUTION_ID] = ids[0]
                 attrs[semconv.TOOLSPAN_PARENT_TOOL_CALL_ID] = ids[1]
-                ended = getattr(parent_span, "end_time", None) is not None
+                ended = span_ended(parent_span)
                 if self._new_trace or ended or parent_context.is_remote:
                     links = [trace_api.Link(parent_context)]
             elif self._new_trace and parent_context.is_valid:

@@ -85,6 +85,7 @@ def configure(
     max_attribute_bytes: int | None = None,
     redact_keys: Iterable[str] | None = None,
     redact: Redactor | None = None,
+    conventions: str | Iterable[str] | None = None,
     instrument_threading: bool = True,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
     policy: str | os.PathLike[str] | Policy | None = None,
@@ -104,6 +105,7 @@ def configure(
         max_attribute_bytes=max_attribute_bytes,
         redact_keys=redact_keys,
         redact=redact,
+        conventions=conventions,
     )
     processors = list(span_processors)
     _check_arguments(

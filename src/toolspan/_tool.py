@@ -17,6 +17,7 @@ from opentelemetry import trace as trace_api
 from toolspan import semconv
 from toolspan._context import tool_call_id
 from toolspan._intercept import ACTIVE as REPLAYING
+from toolspan._otel_internals import tracing_on
 from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided, record_permission_required
 from toolspan._toolrun import ToolInfo, wrapper_for
@@ -55,9 +56,9 @@ def _description(obj: Any) -> str | None:
 
 
 def _tracing_on() -> bool:
-    """False until an application installs a tracer provider (or a replay runs): then a tool calls straight
-    through."""
-    return trace_api._TRACER_PROVIDER is not None or REPLAYING[0] > 0
+    """False until an application installs a tracer provider (or a replay or a policy guard is active):
+    until then a tool calls straight through."""
+    return tracing_on() or REPLAYING[0] > 0
 
 
 class _ToolWrapper(PicklableWrapper):

@@ -5,25 +5,27 @@ Per call:
 
 - no SDK tracer provider installed (and no ``tracer_provider=``), or instrumentation suppressed
   (OpenTelemetry's ``suppress_instrumentation``): the call goes straight through;
-- otherwise the span starts with the static attributes, ``gen_ai.tool.call.id`` when a model id was
+- otherwise the span starts with the static attributes of the configured conventions (GenAI,
+  OpenInference or both: ``Config.conventions``), ``gen_ai.tool.call.id`` when a model id was
   handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
   serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
   records, so a sampled-out call serializes nothing;
-- the ids are set right after start, the state and result at the end.
+- the ids, state and result are set at the end, in one ``set_attributes`` call (the ids are in the
+  context from the start, for ``current_execution_id()`` and child spans).
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
-from toolspan import _serialize, semconv
+from toolspan import _otel_internals, _serialize, semconv
 from toolspan._context import (
     PENDING_CALL_ID_KEY,
     TOOL_KEY,
@@ -36,20 +38,22 @@ from toolspan._gen import drive_async, drive_sync
 from toolspan._ids import tool_ids
 from toolspan._intercept import ACTIVE as REPLAYING
 from toolspan._intercept import substitute
+from toolspan._otel_internals import context_with
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import Parameters
+from toolspan._tool_attributes import KEYS, StartAttributes, template
 from toolspan._tracer import get_tracer
-from toolspan.config import get_config
+from toolspan.config import (
+    CONVENTIONS,
+    CONVENTIONS_BOTH,
+    get_config,
+)
 
 _logger = logging.getLogger(__name__)
 
 __all__ = ["ToolInfo", "wrapper_for"]
 
 _new_frame = tuple.__new__
-# The context key of the current span: one Context built per call instead of two.
-_SPAN_KEY = next(iter(trace_api.set_span_in_context(trace_api.INVALID_SPAN, Context())))
-
-_TEXT_ATTRS = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, semconv.OI_INPUT_VALUE)
 
 
 class ToolInfo:
@@ -62,6 +66,7 @@ class ToolInfo:
         "name",
         "params",
         "span_name",
+        "templates",
         "tool_type",
         "tracer_provider",
     )
@@ -81,93 +86,15 @@ class ToolInfo:
         self.tracer_provider = tracer_provider
         self.span_name = semconv.TOOL_SPAN_PREFIX + name
         self.params = Parameters.of(func)
-        attrs: dict[str, Any] = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
-            semconv.GEN_AI_TOOL_NAME: name,
-            semconv.GEN_AI_TOOL_TYPE: tool_type,
-        }
-        if description:
-            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
-        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
-        attrs[semconv.OI_TOOL_NAME] = name
-        if description:
-            attrs[semconv.OI_TOOL_DESCRIPTION] = description
-        self.base_attributes = attrs
-
-
-class _StartAttributes(dict[str, Any]):
-    """The start attributes of a tool span; the arguments are added on the first read.
-
-    The SDK reads the attributes given to ``start_span`` only when it records the span (samplers
-    that drop a span do not look at them), so a dropped span never pays for serialization.
-    """
-
-    __slots__ = ("_pending",)
-
-    def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None) -> None:
-        super().__init__(base)
-        self._pending = pending
-
-    def fill(self) -> None:
-        pending = self._pending
-        if pending is None:
-            return
-        self._pending = None
-        info, instance, args, kwargs, config = pending
-        try:
-            text = _serialize.dumps(info.params.bind(instance, args, kwargs), config)
-        except Exception:
-            _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
-            return
-        dict.__setitem__(self, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
-        dict.__setitem__(self, semconv.OI_INPUT_VALUE, text)
-        dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
-
-    @property
-    def filled(self) -> bool:
-        return self._pending is None
-
-    def __len__(self) -> int:
-        self.fill()
-        return dict.__len__(self)
-
-    def __iter__(self) -> Iterator[str]:
-        self.fill()
-        return dict.__iter__(self)
-
-    def __contains__(self, key: object) -> bool:
-        self.fill()
-        return dict.__contains__(self, key)
-
-    def __getitem__(self, key: str) -> Any:
-        self.fill()
-        return dict.__getitem__(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self.fill()
-        return dict.get(self, key, default)
-
-    def items(self) -> Any:
-        self.fill()
-        return dict.items(self)
-
-    def keys(self) -> Any:
-        self.fill()
-        return dict.keys(self)
-
-    def values(self) -> Any:
-        self.fill()
-        return dict.values(self)
-
-    def copy(self) -> dict[str, Any]:
-        self.fill()
-        return dict(dict.items(self))
+        # The static start attributes per conventions setting (the setting may change after decoration).
+        self.templates = {conv: template(name, description, tool_type, conv) for conv in CONVENTIONS}
+        self.base_attributes = self.templates[CONVENTIONS_BOTH]
 
 
 class _ToolRun:
     """One running tool call: its span, context and what a generator yielded so far."""
 
-    __slots__ = ("aggregate", "config", "count", "ctx", "info", "items", "span")
+    __slots__ = ("aggregate", "config", "count", "ctx", "ids", "info", "items", "keys", "span")
 
     def __init__(  # noqa: PLR0917 - the hot path: no argument packing
         self,
@@ -183,12 +110,16 @@ class _ToolRun:
         self.aggregate = False
         self.count = 0
         self.items: _serialize.Collector | None = None
+        self.ids: dict[str, Any] | None = None
         config = self.config = get_config()
-        attrs = _StartAttributes(
-            info.base_attributes, (info, instance, args, kwargs, config) if config.capture_content else None
+        keys = self.keys = KEYS[config.conventions]
+        attrs = StartAttributes(
+            info.templates[config.conventions],
+            (info, instance, args, kwargs, config) if config.capture_content else None,
+            keys,
         )
         if call_id is not None:
-            dict.__setitem__(attrs, semconv.GEN_AI_TOOL_CALL_ID, call_id)
+            dict.__setitem__(attrs, keys.call_id, call_id)
         span = self.span = tracer.start_span(info.span_name, context=parent, attributes=attrs)
         span_context = span.get_span_context()
         if not span_context.is_valid:
@@ -196,20 +127,29 @@ class _ToolRun:
             return
         exec_id, own_call_id = tool_ids(span_context.span_id)
         frame = _new_frame(ToolFrame, (span, exec_id, call_id or own_call_id))
-        values = dict(parent)
-        values[_SPAN_KEY] = span
-        values[TOOL_KEY] = frame
-        self.ctx = Context(values)
-        if span.is_recording():
-            ids = {
+        self.ctx = context_with(parent, span, TOOL_KEY, frame)
+        if not span.is_recording():
+            return
+        ids: dict[str, Any] = (
+            {
                 semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
                 semconv.TOOLSPAN_TOOL_CALL_ID: frame.tool_call_id,
             }
-            if not attrs.filled:  # an SDK that did not read the start attributes: set them now
-                attrs.fill()
-                for key in (*_TEXT_ATTRS, semconv.OI_INPUT_MIME_TYPE):
-                    if key in attrs:
-                        ids[key] = dict.__getitem__(attrs, key)
+            if keys.toolspan_ids
+            else {}
+        )
+        if attrs.filled:
+            if ids:
+                self.ids = ids  # written with the end attributes
+            return
+        # An SDK or sampler that did not read the start attributes: set them now.
+        attrs.fill()
+        if call_id is not None:
+            ids[keys.call_id] = call_id
+        for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
+            if key in attrs:
+                ids[key] = dict.__getitem__(attrs, key)
+        if ids:
             span.set_attributes(ids)
 
     # -- generator aggregation -------------------------------------------------------------------
@@ -231,7 +171,9 @@ class _ToolRun:
         span = self.span
         try:
             if span.is_recording():
-                attrs: dict[str, Any] = {semconv.TOOLSPAN_TOOL_STATE: semconv.STATE_COMPLETED}
+                attrs: dict[str, Any] = self.ids or {}
+                if self.keys.toolspan_ids:
+                    attrs[semconv.TOOLSPAN_TOOL_STATE] = semconv.STATE_COMPLETED
                 if self.aggregate:
                     attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
                 config = self.config
@@ -244,18 +186,32 @@ class _ToolRun:
                             "toolspan: could not record the result of %s", self.info.name, exc_info=True
                         )
                     else:
-                        attrs[semconv.GEN_AI_TOOL_CALL_RESULT] = text
-                        attrs[semconv.OI_OUTPUT_VALUE] = text
-                        attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
-                span.set_attributes(attrs)
+                        keys = self.keys
+                        for key in keys.result:
+                            attrs[key] = text
+                        if keys.mime:
+                            attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
+                if attrs:
+                    _otel_internals.set_attributes(span, attrs)
         except Exception:
             _logger.warning("toolspan: could not record the end of %s", self.info.name, exc_info=True)
         end_span(span)
 
     def fail(self, exc: BaseException) -> None:
+        self.write_ids()
         extra = {semconv.TOOLSPAN_RESULT_ITEMS: self.count} if self.aggregate else {}
         record_outcome(self.span, exc, tool=True, **extra)
         end_span(self.span)
+
+    def write_ids(self) -> None:
+        """Set the ids now (an ending other than ``ok``)."""
+        ids = self.ids
+        if ids is not None:
+            self.ids = None
+            try:
+                self.span.set_attributes(ids)
+            except Exception:
+                _logger.warning("toolspan: could not record the ids of %s", self.info.name, exc_info=True)
 
     def closed(self) -> None:
         try:
@@ -290,11 +246,8 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
     ) -> Any:
         if REPLAYING[0]:
             wrapped = substitute(info, wrapped, instance, "sync")
-        provider = info.tracer_provider
-        if provider is None and trace_api._TRACER_PROVIDER is None:
-            return wrapped(*args, **kwargs)  # tracing is off: a plain call
-        tracer = get_tracer(provider)
-        if tracer is None:
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None:  # tracing is off: a plain call
             return wrapped(*args, **kwargs)
         parent = context_api.get_current()
         if suppressed(parent):
@@ -377,8 +330,9 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
             if run is None:  # telemetry failed: iterate under a span that records nothing
                 run = _ToolRun.__new__(_ToolRun)
                 run.info, run.span, run.count, run.items = info, trace_api.INVALID_SPAN, 0, None
-                run.aggregate = False
+                run.aggregate, run.ids = False, None
                 run.ctx, run.config = context_api.get_current(), get_config()
+                run.keys = KEYS[run.config.conventions]
             run.start_items()
             return run
 

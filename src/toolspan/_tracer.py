@@ -8,6 +8,7 @@ from importlib import metadata
 
 from opentelemetry import trace as trace_api
 
+from toolspan._otel_internals import global_provider
 from toolspan.semconv import SCOPE_NAME
 
 __all__ = ["VERSION", "get_tracer"]
@@ -27,7 +28,7 @@ def get_tracer(provider: trace_api.TracerProvider | None) -> trace_api.Tracer | 
     installed, so callers can call straight through. Re-evaluated on every call, cheaply."""
     global _global
     if provider is None:
-        current = trace_api._TRACER_PROVIDER
+        current = global_provider()
         if current is None:
             return None
         cached_provider, cached_tracer = _global

@@ -23,6 +23,11 @@ Settings:
   Python value, and returns what to record instead (return ``value`` unchanged to keep it,
   ``REDACTED`` to hide it). What it returns is serialised normally (its own entries are checked
   again). If it raises, the value is recorded as ``REDACTED``.
+- ``conventions``: which attribute conventions tool spans are written in: ``"genai"`` (OpenTelemetry
+  GenAI), ``"openinference"`` (OpenInference, what Phoenix-style UIs read) or both
+  (``"genai,openinference"``, the default). A comma-separated string or a collection of names; stored
+  as the canonical string (``genai`` first). With ``genai`` alone, toolspan's ids and ``COMPLETED``
+  state (derivable from the span) are left out too. Argument > ``TOOLSPAN_CONVENTIONS`` > both.
 
 Bad environment values are logged and ignored; bad arguments raise ``TypeError``/``ValueError``.
 """
@@ -37,6 +42,10 @@ from typing import Any, Final
 from toolspan import _env
 
 __all__ = [
+    "CONVENTIONS",
+    "CONVENTIONS_BOTH",
+    "CONVENTIONS_GENAI",
+    "CONVENTIONS_OPENINFERENCE",
     "DEFAULT_MAX_ATTRIBUTE_BYTES",
     "DEFAULT_REDACT_KEYS",
     "MIN_ATTRIBUTE_BYTES",
@@ -45,6 +54,7 @@ __all__ = [
     "Redactor",
     "get_config",
     "normalize_key",
+    "parse_conventions",
     "resolve_config",
     "set_config",
 ]
@@ -54,6 +64,13 @@ _logger = logging.getLogger(__name__)
 REDACTED: Final = "[REDACTED]"
 DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 16384
 MIN_ATTRIBUTE_BYTES: Final = 64
+
+CONVENTIONS_GENAI: Final = "genai"
+CONVENTIONS_OPENINFERENCE: Final = "openinference"
+CONVENTIONS_BOTH: Final = "genai,openinference"
+# Every accepted setting, canonical form: the names in this order, comma-separated.
+CONVENTIONS: Final = (CONVENTIONS_GENAI, CONVENTIONS_OPENINFERENCE, CONVENTIONS_BOTH)
+_CONVENTION_NAMES: Final = (CONVENTIONS_GENAI, CONVENTIONS_OPENINFERENCE)
 
 Redactor = Callable[[str, Any], Any]
 """``redact(path, value) -> value``: see the module docstring."""
@@ -104,6 +121,31 @@ def _normalize_keys(keys: Iterable[object], what: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def parse_conventions(value: object) -> str:
+    """The canonical conventions string of ``value`` (``"genai"``, ``"openinference"`` or
+    ``"genai,openinference"``): a comma-separated string or a collection of names, any case."""
+    if isinstance(value, str):
+        parts: list[object] = list(value.split(","))
+    elif isinstance(value, bytes) or not isinstance(value, Iterable):
+        raise TypeError(f"conventions must be a str or a collection of str, got {type(value).__name__}")
+    else:
+        parts = list(value)
+    names: set[str] = set()
+    for part in parts:
+        if not isinstance(part, str):
+            raise TypeError(f"conventions must contain str names, got {type(part).__name__}: {part!r}")
+        name = part.strip().lower()
+        if name not in _CONVENTION_NAMES:
+            raise ValueError(
+                f"conventions: unknown name {part!r} (expected {CONVENTIONS_GENAI!r}, "
+                f"{CONVENTIONS_OPENINFERENCE!r} or both, comma-separated)"
+            )
+        names.add(name)
+    if not names:
+        raise ValueError("conventions must name at least one of 'genai' and 'openinference'")
+    return ",".join(name for name in _CONVENTION_NAMES if name in names)
+
+
 @dataclass(frozen=True)
 class Config:
     """Validated capture settings. ``redact_keys`` is the complete set (normalised on creation)."""
@@ -112,6 +154,7 @@ class Config:
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
     redact_keys: frozenset[str] = field(default=DEFAULT_REDACT_KEYS)
     redact: Redactor | None = None
+    conventions: str = CONVENTIONS_BOTH
 
     def __post_init__(self) -> None:
         if not isinstance(self.capture_content, bool):
@@ -124,6 +167,7 @@ class Config:
         if self.redact is not None and not callable(self.redact):
             raise TypeError(f"redact must be a callable (path, value) -> value, got {self.redact!r}")
         object.__setattr__(self, "redact_keys", _normalize_keys(self.redact_keys, "redact_keys"))
+        object.__setattr__(self, "conventions", parse_conventions(self.conventions))
 
 
 def resolve_config(
@@ -132,6 +176,7 @@ def resolve_config(
     max_attribute_bytes: int | None = None,
     redact_keys: Iterable[str] | None = None,
     redact: Redactor | None = None,
+    conventions: str | Iterable[str] | None = None,
 ) -> Config:
     """Resolve each setting as argument > environment > default; raise on bad arguments."""
     if capture_content is None:
@@ -153,7 +198,23 @@ def resolve_config(
             _logger.warning("toolspan: ignoring empty key %r in %s", name, _env.TOOLSPAN_REDACT_KEYS.name)
     if redact_keys is not None:
         keys |= _normalize_keys(redact_keys, "redact_keys")
-    return Config(capture_content, max_attribute_bytes, frozenset(keys), redact)
+    conventions = _env_conventions() if conventions is None else parse_conventions(conventions)
+    return Config(capture_content, max_attribute_bytes, frozenset(keys), redact, conventions)
+
+
+def _env_conventions() -> str:
+    value = _env.get(_env.TOOLSPAN_CONVENTIONS)
+    if value is None:
+        return CONVENTIONS_BOTH
+    try:
+        return parse_conventions(value)
+    except ValueError:
+        _logger.warning(
+            "toolspan: ignoring %s=%r (expected genai, openinference or genai,openinference)",
+            _env.TOOLSPAN_CONVENTIONS.name,
+            value,
+        )
+        return CONVENTIONS_BOTH
 
 
 _current: Config | None = None

@@ -25,6 +25,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from toolspan._otel_internals import restore_global_provider, swap_global_provider
+
 __all__ = ["FakeClock", "SequentialIdGenerator", "capture_spans", "installed_tracer_provider"]
 
 
@@ -85,25 +87,11 @@ def installed_tracer_provider(provider: trace_api.TracerProvider) -> Iterator[tr
     OpenTelemetry allows setting the global provider only once per process; tests need a fresh one
     each time. This swaps the API's globals directly (as OpenTelemetry's own test utilities do).
     """
-    from opentelemetry.util._once import Once
-
-    saved = (
-        trace_api._TRACER_PROVIDER_SET_ONCE,
-        trace_api._TRACER_PROVIDER,
-        trace_api._PROXY_TRACER_PROVIDER,
-    )
-    trace_api._TRACER_PROVIDER_SET_ONCE = Once()
-    trace_api._TRACER_PROVIDER = None
-    trace_api._PROXY_TRACER_PROVIDER = trace_api.ProxyTracerProvider()
-    trace_api.set_tracer_provider(provider)
+    saved = swap_global_provider(provider)
     try:
         yield provider
     finally:
-        (
-            trace_api._TRACER_PROVIDER_SET_ONCE,
-            trace_api._TRACER_PROVIDER,
-            trace_api._PROXY_TRACER_PROVIDER,
-        ) = saved
+        restore_global_provider(saved)
 
 
 @contextmanager

@@ -1,0 +1,325 @@
+"""Every place toolspan relies on a private detail of OpenTelemetry (or of CPython's ``json``) for speed.
+
+Each trick is checked once, at import, against the public behaviour it stands in for. When an
+upgrade breaks an assumption, the public (slower) way is used instead and a debug message says so;
+nothing else in toolspan reads these private names. ``tests/test_otel_internals.py`` checks each
+assumption on the installed versions and runs each fallback with the assumption broken.
+
+- The global provider slot, ``opentelemetry.trace._TRACER_PROVIDER``: ``None`` until an application
+  calls ``set_tracer_provider``. Read on every tool call to tell "tracing off" in one attribute load
+  (``global_provider``, ``tracing_on``). Fallback: ``get_tracer_provider()``, ``None`` for the proxy.
+- The context key the API keeps the current span under (``opentelemetry.trace.propagation``'s
+  private key): one ``Context`` built per tool call instead of two (``context_with``). Fallback:
+  ``set_span_in_context`` then ``context.set_value``.
+- Where an SDK span keeps its attributes (``_Span._attributes``: a ``BoundedAttributes`` whose
+  ``_dict`` holds them, guarded by the span's ``_lock``, ``_end_time`` set once ended): the end
+  attributes of a tool span, strings and numbers toolspan made itself, are added with one
+  ``dict.update`` instead of validating each value again (``set_attributes``). Only while no length
+  limit applies and the count limit leaves room; checked on the first span written. Fallback:
+  ``span.set_attributes``.
+- The end time of an SDK span (``ReadableSpan.end_time``, not part of the API's ``Span``):
+  ``span_ended``. Fallback: "not ended" for a span without it.
+- The C JSON encoder, ``json.encoder.c_make_encoder``: built once and called directly, where
+  ``JSONEncoder.encode`` builds one per call (``json_encoder``). Fallback: ``JSONEncoder(...).encode``.
+- The API's set-once guard and proxy (``_TRACER_PROVIDER_SET_ONCE``, ``_PROXY_TRACER_PROVIDER``),
+  reset by ``toolspan.testing`` to install a fresh provider per test (``swap_global_provider``).
+  Fallback: ``set_tracer_provider``, which works once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from opentelemetry import context as context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+
+__all__ = [
+    "CONTEXT_KEY_OK",
+    "PROVIDER_SLOT_OK",
+    "SWAP_OK",
+    "context_with",
+    "global_provider",
+    "json_encoder",
+    "restore_global_provider",
+    "set_attributes",
+    "span_ended",
+    "swap_global_provider",
+    "tracing_on",
+]
+
+_logger = logging.getLogger(__name__)
+
+_MISSING: Final = object()
+
+
+def _broken(what: str) -> bool:
+    _logger.debug("toolspan: %s changed in this OpenTelemetry version; using the public API", what)
+    return False
+
+
+# --- the global provider slot ----------------------------------------------------------------------
+
+
+def check_provider_slot() -> bool:
+    """The slot exists and is ``None`` (no provider yet) or what ``get_tracer_provider`` returns.
+
+    (``get_tracer_provider`` is not called while the slot is empty: with ``OTEL_PYTHON_TRACER_PROVIDER``
+    set it would load and install a provider, which an import must not do.)"""
+    slot = getattr(trace_api, "_TRACER_PROVIDER", _MISSING)
+    if slot is _MISSING:
+        return _broken("opentelemetry.trace._TRACER_PROVIDER")
+    if slot is None or slot is trace_api.get_tracer_provider():
+        return True
+    return _broken("opentelemetry.trace._TRACER_PROVIDER (not the global provider)")
+
+
+def _slot_provider() -> trace_api.TracerProvider | None:
+    return trace_api._TRACER_PROVIDER
+
+
+def _public_provider() -> trace_api.TracerProvider | None:
+    provider = trace_api.get_tracer_provider()
+    return None if isinstance(provider, trace_api.ProxyTracerProvider) else provider
+
+
+def _slot_tracing_on() -> bool:
+    return trace_api._TRACER_PROVIDER is not None
+
+
+def _public_tracing_on() -> bool:
+    return not isinstance(trace_api.get_tracer_provider(), trace_api.ProxyTracerProvider)
+
+
+def provider_functions(
+    ok: bool,
+) -> tuple[Callable[[], trace_api.TracerProvider | None], Callable[[], bool]]:
+    """``(global_provider, tracing_on)``: the slot readers when ``ok``, else the public ones."""
+    return (_slot_provider, _slot_tracing_on) if ok else (_public_provider, _public_tracing_on)
+
+
+PROVIDER_SLOT_OK: Final = check_provider_slot()
+global_provider, tracing_on = provider_functions(PROVIDER_SLOT_OK)
+"""``global_provider()``: the application's global tracer provider, ``None`` while none is set.
+``tracing_on()``: whether one is set (the switch of a tool on the global provider)."""
+
+
+# --- the current-span context key ------------------------------------------------------------------
+
+
+def span_key() -> Any:
+    """The key ``set_span_in_context`` stores a span under, or ``None`` when it cannot be found."""
+    try:
+        keys = list(trace_api.set_span_in_context(trace_api.INVALID_SPAN, Context()))
+    except Exception:
+        return None
+    return keys[0] if len(keys) == 1 else None
+
+
+def check_context_key(key: Any) -> bool:
+    """A ``Context`` built by hand with ``key`` is read back as the current span, and contexts are dicts."""
+    if key is None:
+        return _broken("the current-span context key")
+    probe = trace_api.NonRecordingSpan(trace_api.SpanContext(1, 1, is_remote=False))
+    try:
+        ok = isinstance(Context(), dict) and trace_api.get_current_span(Context({key: probe})) is probe
+    except Exception:
+        ok = False
+    return ok or _broken("the current-span context key")
+
+
+def context_function(key: Any, ok: bool) -> Callable[[Context, trace_api.Span, str, object], Context]:
+    """``context_with(parent, span, key, value)``: ``parent`` with ``span`` current and ``key`` set."""
+    if not ok:
+
+        def context_with_public(parent: Context, span: trace_api.Span, extra: str, value: object) -> Context:
+            return context_api.set_value(extra, value, trace_api.set_span_in_context(span, parent))
+
+        return context_with_public
+
+    def context_with(parent: Context, span: trace_api.Span, extra: str, value: object) -> Context:
+        values = dict(parent)
+        values[key] = span
+        values[extra] = value
+        return Context(values)
+
+    return context_with
+
+
+_SPAN_KEY: Final = span_key()
+CONTEXT_KEY_OK: Final = check_context_key(_SPAN_KEY)
+context_with = context_function(_SPAN_KEY, CONTEXT_KEY_OK)
+
+
+# --- writing the attributes of an SDK span --------------------------------------------------------
+
+
+def _set_attributes_public(span: Any, attributes: dict[str, Any]) -> None:
+    span.set_attributes(attributes)
+
+
+def direct_writer(bounded: Any) -> Callable[[Any, dict[str, Any]], None]:
+    """A writer that adds already-valid attributes straight into an SDK span's attribute dict."""
+
+    def set_attributes_direct(span: Any, attributes: dict[str, Any]) -> None:
+        try:
+            store: Any = span._attributes
+            if type(store) is bounded and store.max_value_len is None:
+                with span._lock, store._lock:
+                    if span._end_time is None:
+                        values = store._dict
+                        limit = store.maxlen
+                        if limit is None or len(values) + len(attributes) <= limit:
+                            values.update(attributes)
+                            return
+        except AttributeError:
+            pass
+        span.set_attributes(attributes)  # another kind of span, a limit, or an ended span
+
+    return set_attributes_direct
+
+
+def check_attribute_store() -> Callable[[Any, dict[str, Any]], None] | None:
+    """The direct writer when a probe SDK span, written both ways, ends up with the same attributes."""
+    try:
+        from opentelemetry.attributes import BoundedAttributes
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:
+        _broken("opentelemetry.sdk.trace")
+        return None
+    writer = direct_writer(BoundedAttributes)
+    try:
+        tracer: Any = TracerProvider().get_tracer("toolspan.probe")
+        # Explicit times: the probe reads no clock (a test's fake clock sees the same ticks either way).
+        direct = tracer.start_span("probe", attributes={"a": 1}, start_time=1)
+        public = tracer.start_span("probe", attributes={"a": 1}, start_time=1)
+        values: dict[str, Any] = {"b": "x", "c": 2, "d": True}
+        writer(direct, values)
+        public.set_attributes(values)
+        store = getattr(direct, "_attributes", None)
+        ok = (
+            type(store) is BoundedAttributes
+            and isinstance(getattr(store, "_dict", None), dict)
+            and dict(direct.attributes or {}) == dict(public.attributes or {}) == {"a": 1, **values}
+        )
+        direct.end(end_time=2)
+        public.end(end_time=2)
+        ok = ok and direct.attributes.get("b") == "x" and not direct.is_recording()
+    except Exception:
+        ok = False
+    if not ok:
+        _broken("the attribute store of SDK spans")
+        return None
+    return writer
+
+
+def _set_attributes_first(span: Any, attributes: dict[str, Any]) -> None:
+    global set_attributes
+    set_attributes = check_attribute_store() or _set_attributes_public
+    set_attributes(span, attributes)
+
+
+set_attributes: Callable[[Any, dict[str, Any]], None] = _set_attributes_first
+"""``set_attributes(span, attributes)``: add attributes toolspan built (str, int, float, bool values)
+to ``span``; the SDK's own method for anything but a running SDK span without length limits. Checked
+(importing the SDK) on first use, not at ``import toolspan``."""
+
+
+# --- SDK span end time -----------------------------------------------------------------------------
+
+
+def span_ended(span: object) -> bool:
+    """Whether ``span`` has ended: an SDK span's ``end_time`` is set; other spans count as running."""
+    try:
+        return getattr(span, "end_time", None) is not None
+    except Exception:
+        return False
+
+
+# --- the C JSON encoder ----------------------------------------------------------------------------
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_SAMPLE: Final = {"a": [1, 2.5, None, True, 'é\n"\u2028', {"b": -3}], "1": "x", "": []}
+
+
+def json_encoder(*, key_separator: str = ": ", item_separator: str = ", ") -> Callable[[Any], str]:
+    """``JSONEncoder(ensure_ascii=False, allow_nan=False, separators=...).encode``, calling the C
+    encoder directly (built once; ``encode`` builds it on every call). Without cycle checks: a cycle
+    ends in ``RecursionError``. The stdlib encoder when the C one is missing or answers differently."""
+    stdlib = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(item_separator, key_separator))
+    fallback = stdlib.encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or quote is None:
+        _broken("json.encoder.c_make_encoder")
+        return fallback
+    try:
+        # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
+        chunks = make(None, _not_json, quote, None, key_separator, item_separator, False, False, False)
+        join = "".join
+
+        def encode(value: Any) -> str:
+            if type(value) is str:
+                return quote(value)  # type: ignore[no-any-return]
+            return join(chunks(value, 0))
+
+        # Checked against the pure-Python encoder (``iterencode`` without one-shot does not use the C one).
+        if encode(_SAMPLE) != "".join(stdlib.iterencode(_SAMPLE)) or encode("é") != fallback("é"):
+            _broken("json.encoder.c_make_encoder (different output)")
+            return fallback
+    except Exception:
+        _broken("json.encoder.c_make_encoder (failed)")
+        return fallback
+    return encode
+
+
+# --- swapping the global provider (toolspan.testing) -------------------------------------------------
+
+_SWAP_NAMES: Final = ("_TRACER_PROVIDER_SET_ONCE", "_TRACER_PROVIDER", "_PROXY_TRACER_PROVIDER")
+
+
+def check_swap() -> bool:
+    """The API keeps its set-once guard, provider and proxy in the three module globals."""
+    try:
+        from opentelemetry.util._once import Once
+    except ImportError:
+        return _broken("opentelemetry.util._once")
+    if not all(hasattr(trace_api, name) for name in _SWAP_NAMES):
+        return _broken("the global provider's set-once guard")
+    return isinstance(trace_api._TRACER_PROVIDER_SET_ONCE, Once) or _broken("the set-once guard's type")
+
+
+SWAP_OK: Final = check_swap()
+
+
+def swap_global_provider(provider: trace_api.TracerProvider, *, ok: bool = SWAP_OK) -> tuple[Any, ...] | None:
+    """Make ``provider`` the global one, even if one was set before; returns what to restore.
+
+    Without the private globals (``ok`` false) this is ``set_tracer_provider``: it works once per
+    process (later calls are refused with OpenTelemetry's warning) and nothing is restored."""
+    if not ok:
+        trace_api.set_tracer_provider(provider)
+        return None
+    from opentelemetry.util._once import Once
+
+    saved = tuple(getattr(trace_api, name) for name in _SWAP_NAMES)
+    trace_api._TRACER_PROVIDER_SET_ONCE = Once()
+    trace_api._TRACER_PROVIDER = None
+    trace_api._PROXY_TRACER_PROVIDER = trace_api.ProxyTracerProvider()
+    trace_api.set_tracer_provider(provider)
+    return saved
+
+
+def restore_global_provider(saved: tuple[Any, ...] | None) -> None:
+    """Undo ``swap_global_provider`` (nothing to do after its fallback)."""
+    if saved is None:
+        return
+    for name, value in zip(_SWAP_NAMES, saved, strict=True):
+        setattr(trace_api, name, value)

@@ -1,0 +1,304 @@
+"""The private OpenTelemetry (and json) details toolspan relies on: each assumption holds on the
+installed versions, and each fallback, used when an upgrade breaks one, gives the same answers."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from opentelemetry import context as context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import TracerProvider
+
+from toolspan import _otel_internals as internals
+from toolspan._context import TOOL_KEY
+from toolspan.testing import capture_spans, installed_tracer_provider
+
+# --- the global provider slot ----------------------------------------------------------------------
+
+
+def test_the_provider_slot_assumption_holds() -> None:
+    assert internals.PROVIDER_SLOT_OK is True
+    assert internals.check_provider_slot() is True
+    assert internals.global_provider is internals.provider_functions(True)[0]
+
+
+@pytest.mark.parametrize("ok", [True, False], ids=["slot", "fallback"])
+def test_global_provider_and_tracing_on_follow_the_installed_provider(ok: bool) -> None:
+    global_provider, tracing_on = internals.provider_functions(ok)
+    with installed_tracer_provider(trace_api.ProxyTracerProvider()):
+        trace_api._TRACER_PROVIDER = None  # the state of a process where no provider was ever set
+        assert global_provider() is None
+        assert tracing_on() is False
+    provider = TracerProvider()
+    with installed_tracer_provider(provider):
+        assert global_provider() is provider
+        assert tracing_on() is True
+        assert internals.check_provider_slot() is True
+
+
+def test_a_missing_provider_slot_selects_the_public_api(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delattr(trace_api, "_TRACER_PROVIDER")
+    with caplog.at_level(logging.DEBUG, logger="toolspan._otel_internals"):
+        assert internals.check_provider_slot() is False
+    assert "_TRACER_PROVIDER changed in this OpenTelemetry version" in caplog.text
+
+
+# --- the current-span context key ------------------------------------------------------------------
+
+
+def test_the_context_key_assumption_holds() -> None:
+    assert internals.CONTEXT_KEY_OK is True
+    key = internals.span_key()
+    assert isinstance(key, str)
+    assert internals.check_context_key(key) is True
+
+
+@pytest.mark.parametrize("ok", [True, False], ids=["direct", "fallback"])
+def test_context_with_makes_the_span_current_and_keeps_the_parent(ok: bool) -> None:
+    context_with = internals.context_function(internals.span_key(), ok)
+    with capture_spans(install=False) as finished:
+        tracer = finished.provider.get_tracer("test")  # type: ignore[attr-defined]
+        span = tracer.start_span("child")
+        parent = context_api.set_value("other", 7, Context())
+        ctx = context_with(parent, span, TOOL_KEY, "frame")
+        assert trace_api.get_current_span(ctx) is span
+        assert context_api.get_value(TOOL_KEY, ctx) == "frame"
+        assert context_api.get_value("other", ctx) == 7
+        assert trace_api.get_current_span(parent) is trace_api.INVALID_SPAN  # the parent is untouched
+        assert context_api.get_value(TOOL_KEY, parent) is None
+        span.end()
+
+
+def test_an_unknown_context_key_selects_the_fallback(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="toolspan._otel_internals"):
+        assert internals.check_context_key("not-the-span-key") is False
+        assert internals.check_context_key(None) is False
+    assert "the current-span context key changed" in caplog.text
+
+    def two_keys(span: Any, context: Context | None = None) -> Context:
+        return Context({"a": span, "b": span})
+
+    monkeypatch.setattr(trace_api, "set_span_in_context", two_keys)
+    assert internals.span_key() is None
+    assert internals.context_function(None, False).__name__ == "context_with_public"
+
+
+# --- SDK span end time -----------------------------------------------------------------------------
+
+
+def test_span_ended_reads_the_sdk_end_time() -> None:
+    with capture_spans(install=False) as finished:
+        span = finished.provider.get_tracer("test").start_span("s")  # type: ignore[attr-defined]
+        assert internals.span_ended(span) is False
+        span.end()
+        assert internals.span_ended(span) is True
+
+
+def test_span_ended_is_false_for_a_span_without_an_end_time() -> None:
+    class Raising(trace_api.NonRecordingSpan):
+        @property
+        def end_time(self) -> int:
+            raise RuntimeError("no")
+
+    assert internals.span_ended(trace_api.INVALID_SPAN) is False
+    assert internals.span_ended(Raising(trace_api.INVALID_SPAN_CONTEXT)) is False
+
+
+# --- the C JSON encoder ----------------------------------------------------------------------------
+
+VALUES: list[Any] = [
+    {"city": "Paris", "days": 3, "nested": [1, 2.5, None, True, {"é": "\n\u2028"}]},
+    "plain",
+    "naïve",
+    [],
+    42,
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_the_c_encoder_writes_what_json_dumps_writes(value: Any) -> None:
+    encode = internals.json_encoder()
+    assert not hasattr(encode, "__self__")  # the C encoder was accepted, not JSONEncoder.encode
+    assert encode(value) == json.dumps(value, ensure_ascii=False)
+    compact = internals.json_encoder(key_separator=":", item_separator=",")
+    assert compact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_the_c_encoder_refuses_nan_and_unknown_types() -> None:
+    encode = internals.json_encoder()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        encode(float("nan"))
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        encode([object()])
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"c_make_encoder": None},
+        {"c_encode_basestring": None},
+        {"c_make_encoder": lambda *args: lambda value, level: ["wrong"]},
+        {"c_make_encoder": lambda *args: 1 / 0},
+    ],
+    ids=["no-encoder", "no-quote", "different-output", "raises"],
+)
+def test_a_broken_c_encoder_selects_the_stdlib_encoder(
+    monkeypatch: pytest.MonkeyPatch, broken: dict[str, Any]
+) -> None:
+    for name, value in broken.items():
+        monkeypatch.setattr(json.encoder, name, value)
+    encode = internals.json_encoder()
+    monkeypatch.undo()  # JSONEncoder.encode reads the module's encoder when called
+    assert type(getattr(encode, "__self__", None)) is json.JSONEncoder  # the bound stdlib method
+    for value in VALUES:
+        assert encode(value) == json.dumps(value, ensure_ascii=False)
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        encode(float("inf"))
+
+
+# --- swapping the global provider ------------------------------------------------------------------
+
+
+def test_the_swap_assumption_holds_and_restores_the_previous_state() -> None:
+    assert internals.SWAP_OK is True
+    before = trace_api.get_tracer_provider()
+    first, second = TracerProvider(), TracerProvider()
+    saved = internals.swap_global_provider(first)
+    assert trace_api.get_tracer_provider() is first
+    inner = internals.swap_global_provider(second)
+    assert trace_api.get_tracer_provider() is second
+    internals.restore_global_provider(inner)
+    assert trace_api.get_tracer_provider() is first
+    internals.restore_global_provider(saved)
+    assert trace_api.get_tracer_provider() is before
+
+
+def test_missing_swap_globals_fall_back_to_set_tracer_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(trace_api, "_PROXY_TRACER_PROVIDER")
+    assert internals.check_swap() is False
+    monkeypatch.undo()
+    provider = TracerProvider()
+    with installed_tracer_provider(trace_api.ProxyTracerProvider()):
+        trace_api._TRACER_PROVIDER = None
+        trace_api._TRACER_PROVIDER_SET_ONCE = type(trace_api._TRACER_PROVIDER_SET_ONCE)()
+        assert internals.swap_global_provider(provider, ok=False) is None
+        assert trace_api.get_tracer_provider() is provider
+        internals.restore_global_provider(None)
+        assert trace_api.get_tracer_provider() is provider  # nothing to restore after the fallback
+
+
+# --- toolspan on the fallbacks ---------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("fresh_config")
+def test_tool_spans_nest_and_carry_their_ids_on_every_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolspan
+    from toolspan import _serialize, _toolrun, _tracer
+
+    public_provider, _ = internals.provider_functions(False)
+    monkeypatch.setattr(_tracer, "global_provider", public_provider)
+    monkeypatch.setattr(_toolrun, "context_with", internals.context_function(None, False))
+    monkeypatch.setattr(_serialize, "ENCODE", json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode)
+
+    @toolspan.tool
+    def inner(x: int) -> int:
+        return x + 1
+
+    @toolspan.tool
+    def outer(x: int) -> dict[str, Any]:
+        return {"ids": toolspan.current_execution_id(), "inner": inner(x)}
+
+    with capture_spans() as finished:
+        result = outer(1)
+    child, parent = finished()
+    parent_hex = format(parent.context.span_id, "016x")  # type: ignore[union-attr]
+    assert result == {"ids": "exec_" + parent_hex, "inner": 2}
+    assert child.parent is not None
+    assert child.parent.span_id == parent.context.span_id  # type: ignore[union-attr]
+    assert (parent.attributes or {})["toolspan.execution_id"] == "exec_" + parent_hex
+    assert (parent.attributes or {})["gen_ai.tool.call.result"] == json.dumps(result)
+    assert (child.attributes or {})["gen_ai.tool.call.arguments"] == '{"x": 1}'
+
+
+# --- writing the attributes of an SDK span ---------------------------------------------------------
+
+
+def _sdk_span(**limits: Any) -> Any:
+    from opentelemetry.sdk.trace import SpanLimits
+
+    provider = TracerProvider(span_limits=SpanLimits(**limits)) if limits else TracerProvider()
+    return provider.get_tracer("test").start_span("s", attributes={"a": 1})
+
+
+def test_the_attribute_store_assumption_holds() -> None:
+    from opentelemetry.attributes import BoundedAttributes
+
+    writer = internals.check_attribute_store()
+    assert writer is not None
+    assert writer.__name__ == "set_attributes_direct"
+    span = _sdk_span()
+    assert type(span._attributes) is BoundedAttributes
+    writer(span, {"b": "x", "c": 2.5})
+    assert dict(span.attributes) == {"a": 1, "b": "x", "c": 2.5}
+
+
+def test_the_writer_is_chosen_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(internals, "set_attributes", internals._set_attributes_first)
+    span = _sdk_span()
+    internals.set_attributes(span, {"b": "x"})
+    assert internals.set_attributes.__name__ == "set_attributes_direct"
+    assert dict(span.attributes) == {"a": 1, "b": "x"}
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "public"])
+def test_limits_and_ended_spans_behave_as_the_sdk_says(
+    direct: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    from opentelemetry.attributes import BoundedAttributes
+
+    def write(span: Any, values: dict[str, Any]) -> None:
+        if direct:
+            internals.direct_writer(BoundedAttributes)(span, values)
+        else:
+            span.set_attributes(values)
+
+    cut = _sdk_span(max_span_attribute_length=3)
+    write(cut, {"b": "abcdef"})
+    assert dict(cut.attributes) == {"a": 1, "b": "abc"}
+    full = _sdk_span(max_span_attributes=2)
+    write(full, {"b": "x", "c": "y"})
+    assert dict(full.attributes) == {"b": "x", "c": "y"}  # the oldest dropped, as the SDK does
+    ended = _sdk_span()
+    ended.end()
+    with caplog.at_level(logging.WARNING):
+        write(ended, {"b": "x"})
+    assert dict(ended.attributes) == {"a": 1}
+    assert "Setting attribute on ended span" in caplog.text
+    write(trace_api.INVALID_SPAN, {"b": "x"})  # not an SDK span: its own (no-op) method
+
+
+def test_a_changed_attribute_store_selects_set_attributes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import opentelemetry.attributes
+
+    class Other(dict):  # type: ignore[type-arg]
+        pass
+
+    monkeypatch.setattr(opentelemetry.attributes, "BoundedAttributes", Other)
+    with caplog.at_level(logging.DEBUG, logger="toolspan._otel_internals"):
+        assert internals.check_attribute_store() is None
+    assert "the attribute store of SDK spans changed" in caplog.text
+    monkeypatch.undo()
+    span = _sdk_span()
+    span.set_attributes({"b": "x"})
+    internals.direct_writer(Other)(span, {"a": 2})  # never matches: the SDK's method,
+    assert list(span.attributes.items()) == [("b", "x"), ("a", 2)]  # which moves a rewritten key last
