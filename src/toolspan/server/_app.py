@@ -146,19 +146,36 @@ class App:
         return None
 
     async def trace_view(self, request: Request) -> Response:
-        trace_id = _trace_id(request.path_params["trace_id"])
         view = request.path_params["view"]
-        spans = None if trace_id is None else await self.trace_spans(trace_id)
-        if spans is None:
-            return _error(404, f"no trace {request.path_params['trace_id']!r}")
-        body = await run_in_threadpool(render, view, spans)
+        found = await self._lookup(request, "trace_id")
+        if isinstance(found, Response):
+            return found
+        body = await run_in_threadpool(render, view, found[1])
         return Response(body, media_type=_NDJSON if view in LINES else "application/json")
 
-    async def job(self, request: Request) -> Response:
-        trace_id = _trace_id(request.path_params["job_id"])
+    async def _lookup(self, request: Request, param: str) -> tuple[str, list[Span]] | Response:
+        """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404."""
+        raw = request.path_params[param]
+        trace_id = _trace_id(raw)
         spans = None if trace_id is None else await self.trace_spans(trace_id)
-        if spans is None:
-            return _error(404, f"no job {request.path_params['job_id']!r}")
+        if spans is None or trace_id is None:
+            return _error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
+        return trace_id, spans
+
+    async def _listing(self, request: Request) -> dict[str, Any] | Response:
+        try:
+            page: dict[str, Any] = await run_in_threadpool(
+                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
+            )
+        except _query.QueryError as e:
+            return _error(400, str(e))
+        return page
+
+    async def job(self, request: Request) -> Response:
+        found = await self._lookup(request, "job_id")
+        if isinstance(found, Response):
+            return found
+        spans = found[1]
         if request.url.path.endswith("/replay"):
             document = await run_in_threadpool(tree_document, spans)
             body = document_bytes({**document, "read_only": True})
@@ -167,34 +184,27 @@ class App:
         return Response(body, media_type="application/json")
 
     async def trace_page(self, request: Request) -> Response:
-        raw = request.path_params.get("trace_id") or request.path_params["job_id"]
-        trace_id = _trace_id(raw)
-        spans = None if trace_id is None else await self.trace_spans(trace_id)
-        if spans is None or trace_id is None:
-            return _error(404, f"no trace {raw!r}")
+        found = await self._lookup(request, "trace_id" if "trace_id" in request.path_params else "job_id")
+        if isinstance(found, Response):
+            return found
         token = request.query_params.get("access_token")
-        text = await run_in_threadpool(_pages.trace_page_html, trace_id, spans, token)
+        text = await run_in_threadpool(_pages.trace_page_html, *found, token)
         return HTMLResponse(text)
 
     async def page_data(self, request: Request) -> Response:
-        trace_id = _trace_id(request.path_params["trace_id"])
-        spans = None if trace_id is None else await self.trace_spans(trace_id)
-        if spans is None:
-            return _error(404, f"no trace {request.path_params['trace_id']!r}")
-        text = await run_in_threadpool(_pages.page_data, spans)
+        found = await self._lookup(request, "trace_id")
+        if isinstance(found, Response):
+            return found
+        text = await run_in_threadpool(_pages.page_data, found[1])
         return Response(
             text.encode("utf-8"), media_type="application/json", headers={"cache-control": "no-store"}
         )
 
     async def trace_list(self, request: Request) -> Response:
-        try:
-            page = await run_in_threadpool(
-                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
-            )
-        except _query.QueryError as e:
-            return _error(400, str(e))
-        text = _pages.trace_list_html(page, request.query_params.get("access_token"))
-        return HTMLResponse(text)
+        page = await self._listing(request)
+        if isinstance(page, Response):
+            return page
+        return HTMLResponse(_pages.trace_list_html(page, request.query_params.get("access_token")))
 
     async def conversation_timeline(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -205,13 +215,8 @@ class App:
         return Response(body, media_type="application/json")
 
     async def list_traces(self, request: Request) -> Response:
-        try:
-            page = await run_in_threadpool(
-                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
-            )
-        except _query.QueryError as e:
-            return _error(400, str(e))
-        return JSONResponse(page)
+        page = await self._listing(request)
+        return page if isinstance(page, Response) else JSONResponse(page)
 
     async def healthz(self, request: Request) -> Response:
         counts = await run_in_threadpool(self.store.counts)
