@@ -20,7 +20,7 @@ import zipfile
 from importlib import metadata, resources
 from pathlib import Path
 
-SCHEMAS = ("events", "plans", "progress", "timeline", "tree")
+SCHEMAS = ("events", "plans", "progress", "timeline", "tree", "page", "audit")
 EXPORTERS = {
     "toolspan_otlp_file": "OtlpJsonFileExporter",
     "toolspan_timeline": "TimelineJsonExporter",
@@ -37,6 +37,10 @@ WHEEL_MUST_HOLD = (
     "toolspan/py.typed",
     "toolspan/cli.py",
     *(f"toolspan/bridge/schemas/{name}.schema.json" for name in SCHEMAS),
+    "toolspan/policy/schemas/policy.schema.json",
+    "toolspan/page/page.js",
+    "toolspan/page/page.css",
+    "toolspan/page/template.html",
 )
 
 
@@ -139,6 +143,17 @@ def convert_a_trace(tmp: Path, command: Path) -> list[str]:
     if done.returncode != 0 or got != want or events[1]["observation"] != 5:
         return [f"toolspan convert: rc {done.returncode}, events {got}, {done.stderr.strip()}"]
     ok("recorded a tool call and converted it: act + observe")
+    page = tmp / "run.html"
+    done = subprocess.run(
+        [command, "convert", str(traces), "--to", "html", "-o", str(page)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    html = page.read_text("utf-8") if page.is_file() else ""
+    if done.returncode != 0 or "Content-Security-Policy" not in html or '"add"' not in html:
+        return [f"toolspan convert --to html: rc {done.returncode}, {done.stderr.strip()}"]
+    ok("the trace page of that call: one self-contained HTML file")
     return []
 
 
