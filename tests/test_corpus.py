@@ -161,10 +161,10 @@ def test_every_view_carries_the_recovered_ids(framework: str) -> None:
 
 # Model-call fields a framework's trace does not give in structured form, with the reason (see README).
 # openai_agents: OpenInference's generation span has no finish reason (the SDK's span data has none).
-# smolagents: the finish reason is only inside a Python repr of the SDK response (``raw``), not data.
+# (smolagents gives it only inside the text of the SDK's response object, ``raw``: read from there.)
 # (langgraph_openllmetry names the model ``unknown`` on the model span: its name and finish reason come from
 # the chain span above, whose output is the model's message.)
-NO_FINISH_REASON = {"openai_agents", "smolagents"}
+NO_FINISH_REASON = {"openai_agents"}
 NO_MODEL_NAME: set[str] = set()
 FINISH_REASONS = {
     "openai_v2": ["tool_calls", "stop"],
@@ -173,6 +173,7 @@ FINISH_REASONS = {
     "langgraph_openllmetry": ["tool_calls", "stop"],
     "strands_default": ["tool_use", "end_turn"],
     "strands_latest": ["tool_use", "end_turn"],
+    "smolagents": ["tool_calls", "tool_calls"],  # its final answer is a tool call too
 }
 
 

@@ -8,9 +8,10 @@ output messages' ``finish_reason``), OpenInference (``llm.model_name``, ``llm.to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._eventcontent import content_attributes
@@ -61,6 +62,9 @@ def _int(attrs: Mapping[str, Any], *keys: str) -> int | None:
     return None
 
 
+_RAW_FINISH: Final = re.compile(r"\bfinish_reason='([a-z_]{1,40})'")
+
+
 def _finish(attrs: Mapping[str, Any]) -> str | None:
     value = parse_json(attrs.get(sc.GEN_AI_RESPONSE_FINISH_REASONS))
     if isinstance(value, list) and value:
@@ -75,6 +79,14 @@ def _finish(attrs: Mapping[str, Any]) -> str | None:
         for message in reversed(messages):
             if isinstance(message, Mapping) and message.get("finish_reason"):
                 return str(message["finish_reason"])
+    # smolagents records the provider's response only as the text of the SDK object (``raw``) in its
+    # output message: read the one field the OpenAI SDK prints in a fixed form, ``finish_reason='...'``.
+    output = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
+    raw = output.get("raw") if isinstance(output, Mapping) else None
+    if isinstance(raw, str):
+        found = _RAW_FINISH.findall(raw)
+        if found:
+            return str(found[-1])
     return None
 
 
