@@ -82,7 +82,11 @@ def test_a_denied_call_never_runs_and_its_span_says_why() -> None:
     assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
         (
             "toolspan.permission_decided",
-            {"toolspan.permission.decision": "deny", "toolspan.permission.note": note},
+            {
+                "toolspan.permission.decision": "deny",
+                "toolspan.permission.note": note,
+                "toolspan.permission.decided_by": "policy",
+            },
         )
     ]
 

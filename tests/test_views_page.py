@@ -293,3 +293,18 @@ def test_deeply_nested_values_are_read_and_marked() -> None:
     while isinstance(value, list):
         depth, value = depth + 1, value[0]
     assert (depth, value, step["truncated"]) == (900, "x...[truncated 5 chars]", True)
+
+
+def test_approvals_say_who_decided_when_recorded() -> None:
+    decided = SpanEvent(
+        sc.PERMISSION_DECIDED_EVENT,
+        T0 + 3 * MS,
+        {sc.PERMISSION_DECISION: "deny", sc.PERMISSION_NOTE: "no", sc.PERMISSION_DECIDED_BY: "policy"},
+    )
+    events = (permission(1), decided)
+    page = to_page([span(1, None, "execute_tool risky", 0, 4, tool_attrs(1, "risky", {}), events=events)])
+    validate("page", page)
+    assert page["steps"][0]["approvals"] == [
+        {"t_us": 1000, "decision": None, "note": None, "wait_us": None},
+        {"t_us": 3000, "decision": "deny", "note": "no", "wait_us": 2000, "by": "policy"},
+    ]

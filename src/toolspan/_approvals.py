@@ -21,7 +21,8 @@ _logger = logging.getLogger(__name__)
 
 __all__ = ["APPROVAL", "ApprovalRequest", "Approver", "Decision", "gated", "run_blocking"]
 
-Decision = bool | str | tuple[bool | str, str | None]
+Decision = bool | str | tuple[bool | str, str | None] | tuple[bool | str, str | None, str | None]
+_Verdict = tuple[str, str | None, str | None]  # decision, note, who decided
 Approver = Callable[[ToolCall], Decision | Awaitable[Decision]]
 
 _ALLOW = "allow"
@@ -58,24 +59,29 @@ APPROVAL: contextvars.ContextVar[ApprovalRequest | None] = contextvars.ContextVa
 )
 
 
-def _normalize(value: Any) -> tuple[str, str | None]:
+def _normalize(value: Any) -> _Verdict:
     note: str | None = None
-    if isinstance(value, tuple) and len(value) == 2:
-        value, raw_note = value
+    by: str | None = None
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        value, raw_note, *rest = value
         note = None if raw_note is None else str(raw_note)
+        by = None if not rest or rest[0] is None else str(rest[0])
     if value is True or value == _ALLOW:
-        return _ALLOW, note
+        return _ALLOW, note, by
     if value is False or value == _DENY:
-        return _DENY, note
-    raise ValueError(f"approve returned {value!r}; expected a bool, 'allow', 'deny' or (decision, note)")
+        return _DENY, note, by
+    raise ValueError(
+        f"approve returned {value!r}; expected a bool, 'allow', 'deny', "
+        "(decision, note) or (decision, note, by)"
+    )
 
 
-def _failed_approval(exc: BaseException) -> tuple[str, str]:
+def _failed_approval(exc: BaseException) -> _Verdict:
     _logger.warning("toolspan: approve raised; the tool call is denied", exc_info=exc)
-    return _DENY, f"approval failed: {type(exc).__name__}: {exc}"
+    return _DENY, f"approval failed: {type(exc).__name__}: {exc}", None
 
 
-def _decide_sync(approval: ApprovalRequest) -> tuple[str, str | None]:
+def _decide_sync(approval: ApprovalRequest) -> _Verdict:
     try:
         value = approval.approve(approval.call)
         if inspect.isawaitable(value):
@@ -89,7 +95,7 @@ def _decide_sync(approval: ApprovalRequest) -> tuple[str, str | None]:
         return _failed_approval(exc)
 
 
-async def _decide_async(approval: ApprovalRequest) -> tuple[str, str | None]:
+async def _decide_async(approval: ApprovalRequest) -> _Verdict:
     try:
         value = approval.approve(approval.call)
         if inspect.isawaitable(value):
@@ -99,9 +105,9 @@ async def _decide_async(approval: ApprovalRequest) -> tuple[str, str | None]:
         return _failed_approval(exc)
 
 
-def _record(decision: tuple[str, str | None]) -> None:
-    verdict, note = decision
-    _tool.record_permission_decided(verdict, note=note)
+def _record(decision: _Verdict) -> None:
+    verdict, note, by = decision
+    _tool.record_permission_decided(verdict, note=note, by=by)
     if verdict == _DENY:
         raise _tool.ToolDenied(note or DEFAULT_DENY_NOTE)
 

@@ -97,7 +97,7 @@ class PolicyGuard:
                     semconv.TOOLSPAN_POLICY_RULES: [f.rule_id for f in findings],
                 }
             )
-            record_permission_decided("deny", note=note)
+            record_permission_decided("deny", note=note, by="policy")
         raise ToolDenied(note)
 
     def stand_in(

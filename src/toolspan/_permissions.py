@@ -45,8 +45,11 @@ def record_permission_required(note: str | None = None) -> None:
         _logger.warning("toolspan: could not record permission_required", exc_info=True)
 
 
-def record_permission_decided(decision: str | bool, note: str | None = None) -> None:
-    """Record on the running tool's span the decision: ``"allow"``/``True`` or ``"deny"``/``False``.
+def record_permission_decided(
+    decision: str | bool, note: str | None = None, *, by: str | None = None
+) -> None:
+    """Record on the running tool's span the decision: ``"allow"``/``True`` or ``"deny"``/``False``, and
+    who or what decided (``by``: a person's id, ``"policy"``, ...).
 
     To refuse the call, raise ``toolspan.ToolDenied(note)`` afterwards (state DENIED).
     """
@@ -59,6 +62,8 @@ def record_permission_decided(decision: str | bool, note: str | None = None) -> 
             attrs = {semconv.PERMISSION_DECISION: verdict}
             if note is not None:
                 attrs.update(_note(note))
+            if by is not None:
+                attrs[semconv.PERMISSION_DECIDED_BY] = str(by)
             span.add_event(semconv.PERMISSION_DECIDED_EVENT, attrs)
     except Exception:
         _logger.warning("toolspan: could not record permission_decided", exc_info=True)

@@ -124,6 +124,8 @@ PERMISSION_REQUIRED_EVENT: Final = "toolspan.permission_required"
 PERMISSION_DECIDED_EVENT: Final = "toolspan.permission_decided"
 PERMISSION_DECISION: Final = "toolspan.permission.decision"  # "allow" | "deny"
 PERMISSION_NOTE: Final = "toolspan.permission.note"
+# Who or what decided: a person's id, "policy" (configure(policy=...)), or what the approver says.
+PERMISSION_DECIDED_BY: Final = "toolspan.permission.decided_by"
 GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
 
 # W3C baggage entries written by toolspan.inject() inside a tool: the ids of that tool call, so a

@@ -225,6 +225,7 @@ class Approval:
     time_ns: int
     decision: str | None
     note: str | None
+    by: str | None = None  # who or what decided, when recorded
 
 
 def _normal_decision(value: Any) -> str:
@@ -240,11 +241,13 @@ def approvals(span: Span) -> list[Approval]:
             out.append(Approval(event.time_ns, None, None))
         elif event.name == sc.PERMISSION_DECIDED_EVENT:
             note = event.attributes.get(sc.PERMISSION_NOTE)
+            by = event.attributes.get(sc.PERMISSION_DECIDED_BY)
             out.append(
                 Approval(
                     event.time_ns,
                     _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)),
                     None if note is None else str(note),
+                    None if by is None else str(by),
                 )
             )
     return out

@@ -518,7 +518,7 @@
       section(box, "Approvals");
       kv(box, s.approvals.map((a) => [
         "+" + fmtUs(a.t_us),
-        a.decision === null ? "approval requested" : a.decision + (a.wait_us !== null ? " after " + fmtUs(a.wait_us) : "") + (a.note ? " \u2014 " + a.note : ""),
+        a.decision === null ? "approval requested" : a.decision + (a.by ? " by " + a.by : "") + (a.wait_us !== null ? " after " + fmtUs(a.wait_us) : "") + (a.note ? " \u2014 " + a.note : ""),
       ]));
     }
     if (s.events) {

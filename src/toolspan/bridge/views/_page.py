@@ -17,8 +17,9 @@ spans of one trace. Schema ``page``. A document:
   Optional fields appear only when they have a value: ``execution_id``, ``call_id`` (tools), ``input`` /
   ``output`` (tools: arguments and result; agents: the user text and the answer), ``error``
   (``{type, message, stack}``), ``thoughts`` (``[t_us, text]``), ``approvals`` (``{t_us, decision, note,
-  wait_us}``; ``decision`` ``null`` for a request), ``wait`` (``[start_us, dur_us]``: the approval wait drawn
-  as its own bar segment), ``events`` (other span events, ``[t_us, name, attributes]``), ``attributes`` (the
+  wait_us}`` and ``by``, who decided, when recorded; ``decision`` ``null`` for a request), ``wait``
+  (``[start_us, dur_us]``: the approval wait drawn as its own bar segment), ``events`` (other span
+  events, ``[t_us, name, attributes]``), ``attributes`` (the
   span attributes the fields above do not already show), ``subplans`` (span ids of the plans and agents
   this tool started, in any trace of the input), ``from`` (execution id of the tool that started this plan or
   agent), ``critical`` (on the critical path: the chain of spans that determined the run's end),
@@ -148,6 +149,8 @@ def _approval_fields(
     for a in approvals(span):
         t = _us(a.time_ns, t0)
         item: dict[str, Any] = {"t_us": t, "decision": a.decision, "note": a.note, "wait_us": None}
+        if a.by is not None:
+            item["by"] = a.by
         if a.decision is None:
             asked = t
         elif asked is not None:
