@@ -255,3 +255,23 @@ def test_existing_provider(tmp_path: Path) -> None:
         assert span["resource"]["attributes"]["deployment.environment"] == "staging"
     assert tool["attributes"]["toolspan.tool_call_id"] == "toolu_01Order"
     assert tool["attributes"]["gen_ai.tool.call.result"] == '{"order_id": "A-17", "status": "shipped"}'
+
+
+def test_replay_in_pytest(tmp_path: Path) -> None:
+    stdout = run_example("replay_in_pytest", tmp_path)
+    result = '{"to": "ada@example.org", "status": "queued"}'
+    assert stdout[:3] == [f"recorded: {result}", f"replayed: {result}", "same results: True"]
+    assert stdout[3].startswith("pytest: 1 passed")
+    assert stdout[4] == "mails sent: 1"
+    # The body ran once (the recording); the replay and the pytest test were served.
+    assert (tmp_path / "outbox.txt").read_text("utf-8") == "to ada@example.org\n"
+    spans, _ = read_spans(tmp_path / "run.jsonl")
+    tools = [span for span in spans if span.name == "execute_tool send_email"]
+    assert len(tools) == 2  # the recorded call, and the replayed one (same provider)
+    recorded = next(span for span in tools if "toolspan.replay.served" not in span.attributes)
+    served = next(span for span in tools if span is not recorded)
+    assert recorded.attributes["toolspan.tool_call_id"] == "toolu_mail"
+    assert recorded.attributes["gen_ai.tool.call.result"] == result
+    assert served.attributes["toolspan.replay.served"] is True
+    assert served.attributes["toolspan.replay.source.execution_id"] == "exec_" + recorded.span_id
+    assert served.trace_id != recorded.trace_id
