@@ -275,3 +275,34 @@ def test_replay_in_pytest(tmp_path: Path) -> None:
     assert served.attributes["toolspan.replay.served"] is True
     assert served.attributes["toolspan.replay.source.execution_id"] == "exec_" + recorded.span_id
     assert served.trace_id != recorded.trace_id
+
+
+def test_policy_in_ci(tmp_path: Path) -> None:
+    stdout = run_example("policy_in_ci", tmp_path)
+    spans, _ = read_spans(tmp_path / "run.jsonl")
+    shells = sorted(
+        (span for span in spans if span.name == "execute_tool run_shell"), key=lambda span: span.start_ns
+    )
+    assert [span.attributes["toolspan.tool.state"] for span in shells] == ["COMPLETED", "DENIED"]
+    recorded, denied = shells
+    # The audit (run before the live part) found the recorded call and exited 1.
+    assert stdout[0] == (
+        f"VIOLATION no-shell: trace={recorded.trace_id} span={recorded.span_id} exec=exec_{recorded.span_id}"
+        " tool=run_shell agent=ops: tool 'run_shell' is denied"
+    )
+    assert (
+        stdout[1]
+        == "policy ci-gate version 1: 2 tool call(s) in 1 trace(s): 1 violation(s), 0 denied, 0 unchecked"
+    )
+    assert stdout[2] == "audit exit status: 1"
+    # Live, the same rule denied the call before its body ran.
+    assert json.loads(stdout[3].removeprefix("live result for run_shell: ")) == {
+        "role": "tool",
+        "tool_call_id": "call_sh",
+        "content": "PermissionDenied: policy ci-gate rule no-shell: tool 'run_shell' is denied",
+    }
+    assert stdout[4] == "shell commands run: ['make clean']"
+    assert (tmp_path / "shell.log").read_text("utf-8") == "make clean\n"
+    assert denied.attributes["toolspan.policy.id"] == "ci-gate"
+    assert denied.attributes["toolspan.tool_call_id"] == "call_sh"
+    assert "gen_ai.tool.call.result" not in denied.attributes
