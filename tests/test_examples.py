@@ -306,3 +306,33 @@ def test_policy_in_ci(tmp_path: Path) -> None:
     assert denied.attributes["toolspan.policy.id"] == "ci-gate"
     assert denied.attributes["toolspan.tool_call_id"] == "call_sh"
     assert "gen_ai.tool.call.result" not in denied.attributes
+
+
+def test_serve_with_page(tmp_path: Path) -> None:
+    stdout = run_example("serve_with_page", tmp_path)
+    listing = json.loads((tmp_path / "traces.json").read_text("utf-8"))
+    (summary,) = listing["traces"]
+    trace_id = summary["trace_id"]
+    url = stdout[0].split()[2].removesuffix("/traces")
+    assert url.startswith("http://127.0.0.1:")
+    assert stdout[0] == f"trace list: {url}/traces (HTTP 200, links the run: True)"
+    assert stdout[1] == f"trace page: {url}/traces/{trace_id} (HTTP 200)"
+    csp = stdout[2].removeprefix("page policy: ")
+    assert csp.startswith("default-src 'none'; script-src 'sha256-")
+    assert "connect-src 'self'" in csp  # live: same-origin requests only
+    expected = {
+        "root_name": "invoke_agent assistant",
+        "service": "served-agent",
+        "conversation_id": "conv-serve",
+        "spans": 3,
+        "tool_calls": 2,
+        "errors": 0,
+        "state": "COMPLETED",
+    }
+    assert json.loads(stdout[3].removeprefix("summary: ")) == expected
+    assert {k: summary[k] for k in expected} == expected
+    page = (tmp_path / "trace-page.html").read_text("utf-8")
+    assert f"/api/traces/{trace_id}/stream" in page  # the page follows the trace live
+    assert (tmp_path / "toolspan.db").exists()
+    log = (tmp_path / "server.log").read_text("utf-8")
+    assert f"OTLP/HTTP {url}/v1/traces" in log  # the real server process received the spans
