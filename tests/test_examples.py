@@ -336,3 +336,47 @@ def test_serve_with_page(tmp_path: Path) -> None:
     assert (tmp_path / "toolspan.db").exists()
     log = (tmp_path / "server.log").read_text("utf-8")
     assert f"OTLP/HTTP {url}/v1/traces" in log  # the real server process received the spans
+
+
+def test_mcp_client_server(tmp_path: Path) -> None:
+    stdout = run_example("mcp_client_server", tmp_path)
+    trip = {"weather": {"city": "Paris", "temp_c": 18}, "hotel": {"city": "Paris", "nights": 2, "room": 101}}
+    assert json.loads(stdout[0].removeprefix("result for the model: ")) == trip
+    agent_spans, _ = read_spans(tmp_path / "traces.jsonl")
+    server_spans, _ = read_spans(tmp_path / "server-traces.jsonl")
+    (agent,) = [s for s in agent_spans if s.name == "invoke_agent travel_agent"]
+    (call,) = [s for s in agent_spans if s.name == "execute_tool plan_trip"]
+    (plan,) = [s for s in server_spans if s.name == "plan trip to Paris"]
+    assert call.attributes["toolspan.tool_call_id"] == "toolu_trip"
+    assert json.loads(call.attributes["gen_ai.tool.call.result"]) == trip
+    # The server process continued the agent's trace (traceparent in the MCP request's _meta).
+    assert plan.trace_id == call.trace_id == agent.trace_id
+    assert plan.resource["service.name"] == "trips-mcp-server"
+    assert call.resource["service.name"] == "travel-agent"
+
+    # The printed tree: the MCP call once, the SDK's legs, the server's plan and tools under it.
+    tree = json.loads((tmp_path / "tree.json").read_text("utf-8"))
+    assert [line.split("  (")[0] for line in stdout[1:-1]] == [
+        "job",
+        "  invoke_agent travel_agent",
+        "    execute_tool plan_trip",
+        "      MCP send tools/call plan_trip",
+        "        tools/call plan_trip",
+        "          plan trip to Paris",
+        "            execute_tool get_weather",
+        "            execute_tool book_hotel",
+        "      MCP send tools/list",
+        "        tools/list",
+    ]
+    assert stdout[3] == "    execute_tool plan_trip  (tool, call toolu_trip)"
+    assert len(stdout) == 12
+
+    def tools(node: dict[str, Any]) -> list[str]:
+        own = [node["tool_name"]] if node["type"] == "tool" else []
+        return own + [name for child in node["children"] for name in tools(child)]
+
+    root = tree["execution_tree"]
+    assert tools(root) == ["plan_trip", "get_weather", "book_hotel"]  # the MCP call counted once
+    (mcp_call,) = root["children"][0]["children"]
+    assert mcp_call["span_id"] == call.span_id
+    assert tools(mcp_call) == ["plan_trip", "get_weather", "book_hotel"]
