@@ -255,3 +255,128 @@ def test_existing_provider(tmp_path: Path) -> None:
         assert span["resource"]["attributes"]["deployment.environment"] == "staging"
     assert tool["attributes"]["toolspan.tool_call_id"] == "toolu_01Order"
     assert tool["attributes"]["gen_ai.tool.call.result"] == '{"order_id": "A-17", "status": "shipped"}'
+
+
+def test_replay_in_pytest(tmp_path: Path) -> None:
+    stdout = run_example("replay_in_pytest", tmp_path)
+    result = '{"to": "ada@example.org", "status": "queued"}'
+    assert stdout[:3] == [f"recorded: {result}", f"replayed: {result}", "same results: True"]
+    assert stdout[3].startswith("pytest: 1 passed")
+    assert stdout[4] == "mails sent: 1"
+    # The body ran once (the recording); the replay and the pytest test were served.
+    assert (tmp_path / "outbox.txt").read_text("utf-8") == "to ada@example.org\n"
+    spans, _ = read_spans(tmp_path / "run.jsonl")
+    tools = [span for span in spans if span.name == "execute_tool send_email"]
+    assert len(tools) == 2  # the recorded call, and the replayed one (same provider)
+    recorded = next(span for span in tools if "toolspan.replay.served" not in span.attributes)
+    served = next(span for span in tools if span is not recorded)
+    assert recorded.attributes["toolspan.tool_call_id"] == "toolu_mail"
+    assert recorded.attributes["gen_ai.tool.call.result"] == result
+    assert served.attributes["toolspan.replay.served"] is True
+    assert served.attributes["toolspan.replay.source.execution_id"] == "exec_" + recorded.span_id
+    assert served.trace_id != recorded.trace_id
+
+
+def test_policy_in_ci(tmp_path: Path) -> None:
+    stdout = run_example("policy_in_ci", tmp_path)
+    spans, _ = read_spans(tmp_path / "run.jsonl")
+    shells = sorted(
+        (span for span in spans if span.name == "execute_tool run_shell"), key=lambda span: span.start_ns
+    )
+    assert [span.attributes["toolspan.tool.state"] for span in shells] == ["COMPLETED", "DENIED"]
+    recorded, denied = shells
+    # The audit (run before the live part) found the recorded call and exited 1.
+    assert stdout[0] == (
+        f"VIOLATION no-shell: trace={recorded.trace_id} span={recorded.span_id} exec=exec_{recorded.span_id}"
+        " tool=run_shell agent=ops: tool 'run_shell' is denied"
+    )
+    assert (
+        stdout[1]
+        == "policy ci-gate version 1: 2 tool call(s) in 1 trace(s): 1 violation(s), 0 denied, 0 unchecked"
+    )
+    assert stdout[2] == "audit exit status: 1"
+    # Live, the same rule denied the call before its body ran.
+    assert json.loads(stdout[3].removeprefix("live result for run_shell: ")) == {
+        "role": "tool",
+        "tool_call_id": "call_sh",
+        "content": "PermissionDenied: policy ci-gate rule no-shell: tool 'run_shell' is denied",
+    }
+    assert stdout[4] == "shell commands run: ['make clean']"
+    assert (tmp_path / "shell.log").read_text("utf-8") == "make clean\n"
+    assert denied.attributes["toolspan.policy.id"] == "ci-gate"
+    assert denied.attributes["toolspan.tool_call_id"] == "call_sh"
+    assert "gen_ai.tool.call.result" not in denied.attributes
+
+
+def test_serve_with_page(tmp_path: Path) -> None:
+    stdout = run_example("serve_with_page", tmp_path)
+    listing = json.loads((tmp_path / "traces.json").read_text("utf-8"))
+    (summary,) = listing["traces"]
+    trace_id = summary["trace_id"]
+    url = stdout[0].split()[2].removesuffix("/traces")
+    assert url.startswith("http://127.0.0.1:")
+    assert stdout[0] == f"trace list: {url}/traces (HTTP 200, links the run: True)"
+    assert stdout[1] == f"trace page: {url}/traces/{trace_id} (HTTP 200)"
+    csp = stdout[2].removeprefix("page policy: ")
+    assert csp.startswith("default-src 'none'; script-src 'sha256-")
+    assert "connect-src 'self'" in csp  # live: same-origin requests only
+    expected = {
+        "root_name": "invoke_agent assistant",
+        "service": "served-agent",
+        "conversation_id": "conv-serve",
+        "spans": 3,
+        "tool_calls": 2,
+        "errors": 0,
+        "state": "COMPLETED",
+    }
+    assert json.loads(stdout[3].removeprefix("summary: ")) == expected
+    assert {k: summary[k] for k in expected} == expected
+    page = (tmp_path / "trace-page.html").read_text("utf-8")
+    assert f"/api/traces/{trace_id}/stream" in page  # the page follows the trace live
+    assert (tmp_path / "toolspan.db").exists()
+    log = (tmp_path / "server.log").read_text("utf-8")
+    assert f"OTLP/HTTP {url}/v1/traces" in log  # the real server process received the spans
+
+
+def test_mcp_client_server(tmp_path: Path) -> None:
+    stdout = run_example("mcp_client_server", tmp_path)
+    trip = {"weather": {"city": "Paris", "temp_c": 18}, "hotel": {"city": "Paris", "nights": 2, "room": 101}}
+    assert json.loads(stdout[0].removeprefix("result for the model: ")) == trip
+    agent_spans, _ = read_spans(tmp_path / "traces.jsonl")
+    server_spans, _ = read_spans(tmp_path / "server-traces.jsonl")
+    (agent,) = [s for s in agent_spans if s.name == "invoke_agent travel_agent"]
+    (call,) = [s for s in agent_spans if s.name == "execute_tool plan_trip"]
+    (plan,) = [s for s in server_spans if s.name == "plan trip to Paris"]
+    assert call.attributes["toolspan.tool_call_id"] == "toolu_trip"
+    assert json.loads(call.attributes["gen_ai.tool.call.result"]) == trip
+    # The server process continued the agent's trace (traceparent in the MCP request's _meta).
+    assert plan.trace_id == call.trace_id == agent.trace_id
+    assert plan.resource["service.name"] == "trips-mcp-server"
+    assert call.resource["service.name"] == "travel-agent"
+
+    # The printed tree: the MCP call once, the SDK's legs, the server's plan and tools under it.
+    tree = json.loads((tmp_path / "tree.json").read_text("utf-8"))
+    assert [line.split("  (")[0] for line in stdout[1:-1]] == [
+        "job",
+        "  invoke_agent travel_agent",
+        "    execute_tool plan_trip",
+        "      MCP send tools/call plan_trip",
+        "        tools/call plan_trip",
+        "          plan trip to Paris",
+        "            execute_tool get_weather",
+        "            execute_tool book_hotel",
+        "      MCP send tools/list",
+        "        tools/list",
+    ]
+    assert stdout[3] == "    execute_tool plan_trip  (tool, call toolu_trip)"
+    assert len(stdout) == 12
+
+    def tools(node: dict[str, Any]) -> list[str]:
+        own = [node["tool_name"]] if node["type"] == "tool" else []
+        return own + [name for child in node["children"] for name in tools(child)]
+
+    root = tree["execution_tree"]
+    assert tools(root) == ["plan_trip", "get_weather", "book_hotel"]  # the MCP call counted once
+    (mcp_call,) = root["children"][0]["children"]
+    assert mcp_call["span_id"] == call.span_id
+    assert tools(mcp_call) == ["plan_trip", "get_weather", "book_hotel"]
