@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from tests._server import HOST, Server, otlp_body, running_server
+from tests._server import HOST, Server, otlp_body, running_server, sse_stream
 
 import toolspan
 from toolspan import cli
@@ -264,3 +264,56 @@ def test_bad_log_bodies_are_refused_with_nothing_stored(
 def test_openapi_lists_the_logs_route(server: Server) -> None:
     doc = server.get_json("/openapi.json")
     assert set(doc["paths"]["/v1/logs"]["post"]["responses"]) == {"200", "400", "413", "415"}
+
+
+def test_live_stream_events_carry_their_spans_log_records(server: Server) -> None:
+    """The SSE act/observe events equal ``convert --to events --logs`` (each span with its own records)."""
+    traces, logs = CORPUS / "traces.jsonl", CORPUS / "logs.jsonl"
+    assert _post_logs(server, logs.read_bytes(), "application/json")[0] == 200
+    assert server.post_otlp(traces.read_bytes(), "application/json")[0] == 200
+    args = cli._parser().parse_args(["convert", str(traces), "--to", "events", "--logs", str(logs)])
+    out, err = io.BytesIO(), io.StringIO()
+    assert cli.convert(args, out, err) == 0, err.getvalue()
+    expected = [json.loads(line) for line in out.getvalue().splitlines()]
+    got = []
+    for event in sse_stream(server, f"/api/traces/{TRACE}/stream", timeout=10):
+        got.append(event.json())
+        if len(got) == len(expected):
+            break
+    key = json.dumps
+    assert sorted(map(key, got)) == sorted(map(key, expected))
+
+
+def test_store_keeps_unjoined_records_only_as_long_as_retention(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from toolspan.bridge.readers import spans_from_document
+    from toolspan.bridge.readers._logs import logs_from_bytes
+    from toolspan.server._store import Cursor, Store
+
+    store = Store(str(tmp_path / "s.db"))
+    try:
+        records = logs_from_bytes((CORPUS / "logs.pb").read_bytes())
+        assert store.ingest_logs(records).duplicates == 0
+        assert store.ingest_logs(records).duplicates == len(records)
+        assert store.log_count() == len(records)
+        assert store.prune(max_age_ns=3600 * 10**9, max_spans=None) == 0
+        assert store.log_count() == len(records)  # young: kept for its spans
+        tied = {(r.trace_id, r.span_id) for r in records}
+        spans = spans_from_document(json.loads((CORPUS / "traces.jsonl").read_bytes()), origin="t")
+        stored = store.ingest([replace(s, events=()) for s in spans if (s.trace_id, s.span_id) in tied])
+        assert stored.accepted > 0
+        # The stream's spans carry their own records (act and observe of a tool span alike).
+        for _, _, span in store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=100):
+            assert {e.name for e in span.events} == {
+                r.event_name for r in records if r.span_id == span.span_id
+            }
+        for span in store.trace_spans(TRACE):
+            assert len(span.events) == sum(r.span_id == span.span_id for r in records)
+        assert store.prune(max_age_ns=3600 * 10**9, max_spans=0) == 1
+        assert store.log_count() == 0  # dropped with their trace
+        assert store.ingest_logs(records).duplicates == 0
+        store.prune(max_age_ns=0, max_spans=None)
+        assert store.log_count() == 0
+    finally:
+        store.close()

@@ -237,7 +237,7 @@ class Store:
         """Store span-tied log records in one transaction (committed when this returns); a record already
         stored (the same request sent again) is counted as a duplicate."""
         result = IngestResult(accepted=len(records))
-        rows: list[tuple[str, str, str, int, str]] = []
+        rows: list[tuple[str, str, str, str]] = []
         seen: dict[tuple[str, str, str], int] = {}
         for record in records:
             data = _log_data(record)
@@ -245,8 +245,9 @@ class Store:
             key = (record.trace_id, record.span_id, digest)
             rank = seen.get(key, 0)
             seen[key] = rank + 1
-            # Equal records within one request are all kept (the CLI joins every one of them).
-            rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", 0, data))
+            # Equal records within one request are all kept (the CLI joins every one of them); the same
+            # request again maps to the same keys.
+            rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -255,7 +256,7 @@ class Store:
                 before = db.total_changes
                 db.executemany(
                     "INSERT OR IGNORE INTO logs (trace_id, span_id, digest, ns, data) VALUES (?,?,?,?,?)",
-                    [(*r[:3], ns, r[4]) for r in rows],
+                    [(t, sp, d, ns, data) for t, sp, d, data in rows],
                 )
                 result.duplicates = len(rows) - (db.total_changes - before)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
@@ -460,7 +461,18 @@ class Store:
         args.append(limit)
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
-        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], decode(r[4])) for r in rows]
+            keys = json.dumps(sorted({r[1] + r[2] for r in rows}))
+            logs = self._db.execute(
+                "SELECT l.data FROM json_each(?) AS j CROSS JOIN logs AS l"
+                " ON l.trace_id = substr(j.value, 1, 32) AND l.span_id = substr(j.value, 33)"
+                " ORDER BY l.rowid",
+                (keys,),
+            ).fetchall()
+        spans = [decode(r[4]) for r in rows]
+        if logs:
+            # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
+            spans = attach_logs(spans, [_log_record(r[0]) for r in logs])[0]
+        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], span) for r, span in zip(rows, spans, strict=True)]
 
     def counts(self) -> dict[str, int]:
         with self._lock:
