@@ -317,3 +317,19 @@ def test_store_keeps_unjoined_records_only_as_long_as_retention(tmp_path: Path) 
         assert store.log_count() == 0
     finally:
         store.close()
+
+
+def test_bearer_token_guards_logs_over_http_and_grpc(tmp_path: Path) -> None:
+    body = (CORPUS / "logs.pb").read_bytes()
+    with running_server(tmp_path, "--token", "s3cret") as server:
+        assert _post_logs(server, body)[0] == 401
+        request = logs_service_pb2.ExportLogsServiceRequest.FromString(body)
+        with grpc.insecure_channel(f"{HOST}:{server.grpc_port}") as channel:
+            stub: Any = logs_service_pb2_grpc.LogsServiceStub(channel)  # type: ignore[no-untyped-call]
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Export(request, timeout=10)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            stub.Export(request, timeout=10, metadata=[("authorization", "Bearer s3cret")])
+        server.headers["Authorization"] = "Bearer s3cret"
+        assert _post_logs(server, body)[0] == 200
+        assert _log_records(server) == len(request.resource_logs[0].scope_logs[0].log_records)

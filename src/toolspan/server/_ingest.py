@@ -123,7 +123,10 @@ def parse_logs(body: bytes, kind: str) -> tuple[list[LogRecord], int, str]:
         try:
             request = ExportLogsServiceRequest.FromString(body)
         except (DecodeError, ValueError, RecursionError) as e:
-            raise IngestError(400, f"request body is not a valid OTLP protobuf logs request: {e}") from None
+            reason = str(e).replace("\n", " ")
+            raise IngestError(
+                400, f"request body is not a valid OTLP protobuf logs request: {reason}"
+            ) from None
         return parse_logs_request(request)
     try:
         doc = json.loads(body)
