@@ -145,6 +145,7 @@ def test_unknown_ids_are_json_404_and_health_and_openapi_answer(demo: tuple[Serv
         "status": "ok",
         "spans": 9,
         "traces": 2,
+        "log_records": 0,
         "streams": 0,
         "dropped_stream_clients": 0,
     }

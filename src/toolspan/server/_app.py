@@ -1,4 +1,4 @@
-"""The Starlette application: OTLP/HTTP ingest, the read API and the live streams.
+"""The Starlette application: OTLP/HTTP ingest (traces and logs), the read API and the live streams.
 
 Every handler is a thin shell: bytes in -> bridge readers -> store; store -> bridge views -> bytes out.
 The trace page and the trace list (``_pages``) are routes like the others.
@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolspan.bridge.model import Span, pad_trace_id
+from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._openapi import openapi_document
@@ -96,6 +97,14 @@ class App:
             loop.call_soon_threadsafe(self.notifier.notify)
         return result
 
+    def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult:
+        """Store span-tied log records (any thread); returns the counts. Records are joined to their spans
+        when a trace is read, so nothing live changes here."""
+        result = self.store.ingest_logs(records) if records else IngestResult()
+        result.rejected = rejected
+        result.message = message
+        return result
+
     async def _read_body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
@@ -110,22 +119,40 @@ class App:
                 raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
         return bytes(body)
 
+    async def _otlp_body(self, request: Request) -> tuple[str, bytes]:
+        """``(media kind, inflated body)`` of an OTLP/HTTP export; ``IngestError`` (413, 415, 400)."""
+        kind = _ingest.media_type(request.headers.get("content-type"))
+        body = await self._read_body(request)
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding == "gzip":
+            body = _ingest.inflate(body, self.config.max_body_bytes)
+        elif encoding not in ("", "identity"):
+            raise _ingest.IngestError(415, f"unsupported content encoding {encoding!r}: use gzip")
+        return kind, body
+
+    def _refused(self, request: Request, e: _ingest.IngestError) -> Response:
+        _logger.info("toolspan serve: refused an export (%d): %s", e.status, e.message)
+        base = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+        kind = _ingest.JSON if base == _ingest.JSON else _ingest.PROTOBUF
+        return Response(_ingest.status_body(kind, 3, e.message), e.status, media_type=kind)
+
     async def otlp_traces(self, request: Request) -> Response:
-        kind = _ingest.PROTOBUF
         try:
-            kind = _ingest.media_type(request.headers.get("content-type"))
-            body = await self._read_body(request)
-            encoding = request.headers.get("content-encoding", "identity").strip().lower()
-            if encoding == "gzip":
-                body = _ingest.inflate(body, self.config.max_body_bytes)
-            elif encoding not in ("", "identity"):
-                raise _ingest.IngestError(415, f"unsupported content encoding {encoding!r}: use gzip")
+            kind, body = await self._otlp_body(request)
             spans = await run_in_threadpool(_ingest.parse_body, body, kind)
         except _ingest.IngestError as e:
-            _logger.info("toolspan serve: refused an export (%d): %s", e.status, e.message)
-            return Response(_ingest.status_body(kind, 3, e.message), e.status, media_type=kind)
+            return self._refused(request, e)
         result = await run_in_threadpool(self.ingest_spans, spans)
         return Response(_ingest.response_body(kind, result.rejected, result.message), media_type=kind)
+
+    async def otlp_logs(self, request: Request) -> Response:
+        try:
+            kind, body = await self._otlp_body(request)
+            records, rejected, message = await run_in_threadpool(_ingest.parse_logs, body, kind)
+        except _ingest.IngestError as e:
+            return self._refused(request, e)
+        result = await run_in_threadpool(self.ingest_logs, records, rejected, message)
+        return Response(_ingest.logs_response_body(kind, result.rejected, result.message), media_type=kind)
 
     # --- reads ---
 
@@ -142,7 +169,10 @@ class App:
             except RemoteError as e:
                 _logger.warning("toolspan serve: %s", e)
                 return None
-            return remote or None
+            if not remote:
+                return None
+            logs = await run_in_threadpool(self.store.trace_logs, trace_id)
+            return attach_logs(remote, logs)[0] if logs else remote
         return None
 
     async def trace_view(self, request: Request) -> Response:
@@ -220,6 +250,7 @@ class App:
 
     async def healthz(self, request: Request) -> Response:
         counts = await run_in_threadpool(self.store.counts)
+        counts["log_records"] = await run_in_threadpool(self.store.log_count)
         return JSONResponse(
             {
                 "status": "ok",
@@ -279,6 +310,7 @@ class App:
         views = "{view:str}"
         return [
             Route("/v1/traces", self.otlp_traces, methods=["POST"]),
+            Route("/v1/logs", self.otlp_logs, methods=["POST"]),
             Route("/healthz", self.healthz),
             Route("/openapi.json", self.openapi),
             Route("/api/traces", self.list_traces),

@@ -1,4 +1,5 @@
-"""OTLP/HTTP trace request bodies to neutral spans, and the OTLP responses (``/v1/traces``).
+"""OTLP/HTTP trace and log request bodies to neutral spans and log records, and the OTLP responses
+(``/v1/traces``, ``/v1/logs``).
 
 Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, JSON
 via the bridge's OTLP JSON reader). A gzip body is inflated as a stream with a cap, so a small body that
@@ -10,10 +11,11 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, spans_from_document
+from toolspan.bridge.readers._logs import LogRecord, _from_json, _from_proto, is_logs_document
 from toolspan.bridge.readers._otlp_proto import iter_proto_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
@@ -23,7 +25,10 @@ __all__ = [
     "PROTOBUF",
     "IngestError",
     "inflate",
+    "logs_response_body",
     "media_type",
+    "parse_logs",
+    "parse_logs_request",
     "parse_body",
     "response_body",
     "split_valid",
@@ -91,6 +96,71 @@ def parse_body(body: bytes, kind: str) -> list[Span]:
         return spans_from_document(doc, origin="request body")
     except BridgeReadError as e:
         raise IngestError(400, str(e).replace("\n", " ")) from None
+
+
+def _tied(records: Sequence[LogRecord], total: int) -> tuple[list[LogRecord], int, str]:
+    good = [r for r in records if r.trace_id != ZERO_TRACE and r.span_id != ZERO_SPAN]
+    rejected = total - len(good)
+    message = f"{rejected} log record(s) without a trace id or span id" if rejected else ""
+    return good, rejected, message
+
+
+def parse_logs_request(request: Any) -> tuple[list[LogRecord], int, str]:
+    """``(span-tied records, rejected count, message)`` of one parsed ``ExportLogsServiceRequest``: a record
+    tied to no span cannot be joined, so it is rejected (partial success)."""
+    total = sum(len(s.log_records) for r in request.resource_logs for s in r.scope_logs)
+    records = list(_from_proto(request.SerializeToString()))
+    return _tied(records, total)
+
+
+def parse_logs(body: bytes, kind: str) -> tuple[list[LogRecord], int, str]:
+    """The log records of one ``ExportLogsServiceRequest`` body, read as ``toolspan convert --logs`` reads
+    them, with the rejected count and message; 400 with a one-line reason if malformed."""
+    if kind == PROTOBUF:
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        try:
+            request = ExportLogsServiceRequest.FromString(body)
+        except (DecodeError, ValueError, RecursionError) as e:
+            reason = str(e).replace("\n", " ")
+            raise IngestError(
+                400, f"request body is not a valid OTLP protobuf logs request: {reason}"
+            ) from None
+        return parse_logs_request(request)
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as e:
+        raise IngestError(400, f"request body is not valid JSON: {e}") from None
+    if not is_logs_document(doc) or not (set(doc) <= {"resourceLogs"}):
+        raise IngestError(400, "request body is not an OTLP ExportLogsServiceRequest (resourceLogs)")
+    try:
+        total = sum(
+            len(scope.get("logRecords") or ())
+            for resource in doc["resourceLogs"] or ()
+            for scope in (resource.get("scopeLogs") or resource.get("instrumentationLibraryLogs") or ())
+        )
+        records = list(_from_json(doc))
+    except (BridgeReadError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as e:
+        reason = str(e).replace("\n", " ") or type(e).__name__
+        raise IngestError(400, f"request body is not a valid OTLP logs request: {reason}") from None
+    return _tied(records, total)
+
+
+def logs_response_body(kind: str, rejected: int, message: str) -> bytes:
+    """An ``ExportLogsServiceResponse``, with ``partial_success`` when log records were rejected."""
+    if kind == JSON:
+        doc: dict[str, object] = {}
+        if rejected:
+            doc["partialSuccess"] = {"rejectedLogRecords": str(rejected), "errorMessage": message}
+        return json.dumps(doc).encode()
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+    response = ExportLogsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_log_records = rejected
+        response.partial_success.error_message = message
+    return bytes(response.SerializeToString())
 
 
 def split_valid(spans: Sequence[Span]) -> tuple[list[Span], int, str]:

@@ -53,6 +53,21 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/logs": {
+                "post": {
+                    "summary": "OTLP/HTTP logs export (protobuf or JSON, optionally gzip): log records joined"
+                    " to their spans by trace and span id, as span events",
+                    "responses": {
+                        "200": {
+                            "description": "ExportLogsServiceResponse (partial_success when log records"
+                            " without a trace id or span id were rejected)"
+                        },
+                        "400": {"description": "malformed body; nothing stored"},
+                        "413": {"description": "body (or inflated body) over the size limit"},
+                        "415": {"description": "unsupported content type or encoding"},
+                    },
+                }
+            },
             "/healthz": _get("Liveness and counts"),
             "/api/traces": listing,
             "/api/traces/{trace_id}/events": _get("Act/observe event stream, JSON Lines", lines, trace),

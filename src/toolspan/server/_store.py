@@ -4,6 +4,10 @@
   ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
   merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``).
 - ``traces``: a summary row per trace, recomputed from its spans in the same transaction.
+- ``logs``: OTLP log records tied to spans (log-based GenAI events), one row per record, keyed by trace,
+  span and a digest of the record (with its rank among equal records of one request), so a resend is stored
+  once. They are joined to their spans as span events when a trace is read (``attach_logs``, exactly as
+  ``toolspan convert --logs`` joins them), so a record that arrives before its span is joined once it does.
 - ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
   ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
   strictly increasing and stored with the data), so a cursor means the same thing after a restart.
@@ -14,6 +18,7 @@ acknowledged export survives the server being killed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sqlite3
@@ -27,6 +32,7 @@ from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import TOOL, classify, tool_error, tool_name, tool_state
 from toolspan.bridge.model import Span
+from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server._codec import decode, encode
 from toolspan.server._cursor import Cursor
 
@@ -55,6 +61,9 @@ CREATE TABLE IF NOT EXISTS events (
   conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
 CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, ns);
+CREATE TABLE IF NOT EXISTS logs (
+  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, digest TEXT NOT NULL, ns INTEGER NOT NULL,
+  data TEXT NOT NULL, UNIQUE (trace_id, span_id, digest));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
 """
 
@@ -120,6 +129,27 @@ def _columns(span: Span) -> tuple[Any, ...]:
         _conversation(span),
         encode(span),
     )
+
+
+_dump_log = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
+
+
+def _log_data(record: LogRecord) -> str:
+    return _dump_log(
+        [
+            record.trace_id,
+            record.span_id,
+            record.time_ns,
+            record.event_name,
+            dict(record.attributes),
+            record.body,
+        ]
+    )
+
+
+def _log_record(text: str) -> LogRecord:
+    row: list[Any] = json.loads(text)
+    return LogRecord(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
 class Store:
@@ -196,6 +226,39 @@ class Store:
             try:
                 ns = self._tick()
                 self._put_all(batch, ns, result)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return result
+
+    def ingest_logs(self, records: Sequence[LogRecord]) -> IngestResult:
+        """Store span-tied log records in one transaction (committed when this returns); a record already
+        stored (the same request sent again) is counted as a duplicate."""
+        result = IngestResult(accepted=len(records))
+        rows: list[tuple[str, str, str, str]] = []
+        seen: dict[tuple[str, str, str], int] = {}
+        for record in records:
+            data = _log_data(record)
+            digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
+            key = (record.trace_id, record.span_id, digest)
+            rank = seen.get(key, 0)
+            seen[key] = rank + 1
+            # Equal records within one request are all kept (the CLI joins every one of them); the same
+            # request again maps to the same keys.
+            rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                ns = self._tick()
+                before = db.total_changes
+                db.executemany(
+                    "INSERT OR IGNORE INTO logs (trace_id, span_id, digest, ns, data) VALUES (?,?,?,?,?)",
+                    [(t, sp, d, ns, data) for t, sp, d, data in rows],
+                )
+                result.duplicates = len(rows) - (db.total_changes - before)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
                 db.execute("COMMIT")
             except BaseException:
@@ -288,6 +351,12 @@ class Store:
                     if trace_id not in gone:
                         doomed.append(trace_id)
                         total -= count
+            if max_age_ns is not None:
+                # Log records whose spans never arrived are kept only as long as a trace would be.
+                db.execute(
+                    "DELETE FROM logs WHERE ns < ? AND trace_id NOT IN (SELECT trace_id FROM traces)",
+                    (time.time_ns() - max_age_ns,),
+                )
             if not doomed:
                 return 0
             db.execute("BEGIN IMMEDIATE")
@@ -301,7 +370,7 @@ class Store:
                     ).fetchone()
                     if top is not None:
                         horizon = max(horizon, Cursor(*top))
-                    for table in ("spans", "events", "traces"):
+                    for table in ("spans", "events", "traces", "logs"):
                         db.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (str(horizon),))
                 db.execute("COMMIT")
@@ -313,16 +382,34 @@ class Store:
     # --- reads --------------------------------------------------------------------------------------
 
     def _spans(self, sql: str, args: Iterable[Any]) -> list[Span]:
+        """The spans ``sql`` selects (``data``, ``trace_id``), with their stored log records joined."""
         with self._lock:
             rows = self._db.execute(sql, tuple(args)).fetchall()
-        return [decode(r[0]) for r in rows]
+            traces = json.dumps(sorted({r[1] for r in rows}))
+            logs = self._db.execute(
+                "SELECT l.data FROM json_each(?) AS j CROSS JOIN logs AS l ON l.trace_id = j.value"
+                " ORDER BY l.rowid",
+                (traces,),
+            ).fetchall()
+        spans = [decode(r[0]) for r in rows]
+        if not logs:
+            return spans
+        return attach_logs(spans, [_log_record(r[0]) for r in logs])[0]
+
+    def trace_logs(self, trace_id: str) -> list[LogRecord]:
+        """The stored log records of a trace, in the order they arrived."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data FROM logs WHERE trace_id = ? ORDER BY rowid", (trace_id,)
+            ).fetchall()
+        return [_log_record(r[0]) for r in rows]
 
     def trace_spans(self, trace_id: str) -> list[Span]:
-        return self._spans("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
+        return self._spans("SELECT data, trace_id FROM spans WHERE trace_id = ?", (trace_id,))
 
     def conversation_spans(self, conversation_id: str) -> list[Span]:
         return self._spans(
-            "SELECT data FROM spans WHERE trace_id IN"
+            "SELECT data, trace_id FROM spans WHERE trace_id IN"
             " (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)",
             (conversation_id, conversation_id),
         )
@@ -374,13 +461,29 @@ class Store:
         args.append(limit)
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
-        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], decode(r[4])) for r in rows]
+            keys = json.dumps(sorted({r[1] + r[2] for r in rows}))
+            logs = self._db.execute(
+                "SELECT l.data FROM json_each(?) AS j CROSS JOIN logs AS l"
+                " ON l.trace_id = substr(j.value, 1, 32) AND l.span_id = substr(j.value, 33)"
+                " ORDER BY l.rowid",
+                (keys,),
+            ).fetchall()
+        spans = [decode(r[4]) for r in rows]
+        if logs:
+            # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
+            spans = attach_logs(spans, [_log_record(r[0]) for r in logs])[0]
+        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], span) for r, span in zip(rows, spans, strict=True)]
 
     def counts(self) -> dict[str, int]:
         with self._lock:
             spans = self._db.execute("SELECT count(*) FROM spans").fetchone()[0]
             traces = self._db.execute("SELECT count(*) FROM traces").fetchone()[0]
         return {"spans": int(spans), "traces": int(traces)}
+
+    def log_count(self) -> int:
+        """The number of stored log records."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM logs").fetchone()[0])
 
 
 def _trace_row(row: Sequence[Any]) -> TraceRow:
