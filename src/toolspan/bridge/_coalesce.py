@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from toolspan.bridge.model import Span
+from toolspan.bridge.model import Span, span_fields
 
 __all__ = ["coalesce", "duplicate_flags", "sort_key"]
 
@@ -30,24 +30,12 @@ def sort_key(span: Span) -> tuple[int, str, str, str]:
 
 
 def _content_key(span: Span) -> str:
-    # Total order for records equal on sort_key: their whole content as canonical JSON.
-    return json.dumps(
-        [
-            span.parent_span_id,
-            span.name,
-            span.end_ns,
-            span.kind,
-            span.status,
-            span.status_message,
-            dict(span.attributes),
-            [[e.name, e.time_ns, dict(e.attributes)] for e in span.events],
-            [[li.trace_id, li.span_id, dict(li.attributes)] for li in span.links],
-            dict(span.resource),
-            span.scope,
-        ],
-        sort_keys=True,
-        default=repr,
-    )
+    # Total order for records equal on sort_key: their whole content as canonical JSON (trace id, span id
+    # and start time left out: the sort key holds them).
+    fields = span_fields(span)
+    del fields[4]  # start_ns
+    del fields[:2]  # trace_id, span_id
+    return json.dumps(fields, sort_keys=True, default=repr)
 
 
 def _same(a: Span, b: Span) -> bool:

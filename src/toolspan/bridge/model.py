@@ -68,3 +68,44 @@ def pad_trace_id(hex_id: str) -> str:
 def pad_span_id(hex_id: str) -> str:
     """Lowercase and left-pad a hex span id to 16 characters."""
     return hex_id.lower().rjust(16, "0")
+
+
+def span_fields(span: Span) -> list[Any]:
+    """A span as a list of plain values, every field but ``origin``, in a fixed order: the total order of
+    conflicting records (``bridge._coalesce``) and the stored form of a span (``toolspan serve``)."""
+    return [
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.name,
+        span.start_ns,
+        span.end_ns,
+        span.kind,
+        span.status,
+        span.status_message,
+        dict(span.attributes),
+        [[e.name, e.time_ns, dict(e.attributes)] for e in span.events],
+        [[li.trace_id, li.span_id, dict(li.attributes)] for li in span.links],
+        dict(span.resource),
+        span.scope,
+    ]
+
+
+def span_from_fields(row: list[Any]) -> Span:
+    """The span of ``span_fields`` values (``origin`` empty)."""
+    return Span(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        tuple(SpanEvent(e[0], e[1], e[2]) for e in row[10]),
+        tuple(SpanLink(li[0], li[1], li[2]) for li in row[11]),
+        row[12],
+        row[13],
+    )
