@@ -337,6 +337,28 @@ def test_pytest_fixture_replays_a_committed_recording(recorded_run: Any) -> None
     assert isinstance(recorded_run, toolspan.replay)
 
 
+def test_one_replay_entered_by_two_tasks_gives_each_its_own_session() -> None:
+    from toolspan import _intercept
+
+    _, spans = record()
+    bodies.clear()
+    player = toolspan.replay(spans)
+
+    async def task() -> list[str]:
+        with player:
+            await asyncio.sleep(0)  # the other task enters in between
+            first = send_email("a@example.com", body="hi")["id"]
+            await asyncio.sleep(0)
+            return [first, send_email("a@example.com", body="hi")["id"]]
+
+    async def both() -> list[list[str]]:
+        return list(await asyncio.gather(task(), task()))
+
+    assert asyncio.run(both()) == [["msg-1", "msg-3"], ["msg-1", "msg-3"]]
+    assert bodies == Counter()
+    assert _intercept.ACTIVE[0] == 0
+
+
 class _Orders(http.server.BaseHTTPRequestHandler):
     hits = 0
 

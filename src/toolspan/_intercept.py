@@ -15,7 +15,7 @@ from typing import Any, Final, Protocol
 
 from opentelemetry import context as context_api
 
-__all__ = ["ACTIVE", "GUARD", "SESSION_KEY", "Session", "install_guard", "substitute"]
+__all__ = ["ACTIVE", "GUARD", "SESSION_KEY", "Session", "enter", "install_guard", "leave", "substitute"]
 
 # Replay sessions entered in any context, plus one while a policy guard is installed: tools look further
 # only when it is not zero.
@@ -36,12 +36,24 @@ SESSION_KEY: Final = context_api.create_key("toolspan-replay-session")
 
 # The policy guard of the process (``configure(policy=...)``), if any.
 GUARD: Final[list[Session | None]] = [None]
-_guard_lock: Final = threading.Lock()
+_lock: Final = threading.Lock()
+
+
+def enter() -> None:
+    """A replay session starts (in any context)."""
+    with _lock:
+        ACTIVE[0] += 1
+
+
+def leave() -> None:
+    """A replay session ends."""
+    with _lock:
+        ACTIVE[0] -= 1
 
 
 def install_guard(guard: Session | None) -> None:
     """Make ``guard`` the process's policy guard (``None`` removes it)."""
-    with _guard_lock:
+    with _lock:
         if (GUARD[0] is None) != (guard is None):
             ACTIVE[0] += 1 if guard is not None else -1
         GUARD[0] = guard

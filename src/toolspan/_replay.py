@@ -43,7 +43,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
 from toolspan import _intercept, _serialize, semconv
-from toolspan._context import current_tool, take_pending_call_id
+from toolspan._context import TaskStack, current_tool, take_pending_call_id
 from toolspan._ids import synthetic_call_id
 from toolspan.config import get_config
 
@@ -353,7 +353,7 @@ class replay:
         self.decode = dict(decode or {})
         self.approve_sealed = approve_sealed
         self.cut = self._cut(until)
-        self._tokens: threading.local = threading.local()
+        self._tokens: TaskStack[object] = TaskStack("toolspan.replay")
 
     def _cut(self, until: str | int | None) -> int | None:
         if until is None:
@@ -368,17 +368,16 @@ class replay:
         raise ReplayError(f"until={until!r}: no tool call with that execution_id in the recording")
 
     def __enter__(self) -> replay:
-        stack = getattr(self._tokens, "stack", None)
-        if stack is None:
-            stack = self._tokens.stack = []
+        # Each entry (task or thread) is a session of its own, with its own records used.
         token = context_api.attach(context_api.set_value(_intercept.SESSION_KEY, _Session(self)))
-        stack.append(token)
-        _intercept.ACTIVE[0] += 1
+        self._tokens.push(token)
+        _intercept.enter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _intercept.ACTIVE[0] -= 1
-        context_api.detach(self._tokens.stack.pop())
+        token = self._tokens.pop()
+        _intercept.leave()
+        context_api.detach(token)  # type: ignore[arg-type]
 
     def __call__(self, fn: F) -> F:
         if inspect.iscoroutinefunction(fn):
