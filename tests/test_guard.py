@@ -207,3 +207,18 @@ def test_the_guard_works_with_tracing_off(fresh_config: None) -> None:
     assert TOOLS["transfer"](amount=10) == "ok"
     with pytest.raises(toolspan.ToolDenied, match=r"argument 'amount' is 11, above the maximum 10"):
         TOOLS["transfer"](amount=11)
+
+
+def test_a_failing_policy_check_denies_the_call(fresh_config: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    guard = PolicyGuard(POLICY)
+    _intercept.install_guard(guard)
+
+    def broken(self: Any, call: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("toolspan.policy.Checker.evaluate", broken)
+    with pytest.raises(
+        toolspan.ToolDenied,
+        match=r"^policy test-policy rule policy-error: the policy check failed: RuntimeError: boom$",
+    ):
+        TOOLS["read_file"](path="/a")

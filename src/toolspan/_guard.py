@@ -3,7 +3,8 @@ body runs, with the same checker ``toolspan audit`` uses offline (``toolspan.pol
 
 The facts of a call are those the audit reads back from its span: the tool's name, the agents it runs under
 (through sub-plans too), its arguments as toolspan records them, and the run (its trace) for budgets and
-ordering. A call that breaks a rule never runs: a ``permission_decided`` event (decision ``deny``, the note
+ordering. A check that fails unexpectedly denies the call (rule id ``policy-error``): a policy fails
+closed. A call that breaks a rule never runs: a ``permission_decided`` event (decision ``deny``, the note
 naming the policy, rule and reason) and ``toolspan.policy.*`` attributes go on its span, and
 ``ToolDenied`` is raised, so the span ends ``DENIED`` and ``run_tool_calls`` answers the model with an error
 result. Auditing that trace offline lists the same rules for that call, as denied (``enforced``).
@@ -77,13 +78,21 @@ class PolicyGuard:
             arguments, recorded = None, False
         call = Call(tool=info.name, agents=current_agents(), arguments=arguments, arguments_recorded=recorded)
         approver = APPROVAL.get() is not None
-        with self._lock:
-            checker = self._checker(ctx.trace_id if ctx.is_valid else 0)
-            verdict = checker.evaluate(call)
-            blocking = [f for f in verdict.violations if not (approver and f.rule_id in self._deferrable)]
-            if not blocking:
-                checker.record(call)
-                return
+        try:
+            with self._lock:
+                checker = self._checker(ctx.trace_id if ctx.is_valid else 0)
+                verdict = checker.evaluate(call)
+                blocking = [f for f in verdict.violations if not (approver and f.rule_id in self._deferrable)]
+                if not blocking:
+                    checker.record(call)
+                    return
+        except Exception as exc:  # a policy fails closed: the call is denied, and says why
+            _logger.warning(
+                "toolspan: the policy check of %s failed; the call is denied", info.name, exc_info=True
+            )
+            blocking = [
+                Finding("policy-error", "error", f"the policy check failed: {type(exc).__name__}: {exc}")
+            ]
         self._deny(span if own else None, blocking)
 
     def _deny(self, span: trace_api.Span | None, findings: list[Finding]) -> None:
