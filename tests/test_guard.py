@@ -222,3 +222,47 @@ def test_a_failing_policy_check_denies_the_call(fresh_config: None, monkeypatch:
         match=r"^policy test-policy rule policy-error: the policy check failed: RuntimeError: boom$",
     ):
         TOOLS["read_file"](path="/a")
+
+
+def test_async_and_generator_tools_are_checked_before_their_bodies(fresh_config: None) -> None:
+    import asyncio
+
+    _intercept.install_guard(
+        PolicyGuard(
+            parse_policy(
+                {"id": "p", "version": 1, "rules": [{"id": "no-shell", "kind": "tools", "deny": ["shell*"]}]}
+            )
+        )
+    )
+    ran: list[str] = []
+
+    @toolspan.tool
+    async def shell_async(cmd: str) -> str:
+        ran.append("async")
+        return cmd
+
+    @toolspan.tool
+    def shell_lines(cmd: str) -> Any:
+        ran.append("gen")
+        yield cmd
+
+    @toolspan.tool
+    async def shell_stream(cmd: str) -> Any:
+        ran.append("agen")
+        yield cmd
+
+    @toolspan.tool
+    def echo_lines(text: str) -> Any:
+        yield from text.split()
+
+    async def consume_agen() -> list[str]:
+        return [item async for item in shell_stream("ls")]
+
+    with pytest.raises(toolspan.ToolDenied, match=r"rule no-shell: tool 'shell_async' is denied$"):
+        asyncio.run(shell_async("ls"))
+    with pytest.raises(toolspan.ToolDenied, match=r"rule no-shell: tool 'shell_lines' is denied$"):
+        list(shell_lines("ls"))
+    with pytest.raises(toolspan.ToolDenied, match=r"rule no-shell: tool 'shell_stream' is denied$"):
+        asyncio.run(consume_agen())
+    assert ran == []
+    assert list(echo_lines("a b")) == ["a", "b"]  # allowed: the body runs and yields as before

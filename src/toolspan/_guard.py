@@ -15,22 +15,19 @@ to the approver when ``run_tool_calls(approve=...)`` runs it; without one they d
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import trace as trace_api
 
-from toolspan import _serialize, semconv
+from toolspan import _intercept, semconv
 from toolspan._approvals import APPROVAL
-from toolspan._context import current_agents, current_tool
+from toolspan._context import current_agents
 from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided
-from toolspan.config import get_config
 from toolspan.policy import Call, Checker, Finding, Policy
 from toolspan.policy._model import ApprovalRule, OrderRule
 
@@ -61,18 +58,13 @@ class PolicyGuard:
             self._runs.move_to_end(run)
         return checker
 
-    def _arguments(self, info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        config = dataclasses.replace(get_config(), capture_content=True)
-        return json.loads(_serialize.dumps(info.params.bind(instance, args, kwargs), config))
-
     def check(self, info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Raise ``ToolDenied`` if the call breaks a rule; else count it for its run."""
         span = trace_api.get_current_span()
         ctx = span.get_span_context()
-        frame = current_tool()
-        own = frame is not None and ctx.is_valid and frame.span is span
+        own = _intercept.own_tool_span() is not None
         try:
-            arguments, recorded = self._arguments(info, instance, args, kwargs), True
+            arguments, recorded = _intercept.call_arguments(info, instance, args, kwargs), True
         except Exception:
             _logger.warning("toolspan: could not read the arguments of %s for the policy", info.name)
             arguments, recorded = None, False
@@ -112,32 +104,7 @@ class PolicyGuard:
     def stand_in(
         self, info: Any, wrapped: Callable[..., Any], instance: Any, kind: str
     ) -> Callable[..., Any]:
-        check = self.check
-        if kind == "async":
+        def decide(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            self.check(info, instance, args, kwargs)  # raises ToolDenied; else the body runs
 
-            async def call_async(*args: Any, **kwargs: Any) -> Any:
-                check(info, instance, args, kwargs)
-                return await wrapped(*args, **kwargs)
-
-            return call_async
-        if kind == "gen":
-
-            def call_gen(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-                check(info, instance, args, kwargs)
-                return (yield from wrapped(*args, **kwargs))
-
-            return call_gen
-        if kind == "agen":
-
-            async def call_agen(*args: Any, **kwargs: Any) -> Any:
-                check(info, instance, args, kwargs)
-                async for item in wrapped(*args, **kwargs):
-                    yield item
-
-            return call_agen
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            check(info, instance, args, kwargs)
-            return wrapped(*args, **kwargs)
-
-        return call
+        return _intercept.body_stand_in(kind, wrapped, decide)

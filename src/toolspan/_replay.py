@@ -30,22 +30,20 @@ span Link to the original tool span; the replayed run is its own trace.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
 import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _intercept, _serialize, semconv
-from toolspan._context import TaskStack, current_tool, take_pending_call_id
+from toolspan import _intercept, semconv
+from toolspan._context import TaskStack, take_pending_call_id
 from toolspan._ids import synthetic_call_id
-from toolspan.config import get_config
 
 __all__ = ["ReplayDivergence", "ReplayError", "ReplaySealed", "ReplayedToolError", "Recorded", "replay"]
 
@@ -237,37 +235,35 @@ class _Session:
 
     # -- the stand-in ----------------------------------------------------------------------------
 
-    def _arguments(self, info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        config = dataclasses.replace(get_config(), capture_content=True)
-        return json.loads(_serialize.dumps(info.params.bind(instance, args, kwargs), config))
-
     def _prepare(
         self, info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Recorded | None, bool]:
-        span = trace_api.get_current_span()
-        frame = current_tool()
-        ctx = span.get_span_context()
-        own = frame is not None and ctx.is_valid and frame.span is span
-        if own:
-            assert frame is not None
+    ) -> Callable[[], Any] | None:
+        own = _intercept.own_tool_span()
+        if own is not None:
+            span, frame = own
             call_id = frame.tool_call_id
-            model_id = None if call_id == synthetic_call_id(ctx.span_id) else call_id
+            own_id = synthetic_call_id(span.get_span_context().span_id)
+            model_id = None if call_id == own_id else call_id
         else:
             model_id = take_pending_call_id(context_api.get_current())
-        rec, match, serve = self.decide(info.name, self._arguments(info, instance, args, kwargs), model_id)
-        if own and span.is_recording():
+        arguments = _intercept.call_arguments(info, instance, args, kwargs)
+        rec, match, serve = self.decide(info.name, arguments, model_id)
+        if own is not None and own[0].is_recording():
             attrs: dict[str, Any] = {semconv.TOOLSPAN_REPLAY_SERVED: serve}
             if rec is not None:
                 attrs[semconv.TOOLSPAN_REPLAY_MATCH] = match
                 attrs[semconv.TOOLSPAN_REPLAY_SOURCE_TRACE_ID] = rec.trace_id
                 attrs[semconv.TOOLSPAN_REPLAY_SOURCE_EXECUTION_ID] = rec.execution_id
-                span.add_link(
+                own[0].add_link(
                     trace_api.SpanContext(
                         int(rec.trace_id, 16), int(rec.span_id, 16), True, trace_api.TraceFlags(1)
                     )
                 )
-            span.set_attributes(attrs)
-        return rec, serve
+            own[0].set_attributes(attrs)
+        if not serve:
+            return None
+        assert rec is not None
+        return lambda: self._value(rec)
 
     def _value(self, rec: Recorded) -> Any:
         if rec.state != semconv.STATE_COMPLETED:
@@ -283,48 +279,7 @@ class _Session:
     def stand_in(
         self, info: Any, wrapped: Callable[..., Any], instance: Any, kind: str
     ) -> Callable[..., Any]:
-        if kind == "async":
-
-            async def call_async(*args: Any, **kwargs: Any) -> Any:
-                rec, serve = self._prepare(info, instance, args, kwargs)
-                if not serve:
-                    return await wrapped(*args, **kwargs)
-                assert rec is not None
-                return self._value(rec)
-
-            return call_async
-        if kind == "gen":
-
-            def call_gen(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-                rec, serve = self._prepare(info, instance, args, kwargs)
-                if not serve:
-                    return (yield from wrapped(*args, **kwargs))
-                assert rec is not None
-                yield from self._value(rec) or ()
-
-            return call_gen
-        if kind == "agen":
-
-            async def call_agen(*args: Any, **kwargs: Any) -> Any:
-                rec, serve = self._prepare(info, instance, args, kwargs)
-                if not serve:
-                    async for item in wrapped(*args, **kwargs):
-                        yield item
-                    return
-                assert rec is not None
-                for item in self._value(rec) or ():
-                    yield item
-
-            return call_agen
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            rec, serve = self._prepare(info, instance, args, kwargs)
-            if not serve:
-                return wrapped(*args, **kwargs)
-            assert rec is not None
-            return self._value(rec)
-
-        return call
+        return _intercept.body_stand_in(kind, wrapped, lambda a, k: self._prepare(info, instance, a, k))
 
 
 class replay:
