@@ -11,9 +11,14 @@ fi
 # Exact versions from constraints/test.txt: an upstream release never changes what CI runs.
 .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
 # The trace page tests drive Debian's chromium through Playwright (never `playwright install`).
-command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
-.venv/bin/ruff check src tests benchmarks examples
-.venv/bin/ruff format --check src tests benchmarks examples
+if ! command -v chromium >/dev/null; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+fi
+.venv/bin/ruff check src tests benchmarks examples scripts
+.venv/bin/ruff format --check src tests benchmarks examples scripts
 .venv/bin/mypy
 # The package as users get it: build the sdist and the wheel (pinned build backend, no network), check
 # what they hold, install the wheel alone into a fresh venv and use it from outside the source tree.
