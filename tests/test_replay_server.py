@@ -90,6 +90,7 @@ def test_replay_from_the_server_serves_every_recorded_result_with_no_body_run(re
         (f"{base}/api/traces/{tid}/tree", {}),
         (f"{base}/traces/{tid}", {}),
         (f"{base}/api/jobs/{tid}/replay", {}),
+        (f"{base}/api/jobs/{tid}/trace/page?access_token=", {}),
         (base, {"trace_id": tid}),
         (base + "/", {"trace_id": tid.upper()}),
     ):

@@ -3,8 +3,9 @@
 The trace is fetched whole before the replay starts (``GET /api/traces/{id}/otlp``: OTLP JSON, log records
 joined), with the standard library only, and read by the bridge exactly as a file would be. Accepted URLs:
 the server's trace URLs (``/api/traces/<id>``, with or without a view after it, ``/traces/<id>``, the page),
-the job aliases (``/api/jobs/<id>/replay``, ``/api/jobs/<id>/trace``), or the server's base URL with the
-trace named by ``trace_id=``. A path prefix before them (a reverse proxy) is kept.
+the job aliases (``/api/jobs/<id>/replay``, ``/api/jobs/<id>/trace``, ``.../trace/page``), or the server's
+base URL with the trace named by ``trace_id=``. A path prefix before them (a reverse proxy) and a query
+string (``?access_token=``) are kept.
 
 The bearer token is ``token=``, else ``TOOLSPAN_SERVER_TOKEN`` (the variable ``toolspan serve`` reads its own
 from), else none. Every failure (server unreachable, token refused, unknown trace, a body that is not a trace)
@@ -26,9 +27,7 @@ from toolspan.bridge.model import Span
 __all__ = ["SourceError", "fetch_spans", "is_server_url"]
 
 TIMEOUT_S: Final = 30.0
-_TRACE_PATH: Final = re.compile(
-    r"^(?P<prefix>.*?)/(?:api/traces|traces|api/jobs)/(?P<id>[^/]+)(?:/[^/]*)?/?$"
-)
+_TRACE_PATH: Final = re.compile(r"^(?P<prefix>.*?)/(?:api/traces|traces|api/jobs)/(?P<id>[^/]+)(?:/.*)?$")
 
 
 class SourceError(Exception):
