@@ -108,6 +108,12 @@ def test_violations_are_marked_listed_and_the_list_jumps_to_each_node(
     page.locator("#audit-list li a").nth(0).focus()
     page.keyboard.press("Enter")
     assert page.evaluate("window.toolspanPage.selected()") == tools[0].span_id
+    # Only the flagged calls in the timeline, and back.
+    page.check("#audit-only")
+    assert _texts(opened, "#timeline .row .label") == ["shell", "transfer", "shell"]
+    expect(page.locator("#count")).to_have_text("3 of 5 steps")
+    page.uncheck("#audit-only")
+    expect(page.locator("#count")).to_have_text("5 steps")
     # Searching a rule id finds the offending calls.
     page.fill("#search", "limit")
     page.keyboard.press("Enter")
@@ -181,4 +187,4 @@ def test_hostile_arguments_in_reasons_are_shown_as_text_and_run_nothing(
     assert reasons[-1] in page.evaluate("document.querySelector('#detail .finding').textContent")
     assert page.evaluate("[window.__pwnCalls, window.__pwned]") == [0, None]
     assert (opened.errors, page.evaluate("window.__cspViolations")) == ([], [])
-    assert page.evaluate("document.querySelectorAll('#audit-panel *:not(h2, ol, li, span, a)').length") == 0
+    assert page.evaluate("document.querySelectorAll('#audit-list *:not(li, span, a)').length") == 0

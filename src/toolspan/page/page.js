@@ -40,7 +40,7 @@
   let tlRows = [];
   let sel = -1;
   let hay = null; // lower-cased search text per step
-  const filter = { text: "", states: new Set(), tool: "" };
+  const filter = { text: "", states: new Set(), tool: "", flagged: false };
   const byId = new Map(); // span id / execution id -> [page, step]
 
   // ---------- virtual list ----------
@@ -244,6 +244,7 @@
     const s = steps[k];
     if (filter.states.size && !filter.states.has(s.state)) return false;
     if (filter.tool && !(s.kind === "tool" && s.label === filter.tool)) return false;
+    if (filter.flagged && !s.policy_findings) return false;
     if (filter.text && haystack(k).indexOf(filter.text) < 0) return false;
     return true;
   }
@@ -400,7 +401,7 @@
     list.textContent = "";
     const audited = pages.filter((p) => p.audit);
     panel.hidden = !audited.length;
-    if (!audited.length) return;
+    if (!audited.length) { filter.flagged = false; $("audit-only").checked = false; return; }
     const total = { violations: 0, enforced: 0, unchecked: 0 };
     audited.forEach((p) => { for (const k in total) total[k] += p.audit[k]; });
     const a = audited[0].audit;
@@ -722,6 +723,7 @@
   });
   $("search").addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === "ArrowDown") { filter.text = e.target.value.trim().toLowerCase(); applyFilter(); $("timeline").focus(); if (tlRows.length) select(tlRows[0], true); e.preventDefault(); } });
   $("tools").addEventListener("change", (e) => { filter.tool = e.target.value; applyFilter(); });
+  $("audit-only").addEventListener("change", (e) => { filter.flagged = e.target.checked; applyFilter(); });
   $("trace").addEventListener("change", (e) => { showTrace(Number(e.target.value), false); history.replaceState(null, "", "#"); });
   $("expand-all").addEventListener("click", () => setAll(false));
   $("collapse-all").addEventListener("click", () => setAll(true));
