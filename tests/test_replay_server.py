@@ -4,10 +4,12 @@ run replays from the server's URL exactly as from the file the same process wrot
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,3 +214,37 @@ def test_the_otlp_route_joins_log_records_and_answers_404_and_openapi(tmp_path: 
         )
         paths = server.get_json("/openapi.json")["paths"]
         assert list(paths["/api/traces/{trace_id}/otlp"]["get"]["responses"]) == ["200", "404"]
+
+
+class _NotToolspan(http.server.BaseHTTPRequestHandler):
+    """Some other HTTP server at the URL given: a proxy's error page, or a body that is not a trace."""
+
+    def do_GET(self) -> None:
+        broken = "/broken/" in self.path
+        self.send_response(200 if broken else 502)
+        self.send_header("Content-Type", "application/json" if broken else "text/html")
+        self.end_headers()
+        self.wfile.write(b'{"resourceSpans": 7}' if broken else b"<html>\n<h1>Bad Gateway</h1>\n</html>")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_another_server_at_the_url_gives_a_one_line_reason() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotToolspan)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(toolspan.ReplayError) as info:
+            toolspan.replay(f"{base}/api/traces/ab")
+        assert str(info.value) == f"toolspan serve at {base} answered 502 for trace 'ab': Bad Gateway"
+        with pytest.raises(toolspan.ReplayError) as info:
+            toolspan.replay(f"{base}/broken/api/traces/ab")
+        assert str(info.value) == (
+            f"toolspan serve at {base}/broken sent no readable trace for 'ab':"
+            f" {base}/broken/api/traces/ab/otlp: resourceSpans: not a list: 7"
+        )
+    finally:
+        server.shutdown()
+        server.server_close()

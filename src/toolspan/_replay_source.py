@@ -60,14 +60,15 @@ def _locate(url: str, trace_id: str | None) -> tuple[str, str, str]:
 
 
 def _server_message(error: urllib.error.HTTPError) -> str:
+    """The server's one-line reason: its JSON ``error``, else the HTTP reason phrase (never a whole page)."""
+    text = error.reason if isinstance(error.reason, str) else ""
     try:
-        body = error.read(4096)
-        doc = json.loads(body)
-        return (
-            str(doc["error"]) if isinstance(doc, dict) and "error" in doc else body.decode("utf-8", "replace")
-        )
-    except Exception:  # an unreadable error body: the status says enough
-        return error.reason if isinstance(error.reason, str) else ""
+        doc = json.loads(error.read(4096))
+    except Exception:  # not toolspan's JSON error (a proxy's page, nothing): the status says enough
+        doc = None
+    if isinstance(doc, dict) and "error" in doc:
+        text = str(doc["error"])
+    return " ".join(text.split())[:300]
 
 
 def fetch_spans(url: str, trace_id: str | None = None, token: str | None = None) -> list[Span]:
