@@ -8,7 +8,7 @@ import pytest
 
 from _bridge_data import validate
 from _policy_runs import run_spans
-from toolspan.bridge.views import audit, to_trees
+from toolspan.bridge.views import audit, mark_pages, to_pages, to_trees
 from toolspan.policy import parse_policy
 
 POLICY = parse_policy(
@@ -267,3 +267,103 @@ def test_capture_off_leaves_argument_rules_unchecked(content_off: None) -> None:
 def test_same_spans_in_any_order_give_the_same_report() -> None:
     spans = run_spans("assistant", VIOLATING[8][1]) + run_spans("researcher", VIOLATING[12][1])
     assert audit(list(reversed(spans)), POLICY) == audit(spans, POLICY)
+
+
+def _findings(page: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {step["id"]: step["policy_findings"] for step in page["steps"] if "policy_findings" in step}
+
+
+def test_mark_pages_puts_every_finding_on_its_tool_step_and_nothing_else_changes() -> None:
+    steps = [S("read_secrets", name="k"), MAIL, S("shell", cmd="ls"), S("shell", False, cmd="rm")]
+    spans = run_spans("assistant", steps)
+    report = audit(spans, POLICY)
+    plain = to_pages(spans)
+    (page,) = mark_pages(plain, report)
+    validate("page", page)
+    by_name = {s.attributes.get("gen_ai.tool.name"): s for s in spans if s.attributes.get("gen_ai.tool.name")}
+    mail, shell = by_name["send_email"], next(s for s in spans if s.name == "execute_tool shell")
+    denied = next(s for s in spans if s.name == "execute_tool shell" and s.span_id != shell.span_id)
+    if shell.start_ns > denied.start_ns:
+        shell, denied = denied, shell
+    head = {"policy_id": "test-policy", "policy_version": "7"}
+    assert _findings(page) == {
+        mail.span_id: [
+            {
+                "outcome": "violation",
+                "rule_id": "no-mail-after-secrets",
+                "rule_kind": "order",
+                "reason": "tool 'send_email' ran after 'read_secrets' in the same run without an approval",
+                **head,
+            }
+        ],
+        shell.span_id: [
+            {
+                "outcome": "violation",
+                "rule_id": "no-shell",
+                "rule_kind": "tools",
+                "reason": "tool 'shell' is denied",
+                **head,
+            }
+        ],
+        denied.span_id: [
+            {
+                "outcome": "enforced",
+                "rule_id": "no-shell",
+                "rule_kind": "tools",
+                "reason": "tool 'shell' is denied",
+                **head,
+            }
+        ],
+    }
+    assert page["audit"] == {**head, "violations": 2, "enforced": 1, "unchecked": 0}
+    # Apart from the marks, the page is the plain page of the same spans (which mark_pages left untouched).
+    assert plain == to_pages(spans)
+    assert {**page, "audit": None, "steps": None} == {**plain[0], "audit": None, "steps": None}
+    unmarked = [{k: v for k, v in step.items() if k != "policy_findings"} for step in page["steps"]]
+    assert unmarked == plain[0]["steps"]
+
+
+def test_mark_pages_of_a_clean_run_has_a_summary_and_no_findings() -> None:
+    spans = run_spans(*CLEAN[1])
+    (page,) = mark_pages(to_pages(spans), audit(spans, POLICY))
+    validate("page", page)
+    assert page["audit"] == {
+        "policy_id": "test-policy",
+        "policy_version": "7",
+        "violations": 0,
+        "enforced": 0,
+        "unchecked": 0,
+    }
+    assert _findings(page) == {}
+
+
+def test_mark_pages_lists_unchecked_rules_and_keeps_traces_apart(content_off: None) -> None:
+    first = run_spans("assistant", [S("transfer", amount=5000, currency="JPY")])
+    second = run_spans("assistant", [S("shell", cmd="ls")])
+    spans = second + first
+    pages = mark_pages(to_pages(spans), audit(spans, POLICY))
+    assert [p["trace_id"] for p in pages] == [first[0].trace_id, second[0].trace_id]
+    reason = "arguments of 'transfer' were not recorded (capture off?)"
+    transfer = next(s for s in first if s.name == "execute_tool transfer")
+    assert _findings(pages[0]) == {
+        transfer.span_id: [
+            {
+                "outcome": "unchecked",
+                "rule_id": rule,
+                "rule_kind": "arguments",
+                "reason": reason,
+                "policy_id": "test-policy",
+                "policy_version": "7",
+            }
+            for rule in ("transfer-limit", "currency")
+        ]
+    }
+    assert pages[0]["audit"]["unchecked"] == 2
+    assert [f["rule_id"] for fs in _findings(pages[1]).values() for f in fs] == ["no-shell"]
+    assert pages[1]["audit"] == {
+        "policy_id": "test-policy",
+        "policy_version": "7",
+        "violations": 1,
+        "enforced": 0,
+        "unchecked": 0,
+    }

@@ -99,6 +99,77 @@ def test_json_report_to_a_file(files: dict[str, Path], tmp_path: Path) -> None:
     assert [n.get("policy_violations") for n in tool_nodes] == [["no-shell"], ["limit"], None]
 
 
+def _page_data(html: str) -> Any:
+    start = html.index('<script id="ts-data" type="application/json">') + len(
+        '<script id="ts-data" type="application/json">'
+    )
+    return json.loads(html[start : html.index("</script>", start)])
+
+
+def test_html_page_to_a_file_marks_the_violations_and_exits_1(files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "audit.html"
+    proc = _audit(
+        str(files["bad.jsonl"]),
+        str(files["clean.jsonl"]),
+        "--policy",
+        str(files["policy.json"]),
+        "--to",
+        "html",
+        "-o",
+        str(out),
+    )
+    summary = (
+        "toolspan: policy ci-gate version 2026.11: 4 tool call(s) in 2 trace(s): 2 violation(s), 1 denied,"
+        " 0 unchecked\n"
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", summary)
+    html = out.read_text("utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert "connect-src 'none'" in html  # self-contained: no request allowed
+    pages = _page_data(html)
+    for page in pages:
+        validate("page", page)
+    marks = [
+        (step["label"], step["state"], [(f["outcome"], f["rule_id"]) for f in step["policy_findings"]])
+        for page in pages
+        for step in page["steps"]
+        if "policy_findings" in step
+    ]
+    assert marks == [
+        ("shell", "COMPLETED", [("violation", "no-shell")]),
+        ("transfer", "COMPLETED", [("violation", "limit")]),
+        ("shell", "DENIED", [("enforced", "no-shell")]),
+    ]
+    assert sorted(p["audit"]["violations"] for p in pages) == [0, 2]
+
+
+def test_html_page_of_a_clean_run_to_stdout_exits_0(files: dict[str, Path]) -> None:
+    proc = _audit(str(files["clean.jsonl"]), "--policy", str(files["policy.json"]), "--to", "html")
+    assert proc.returncode == 0
+    assert proc.stderr == (
+        "toolspan: policy ci-gate version 2026.11: 1 tool call(s) in 1 trace(s): 0 violation(s), 0 denied,"
+        " 0 unchecked\n"
+    )
+    (page,) = _page_data(proc.stdout)
+    assert page["audit"] == {
+        "policy_id": "ci-gate",
+        "policy_version": "2026.11",
+        "violations": 0,
+        "enforced": 0,
+        "unchecked": 0,
+    }
+    assert [s for s in page["steps"] if "policy_findings" in s] == []
+
+
+def test_to_is_format(files: dict[str, Path]) -> None:
+    by_to = _audit(str(files["bad.jsonl"]), "--policy", str(files["policy.json"]), "--to", "json")
+    by_format = _audit(str(files["bad.jsonl"]), "--policy", str(files["policy.json"]), "--format", "json")
+    assert (by_to.returncode, json.loads(by_to.stdout)) == (
+        by_format.returncode,
+        json.loads(by_format.stdout),
+    )
+
+
 def test_strict_fails_on_unchecked_rules(files: dict[str, Path], tmp_path: Path) -> None:
     doc = {
         "id": "p",

@@ -75,6 +75,20 @@ def test_page_names_the_format_and_documents_every_top_level_field(name: str, pa
     assert undocumented == []
 
 
+def test_trace_page_audit_example_is_real_output() -> None:
+    text = (DOCS / PAGES["page"]).read_text(encoding="utf-8")
+    (block,) = re.findall(r"^<!-- audit-example -->\n```json\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    example_doc = json.loads(block)
+    pages = json.loads((GOLDEN / "hand_audit_page.json").read_text(encoding="utf-8"))
+    (page,) = [
+        p for p in pages if p["audit"] == example_doc["audit"] and example_doc["steps"][0] in p["steps"]
+    ]
+    validate("page", page)
+    assert [s for s in page["steps"] if "policy_findings" in s] == example_doc["steps"]
+    assert "`audit`" in text
+    assert "`policy_findings`" in text
+
+
 def test_an_invalid_example_is_rejected() -> None:
     (first,) = example(PAGES["tree"], "tree")
     broken = dict(first, job_id=7)

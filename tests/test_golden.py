@@ -20,7 +20,16 @@ import pytest
 import toolspan
 from _bridge_data import scenario, validate
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import audit, to_events, to_pages, to_plans, to_progress, to_timelines, to_trees
+from toolspan.bridge.views import (
+    audit,
+    mark_pages,
+    to_events,
+    to_pages,
+    to_plans,
+    to_progress,
+    to_timelines,
+    to_trees,
+)
 from toolspan.policy import parse_policy
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -65,6 +74,10 @@ VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "progress": ("progress", to_progress),
     "audit": ("audit", _audits),
     "page": ("page", lambda spans: _no_stacks(to_pages(spans))),
+    "audit_page": (
+        "page",
+        lambda spans: _no_stacks(mark_pages(to_pages(spans), audit(spans, GOLDEN_POLICY))),
+    ),
 }
 
 

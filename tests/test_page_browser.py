@@ -423,7 +423,7 @@ def test_hostile_corpus_runs_nothing_requests_nothing_and_shows_everything_as_te
     assert tags <= {
         "html", "head", "meta", "link", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "span",
         "select", "option", "input", "label", "button", "nav", "main", "section", "div", "p", "script",
-        "dl", "dt", "dd", "pre", "details", "summary", "a",
+        "dl", "dt", "dd", "pre", "details", "summary", "a", "ol",
     }  # fmt: skip
     assert page.evaluate("document.querySelectorAll('script').length") == 3
     assert page.evaluate("Array.from(document.querySelectorAll('a'), a => a.getAttribute('href'))") == [

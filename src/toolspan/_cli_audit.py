@@ -1,9 +1,11 @@
-"""``toolspan audit INPUT... --policy FILE [--format text|json] [-o FILE] [--lenient] [--strict]``.
+"""``toolspan audit INPUT... --policy FILE [--to text|json|html] [-o FILE] [--lenient] [--strict]``.
 
 Checks every tool call of the recorded runs in INPUT (any format ``toolspan convert`` reads) against a policy
 file (JSON, or YAML with ``toolspan[policy]``). Text output: one line per violation, then a summary; JSON
 output: the audit report (violations, denied calls, unchecked rules, and the execution trees with each
-offending tool node marked). Exit status: 0 when nothing is violated, 1 when a rule is violated (or, with
+offending tool node marked). HTML output: the self-contained trace page of the runs with every finding
+marked on its tool node and a list of the violations that jumps to them (the summary line goes to stderr).
+Exit status: 0 when nothing is violated, 1 when a rule is violated (or, with
 ``--strict``, when a rule could not be checked), 2 on bad usage, an unusable policy or unreadable input.
 """
 
@@ -27,7 +29,14 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
     parser.add_argument("--policy", required=True, metavar="FILE", help="policy file (JSON or YAML)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    parser.add_argument(
+        "--to",
+        "--format",
+        dest="format",
+        choices=("text", "json", "html"),
+        default="text",
+        help="report format (html: the trace page with the violations marked)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of stdout")
     parser.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
     parser.add_argument("--strict", action="store_true", help="a rule that could not be checked fails too")
@@ -58,7 +67,8 @@ def _text(report: dict[str, Any]) -> str:
 def run(args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path | str]) -> int:
     """Run ``toolspan audit`` on the resolved input ``paths``; returns the exit status."""
     from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans
-    from toolspan.bridge.views import audit
+    from toolspan.bridge.views import audit, mark_pages, to_pages
+    from toolspan.page import render_html
     from toolspan.policy import PolicyError, load_policy
 
     try:
@@ -75,7 +85,11 @@ def run(args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path
     for issue in report.issues:
         err.write(f"toolspan: {'skipped' if args.lenient and issue.skipped else 'warning'}: {issue}\n")
     result = audit(spans, policy)
-    if args.format == "json":
+    if args.format == "html":
+        pages = mark_pages(to_pages(spans), result)
+        out.write(render_html(pages).encode("utf-8"))
+        err.write("toolspan: " + _text({**result, "violations": [], "enforced": [], "unchecked": []}))
+    elif args.format == "json":
         out.write((json.dumps(result, ensure_ascii=False, indent=args.indent) + "\n").encode("utf-8"))
     else:
         out.write(_text(result).encode("utf-8"))

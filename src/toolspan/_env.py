@@ -63,7 +63,8 @@ TOOLSPAN_JSON: Final = EnvVar(
 TOOLSPAN_SERVER_TOKEN: Final = EnvVar(
     "TOOLSPAN_SERVER_TOKEN",
     "",
-    "Bearer token `toolspan serve` requires on ingest and reads when `--token` is not given.",
+    "Bearer token `toolspan serve` requires on ingest and reads when `--token` is not given;"
+    " `toolspan.replay` from a server URL sends it when `token=` is not given.",
 )
 TOOLSPAN_PENDING_SPANS: Final = EnvVar(
     "TOOLSPAN_PENDING_SPANS",

@@ -3,7 +3,10 @@
 ``with toolspan.replay(source):`` (also a decorator; ``toolspan.testing.replay_fixture`` for pytest): inside
 it, a decorated tool whose call matches the recording returns the recorded result, or raises the recorded
 failure as ``ReplayedToolError``, **without running its body**. ``source`` is anything the bridge reads (a
-trace file, a list of files, OTLP/Jaeger/Tempo documents, in-process spans); with several traces in it, pick
+trace file, a list of files, OTLP/Jaeger/Tempo documents, in-process spans) or the URL of a trace held by
+``toolspan serve`` (``"http://host:port/api/traces/<trace id>"``, or the server's URL with ``trace_id=``;
+``token=`` or ``TOOLSPAN_SERVER_TOKEN`` for a server with a bearer token; fetched whole before anything is
+replayed, an unreachable server or unknown trace is a ``ReplayError``); with several traces in it, pick
 one with ``trace_id=`` (by default the tool calls of every trace in it are replayed, in start order: tools
 called outside any agent are each a trace of their own).
 
@@ -96,15 +99,21 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def _load(source: Any, trace_id: str | None) -> list[Recorded]:
+def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[Recorded]:
     from opentelemetry.sdk.trace import ReadableSpan
 
+    from toolspan import _replay_source
     from toolspan.bridge import classify as cl
     from toolspan.bridge._coalesce import coalesce
     from toolspan.bridge.model import Span
     from toolspan.bridge.readers import from_readable_spans, read_spans
 
-    if isinstance(source, list | tuple) and source and all(isinstance(s, Span) for s in source):
+    if _replay_source.is_server_url(source):
+        try:
+            spans = _replay_source.fetch_spans(source, trace_id, token)
+        except _replay_source.SourceError as e:
+            raise ReplayError(str(e)) from None
+    elif isinstance(source, list | tuple) and source and all(isinstance(s, Span) for s in source):
         spans = list(source)
     elif isinstance(source, list | tuple) and source and all(isinstance(s, ReadableSpan) for s in source):
         spans = from_readable_spans(source)
@@ -294,10 +303,11 @@ class replay:
         trace_id: str | None = None,
         decode: Mapping[str, Callable[[Any], Any]] | None = None,
         approve_sealed: Callable[[Recorded], bool] | None = None,
+        token: str | None = None,
     ) -> None:
         if on_divergence not in ("raise", "live"):
             raise ValueError(f"on_divergence must be 'raise' or 'live', not {on_divergence!r}")
-        self.records = _load(source, trace_id)
+        self.records = _load(source, trace_id, token)
         self.by_call_id: dict[str, list[Recorded]] = {}
         self.by_key: dict[tuple[str, str], list[Recorded]] = {}
         for rec in self.records:

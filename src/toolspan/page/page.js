@@ -40,7 +40,7 @@
   let tlRows = [];
   let sel = -1;
   let hay = null; // lower-cased search text per step
-  const filter = { text: "", states: new Set(), tool: "" };
+  const filter = { text: "", states: new Set(), tool: "", flagged: false };
   const byId = new Map(); // span id / execution id -> [page, step]
 
   // ---------- virtual list ----------
@@ -125,6 +125,7 @@
       picker.appendChild(o);
     });
     picker.hidden = pages.length < 2;
+    auditPanel();
     let t = keepTrace ? pages.findIndex((p) => p.trace_id === keepTrace) : 0;
     showTrace(Math.max(0, t), keep);
     if (keepId && byId.has(keepId)) { const [, si] = byId.get(keepId); select(si, false); }
@@ -233,7 +234,7 @@
     if (h === undefined) {
       const s = steps[k];
       const parts = [s.label, s.name, s.id, s.execution_id || "", s.call_id || "", s.state, s.kind];
-      for (const f of ["input", "output", "error", "thoughts", "attributes"]) if (s[f] !== undefined) parts.push(JSON.stringify(s[f]));
+      for (const f of ["input", "output", "error", "thoughts", "attributes", "policy_findings"]) if (s[f] !== undefined) parts.push(JSON.stringify(s[f]));
       h = hay[k] = parts.join("\n").toLowerCase();
     }
     return h;
@@ -243,6 +244,7 @@
     const s = steps[k];
     if (filter.states.size && !filter.states.has(s.state)) return false;
     if (filter.tool && !(s.kind === "tool" && s.label === filter.tool)) return false;
+    if (filter.flagged && !s.policy_findings) return false;
     if (filter.text && haystack(k).indexOf(filter.text) < 0) return false;
     return true;
   }
@@ -278,6 +280,12 @@
       name.appendChild(t);
     }
     name.append(el("span", "dot s-" + s.state), el("span", "kind", s.kind), el("span", "label iso", clip(s.label)));
+    const m = marks(s);
+    if (m.length) {
+      const b = el("span", "pmark o-" + m[0].outcome, (m[0].outcome === "enforced" ? "denied: " : "\u26a0 ") + m.map((f) => f.rule_id).join(", "));
+      b.title = m.map((f) => OUTCOME[f.outcome] + " " + f.rule_id + ": " + f.reason).join("\n");
+      name.appendChild(b);
+    }
     return name;
   }
 
@@ -287,7 +295,7 @@
     r.textContent = "";
     r.dataset.step = String(k);
     r.id = "tl-" + idx;
-    r.className = "row" + (s.critical ? " crit" : "");
+    r.className = "row" + (s.critical ? " crit" : "") + (marks(s).length ? " flagged" : "");
     const track = el("span", "track");
     const span = Math.max(1, spanUs);
     const bar = el("span", "bar s-" + s.state);
@@ -313,7 +321,7 @@
     r.textContent = "";
     r.dataset.step = String(k);
     r.id = "tr-" + idx;
-    r.className = "row";
+    r.className = "row" + (marks(s).length ? " flagged" : "");
     if (kids[k].length) r.setAttribute("aria-expanded", collapsed.has(k) ? "false" : "true"); else r.removeAttribute("aria-expanded");
     r.setAttribute("aria-level", String(depth[k] + 1));
     r.append(nameCell(r, s, k, depth[k], true), el("span", "dur", fmtUs(s.dur_us)));
@@ -365,6 +373,53 @@
     a.addEventListener("click", go);
     a.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); });
     return a;
+  }
+
+  // ---------- policy audit ----------
+  // Audit pages (toolspan audit --to html) carry policy_findings on tool steps and an audit summary.
+  const OUTCOME = { violation: "violation", enforced: "denied", unchecked: "unchecked" };
+  function marks(s) { return (s.policy_findings || []).filter((f) => f.outcome !== "unchecked"); }
+
+  function findingLine(f, tag, withPolicy, link) {
+    const d = el(tag, "finding o-" + f.outcome);
+    d.append(el("span", "outcome", OUTCOME[f.outcome]), " ");
+    if (link) d.append(link, " ");
+    d.appendChild(el("span", "iso", f.rule_id + " (" + f.rule_kind + "): " + f.reason));
+    if (withPolicy) d.appendChild(el("span", "policy iso", " \u00b7 policy " + f.policy_id + " version " + f.policy_version));
+    return d;
+  }
+
+  function jump(pi, si) {
+    if (pi !== cur) showTrace(pi, false);
+    select(si, true);
+    $("detail").focus();
+  }
+
+  function auditPanel() {
+    const panel = $("audit-panel");
+    const list = $("audit-list");
+    list.textContent = "";
+    const audited = pages.filter((p) => p.audit);
+    panel.hidden = !audited.length;
+    if (!audited.length) { filter.flagged = false; $("audit-only").checked = false; return; }
+    const total = { violations: 0, enforced: 0, unchecked: 0 };
+    audited.forEach((p) => { for (const k in total) total[k] += p.audit[k]; });
+    const a = audited[0].audit;
+    $("audit-h").textContent = "Policy " + a.policy_id + " version " + a.policy_version + ": " + total.violations + " violation(s), " + total.enforced + " denied, " + total.unchecked + " unchecked";
+    panel.classList.toggle("clean", !total.violations && !total.enforced);
+    let n = 0;
+    pages.forEach((p, pi) => p.steps.forEach((s, si) => (s.policy_findings || []).forEach((f) => {
+      if (n++ >= 1000) return;
+      const link = el("a", "step iso", clip(s.label));
+      link.tabIndex = 0;
+      link.setAttribute("role", "link");
+      link.title = "Show this call" + (pages.length > 1 ? " (trace " + p.trace_id + ")" : "");
+      link.addEventListener("click", () => jump(pi, si));
+      link.addEventListener("keydown", (e) => { if (e.key === "Enter") jump(pi, si); });
+      list.appendChild(findingLine(f, "li", false, link));
+    })));
+    if (!n) list.appendChild(el("li", "empty", "No findings: every tool call keeps to the policy."));
+    else if (n > 1000) list.appendChild(el("li", "empty", (n - 1000) + " more findings: see the steps' details."));
   }
 
   // ---------- detail ----------
@@ -468,6 +523,10 @@
     const meta = el("div", "meta");
     meta.append(el("span", null, s.kind + " \u00b7 span "), el("span", "iso", s.name));
     box.appendChild(meta);
+    if (s.policy_findings) {
+      section(box, "Policy", () => JSON.stringify(s.policy_findings, null, 2));
+      s.policy_findings.forEach((f) => box.appendChild(findingLine(f, "div", true)));
+    }
     const idsText = () => JSON.stringify({ execution_id: s.execution_id, tool_call_id: s.call_id, trace_id: P.trace_id, span_id: s.id }, null, 2);
     section(box, "Ids and timing", idsText);
     const parent = s.parent !== null && s.parent !== undefined ? steps[s.parent] : null;
@@ -664,6 +723,7 @@
   });
   $("search").addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === "ArrowDown") { filter.text = e.target.value.trim().toLowerCase(); applyFilter(); $("timeline").focus(); if (tlRows.length) select(tlRows[0], true); e.preventDefault(); } });
   $("tools").addEventListener("change", (e) => { filter.tool = e.target.value; applyFilter(); });
+  $("audit-only").addEventListener("change", (e) => { filter.flagged = e.target.checked; applyFilter(); });
   $("trace").addEventListener("change", (e) => { showTrace(Number(e.target.value), false); history.replaceState(null, "", "#"); });
   $("expand-all").addEventListener("click", () => setAll(false));
   $("collapse-all").addEventListener("click", () => setAll(true));

@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolspan.bridge._otlp_write import to_otlp_json
 from toolspan.bridge.model import Span, pad_trace_id
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
@@ -230,6 +231,15 @@ class App:
             text.encode("utf-8"), media_type="application/json", headers={"cache-control": "no-store"}
         )
 
+    # --- replay source: a trace's spans as OTLP JSON (toolspan.replay reads it) ---
+
+    async def trace_otlp(self, request: Request) -> Response:
+        found = await self._lookup(request, "trace_id")
+        if isinstance(found, Response):
+            return found
+        document = await run_in_threadpool(to_otlp_json, found[1])
+        return Response(document_bytes(document), media_type="application/json")
+
     async def trace_list(self, request: Request) -> Response:
         page = await self._listing(request)
         if isinstance(page, Response):
@@ -324,6 +334,7 @@ class App:
             Route("/traces", self.trace_list),
             Route("/traces/{trace_id:str}", self.trace_page),
             Route("/api/traces/{trace_id:str}/page", self.page_data),
+            Route("/api/traces/{trace_id:str}/otlp", self.trace_otlp),
             Route(f"/api/traces/{{trace_id:str}}/{views}", self._checked_view),
         ]
 

@@ -85,6 +85,11 @@ def openapi_document() -> dict[str, Any]:
             "/traces/{trace_id}": _get("The live trace page (HTML)", "text/html", trace),
             "/traces": _get("The newest traces, linking to their pages (HTML)", "text/html"),
             "/api/traces/{trace_id}/page": _get("The trace page's data, live (page schema)", params=trace),
+            "/api/traces/{trace_id}/otlp": _get(
+                "The trace's spans as an OTLP JSON ExportTraceServiceRequest, log records joined as span"
+                " events (what toolspan.replay reads)",
+                params=trace,
+            ),
             "/api/stream": _get("Live act/observe events of all traces (SSE, Last-Event-ID resume)", sse),
             "/api/traces/{trace_id}/stream": _get("Live act/observe events of one trace (SSE)", sse, trace),
             "/api/conversations/{conversation_id}/stream": _get(

@@ -11,7 +11,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
-- ``audit``: a policy audit report with the marked execution trees, schema ``audit``.
+- ``audit``: a policy audit report with the marked execution trees, schema ``audit``; ``mark_pages`` puts
+  its findings on the page documents (schema ``page``).
 
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
 coalesces them first (``toolspan.bridge._coalesce``) and never drops a span record.
@@ -25,7 +26,7 @@ from importlib import resources
 from typing import Any, Final
 
 from toolspan.bridge.classify import classify
-from toolspan.bridge.views._audit import audit
+from toolspan.bridge.views._audit import audit, mark_pages
 from toolspan.bridge.views._common import SCHEMA_VERSION
 from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
 from toolspan.bridge.views._page import to_page, to_pages
@@ -42,6 +43,7 @@ __all__ = [
     "audit",
     "classify",
     "load_schema",
+    "mark_pages",
     "match_observe",
     "observe_event",
     "to_events",

@@ -10,12 +10,19 @@ Each finding: ``policy_id``, ``policy_version``, ``rule_id``, ``rule_kind``, ``t
 ``execution_id``, ``call_id``, ``tool_name``, ``agent`` (the innermost agent, or null) and a one-line
 ``reason``. Tree nodes of tool calls with violations get ``policy_violations``: their rule ids, in policy
 order. The document validates against the ``audit`` schema.
+
+``mark_pages(pages, report)`` puts the findings of a report on the trace page documents (``to_pages``) of
+the same spans: each tool step gets ``policy_findings`` (``outcome`` ``violation``, ``enforced`` or
+``unchecked``, ``rule_id``, ``rule_kind``, ``reason``, ``policy_id``, ``policy_version``; violations first,
+then in report order) and each page an ``audit`` summary of its trace (policy id and version, counts), so
+the page shows a violations list even when it is empty (``violations``, ``enforced``, ``unchecked``: how many
+findings of each its steps carry).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
@@ -25,7 +32,10 @@ from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_trac
 from toolspan.bridge.views._tree import _trace_doc as trace_doc
 from toolspan.policy import Call, Checker, Finding, Policy
 
-__all__ = ["audit"]
+__all__ = ["audit", "mark_pages"]
+
+_OUTCOMES: Final = (("violations", "violation"), ("enforced", "enforced"), ("unchecked", "unchecked"))
+_BUCKET: Final = {outcome: bucket for bucket, outcome in _OUTCOMES}
 
 
 def _agents(index: TraceIndex, i: int) -> tuple[str, ...]:
@@ -109,3 +119,39 @@ def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
         **findings,
         "trees": trees,
     }
+
+
+def mark_pages(pages: Iterable[dict[str, Any]], report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Copies of the page documents ``pages`` with the findings of the audit ``report`` on their tool
+    steps (see the module docstring); the pages and the report must come from the same spans."""
+    policy = report["policy"]
+    by_span: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for bucket, outcome in _OUTCOMES:
+        for f in report[bucket]:
+            by_span.setdefault((f["trace_id"], f["span_id"]), []).append(
+                {
+                    "outcome": outcome,
+                    "rule_id": f["rule_id"],
+                    "rule_kind": f["rule_kind"],
+                    "reason": f["reason"],
+                    "policy_id": f["policy_id"],
+                    "policy_version": f["policy_version"],
+                }
+            )
+    out: list[dict[str, Any]] = []
+    for page in pages:
+        counts = dict.fromkeys((bucket for bucket, _ in _OUTCOMES), 0)
+        steps = []
+        for step in page["steps"]:
+            found = None
+            if step["kind"] == TOOL and not step.get("duplicate"):
+                found = by_span.get((page["trace_id"], step["id"]))
+            if not found:
+                steps.append(step)
+                continue
+            steps.append({**step, "policy_findings": found})
+            for f in found:
+                counts[_BUCKET[f["outcome"]]] += 1
+        summary = {"policy_id": policy["id"], "policy_version": policy["version"], **counts}
+        out.append({**page, "steps": steps, "audit": summary})
+    return out
