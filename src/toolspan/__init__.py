@@ -27,6 +27,7 @@ from toolspan._tracer import VERSION as __version__
 from toolspan.propagation import extract, inject
 
 if TYPE_CHECKING:
+    from toolspan._approvals import Approval
     from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
     from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
     from toolspan._setup import configure, instrument_threads
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 # Loaded on first use, so that ``import toolspan`` (decorating tools) stays light: the SDK setup and
 # its exporters, the tool-call runner, replay, and the live processor (which loads the bridge).
 _LAZY = {
+    "Approval": "toolspan._approvals",
     "ReplayDivergence": "toolspan._replay",
     "ReplayError": "toolspan._replay",
     "ReplaySealed": "toolspan._replay",
@@ -63,6 +65,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Approval",
     "ReplayDivergence",
     "ReplayError",
     "ReplaySealed",

@@ -13,8 +13,12 @@ from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = [
+    "ACT_AWAITING_APPROVAL",
+    "ACT_DENIED",
+    "ACT_RUNNING",
     "Approval",
     "ToolCallRecord",
+    "act_status",
     "approvals",
     "call_id",
     "execution_id",
@@ -41,6 +45,10 @@ _KNOWN_STATES: Final = frozenset(
     }
 )
 _ALLOW_WORDS: Final = frozenset({"allow", "allowed", "approve", "approved", "yes", "true"})
+# The ``status`` of an act event: the call runs, waits for its approval, or was refused (its body never ran).
+ACT_RUNNING: Final = "running"
+ACT_AWAITING_APPROVAL: Final = "awaiting_approval"
+ACT_DENIED: Final = "denied"
 
 
 def execution_id(span: Span) -> str:
@@ -216,6 +224,19 @@ def tool_call(span: Span) -> ToolCallRecord:
         parent_execution_id=parent_exec,
         parent_call_id=parent_call,
     )
+
+
+def act_status(span: Span) -> str:
+    """The call's status as its act shows it, from the approval events recorded so far: ``awaiting_approval``
+    after a ``permission_required`` not yet decided, ``denied`` after a denial, else ``running``."""
+    status = ACT_RUNNING
+    for event in span.events:
+        if event.name == sc.PERMISSION_REQUIRED_EVENT:
+            status = ACT_AWAITING_APPROVAL
+        elif event.name == sc.PERMISSION_DECIDED_EVENT:
+            allowed = _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)) == "allow"
+            status = ACT_RUNNING if allowed else ACT_DENIED
+    return status
 
 
 @dataclass(frozen=True, slots=True)

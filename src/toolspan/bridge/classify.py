@@ -45,6 +45,7 @@ from toolspan.bridge._kinds import (
 from toolspan.bridge._tools import (
     Approval,
     ToolCallRecord,
+    act_status,
     approvals,
     call_id,
     execution_id,
@@ -67,6 +68,7 @@ __all__ = [
     "TOOL",
     "Approval",
     "ToolCallRecord",
+    "act_status",
     "agent_input_text",
     "agent_name",
     "agent_output_text",

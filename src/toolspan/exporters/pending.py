@@ -10,6 +10,12 @@ is exported again by the application's usual processor; both records share trace
 ``toolspan.bridge._coalesce``). A tool whose process died leaves only its pending record: the bridge reports
 it ``SEALED``.
 
+While a tool span is open, ``refresh_pending(span)`` exports a fresh pending record of it through every
+processor that exported its start: toolspan calls it when the span records ``permission_required`` and
+``permission_decided``, so a server sees a call wait for its approval (AWAITING_APPROVAL) while it waits.
+Records of one span are exported in order; the bridge merges them all into one span (events: their union;
+attributes: the ended record's first).
+
     provider.add_span_processor(PendingSpanProcessor())       # or TOOLSPAN_PENDING_SPANS=true + configure()
 
 Records go through their own small batch queue (flushed every ``schedule_delay_millis``, 50 ms by default,
@@ -21,6 +27,8 @@ the application's own processor.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -32,10 +40,24 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from toolspan.bridge.classify import TOOL, classify
 from toolspan.bridge.readers import from_readable_span
 
-__all__ = ["PendingSpanProcessor", "pending_record"]
+__all__ = ["PendingSpanProcessor", "pending_record", "refresh_pending"]
 
 _logger = logging.getLogger(__name__)
 DEFAULT_DELAY_MS: Final = 50
+_LIVE: weakref.WeakSet[PendingSpanProcessor] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def refresh_pending(span: Any) -> None:
+    """Export a fresh pending record of the open ``span`` through every processor that exported its
+    start (nothing for a span no processor saw start, or that ended). Never raises."""
+    try:
+        with _LIVE_LOCK:
+            processors = list(_LIVE)
+        for processor in processors:
+            processor.refresh(span)
+    except Exception:
+        _logger.exception("toolspan: pending record refresh failed")
 
 
 class _Borrowed(SpanExporter):
@@ -110,20 +132,40 @@ class PendingSpanProcessor(SpanProcessor):
             max_export_batch_size=min(512, max_queue_size),
         )
         self._tools_only = tools_only
+        # (trace id, span id) of the open spans whose start this processor exported.
+        self._open: set[tuple[int, int]] = set()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def on_start(self, span: SdkSpan, parent_context: context_api.Context | None = None) -> None:
         try:
             record = pending_record(span)
             if self._tools_only and classify(from_readable_span(record)) != TOOL:
                 return
+            ctx = span.get_span_context()
+            self._open.add((ctx.trace_id, ctx.span_id))
             self._batch.on_end(record)
         except Exception:
             _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
 
+    def refresh(self, span: Any) -> None:
+        """Export a fresh pending record of ``span`` if this processor exported its start and it is open."""
+        try:
+            ctx = span.get_span_context()
+            if (ctx.trace_id, ctx.span_id) in self._open and getattr(span, "end_time", None) is None:
+                self._batch.on_end(pending_record(span))
+        except Exception:
+            _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
+
     def on_end(self, span: ReadableSpan) -> None:
-        pass
+        ctx = span.get_span_context()
+        if ctx is not None:
+            self._open.discard((ctx.trace_id, ctx.span_id))
 
     def shutdown(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        self._open.clear()
         self._batch.shutdown()  # type: ignore[no-untyped-call]
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
