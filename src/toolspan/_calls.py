@@ -151,7 +151,9 @@ def _prepare(
     provider: trace_api.TracerProvider | None,
     timeout: float | None = None,
 ) -> list[_Job]:
-    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+    if timeout is not None and (
+        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
+    ):
         raise ValueError(f"approve_timeout must be a positive number of seconds or None, got {timeout!r}")
     registry = _registry(tools)
     jobs = []
