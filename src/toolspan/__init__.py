@@ -27,6 +27,7 @@ from toolspan._tracer import VERSION as __version__
 from toolspan.propagation import extract, inject
 
 if TYPE_CHECKING:
+    from toolspan._approval_book import ApprovalBook
     from toolspan._approvals import Approval
     from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
     from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 # its exporters, the tool-call runner, replay, and the live processor (which loads the bridge).
 _LAZY = {
     "Approval": "toolspan._approvals",
+    "ApprovalBook": "toolspan._approval_book",
     "ReplayDivergence": "toolspan._replay",
     "ReplayError": "toolspan._replay",
     "ReplaySealed": "toolspan._replay",
@@ -66,6 +68,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Approval",
+    "ApprovalBook",
     "ReplayDivergence",
     "ReplayError",
     "ReplaySealed",
