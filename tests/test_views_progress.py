@@ -269,3 +269,27 @@ def test_who_decided_the_wait_the_reason_and_both_argument_versions() -> None:
         "latencyMs": latency,
         "arguments": {"amount": 100, "to": "acct-1"},
     }
+
+
+def test_a_call_still_waiting_for_its_decision_has_not_started() -> None:
+    from _bridge_data import permission
+
+    agent = span(1, None, "invoke_agent a", 0, 10, {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+
+    def brief(*marks: Any) -> list[tuple[str, Any]]:
+        tool = span(2, 1, "execute_tool rm", 0, None, tool_attrs(2, "rm", {"p": "/"}), events=marks)
+        envelopes = to_progress([agent, tool])
+        return [(e["event"]["type"], (e["event"].get("call") or {}).get("state")) for e in envelopes]
+
+    assert brief(permission(1)) == [
+        ("permission_required", "AWAITING_APPROVAL"),
+        ("tool:end", "SEALED"),  # read as a finished trace: the call never ended
+        ("done", None),
+    ]
+    assert brief(permission(1), permission(2, "allow")) == [
+        ("permission_required", "AWAITING_APPROVAL"),
+        ("permission_decided", None),
+        ("tool:start", "RUNNING"),
+        ("tool:end", "SEALED"),
+        ("done", None),
+    ]

@@ -11,7 +11,7 @@ time order:
 - control ``permission_required`` (state ``AWAITING_APPROVAL``) and ``permission_decided``
   ``{callId, decision, note, decidedAt, by, latencyMs, arguments}`` for each approval event;
 - progress ``tool:start`` (state ``RUNNING``) at the start, or at the allowing decision when approval was
-  required; a denied call has none;
+  required; a denied call has none, nor has a call still waiting for its decision;
 - progress ``tool:error`` ``{call, error}`` when the call FAILED;
 - progress ``tool:end`` with the final state (COMPLETED, FAILED, DENIED, CANCELLED) and ``durationMs``;
 - monitor ``tool_executed`` with the same snapshot (``durationMs``, ``approval``).
@@ -125,7 +125,8 @@ def _tool_items(t: int, i: int, tc: ToolCallRecord, trace_end: int) -> list[_Ite
                 start_at = max(start_at, mark.time_ns)
         items.append((mark.time_ns, 2, t, i, n, "control", event))
     state = tc.state
-    if state != sc.STATE_DENIED:
+    waiting = span.end_ns is None and bool(marks) and marks[-1].decision is None
+    if state != sc.STATE_DENIED and not waiting:
         items.append(
             (
                 start_at,
