@@ -289,3 +289,24 @@ def test_a_denied_call_has_no_span_of_its_body(spans: Any) -> None:
         "execute_tool purge",
         "execute_tool purge",
     ]
+
+
+def test_arun_runs_a_blocking_sync_approver_off_the_event_loop(spans: Any) -> None:
+    async def main() -> list[dict[str, Any]]:
+        release = threading.Event()
+
+        def approve(call: ToolCall) -> bool:
+            return release.wait(10)  # a person deciding; False (deny) if the loop never got to release it
+
+        async def send(to: str) -> str:
+            return to
+
+        async def decide_soon() -> None:
+            await asyncio.sleep(0.01)
+            release.set()
+
+        runs = arun_tool_calls([tool_use("t1", "send", {"to": "a"})], {"send": send}, approve=approve)
+        results, _ = await asyncio.gather(runs, decide_soon())
+        return results
+
+    assert asyncio.run(main())[0]["content"] == '"a"'

@@ -141,6 +141,9 @@ def test_a_waiting_call_is_awaiting_approval_on_the_stream_and_page_until_allowe
             expect(page.locator("#detail .badge")).to_have_text("COMPLETED", timeout=20_000)
             expect(page.locator("#detail")).to_contain_text("allow by alice after")
             expect(page.locator("#detail")).to_contain_text("only the logs")
+            # both argument versions: the model's as the input, the edit among the attributes
+            expect(page.locator("#detail")).to_contain_text("toolspan.tool.call.edited_arguments")
+            expect(page.locator("#detail")).to_contain_text("/srv/old/logs")
             assert app.wait(60) == 0
         finally:
             context.close()

@@ -167,10 +167,11 @@ def _decide_sync(approval: ApprovalRequest) -> _Verdict:
 
 async def _ask_async(approval: ApprovalRequest) -> _Verdict:
     try:
-        if approval.timeout is not None and not _is_async_callable(approval.approve):
-            value = await asyncio.to_thread(approval.approve, approval.call)  # so the wait can time out
-        else:
+        if _is_async_callable(approval.approve):
             value = approval.approve(approval.call)
+        else:
+            # A sync approver may wait (for a person, a file, an approval book): never on the event loop.
+            value = await asyncio.to_thread(approval.approve, approval.call)
         if inspect.isawaitable(value):
             value = await value
         return _normalize(value)

@@ -275,8 +275,8 @@ async def arun_tool_calls(
     tracer_provider: trace_api.TracerProvider | None = None,
 ) -> list[dict[str, Any]]:
     """Async ``run_tool_calls``: coroutine tools are awaited (``asyncio.gather`` when ``parallel``),
-    sync tools run in ``asyncio.to_thread``; ``approve`` may be async. ``max_workers`` bounds how many
-    calls run at once."""
+    sync tools run in ``asyncio.to_thread``; ``approve`` may be async (a sync approver runs in
+    ``asyncio.to_thread``, off the event loop). ``max_workers`` bounds how many calls run at once."""
     _check_workers(max_workers)
     jobs = _prepare(calls, tools, approve, tracer_provider, approve_timeout)
     if not parallel or len(jobs) < 2:
