@@ -134,3 +134,16 @@ def test_a_call_is_decided_once(tmp_path: Path, spans: Any) -> None:
     with pytest.raises(ValueError, match="tool call 'toolu_9' was already decided: allow by alice"):
         book.decide("toolu_9", "deny", by="bob")
     assert toolspan.run_tool_calls([CALL], [deploy], approve=book)[0]["content"] == '"deployed prod"'
+
+
+def test_a_call_that_stops_waiting_stops_polling_the_book(tmp_path: Path, spans: Any) -> None:
+    def pollers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "toolspan-approve"]
+
+    book = toolspan.ApprovalBook(tmp_path / "book.db", poll_interval=0.01)
+    toolspan.run_tool_calls([CALL], [deploy], approve=book, approve_timeout=0.05)
+    deadline = time.monotonic() + 30
+    while pollers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pollers() == []
+    assert [w.call_id for w in book.waiting()] == ["toolu_9"]  # still booked for when the call comes again

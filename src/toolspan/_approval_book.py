@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import _permissions
-from toolspan._approvals import Approval
+from toolspan._approvals import Approval, abandoned
 from toolspan._callshapes import ToolCall
 
 __all__ = ["ApprovalBook", "WaitingCall"]
@@ -129,6 +129,8 @@ class ApprovalBook:
             if row[3] is not None:
                 edited = None if row[6] is None else json.loads(row[6])
                 return Approval(row[3], note=row[4], by=row[5], arguments=edited, required_ns=row[2])
+            if abandoned():  # the call stopped waiting (approve_timeout); it stays booked
+                raise TimeoutError(f"tool call {call.id!r} stopped waiting for its approval")
             time.sleep(self.poll_interval)
 
     # --- the decider's side -------------------------------------------------------------------------

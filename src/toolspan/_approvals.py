@@ -24,7 +24,16 @@ from toolspan._callshapes import DEFAULT_DENY_NOTE, ToolCall
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["APPROVAL", "Approval", "ApprovalRequest", "Approver", "Decision", "gated", "run_blocking"]
+__all__ = [
+    "APPROVAL",
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
+    "Decision",
+    "abandoned",
+    "gated",
+    "run_blocking",
+]
 
 TIMEOUT_BY = "timeout"
 
@@ -90,6 +99,18 @@ APPROVAL: contextvars.ContextVar[ApprovalRequest | None] = contextvars.ContextVa
 )
 
 
+# Set once the call stopped waiting for the approver (approve_timeout): a polling approver may give up.
+_ABANDONED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "toolspan_approval_abandoned", default=None
+)
+
+
+def abandoned() -> bool:
+    """Inside an approver: whether the call already stopped waiting for it (``approve_timeout``)."""
+    flag = _ABANDONED.get()
+    return flag is not None and flag.is_set()
+
+
 def _verdict(value: Any) -> str:
     if value is True or value == _ALLOW:
         return _ALLOW
@@ -123,7 +144,10 @@ def _normalize(value: Any) -> _Verdict:
 
 
 def _failed_approval(exc: BaseException) -> _Verdict:
-    _logger.warning("toolspan: approve raised; the tool call is denied", exc_info=exc)
+    if abandoned():  # the call already went on without this approver: nothing to warn about
+        _logger.debug("toolspan: an abandoned approver ended: %s", exc)
+    else:
+        _logger.warning("toolspan: approve raised; the tool call is denied", exc_info=exc)
     return _Verdict(_DENY, f"approval failed: {type(exc).__name__}: {exc}", None)
 
 
@@ -153,7 +177,9 @@ def _decide_sync(approval: ApprovalRequest) -> _Verdict:
     # The approver runs in a daemon thread (same context) so the call can stop waiting for it; an approver
     # that answers late is ignored.
     future: Future[_Verdict] = Future()
+    flag = threading.Event()
     ctx = contextvars.copy_context()
+    ctx.run(_ABANDONED.set, flag)
 
     def ask() -> None:
         future.set_result(ctx.run(_ask_sync, approval))
@@ -162,6 +188,7 @@ def _decide_sync(approval: ApprovalRequest) -> _Verdict:
     try:
         return future.result(timeout)
     except FutureTimeout:
+        flag.set()
         return _timed_out(timeout)
 
 
@@ -187,10 +214,15 @@ async def _decide_async(approval: ApprovalRequest) -> _Verdict:
     timeout = approval.timeout
     if timeout is None:
         return await _ask_async(approval)
+    flag = threading.Event()
+    token = _ABANDONED.set(flag)  # copied into the task wait_for runs (and into its worker thread)
     try:
         return await asyncio.wait_for(_ask_async(approval), timeout)
     except asyncio.TimeoutError:
+        flag.set()
         return _timed_out(timeout)
+    finally:
+        _ABANDONED.reset(token)
 
 
 def _record(decision: _Verdict, required_ns: int) -> dict[str, Any] | None:
