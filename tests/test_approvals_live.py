@@ -52,20 +52,12 @@ def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
 
 
 def _until_waiting(events: Iterator[SseEvent]) -> dict[str, Any]:
-    """Read acts until the one that says awaiting_approval; before it only the same call's start (running)."""
-    acts = []
-    while True:
-        event = next(events)
-        assert event.event == "act", event
-        acts.append(event.json())
-        if acts[-1]["status"] == "awaiting_approval":
-            break
-    waiting = acts[-1]
-    assert [(a["execution_id"], a["status"]) for a in acts[:-1]] in (
-        [],
-        [(waiting["execution_id"], "running")],  # the start record reached the server before the wait
-    )
-    return waiting
+    """The first event: the gated call's act, already awaiting_approval (it never showed as running)."""
+    event = next(events)
+    assert event.event == "act", event
+    act: dict[str, Any] = event.json()
+    assert act["status"] == "awaiting_approval", act
+    return act
 
 
 def _until_observed(events: Iterator[SseEvent], *tools: str) -> list[dict[str, Any]]:

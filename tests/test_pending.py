@@ -100,35 +100,40 @@ def test_views_of_a_file_with_pending_records_equal_the_views_without(tmp_path: 
         assert convert(with_pending, target) == convert(without, target), target
 
 
-def test_approval_events_export_fresh_pending_records_while_the_call_waits() -> None:
+def test_a_gated_call_is_first_exported_awaiting_approval_then_refreshed_at_its_decision() -> None:
     exporter = _Recording()
     pending = PendingSpanProcessor(exporter)
     provider = TracerProvider()
     provider.add_span_processor(pending)
     ended = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(ended))
-    seen_by_approver: list[list[str]] = []
+    seen_by_approver: list[list[list[str]]] = []
 
     def approve(call: toolspan.ToolCall) -> bool:
         pending.force_flush()
-        seen_by_approver.append([e.name for r in exporter.spans for e in r.events])
+        seen_by_approver.append([[e.name for e in r.events] for r in exporter.spans])
         return True
 
-    def lookup(city: str) -> str:
+    @toolspan.tool(tracer_provider=provider)
+    def inner(city: str) -> str:
         return city.upper()
+
+    def lookup(city: str) -> str:
+        return inner(city)
 
     call = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"city": "paris"}}
     assert toolspan.run_tool_calls([call], [lookup], approve=approve, tracer_provider=provider)[0][
         "content"
     ] == ('"PARIS"')
     provider.shutdown()
-    # While the approver waited, the server had the record that says so.
-    assert seen_by_approver == [["toolspan.permission_required"]]
-    [span] = ended.get_finished_spans()
+    # While the approver waited, the server had one record of the call: the one that says it waits.
+    assert seen_by_approver == [[["toolspan.permission_required"]]]
+    spans = {s.name: s for s in ended.get_finished_spans()}
+    gated, body = spans["execute_tool lookup"], spans["execute_tool inner"]
     assert [(r.context, r.end_time, [e.name for e in r.events]) for r in exporter.spans] == [
-        (span.context, None, []),
-        (span.context, None, ["toolspan.permission_required"]),
-        (span.context, None, ["toolspan.permission_required", "toolspan.permission_decided"]),
+        (gated.context, None, ["toolspan.permission_required"]),
+        (gated.context, None, ["toolspan.permission_required", "toolspan.permission_decided"]),
+        (body.context, None, []),  # a tool the allowed body calls: its start record as usual
     ]
 
 

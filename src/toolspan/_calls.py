@@ -43,9 +43,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _tool
+from toolspan import _tool, semconv
 from toolspan._approvals import APPROVAL, Approval, ApprovalRequest, Approver, gated, run_blocking
 from toolspan._callshapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
 from toolspan._serialize import to_json_text
@@ -176,6 +177,19 @@ def _finish(job: _Job, outcome: Any, exc: Exception | None) -> dict[str, Any]:
     return result_for(job.call, to_json_text(outcome), False)
 
 
+@contextlib.contextmanager
+def _gate_mark(job: _Job) -> Any:
+    """Mark the call's span as gated, for the pending processor (see ``toolspan.exporters.pending``)."""
+    if job.approve is None:
+        yield
+        return
+    token = context_api.attach(context_api.set_value(semconv.CONTEXT_APPROVAL_GATE, [True]))
+    try:
+        yield
+    finally:
+        context_api.detach(token)
+
+
 def _model_id(call: ToolCall) -> contextlib.AbstractContextManager[Any]:
     """Hand the model's call id to the tool span; a Gemini call without an id gets toolspan's own."""
     return _tool.tool_call_id(call.id) if call.id else contextlib.nullcontext()
@@ -188,7 +202,7 @@ def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[s
         return _finish(job, None, job.error)
     token = APPROVAL.set(job.approval(loop))
     try:
-        with _model_id(job.call):
+        with _model_id(job.call), _gate_mark(job):
             outcome = job.fn(**job.call.arguments)
             if inspect.isawaitable(outcome):
                 outcome = run_blocking(outcome)
@@ -214,7 +228,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
         return await asyncio.to_thread(_execute, job, loop)  # to_thread carries the context over
     token = APPROVAL.set(job.approval(loop))
     try:
-        with _model_id(job.call):
+        with _model_id(job.call), _gate_mark(job):
             outcome = job.fn(**job.call.arguments)
             if inspect.isasyncgen(outcome):
                 outcome = await _collect(outcome)

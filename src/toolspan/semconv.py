@@ -135,6 +135,9 @@ TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: Final = "toolspan.tool.call.edited_argument
 TOOLSPAN_APPROVAL_RESUMES: Final = "toolspan.approval.resumes"
 TOOLSPAN_LINK_TYPE: Final = "toolspan.link.type"
 LINK_TYPE_RESUMES_APPROVAL: Final = "resumes_approval"
+# OpenTelemetry context key (not an attribute): set by run_tool_calls(approve=...) around a call it gates, so
+# the pending processor sends no "running" start record for it: its first record says it awaits approval.
+CONTEXT_APPROVAL_GATE: Final = "toolspan.approval_gate"
 GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
 
 # W3C baggage entries written by toolspan.inject() inside a tool: the ids of that tool call, so a

@@ -13,6 +13,8 @@ it ``SEALED``.
 While a tool span is open, ``refresh_pending(span)`` exports a fresh pending record of it through every
 processor that exported its start: toolspan calls it when the span records ``permission_required`` and
 ``permission_decided``, so a server sees a call wait for its approval (AWAITING_APPROVAL) while it waits.
+A call ``run_tool_calls(approve=...)`` gates gets no start record: its approver is asked right away, and
+the record of ``permission_required`` is its first, so no server ever shows it running before approved.
 Records of one span are exported in order; the bridge merges them all into one span (events: their union;
 attributes: the ended record's first).
 
@@ -37,6 +39,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from toolspan import semconv
 from toolspan.bridge.classify import TOOL, classify
 from toolspan.bridge.readers import from_readable_span
 
@@ -107,6 +110,18 @@ def pending_record(span: ReadableSpan) -> ReadableSpan:
     )
 
 
+def _gated(parent_context: context_api.Context | None) -> bool:
+    """Whether this span is the call an approval gate marked (the first span started under the mark)."""
+    mark = None if parent_context is None else parent_context.get(semconv.CONTEXT_APPROVAL_GATE)
+    if not isinstance(mark, list):
+        return False
+    try:
+        mark.pop()  # one-shot: spans the call's body starts are exported as usual
+    except IndexError:
+        return False
+    return True
+
+
 class PendingSpanProcessor(SpanProcessor):
     """Export a pending record of each tool span at its start (see the module docstring).
 
@@ -144,7 +159,8 @@ class PendingSpanProcessor(SpanProcessor):
                 return
             ctx = span.get_span_context()
             self._open.add((ctx.trace_id, ctx.span_id))
-            self._batch.on_end(record)
+            if not _gated(parent_context):
+                self._batch.on_end(record)
         except Exception:
             _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
 
