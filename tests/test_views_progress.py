@@ -90,7 +90,7 @@ def test_scenario_envelopes() -> None:
             "decision": "allow",
             "note": "ok",
             "decidedAt": MS0 + 73,
-            "by": None,
+            "by": "alice",
             "latencyMs": 2,  # from its permission_required at +71 ms (the event records no latency)
             "arguments": None,
             "channel": "control",
@@ -130,7 +130,7 @@ def test_scenario_envelopes() -> None:
             "decision": "allow",
             "note": "ok",
             "decidedAt": MS0 + 73,
-            "by": None,
+            "by": "alice",
             "latencyMs": 2,
             "arguments": None,
         },
