@@ -98,14 +98,17 @@ def test_edited_arguments_are_redacted_like_the_arguments(spans: Any) -> None:
     finally:
         set_config(None)
     (span,) = spans()
-    attrs = dict(span.attributes or {})
-    assert json.loads(attrs[semconv.GEN_AI_TOOL_CALL_ARGUMENTS]) == {
-        "url": "https://a.example",
-        "token": "[REDACTED]",
-    }
-    assert json.loads(attrs[semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS]) == {
-        "url": "https://b.example",
-        "token": "[REDACTED]",
+    assert dict(span.attributes or {}) == {
+        **tool_attrs(
+            span,
+            "fetch",
+            "c1",
+            {"url": "https://a.example", "token": "[REDACTED]"},
+            result="https://b.example",
+        ),
+        semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: json.dumps(
+            {"url": "https://b.example", "token": "[REDACTED]"}
+        ),
     }
 
 
@@ -124,7 +127,16 @@ def test_edited_arguments_and_the_note_are_not_recorded_without_content_capture(
         set_config(None)
     assert result["content"] == '"sent to x@y.z: b"'
     (span,) = spans()
-    assert semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS not in (span.attributes or {})
+    content = {
+        semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
+        semconv.OI_INPUT_VALUE,
+        semconv.OI_INPUT_MIME_TYPE,
+        semconv.GEN_AI_TOOL_CALL_RESULT,
+        semconv.OI_OUTPUT_VALUE,
+        semconv.OI_OUTPUT_MIME_TYPE,
+    }
+    expected = tool_attrs(span, "send_email", "t1", {}, description="Send an email.", result=None)
+    assert dict(span.attributes or {}) == {k: v for k, v in expected.items() if k not in content}
     assert events(span)[1] == (
         semconv.PERMISSION_DECIDED_EVENT,
         decided(span, **{semconv.PERMISSION_DECISION: "allow", semconv.PERMISSION_DECIDED_BY: "carol"}),
