@@ -123,8 +123,9 @@ def test_bad_decisions_get_precise_errors_and_change_nothing(tmp_path: Path) -> 
         book.decide("nope", "maybe")
     with pytest.raises(ValueError, match="arguments must be a mapping, got list"):
         book.decide("nope", "allow", arguments=["x"])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="poll_interval must be a positive number of seconds, got 0"):
-        toolspan.ApprovalBook(tmp_path / "book.db", poll_interval=0)
+    for bad in (0, -1, "5", True):
+        with pytest.raises(ValueError, match="poll_interval must be a positive number of seconds, got "):
+            toolspan.ApprovalBook(tmp_path / "book.db", poll_interval=bad)  # type: ignore[arg-type]
 
 
 def test_a_call_is_decided_once(tmp_path: Path, spans: Any) -> None:
@@ -134,6 +135,11 @@ def test_a_call_is_decided_once(tmp_path: Path, spans: Any) -> None:
     with pytest.raises(ValueError, match="tool call 'toolu_9' was already decided: allow by alice"):
         book.decide("toolu_9", "deny", by="bob")
     assert toolspan.run_tool_calls([CALL], [deploy], approve=book)[0]["content"] == '"deployed prod"'
+    book.forget("toolu_9")
+    with pytest.raises(KeyError, match="no tool call 'toolu_9' in the approval book"):
+        book.forget("toolu_9")
+    with pytest.raises(KeyError, match="no tool call 'toolu_9' waits in the approval book"):
+        book.decide("toolu_9", "allow")
 
 
 def test_a_call_that_stops_waiting_stops_polling_the_book(tmp_path: Path, spans: Any) -> None:

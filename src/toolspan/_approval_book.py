@@ -9,6 +9,7 @@ A call the book has not decided is written into it (the model's tool call id, to
 trace id and span id of the tool span that waits), and the approver waits, polling the file, until a
 decision arrives. Anyone with the file decides: ``book.waiting()`` lists the calls, ``book.decide(call_id,
 "allow", note=..., by=..., arguments=...)`` answers one (a frontend, a queue consumer, another process).
+A decision stays in the book (a call re-issued gets it again) until ``book.forget(call_id)``.
 
 When the process dies while a call waits, the restarted agent re-issues the same model tool call (same
 ``tool_call_id``): the book matches it by that id, returns the decision (given while nobody waited, or
@@ -65,7 +66,11 @@ class ApprovalBook:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, poll_interval: float = 0.2) -> None:
-        if not poll_interval > 0:
+        if (
+            not isinstance(poll_interval, (int, float))
+            or isinstance(poll_interval, bool)
+            or poll_interval <= 0
+        ):
             raise ValueError(f"poll_interval must be a positive number of seconds, got {poll_interval!r}")
         self.path = os.fspath(path)
         self.poll_interval = poll_interval
@@ -183,3 +188,10 @@ class ApprovalBook:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+
+    def forget(self, call_id: str) -> None:
+        """Remove the call ``call_id`` from the book (once its run is over: a decision stays, so the same call
+        re-issued gets it again). ``KeyError`` for a call id the book does not hold."""
+        with self._connect() as db:
+            if db.execute("DELETE FROM approvals WHERE call_id = ?", (call_id,)).rowcount == 0:
+                raise KeyError(f"no tool call {call_id!r} in the approval book {self.path}")
