@@ -114,12 +114,16 @@ def thought(at_ms: int, text: str) -> SpanEvent:
     return SpanEvent(sc.THOUGHT_EVENT, T0 + at_ms * MS, {sc.THOUGHT_CONTENT: text})
 
 
-def permission(at_ms: int, decision: str | None = None, note: str | None = None) -> SpanEvent:
+def permission(
+    at_ms: int, decision: str | None = None, note: str | None = None, by: str | None = None
+) -> SpanEvent:
     if decision is None:
         return SpanEvent(sc.PERMISSION_REQUIRED_EVENT, T0 + at_ms * MS, {})
     attrs = {sc.PERMISSION_DECISION: decision}
     if note is not None:
         attrs[sc.PERMISSION_NOTE] = note
+    if by is not None:
+        attrs[sc.PERMISSION_DECIDED_BY] = by
     return SpanEvent(sc.PERMISSION_DECIDED_EVENT, T0 + at_ms * MS, attrs)
 
 
@@ -232,7 +236,7 @@ def scenario() -> list[Span]:
             70,
             80,
             tool_attrs(10, "send_email", {"to": "me"}, {"sent": True}, state=sc.STATE_COMPLETED),
-            events=(permission(71), permission(73, "allow", "ok")),
+            events=(permission(71), permission(73, "allow", "ok", by="alice")),
         ),
         span(
             11,

@@ -154,6 +154,12 @@ def events(span: ReadableSpan) -> list[tuple[str, dict[str, Any]]]:
     return [(e.name, dict(e.attributes or {})) for e in span.events]
 
 
+def waited(span: ReadableSpan) -> dict[str, int]:
+    """The latency attribute of a span's permission_decided: from its permission_required, by their times."""
+    required, decided = (e.timestamp for e in span.events if e.name.startswith("toolspan.permission_"))
+    return {semconv.PERMISSION_LATENCY_MS: (decided - required) // 1_000_000}
+
+
 def parent_id(span: ReadableSpan) -> int | None:
     return span.parent.span_id if span.parent is not None else None
 
@@ -796,7 +802,7 @@ def test_approval_allow_runs_the_tool_with_events_on_its_span(parent: Any) -> No
     )
     assert events(span) == [
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
-        (semconv.PERMISSION_DECIDED_EVENT, {semconv.PERMISSION_DECISION: "allow"}),
+        (semconv.PERMISSION_DECIDED_EVENT, {semconv.PERMISSION_DECISION: "allow", **waited(span)}),
     ]
 
 
@@ -849,6 +855,7 @@ def test_approval_deny_does_not_run_the_tool(parent: Any) -> None:
             {
                 semconv.PERMISSION_DECISION: "deny",
                 semconv.PERMISSION_NOTE: "Demo inbox denies bash_run by default.",
+                **waited(denied),
             },
         ),
     ]
@@ -856,7 +863,7 @@ def test_approval_deny_does_not_run_the_tool(parent: Any) -> None:
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
         (
             semconv.PERMISSION_DECIDED_EVENT,
-            {semconv.PERMISSION_DECISION: "allow", semconv.PERMISSION_NOTE: "fine"},
+            {semconv.PERMISSION_DECISION: "allow", semconv.PERMISSION_NOTE: "fine", **waited(allowed)},
         ),
     ]
 
@@ -874,7 +881,10 @@ def test_approval_deny_without_a_note(parent: Any, verdict: Any) -> None:
     }
     (span,) = spans()
     assert (span.attributes or {})[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
-    assert events(span)[1] == (semconv.PERMISSION_DECIDED_EVENT, {semconv.PERMISSION_DECISION: "deny"})
+    assert events(span)[1] == (
+        semconv.PERMISSION_DECIDED_EVENT,
+        {semconv.PERMISSION_DECISION: "deny", **waited(span)},
+    )
 
 
 def test_approval_that_raises_denies_and_logs(parent: Any, caplog: pytest.LogCaptureFixture) -> None:
@@ -907,7 +917,7 @@ def test_approval_that_raises_denies_and_logs(parent: Any, caplog: pytest.LogCap
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
         (
             semconv.PERMISSION_DECIDED_EVENT,
-            {semconv.PERMISSION_DECISION: "deny", semconv.PERMISSION_NOTE: note},
+            {semconv.PERMISSION_DECISION: "deny", semconv.PERMISSION_NOTE: note, **waited(span)},
         ),
     ]
 
@@ -919,7 +929,7 @@ def test_approval_with_an_unknown_answer_denies(parent: Any) -> None:
     )
     assert result["content"] == (
         "PermissionDenied: approval failed: ValueError: approve returned 'maybe'; "
-        "expected a bool, 'allow', 'deny', (decision, note) or (decision, note, by)"
+        "expected a bool, 'allow', 'deny', an Approval, (decision, note) or (decision, note, by)"
     )
     (span,) = spans()
     assert (span.attributes or {})[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
@@ -986,7 +996,11 @@ async def test_arun_async_approver_for_async_and_sync_tools() -> None:
     by_id = tool_spans(spans())
     assert events(by_id["a1"])[1] == (
         semconv.PERMISSION_DECIDED_EVENT,
-        {semconv.PERMISSION_DECISION: "allow", semconv.PERMISSION_NOTE: "checked a1"},
+        {
+            semconv.PERMISSION_DECISION: "allow",
+            semconv.PERMISSION_NOTE: "checked a1",
+            **waited(by_id["a1"]),
+        },
     )
     assert dict(by_id["w1"].attributes or {}) == tool_attrs(
         by_id["w1"], "wipe", "w1", {}, state=semconv.STATE_DENIED, error_type="toolspan.ToolDenied"

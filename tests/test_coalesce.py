@@ -51,3 +51,27 @@ def test_sorted_by_start_then_span_id_and_same_id_in_two_traces_is_two_spans() -
         (sid(3), "1"),
     ]
     assert duplicate_flags(out) == [False, False, False, False]
+
+
+def test_pending_records_of_a_running_span_merge_into_one_open_span() -> None:
+    start = span(1, None, "execute_tool t", 0, None, {"a": 1})
+    waiting = span(1, None, "execute_tool t", 0, None, {"a": 1}, events=(permission(1),))
+    allowed = span(
+        1, None, "execute_tool t", 0, None, {"a": 1}, events=(permission(1), permission(4, "allow"))
+    )
+    for order in ([start, waiting, allowed], [allowed, start, waiting], [waiting, allowed, start]):
+        assert coalesce(order) == [allowed]
+    assert coalesce([start, waiting]) == [waiting]
+    # with the ended span: one span, every event once
+    done = span(
+        1, None, "execute_tool t", 0, 9, {"a": 1, "b": 2}, events=(permission(1), permission(4, "allow"))
+    )
+    assert coalesce([waiting, done, start]) == [done]
+
+
+def test_open_records_that_disagree_on_the_span_itself_stay_apart() -> None:
+    a = span(1, None, "execute_tool t", 0, None, {}, events=(permission(1),))
+    b = span(1, None, "execute_tool u", 0, None, {})
+    merged = coalesce([a, b])
+    assert sorted(s.name for s in merged) == ["execute_tool t", "execute_tool u"]
+    assert duplicate_flags(merged) == [False, True]

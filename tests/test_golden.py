@@ -163,7 +163,7 @@ def instrumented_scenario() -> list[Span]:
     @ts.tool
     def send_email(to: str) -> dict[str, bool]:
         ts.record_permission_required()
-        ts.record_permission_decided("allow", "ok")
+        ts.record_permission_decided("allow", "ok", by="alice")
         return {"sent": True}
 
     @ts.tool

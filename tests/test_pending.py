@@ -98,3 +98,68 @@ def test_views_of_a_file_with_pending_records_equal_the_views_without(tmp_path: 
 
     for target in ("events", "timeline", "tree", "plans", "progress"):
         assert convert(with_pending, target) == convert(without, target), target
+
+
+def test_a_gated_call_is_first_exported_awaiting_approval_then_refreshed_at_its_decision() -> None:
+    exporter = _Recording()
+    pending = PendingSpanProcessor(exporter)
+    provider = TracerProvider()
+    provider.add_span_processor(pending)
+    ended = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(ended))
+    seen_by_approver: list[list[list[str]]] = []
+
+    def approve(call: toolspan.ToolCall) -> bool:
+        pending.force_flush()
+        seen_by_approver.append([[e.name for e in r.events] for r in exporter.spans])
+        return True
+
+    @toolspan.tool(tracer_provider=provider)
+    def inner(city: str) -> str:
+        return city.upper()
+
+    def lookup(city: str) -> str:
+        return inner(city)
+
+    call = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"city": "paris"}}
+    assert toolspan.run_tool_calls([call], [lookup], approve=approve, tracer_provider=provider)[0][
+        "content"
+    ] == ('"PARIS"')
+    provider.shutdown()
+    # While the approver waited, the server had one record of the call: the one that says it waits.
+    assert seen_by_approver == [[["toolspan.permission_required"]]]
+    spans = {s.name: s for s in ended.get_finished_spans()}
+    gated, body = spans["execute_tool lookup"], spans["execute_tool inner"]
+    assert [(r.context, r.end_time, [e.name for e in r.events]) for r in exporter.spans] == [
+        (gated.context, None, ["toolspan.permission_required"]),
+        (gated.context, None, ["toolspan.permission_required", "toolspan.permission_decided"]),
+        (body.context, None, []),  # a tool the allowed body calls: its start record as usual
+    ]
+
+
+def upper(text: str) -> str:
+    return text.upper()
+
+
+def test_no_refresh_for_a_span_this_processor_did_not_start_or_after_shutdown() -> None:
+    exporter = _Recording()
+    idle = PendingSpanProcessor(exporter)  # on no provider: it sees no span start
+    closed = PendingSpanProcessor(exporter)
+    provider = TracerProvider()
+    provider.add_span_processor(closed)
+    closed.shutdown()
+    finished = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(finished))
+    call = {"type": "tool_use", "id": "toolu_1", "name": "upper", "input": {"text": "a"}}
+    assert (
+        toolspan.run_tool_calls([call], [upper], approve=lambda c: True, tracer_provider=provider)[0][
+            "content"
+        ]
+        == '"A"'
+    )
+    idle.shutdown()
+    assert exporter.spans == []
+    assert [e.name for e in finished.get_finished_spans()[0].events] == [
+        "toolspan.permission_required",
+        "toolspan.permission_decided",
+    ]

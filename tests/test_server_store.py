@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from tests._bridge_data import scenario
 
-from toolspan.bridge.model import Span
+from toolspan import semconv as sc
+from toolspan.bridge.model import Span, SpanEvent
 from toolspan.server._codec import decode, encode
 from toolspan.server._store import ACT, OBSERVE, Cursor, Store
 
@@ -51,6 +52,21 @@ def test_a_pending_record_then_its_ended_span_give_one_act_then_one_observe(stor
     # The ended record keeps what only the pending record had (merged as the bridge merges files).
     assert dict(span.attributes) == {**TOOL_ATTRS, "gen_ai.tool.call.arguments": '{"q": 1}'}
     assert store.counts() == {"spans": 1, "traces": 1}
+
+
+def test_a_running_call_whose_approval_state_changes_gets_its_act_again(store: Store) -> None:
+    sid = "3" * 16
+    required = SpanEvent(sc.PERMISSION_REQUIRED_EVENT, 2_000, {})
+    allowed = SpanEvent(sc.PERMISSION_DECIDED_EVENT, 3_000, {sc.PERMISSION_DECISION: "allow"})
+    start = _tool(sid, None)
+    store.ingest([start])
+    store.ingest([replace(start, events=(required,))])  # now waiting: act again
+    store.ingest([replace(start, events=(required,))])  # the same again: nothing
+    store.ingest([replace(start, events=(required, allowed))])  # allowed: act again
+    store.ingest([replace(start, end_ns=5_000, events=(required, allowed))])
+    assert _log(store) == [(sid, ACT, 5_000), (sid, ACT, 5_000), (sid, ACT, 5_000), (sid, OBSERVE, 5_000)]
+    [span] = store.trace_spans(TRACE)
+    assert span.events == (required, allowed)
 
 
 def test_both_records_in_one_request_merge_into_one_span(store: Store) -> None:

@@ -224,3 +224,22 @@ def test_load_schema_ships_every_schema_as_package_data() -> None:
     assert "mutated" not in load_schema("events")
     with pytest.raises(ValueError, match="unknown schema"):
         load_schema("nope")
+
+
+def test_an_act_says_whether_the_call_waits_for_its_approval_or_was_denied() -> None:
+    def asked(*marks: SpanEvent, end: int | None = None) -> dict[str, Any]:
+        tool = span(2, None, "execute_tool rm", 0, end, tool_attrs(2, "rm", {"p": "/"}), events=marks)
+        (act,) = [e for e in to_events([tool]) if e["type"] == "act"]
+        assert act == {**act_event(tool), "requested_by": act["requested_by"]}  # live and file acts agree
+        validate("events", act)
+        return act
+
+    required = SpanEvent(sc.PERMISSION_REQUIRED_EVENT, T0 + 1, {})
+    allow = SpanEvent(sc.PERMISSION_DECIDED_EVENT, T0 + 2, {sc.PERMISSION_DECISION: "allow"})
+    deny = SpanEvent(sc.PERMISSION_DECIDED_EVENT, T0 + 2, {sc.PERMISSION_DECISION: "deny"})
+    assert asked()["status"] == "running"
+    assert asked(required)["status"] == "awaiting_approval"
+    assert asked(required, allow)["status"] == "running"
+    assert asked(required, deny)["status"] == "denied"
+    assert asked(required, deny, end=T0 + 3)["status"] == "denied"
+    assert asked(required, allow, end=T0 + 3)["status"] == "running"

@@ -90,6 +90,9 @@ def test_scenario_envelopes() -> None:
             "decision": "allow",
             "note": "ok",
             "decidedAt": MS0 + 73,
+            "by": "alice",
+            "latencyMs": 2,  # from its permission_required at +71 ms (the event records no latency)
+            "arguments": None,
             "channel": "control",
         },
         "bookmark": {"seq": 22, "timestamp": MS0 + 73},
@@ -98,7 +101,15 @@ def test_scenario_envelopes() -> None:
     waiting = by_seq[21]["event"]["call"]
     assert (waiting["state"], waiting["approval"]) == (
         "AWAITING_APPROVAL",
-        {"required": True, "decision": None, "note": None, "decidedAt": None},
+        {
+            "required": True,
+            "decision": None,
+            "note": None,
+            "decidedAt": None,
+            "by": None,
+            "latencyMs": None,
+            "arguments": None,
+        },
     )
     executed = by_seq[25]["event"]["call"]
     assert executed == {
@@ -114,7 +125,15 @@ def test_scenario_envelopes() -> None:
         "result": {"sent": True},
         "error": None,
         "isError": False,
-        "approval": {"required": True, "decision": "allow", "note": "ok", "decidedAt": MS0 + 73},
+        "approval": {
+            "required": True,
+            "decision": "allow",
+            "note": "ok",
+            "decidedAt": MS0 + 73,
+            "by": "alice",
+            "latencyMs": 2,
+            "arguments": None,
+        },
     }
 
 
@@ -200,3 +219,77 @@ def test_random_forests_one_tool_end_per_call_and_monotonic_seq(data: tuple[list
     shuffled = list(spans)
     random.Random(11).shuffle(shuffled)
     assert to_progress(shuffled) == envelopes
+
+
+def test_who_decided_the_wait_the_reason_and_both_argument_versions() -> None:
+    import toolspan
+    from toolspan.bridge.readers import from_readable_spans
+    from toolspan.testing import capture_spans
+
+    def transfer(amount: int, to: str) -> str:
+        """Move money."""
+        return f"{amount} to {to}"
+
+    approval = toolspan.Approval(
+        "allow", note="capped", by="alice", arguments={"amount": 100, "to": "acct-1"}
+    )
+    call = {
+        "type": "tool_use",
+        "id": "toolu_t",
+        "name": "transfer",
+        "input": {"amount": 5000, "to": "acct-1"},
+    }
+    with capture_spans() as finished:
+        toolspan.run_tool_calls([call], [transfer], approve=lambda c: approval)
+        (tool,) = finished()
+    latency = dict(tool.events[1].attributes or {})[sc.PERMISSION_LATENCY_MS]
+    envelopes = to_progress(from_readable_spans([tool]))
+    for env in envelopes:
+        validate("progress", env)
+    (decided,) = [e["event"] for e in envelopes if e["event"]["type"] == "permission_decided"]
+    assert {k: v for k, v in decided.items() if k != "decidedAt"} == {
+        "type": "permission_decided",
+        "channel": "control",
+        "callId": "toolu_t",
+        "decision": "allow",
+        "note": "capped",
+        "by": "alice",
+        "latencyMs": latency,
+        "arguments": {"amount": 100, "to": "acct-1"},
+    }
+    (executed,) = [e["event"]["call"] for e in envelopes if e["event"]["type"] == "tool_executed"]
+    assert executed["inputPreview"] == {"amount": 5000, "to": "acct-1"}  # the model's
+    assert executed["result"] == "100 to acct-1"
+    assert executed["approval"] == {
+        "required": True,
+        "decision": "allow",
+        "note": "capped",
+        "decidedAt": decided["decidedAt"],
+        "by": "alice",
+        "latencyMs": latency,
+        "arguments": {"amount": 100, "to": "acct-1"},
+    }
+
+
+def test_a_call_still_waiting_for_its_decision_has_not_started() -> None:
+    from _bridge_data import permission
+
+    agent = span(1, None, "invoke_agent a", 0, 10, {sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+
+    def brief(*marks: Any) -> list[tuple[str, Any]]:
+        tool = span(2, 1, "execute_tool rm", 0, None, tool_attrs(2, "rm", {"p": "/"}), events=marks)
+        envelopes = to_progress([agent, tool])
+        return [(e["event"]["type"], (e["event"].get("call") or {}).get("state")) for e in envelopes]
+
+    assert brief(permission(1)) == [
+        ("permission_required", "AWAITING_APPROVAL"),
+        ("tool:end", "SEALED"),  # read as a finished trace: the call never ended
+        ("done", None),
+    ]
+    assert brief(permission(1), permission(2, "allow")) == [
+        ("permission_required", "AWAITING_APPROVAL"),
+        ("permission_decided", None),
+        ("tool:start", "RUNNING"),
+        ("tool:end", "SEALED"),
+        ("done", None),
+    ]

@@ -27,6 +27,8 @@ from toolspan._tracer import VERSION as __version__
 from toolspan.propagation import extract, inject
 
 if TYPE_CHECKING:
+    from toolspan._approval_book import ApprovalBook
+    from toolspan._approvals import Approval
     from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
     from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
     from toolspan._setup import configure, instrument_threads
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 # Loaded on first use, so that ``import toolspan`` (decorating tools) stays light: the SDK setup and
 # its exporters, the tool-call runner, replay, and the live processor (which loads the bridge).
 _LAZY = {
+    "Approval": "toolspan._approvals",
+    "ApprovalBook": "toolspan._approval_book",
     "ReplayDivergence": "toolspan._replay",
     "ReplayError": "toolspan._replay",
     "ReplaySealed": "toolspan._replay",
@@ -63,6 +67,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Approval",
+    "ApprovalBook",
     "ReplayDivergence",
     "ReplayError",
     "ReplaySealed",

@@ -43,16 +43,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _tool
-from toolspan._approvals import APPROVAL, ApprovalRequest, Approver, gated, run_blocking
+from toolspan import _tool, semconv
+from toolspan._approvals import APPROVAL, Approval, ApprovalRequest, Approver, gated, run_blocking
 from toolspan._callshapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
 from toolspan._serialize import to_json_text
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["Approver", "ToolCall", "arun_tool_calls", "run_tool_calls"]
+__all__ = ["Approval", "Approver", "ToolCall", "arun_tool_calls", "run_tool_calls"]
 
 
 # --- the registry ----------------------------------------------------------------------------------
@@ -136,6 +137,12 @@ class _Job:
     fn: Callable[..., Any] | None
     error: Exception | None
     approve: Approver | None
+    timeout: float | None = None
+
+    def approval(self, loop: asyncio.AbstractEventLoop | None) -> ApprovalRequest | None:
+        if self.approve is None:
+            return None
+        return ApprovalRequest(self.approve, self.call, loop, self.timeout)
 
 
 def _prepare(
@@ -143,7 +150,12 @@ def _prepare(
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     approve: Approver | None,
     provider: trace_api.TracerProvider | None,
+    timeout: float | None = None,
 ) -> list[_Job]:
+    if timeout is not None and (
+        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
+    ):
+        raise ValueError(f"approve_timeout must be a positive number of seconds or None, got {timeout!r}")
     registry = _registry(tools)
     jobs = []
     for parsed in parse_calls(calls):
@@ -155,7 +167,7 @@ def _prepare(
                 error = ToolNotFoundError(f"no tool named {call.name!r} (available: {available})")
             else:
                 fn = _instrumented(entry, call.name, provider)
-        jobs.append(_Job(call, fn, error, approve))
+        jobs.append(_Job(call, fn, error, approve, timeout))
     return jobs
 
 
@@ -163,6 +175,19 @@ def _finish(job: _Job, outcome: Any, exc: Exception | None) -> dict[str, Any]:
     if exc is not None:
         return result_for(job.call, error_text(exc), True)
     return result_for(job.call, to_json_text(outcome), False)
+
+
+@contextlib.contextmanager
+def _gate_mark(job: _Job) -> Any:
+    """Mark the call's span as gated, for the pending processor (see ``toolspan.exporters.pending``)."""
+    if job.approve is None:
+        yield
+        return
+    token = context_api.attach(context_api.set_value(semconv.CONTEXT_APPROVAL_GATE, [True]))
+    try:
+        yield
+    finally:
+        context_api.detach(token)
 
 
 def _model_id(call: ToolCall) -> contextlib.AbstractContextManager[Any]:
@@ -175,10 +200,9 @@ def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[s
     if job.fn is None:
         assert job.error is not None
         return _finish(job, None, job.error)
-    approval = None if job.approve is None else ApprovalRequest(job.approve, job.call, loop)
-    token = APPROVAL.set(approval)
+    token = APPROVAL.set(job.approval(loop))
     try:
-        with _model_id(job.call):
+        with _model_id(job.call), _gate_mark(job):
             outcome = job.fn(**job.call.arguments)
             if inspect.isawaitable(outcome):
                 outcome = run_blocking(outcome)
@@ -202,10 +226,9 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     if job.fn is None or not _is_async(job.fn):
         return await asyncio.to_thread(_execute, job, loop)  # to_thread carries the context over
-    approval = None if job.approve is None else ApprovalRequest(job.approve, job.call, loop)
-    token = APPROVAL.set(approval)
+    token = APPROVAL.set(job.approval(loop))
     try:
-        with _model_id(job.call):
+        with _model_id(job.call), _gate_mark(job):
             outcome = job.fn(**job.call.arguments)
             if inspect.isasyncgen(outcome):
                 outcome = await _collect(outcome)
@@ -229,20 +252,24 @@ def run_tool_calls(
     *,
     parallel: bool = True,
     approve: Approver | None = None,
+    approve_timeout: float | None = None,
     max_workers: int | None = None,
     tracer_provider: trace_api.TracerProvider | None = None,
 ) -> list[dict[str, Any]]:
     """Run a model's tool calls against ``tools``; one result dict per call, in call order.
 
-    ``approve(call)`` (optional) returns ``True``/``"allow"``, ``False``/``"deny"`` or ``(decision,
-    note)``; it runs inside the tool's span, and a denied call does not run (state DENIED, result
-    ``"PermissionDenied: <note>"``). An approver that raises denies. ``tracer_provider`` (default: the
-    global one, or a decorated tool's own) receives the spans. Raises only for a caller's mistake, before
-    running anything: ``TypeError`` when ``calls`` or ``tools`` has no recognized shape, ``ValueError``
-    for two listed tools of one name or a bad ``max_workers``.
+    ``approve(call)`` (optional) returns ``True``/``"allow"``, ``False``/``"deny"``, ``(decision,
+    note)``, ``(decision, note, by)`` or an ``Approval(decision, note=, by=, arguments=)``; it runs inside
+    the tool's span, a denied call does not run (state DENIED, result ``"PermissionDenied: <note>"``), and
+    an allowed call with ``arguments`` runs with those instead of the model's. An approver that raises
+    denies; one that has not answered after ``approve_timeout`` seconds denies (``by="timeout"``).
+    ``tracer_provider`` (default: the global one, or a decorated tool's own) receives the spans. Raises
+    only for a caller's mistake, before running anything: ``TypeError`` when ``calls`` or ``tools`` has no
+    recognized shape, ``ValueError`` for two listed tools of one name, a bad ``max_workers`` or
+    ``approve_timeout``.
     """
     _check_workers(max_workers)
-    jobs = _prepare(calls, tools, approve, tracer_provider)
+    jobs = _prepare(calls, tools, approve, tracer_provider, approve_timeout)
     if not parallel or len(jobs) < 2:
         return [_execute(job) for job in jobs]
     workers = max_workers or min(32, len(jobs))
@@ -257,14 +284,15 @@ async def arun_tool_calls(
     *,
     parallel: bool = True,
     approve: Approver | None = None,
+    approve_timeout: float | None = None,
     max_workers: int | None = None,
     tracer_provider: trace_api.TracerProvider | None = None,
 ) -> list[dict[str, Any]]:
     """Async ``run_tool_calls``: coroutine tools are awaited (``asyncio.gather`` when ``parallel``),
-    sync tools run in ``asyncio.to_thread``; ``approve`` may be async. ``max_workers`` bounds how many
-    calls run at once."""
+    sync tools run in ``asyncio.to_thread``; ``approve`` may be async (a sync approver runs in
+    ``asyncio.to_thread``, off the event loop). ``max_workers`` bounds how many calls run at once."""
     _check_workers(max_workers)
-    jobs = _prepare(calls, tools, approve, tracer_provider)
+    jobs = _prepare(calls, tools, approve, tracer_provider, approve_timeout)
     if not parallel or len(jobs) < 2:
         return [await _aexecute(job) for job in jobs]
     if max_workers is None:

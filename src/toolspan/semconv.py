@@ -126,6 +126,18 @@ PERMISSION_DECISION: Final = "toolspan.permission.decision"  # "allow" | "deny"
 PERMISSION_NOTE: Final = "toolspan.permission.note"
 # Who or what decided: a person's id, "policy" (configure(policy=...)), or what the approver says.
 PERMISSION_DECIDED_BY: Final = "toolspan.permission.decided_by"
+PERMISSION_LATENCY_MS: Final = "toolspan.permission.latency_ms"  # int: from required to decided
+# The arguments an approver edited (JSON, captured and redacted like gen_ai.tool.call.arguments, which
+# keeps the model's own); the tool ran with these.
+TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: Final = "toolspan.tool.call.edited_arguments"
+# On a tool span that resumes an approval after a restart: the execution_id of the span that waited (also
+# a span link to it, whose attribute toolspan.link.type is "resumes_approval").
+TOOLSPAN_APPROVAL_RESUMES: Final = "toolspan.approval.resumes"
+TOOLSPAN_LINK_TYPE: Final = "toolspan.link.type"
+LINK_TYPE_RESUMES_APPROVAL: Final = "resumes_approval"
+# OpenTelemetry context key (not an attribute): set by run_tool_calls(approve=...) around a call it gates, so
+# the pending processor sends no "running" start record for it: its first record says it awaits approval.
+CONTEXT_APPROVAL_GATE: Final = "toolspan.approval_gate"
 GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
 
 # W3C baggage entries written by toolspan.inject() inside a tool: the ids of that tool call, so a

@@ -5,6 +5,9 @@ Rules for records sharing ``(trace_id, span_id)``:
 - one record never ended (``end_ns is None``, e.g. a durable act record written at tool start) and another
   ended: one span, the ended record, with attributes and events of the open record added where the ended one
   lacks them (an act record plus its completion);
+- several records never ended and none ended (pending records of a tool still running, refreshed when it
+  recorded an approval event): one open span, the record with the most events, with the attributes and
+  events of the others added where it lacks them;
 - identical records (equal apart from ``origin``): collapsed into one (the one with the smallest origin);
 - conflicting records: all kept, in a deterministic order; every record after the first is a *duplicate*
   (``duplicate_flags`` marks it), none is lost.
@@ -42,6 +45,21 @@ def _same(a: Span, b: Span) -> bool:
     return a == b if a.origin == b.origin else replace(a, origin="") == replace(b, origin="")
 
 
+def _absorb(first: Span, opened: list[Span]) -> Span:
+    """``first`` with the attributes and events of ``opened`` added where it lacks them."""
+    attrs: dict[str, Any] = {}
+    for span in opened:
+        attrs.update(span.attributes)
+    attrs.update(first.attributes)
+    events = list(first.events)
+    for span in opened:
+        events.extend(e for e in span.events if e not in events)
+    if attrs.keys() == first.attributes.keys() and len(events) == len(first.events):
+        return first
+    events.sort(key=lambda e: e.time_ns)
+    return replace(first, attributes=attrs, events=tuple(events))
+
+
 def _merge_group(group: list[Span]) -> list[Span]:
     # Collapse identical records (keep the smallest origin).
     group.sort(key=lambda s: (s.origin, _content_key(s)))
@@ -56,19 +74,11 @@ def _merge_group(group: list[Span]) -> list[Span]:
     if opened and ended:
         # The first ended record (in a stable order) absorbs every open record: act record + completion.
         ended.sort(key=lambda s: (s.start_ns, s.origin, _content_key(s)))
-        first = ended[0]
-        attrs: dict[str, Any] = {}
-        for span in opened:
-            attrs.update(span.attributes)
-        attrs.update(first.attributes)
-        events = list(first.events)
-        for span in opened:
-            events.extend(e for e in span.events if e not in events)
-        merged = first
-        if attrs.keys() != first.attributes.keys() or len(events) != len(first.events):
-            events.sort(key=lambda e: e.time_ns)
-            merged = replace(first, attributes=attrs, events=tuple(events))
-        return [merged, *ended[1:]]
+        return [_absorb(ended[0], opened), *ended[1:]]
+    if len(opened) > 1 and len({(s.name, s.start_ns) for s in opened}) == 1:
+        # Pending records of one running span: the most advanced one absorbs the others.
+        opened.sort(key=lambda s: (-len(s.events), -len(s.attributes), s.origin, _content_key(s)))
+        return [_absorb(opened[0], opened[1:])]
     return unique
 
 

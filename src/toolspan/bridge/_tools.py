@@ -13,9 +13,14 @@ from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = [
+    "ACT_AWAITING_APPROVAL",
+    "ACT_DENIED",
+    "ACT_RUNNING",
     "Approval",
     "ToolCallRecord",
+    "act_status",
     "approvals",
+    "edited_input",
     "call_id",
     "execution_id",
     "parent_tool_ids",
@@ -41,6 +46,10 @@ _KNOWN_STATES: Final = frozenset(
     }
 )
 _ALLOW_WORDS: Final = frozenset({"allow", "allowed", "approve", "approved", "yes", "true"})
+# The ``status`` of an act event: the call runs, waits for its approval, or was refused (its body never ran).
+ACT_RUNNING: Final = "running"
+ACT_AWAITING_APPROVAL: Final = "awaiting_approval"
+ACT_DENIED: Final = "denied"
 
 
 def execution_id(span: Span) -> str:
@@ -91,6 +100,12 @@ def tool_input(span: Span) -> Any:
     if value is not None:
         return _unwrap_traceloop_input(parse_json(value))
     return None
+
+
+def edited_input(span: Span) -> Any:
+    """The arguments an approver edited, that the tool ran with (``None`` when not edited or not captured)."""
+    value = span.attributes.get(sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS)
+    return None if value is None else parse_json(value)
 
 
 def tool_output(span: Span) -> Any:
@@ -218,6 +233,19 @@ def tool_call(span: Span) -> ToolCallRecord:
     )
 
 
+def act_status(span: Span) -> str:
+    """The call's status as its act shows it, from the approval events recorded so far: ``awaiting_approval``
+    after a ``permission_required`` not yet decided, ``denied`` after a denial, else ``running``."""
+    status = ACT_RUNNING
+    for event in span.events:
+        if event.name == sc.PERMISSION_REQUIRED_EVENT:
+            status = ACT_AWAITING_APPROVAL
+        elif event.name == sc.PERMISSION_DECIDED_EVENT:
+            allowed = _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)) == "allow"
+            status = ACT_RUNNING if allowed else ACT_DENIED
+    return status
+
+
 @dataclass(frozen=True, slots=True)
 class Approval:
     """A ``permission_required`` (``decision is None``) or ``permission_decided`` event."""
@@ -226,6 +254,8 @@ class Approval:
     decision: str | None
     note: str | None
     by: str | None = None  # who or what decided, when recorded
+    # The wait for the decision: as recorded, else from the last permission_required before it (else None).
+    latency_ms: int | None = None
 
 
 def _normal_decision(value: Any) -> str:
@@ -236,18 +266,25 @@ def _normal_decision(value: Any) -> str:
 def approvals(span: Span) -> list[Approval]:
     """The approval events of ``span`` in recorded order; decisions normalised to ``allow`` / ``deny``."""
     out = []
+    asked: int | None = None
     for event in span.events:
         if event.name == sc.PERMISSION_REQUIRED_EVENT:
             out.append(Approval(event.time_ns, None, None))
+            asked = event.time_ns
         elif event.name == sc.PERMISSION_DECIDED_EVENT:
             note = event.attributes.get(sc.PERMISSION_NOTE)
             by = event.attributes.get(sc.PERMISSION_DECIDED_BY)
+            latency = event.attributes.get(sc.PERMISSION_LATENCY_MS)
+            if not isinstance(latency, int) or isinstance(latency, bool):
+                latency = None if asked is None else max(0, event.time_ns - asked) // 1_000_000
             out.append(
                 Approval(
                     event.time_ns,
                     _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)),
                     None if note is None else str(note),
                     None if by is None else str(by),
+                    latency,
                 )
             )
+            asked = None
     return out

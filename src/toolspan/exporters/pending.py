@@ -10,6 +10,14 @@ is exported again by the application's usual processor; both records share trace
 ``toolspan.bridge._coalesce``). A tool whose process died leaves only its pending record: the bridge reports
 it ``SEALED``.
 
+While a tool span is open, ``refresh_pending(span)`` exports a fresh pending record of it through every
+processor that exported its start: toolspan calls it when the span records ``permission_required`` and
+``permission_decided``, so a server sees a call wait for its approval (AWAITING_APPROVAL) while it waits.
+A call ``run_tool_calls(approve=...)`` gates gets no start record: its approver is asked right away, and
+the record of ``permission_required`` is its first, so no server ever shows it running before approved.
+Records of one span are exported in order; the bridge merges them all into one span (events: their union;
+attributes: the ended record's first).
+
     provider.add_span_processor(PendingSpanProcessor())       # or TOOLSPAN_PENDING_SPANS=true + configure()
 
 Records go through their own small batch queue (flushed every ``schedule_delay_millis``, 50 ms by default,
@@ -21,6 +29,8 @@ the application's own processor.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -29,13 +39,28 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from toolspan import semconv
 from toolspan.bridge.classify import TOOL, classify
 from toolspan.bridge.readers import from_readable_span
 
-__all__ = ["PendingSpanProcessor", "pending_record"]
+__all__ = ["PendingSpanProcessor", "pending_record", "refresh_pending"]
 
 _logger = logging.getLogger(__name__)
 DEFAULT_DELAY_MS: Final = 50
+_LIVE: weakref.WeakSet[PendingSpanProcessor] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def refresh_pending(span: Any) -> None:
+    """Export a fresh pending record of the open ``span`` through every processor that exported its
+    start (nothing for a span no processor saw start, or that ended). Never raises."""
+    try:
+        with _LIVE_LOCK:
+            processors = list(_LIVE)
+        for processor in processors:
+            processor.refresh(span)
+    except Exception:
+        _logger.exception("toolspan: pending record refresh failed")
 
 
 class _Borrowed(SpanExporter):
@@ -85,6 +110,18 @@ def pending_record(span: ReadableSpan) -> ReadableSpan:
     )
 
 
+def _gated(parent_context: context_api.Context | None) -> bool:
+    """Whether this span is the call an approval gate marked (the first span started under the mark)."""
+    mark = None if parent_context is None else parent_context.get(semconv.CONTEXT_APPROVAL_GATE)
+    if not isinstance(mark, list):
+        return False
+    try:
+        mark.pop()  # one-shot: spans the call's body starts are exported as usual
+    except IndexError:
+        return False
+    return True
+
+
 class PendingSpanProcessor(SpanProcessor):
     """Export a pending record of each tool span at its start (see the module docstring).
 
@@ -110,20 +147,41 @@ class PendingSpanProcessor(SpanProcessor):
             max_export_batch_size=min(512, max_queue_size),
         )
         self._tools_only = tools_only
+        # (trace id, span id) of the open spans whose start this processor exported.
+        self._open: set[tuple[int, int]] = set()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def on_start(self, span: SdkSpan, parent_context: context_api.Context | None = None) -> None:
         try:
             record = pending_record(span)
             if self._tools_only and classify(from_readable_span(record)) != TOOL:
                 return
-            self._batch.on_end(record)
+            ctx = span.get_span_context()
+            self._open.add((ctx.trace_id, ctx.span_id))
+            if not _gated(parent_context):
+                self._batch.on_end(record)
+        except Exception:
+            _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
+
+    def refresh(self, span: Any) -> None:
+        """Export a fresh pending record of ``span`` if this processor exported its start and it is open."""
+        try:
+            ctx = span.get_span_context()
+            if (ctx.trace_id, ctx.span_id) in self._open and getattr(span, "end_time", None) is None:
+                self._batch.on_end(pending_record(span))
         except Exception:
             _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
 
     def on_end(self, span: ReadableSpan) -> None:
-        pass
+        ctx = span.get_span_context()
+        if ctx is not None:
+            self._open.discard((ctx.trace_id, ctx.span_id))
 
     def shutdown(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        self._open.clear()
         self._batch.shutdown()  # type: ignore[no-untyped-call]
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.classify import TOOL, act_status, classify, tool_error, tool_name, tool_state
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server._codec import decode, encode
@@ -284,6 +284,7 @@ class Store:
             span = record
             had_end = False
             old_row = existing.get(key)
+            old: Span | None = None
             if old_row is not None:
                 old = decode(old_row[0])
                 had_end = old_row[1] is not None
@@ -298,7 +299,10 @@ class Store:
             if cols[11] is not None or span.trace_id not in conversations:
                 conversations[span.trace_id] = cols[11] or conversations.get(span.trace_id)
             if cols[6]:
-                if old_row is None:
+                if old is None:
+                    events.append((ns, *key, ACT))
+                elif span.end_ns is None and act_status(span) != act_status(old):
+                    # A running call's act changed (it now waits for its approval, or got it): act again.
                     events.append((ns, *key, ACT))
                 if span.end_ns is not None and not had_end:
                     events.append((ns, *key, OBSERVE))

@@ -1,13 +1,15 @@
 """Act/observe event stream: an ``act`` when a tool starts, an ``observe`` when it ends.
 
-act:     {schema_version, type: "act", execution_id, tool_name, call_id, tool_input, status: "running",
-          timestamp (ms, tool start), trace_id, span_id}
+act:     {schema_version, type: "act", execution_id, tool_name, call_id, tool_input, status, timestamp (ms,
+          tool start), trace_id, span_id}
 observe: {schema_version, type: "observe", execution_id, tool_name, call_id, observation, duration_ms,
           is_error, state, timestamp (ms, tool end), trace_id, span_id}
 
 ``tool_input`` is ``{}`` when the span recorded no arguments (content capture off). ``observation`` is the
 tool's result, or ``{"error": "<text>"}`` when the call failed, was cancelled or denied (``is_error``).
-``state`` (extra) is the final tool state (COMPLETED, FAILED, CANCELLED, DENIED).
+``state`` (extra) is the final tool state (COMPLETED, FAILED, CANCELLED, DENIED). An act's ``status`` is
+``running``, or, for a call behind an approval, ``awaiting_approval`` while no decision is recorded and
+``denied`` once it was refused (the body never ran); a live stream sends the act again when it changes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.classify import (
     TOOL,
     ToolCallRecord,
+    act_status,
     call_id,
     classify,
     execution_id,
@@ -46,7 +49,7 @@ def act_event(span: Span) -> dict[str, Any]:
         "tool_name": tool_name(span),
         "call_id": call_id(span),
         "tool_input": {} if value is None else value,
-        "status": "running",
+        "status": act_status(span),
         "timestamp": span.start_ns // NS_PER_MS,
         "trace_id": span.trace_id,
         "span_id": sid,
@@ -97,7 +100,7 @@ def to_events(spans: Iterable[Span]) -> list[dict[str, Any]]:
             "tool_name": tc.name,
             "call_id": tc.call_id,
             "tool_input": {} if tc.input is None else tc.input,
-            "status": "running",
+            "status": act_status(span),
             "timestamp": start // NS_PER_MS,
             "trace_id": span.trace_id,
             "span_id": span.span_id,

@@ -3,13 +3,15 @@
 ``bookmark`` is ``{seq, timestamp}``: ``seq`` runs 1, 2, 3... over the whole output (strictly monotonic),
 ``timestamp`` is ms since the epoch. Every event carries ``type`` and ``channel``; tool events carry a
 ``call`` snapshot ``{id, name, state, execution_id, inputPreview, startedAt, completedAt, durationMs, result,
-error, isError, approval}`` (``approval`` = ``{required, decision, note, decidedAt}`` when approvals were
-recorded, else null). Per tool span, in time order:
+error, isError, approval}`` (``approval`` = ``{required, decision, note, decidedAt, by, latencyMs,
+arguments}`` when approvals were recorded, else null: who decided, the wait in ms, and the arguments the
+approver edited, that the call ran with, when it did; ``inputPreview`` stays the model's). Per tool span, in
+time order:
 
 - control ``permission_required`` (state ``AWAITING_APPROVAL``) and ``permission_decided``
-  ``{callId, decision, note, decidedAt}`` for each approval event;
+  ``{callId, decision, note, decidedAt, by, latencyMs, arguments}`` for each approval event;
 - progress ``tool:start`` (state ``RUNNING``) at the start, or at the allowing decision when approval was
-  required; a denied call has none;
+  required; a denied call has none, nor has a call still waiting for its decision;
 - progress ``tool:error`` ``{call, error}`` when the call FAILED;
 - progress ``tool:end`` with the final state (COMPLETED, FAILED, DENIED, CANCELLED) and ``durationMs``;
 - monitor ``tool_executed`` with the same snapshot (``durationMs``, ``approval``).
@@ -28,7 +30,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCallRecord, approvals
+from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCallRecord, approvals, edited_input
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -54,7 +56,7 @@ AUTO_SEAL_RESULT: Final[dict[str, Any]] = {
 _Item = tuple[int, int, int, int, int, str, dict[str, Any]]  # time, rank, trace, index, sub, channel, event
 
 
-def _approval(marks: list[Approval]) -> dict[str, Any] | None:
+def _approval(marks: list[Approval], edited: Any) -> dict[str, Any] | None:
     if not marks:
         return None
     decided = [m for m in marks if m.decision is not None]
@@ -64,6 +66,9 @@ def _approval(marks: list[Approval]) -> dict[str, Any] | None:
         "decision": None if last is None else last.decision,
         "note": None if last is None else last.note,
         "decidedAt": None if last is None else ms(last.time_ns),
+        "by": None if last is None else last.by,
+        "latencyMs": None if last is None else last.latency_ms,
+        "arguments": edited if last is not None and last.decision == "allow" else None,
     }
 
 
@@ -89,7 +94,7 @@ def _snapshot(tc: ToolCallRecord, state: str, marks: list[Approval], *, ended: b
         "result": result,
         "error": tc.error if ended else None,
         "isError": tc.is_error if ended else False,
-        "approval": _approval(marks),
+        "approval": _approval(marks, edited_input(span)),
     }
 
 
@@ -112,12 +117,16 @@ def _tool_items(t: int, i: int, tc: ToolCallRecord, trace_end: int) -> list[_Ite
                 "decision": mark.decision,
                 "note": mark.note,
                 "decidedAt": ms(mark.time_ns),
+                "by": mark.by,
+                "latencyMs": mark.latency_ms,
+                "arguments": edited_input(span) if mark.decision == "allow" else None,
             }
             if mark.decision == "allow":
                 start_at = max(start_at, mark.time_ns)
         items.append((mark.time_ns, 2, t, i, n, "control", event))
     state = tc.state
-    if state != sc.STATE_DENIED:
+    waiting = span.end_ns is None and bool(marks) and marks[-1].decision is None
+    if state != sc.STATE_DENIED and not waiting:
         items.append(
             (
                 start_at,
