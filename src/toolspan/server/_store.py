@@ -28,13 +28,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolspan import semconv as sc
-from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import TOOL, classify, tool_error, tool_name, tool_state
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server._codec import decode, encode
 from toolspan.server._cursor import Cursor
+from toolspan.server._records import Row, merge, row_of_span
+from toolspan.server._summaries import update_summaries
 
 __all__ = ["Cursor", "IngestResult", "Store", "TraceRow"]
 
@@ -90,45 +89,6 @@ class TraceRow:
     tools: int
     errors: int
     open_tools: int
-
-
-def _conversation(span: Span) -> str | None:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
-        value = span.attributes.get(key)
-        if value is not None and value != "":
-            return str(value)
-    return None
-
-
-def _merge(old: Span, new: Span) -> Span | None:
-    """One span from two records of it as the bridge merges them; ``None`` when they conflict."""
-    merged = coalesce([old, new])
-    return merged[0] if len(merged) == 1 else None
-
-
-def _columns(span: Span) -> tuple[Any, ...]:
-    tool = classify(span) == TOOL
-    state = tool_state(span) if tool and span.end_ns is not None else None
-    if tool:
-        error = span.end_ns is not None and tool_error(span, state) is not None
-    else:
-        error = span.status == "ERROR"
-    service = span.resource.get(sc.SERVICE_NAME)
-    return (
-        span.trace_id,
-        span.span_id,
-        span.parent_span_id,
-        span.name,
-        span.start_ns,
-        span.end_ns,
-        int(tool),
-        tool_name(span) if tool else None,
-        state,
-        int(error),
-        None if service is None else str(service),
-        _conversation(span),
-        encode(span),
-    )
 
 
 _dump_log = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
@@ -208,18 +168,25 @@ class Store:
         return None if row is None else int(row[0])
 
     def ingest(self, spans: Sequence[Span]) -> IngestResult:
-        """Store ``spans`` in one transaction (committed when this returns)."""
-        result = IngestResult(accepted=len(spans))
+        """Store neutral spans in one transaction (committed when this returns)."""
+        return self.ingest_rows([row_of_span(s) for s in spans])
+
+    def ingest_rows(self, rows: Sequence[Row]) -> IngestResult:
+        """Store span rows in one transaction (committed when this returns)."""
+        result = IngestResult(accepted=len(rows))
         # Records of one span within the request merge first (a pending record next to its ended span).
-        batch: dict[tuple[str, str], Span] = {}
-        for record in spans:
-            key = (record.trace_id, record.span_id)
+        batch: dict[tuple[str, str], Row] = {}
+        for row in rows:
+            key = (row.trace_id, row.span_id)
             known = batch.get(key)
             if known is None:
-                batch[key] = record
+                batch[key] = row
             else:
                 result.duplicates += 1
-                batch[key] = _merge(known, record) or known
+                if known.data != row.data:
+                    merged = merge(decode(known.data), decode(row.data))
+                    if merged is not None:
+                        batch[key] = row_of_span(merged)
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -266,7 +233,7 @@ class Store:
                 raise
         return result
 
-    def _put_all(self, batch: dict[tuple[str, str], Span], ns: int, result: IngestResult) -> None:
+    def _put_all(self, batch: dict[tuple[str, str], Row], ns: int, result: IngestResult) -> None:
         db = self._db
         keys = json.dumps([t + s for t, s in batch])
         existing = {
@@ -277,47 +244,45 @@ class Store:
                 (keys,),
             )
         }
-        rows: list[tuple[Any, ...]] = []
+        inserts: list[Row] = []
+        replaces: list[Row] = []
         events: list[tuple[int, str, str, int]] = []
         conversations: dict[str, str | None] = {}
         for key, record in batch.items():
-            span = record
+            row = record
             had_end = False
             old_row = existing.get(key)
             if old_row is not None:
+                if old_row[0] == row.data:
+                    result.duplicates += 1  # the same record again
+                    continue
                 old = decode(old_row[0])
                 had_end = old_row[1] is not None
-                new = _merge(old, span)
-                if new is None or encode(new) == old_row[0]:
-                    # The same record again (or a conflicting one: the first stays), counted once.
+                new = merge(old, decode(row.data))
+                if new is None or encode(new) == encode(old):
+                    # Nothing new (or a conflicting record: the first stays), counted once.
                     result.duplicates += 1
                     continue
-                span = new
-            cols = _columns(span)
-            rows.append(cols)
-            if cols[11] is not None or span.trace_id not in conversations:
-                conversations[span.trace_id] = cols[11] or conversations.get(span.trace_id)
-            if cols[6]:
+                row = row_of_span(new)
+                replaces.append(row)
+            else:
+                inserts.append(row)
+            if row.conversation_id is not None or row.trace_id not in conversations:
+                conversations[row.trace_id] = row.conversation_id or conversations.get(row.trace_id)
+            if row.is_tool:
                 if old_row is None:
                     events.append((ns, *key, ACT))
-                if span.end_ns is not None and not had_end:
+                if row.end_ns is not None and not had_end:
                     events.append((ns, *key, OBSERVE))
-        if not rows:
+        if not inserts and not replaces:
             return
-        db.executemany("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-        traces = json.dumps(sorted(conversations))
-        db.execute(
-            "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
-            " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
-            "  ORDER BY r.start_ns LIMIT 1),"
-            " coalesce((SELECT r.end_ns IS NOT NULL FROM spans r WHERE r.trace_id = s.trace_id"
-            "  AND r.parent IS NULL ORDER BY r.start_ns LIMIT 1), 0),"
-            " min(s.start_ns), max(s.end_ns), ?, count(*), sum(s.is_tool), sum(s.is_error),"
-            " sum(s.is_tool AND s.end_ns IS NULL)"
-            " FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value GROUP BY s.trace_id",
-            (ns, traces),
-        )
+        if inserts:
+            db.executemany("INSERT INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", inserts)
+        if replaces:
+            db.executemany("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", replaces)
+        update_summaries(db, inserts, {r.trace_id for r in replaces}, ns)
         if events:
+            traces = json.dumps(sorted(conversations))
             known = dict(
                 db.execute(
                     "SELECT t.trace_id, t.conversation_id FROM json_each(?) AS j"
