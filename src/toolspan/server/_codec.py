@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import struct
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 from toolspan.bridge.model import Span, span_fields, span_from_fields
@@ -23,6 +23,7 @@ from toolspan.bridge.readers._otlp_proto import attributes, span_of
 __all__ = ["decode", "encode", "proto_header"]
 
 _LENGTHS: Final = struct.Struct(">II")
+_HEADERS: Final = 256
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -40,16 +41,24 @@ def _types() -> tuple[Any, Any, Any]:
     return Resource, InstrumentationScope, ProtoSpan
 
 
+@lru_cache(maxsize=_HEADERS)
+def _header(header: bytes) -> tuple[dict[str, Any], str]:
+    """The resource attributes and scope name of a ``proto_header`` (spans of one process share one)."""
+    resource_type, scope_type, _ = _types()
+    resource_len, scope_len = _LENGTHS.unpack_from(header)
+    scope_at = _LENGTHS.size + resource_len
+    resource = resource_type.FromString(header[_LENGTHS.size : scope_at])
+    scope = scope_type.FromString(header[scope_at : scope_at + scope_len])
+    return attributes(resource.attributes), scope.name
+
+
 def decode(data: str | bytes) -> Span:
     if isinstance(data, str):
         return span_from_fields(json.loads(data))
-    resource_type, scope_type, span_type = _types()
     resource_len, scope_len = _LENGTHS.unpack_from(data)
-    scope_at = _LENGTHS.size + resource_len
-    span_at = scope_at + scope_len
-    resource = resource_type.FromString(data[_LENGTHS.size : scope_at])
-    scope = scope_type.FromString(data[scope_at:span_at])
-    return span_of(span_type.FromString(data[span_at:]), attributes(resource.attributes), scope.name, "")
+    span_at = _LENGTHS.size + resource_len + scope_len
+    resource, scope = _header(data[:span_at])
+    return span_of(_types()[2].FromString(data[span_at:]), resource, scope, "")
 
 
 def proto_header(resource: bytes, scope: bytes) -> bytes:

@@ -433,7 +433,14 @@ class Store:
                 " ORDER BY l.rowid",
                 (keys,),
             ).fetchall()
-        spans = [decode(r[4]) for r in rows]
+        # An act and an observe of one span in one page share one decoded span.
+        decoded: dict[tuple[str, str], Span] = {}
+        spans = []
+        for r in rows:
+            span = decoded.get((r[1], r[2]))
+            if span is None:
+                span = decoded[r[1], r[2]] = decode(r[4])
+            spans.append(span)
         if logs:
             # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
             spans = attach_logs(spans, [_log_record(r[0]) for r in logs])[0]

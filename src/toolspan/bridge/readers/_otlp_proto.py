@@ -7,6 +7,7 @@ import base64
 import math
 import struct
 from collections.abc import Iterator, Mapping
+from functools import cache
 from typing import IO, Any
 
 from toolspan.bridge.model import SPAN_KINDS, Span, SpanEvent, SpanLink
@@ -18,6 +19,7 @@ _STATUS = ("UNSET", "OK", "ERROR")
 _CHUNK = 1 << 20
 
 
+@cache
 def _request_type() -> Any:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
