@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
+from toolspan.server._bulk import insert_rows
 from toolspan.server._codec import decode, encode
 from toolspan.server._cursor import Cursor
 from toolspan.server._records import Row, merge, row_of_span
@@ -277,22 +278,26 @@ class Store:
         if not inserts and not replaces:
             return
         if inserts:
-            db.executemany("INSERT INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", inserts)
+            insert_rows(db, "INSERT INTO spans", inserts, len(Row._fields))
         if replaces:
-            db.executemany("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", replaces)
+            insert_rows(db, "INSERT OR REPLACE INTO spans", replaces, len(Row._fields))
         update_summaries(db, inserts, {r.trace_id for r in replaces}, ns)
         if events:
             traces = json.dumps(sorted(conversations))
             known = dict(
-                db.execute(
-                    "SELECT t.trace_id, t.conversation_id FROM json_each(?) AS j"
-                    " CROSS JOIN traces AS t ON t.trace_id = j.value",
-                    (traces,),
-                ).fetchall()
+                json.loads(
+                    db.execute(
+                        "SELECT json_group_array(json_array(t.trace_id, t.conversation_id)) FROM json_each(?)"
+                        " AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
+                        (traces,),
+                    ).fetchone()[0]
+                )
             )
-            db.executemany(
-                "INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)",
+            insert_rows(
+                db,
+                "INSERT OR IGNORE INTO events",
                 [(*e, conversations.get(e[1]) or known.get(e[1])) for e in events],
+                5,
             )
 
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:

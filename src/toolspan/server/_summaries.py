@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from toolspan.server._bulk import insert_rows
 from toolspan.server._records import Row
 
 __all__ = ["recompute_summaries", "update_summaries"]
@@ -85,13 +86,14 @@ def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: It
             found.add(row)
     rows: list[tuple[Any, ...]] = []
     if sums:
-        old_rows = {
-            r[0]: r
-            for r in db.execute(
-                "SELECT t.* FROM json_each(?) AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
-                (json.dumps(list(sums)),),
-            )
-        }
+        # One result row (one step of SQLite, see ``_bulk``) holding every summary row as JSON.
+        found = db.execute(
+            "SELECT json_group_array(json_array(t.trace_id, t.service, t.conversation_id, t.root_name,"
+            " t.root_ended, t.start_ns, t.end_ns, t.last_seen_ns, t.spans, t.tools, t.errors, t.open_tools))"
+            " FROM json_each(?) AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
+            (json.dumps(list(sums)),),
+        ).fetchone()[0]
+        old_rows = {r[0]: r for r in json.loads(found)}
         for trace_id, new in sums.items():
             root = new.root
             old = old_rows.get(trace_id)
@@ -132,7 +134,7 @@ def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: It
                     )
                 )
     if rows:
-        db.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        insert_rows(db, "INSERT OR REPLACE INTO traces", rows, 12)
     if recompute:
         recompute_summaries(db, recompute, ns)
 
