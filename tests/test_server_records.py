@@ -107,3 +107,18 @@ def test_a_second_root_that_starts_earlier_becomes_the_trace_root(tmp_path: Path
         )
     finally:
         store.close()
+
+
+def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_does() -> None:
+    from toolspan.bridge.readers import BridgeReadError
+    from toolspan.server._ingest import PROTOBUF, IngestError, parse_body
+
+    good, bad = scenario()[:2]
+    body = otlp_proto_request([good, replace(bad, start_ns=10, end_ns=5)]).SerializeToString()
+    with pytest.raises(BridgeReadError) as from_reader:
+        list(iter_proto_request(body, Ctx("request body", False, ReadReport())))
+    with pytest.raises(IngestError) as from_server:
+        parse_body(body, PROTOBUF)
+    assert from_server.value.status == 400
+    assert from_server.value.message == str(from_reader.value)
+    assert "spans[1].end_time_unix_nano: before the start time (5 < 10)" in from_server.value.message

@@ -66,17 +66,24 @@ def span_of(
     parent = sp.parent_span_id.hex() if sp.parent_span_id else None
     if parent == ZERO_SPAN:
         parent = None
-    kind = SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else "UNSPECIFIED"
-    code = _STATUS[sp.status.code] if 0 <= sp.status.code < 3 else "UNSET"
+    kind = sp.kind
+    status = sp.status
+    code = status.code
+    links: tuple[SpanLink, ...] = ()
     if keys is None:
         attributes = _attrs(sp.attributes)
-        links = tuple(
-            SpanLink(_hex(ln.trace_id, ZERO_TRACE), _hex(ln.span_id, ZERO_SPAN), _attrs(ln.attributes))
-            for ln in sp.links
-        )
+        if sp.links:
+            links = tuple(
+                SpanLink(_hex(ln.trace_id, ZERO_TRACE), _hex(ln.span_id, ZERO_SPAN), _attrs(ln.attributes))
+                for ln in sp.links
+            )
     else:
-        attributes = {kv.key: _value(kv.value) for kv in sp.attributes if kv.key in keys}
-        links = ()
+        attributes = {}
+        for kv in sp.attributes:
+            key = kv.key
+            if key in keys:
+                attributes[key] = _value(kv.value)
+    events = sp.events
     return Span(
         _hex(sp.trace_id, ZERO_TRACE),
         _hex(sp.span_id, ZERO_SPAN),
@@ -84,11 +91,11 @@ def span_of(
         sp.name,
         sp.start_time_unix_nano,
         sp.end_time_unix_nano or None,
-        kind,
-        code,
-        sp.status.message,
+        SPAN_KINDS[kind] if 0 <= kind < len(SPAN_KINDS) else "UNSPECIFIED",
+        _STATUS[code] if 0 <= code < 3 else "UNSET",
+        status.message,
         attributes,
-        tuple(SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
+        tuple(SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in events) if events else (),
         links,
         resource,
         scope,
