@@ -2,8 +2,10 @@
 
 - ``spans``: one row per span (a rowid table: its rows, about a kilobyte each, are too large for
   ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
-  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``).
-- ``traces``: a summary row per trace, recomputed from its spans in the same transaction.
+  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``). ``data`` holds
+  the span as received over OTLP protobuf, or as JSON (``_codec``); its other columns index it
+  (``_records``). Written by ``_writes``.
+- ``traces``: a summary row per trace, kept up to date in the same transaction (``_summaries``).
 - ``logs``: OTLP log records tied to spans (log-based GenAI events), one row per record, keyed by trace,
   span and a digest of the record (with its rank among equal records of one request), so a resend is stored
   once. They are joined to their spans as span events when a trace is read (``attach_logs``, exactly as
@@ -30,18 +32,15 @@ from typing import Any, Final
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
-from toolspan.server._bulk import insert_rows
-from toolspan.server._codec import decode, encode
+from toolspan.server._codec import decode
 from toolspan.server._cursor import Cursor
 from toolspan.server._records import Row, merge, row_of_span
-from toolspan.server._summaries import update_summaries
+from toolspan.server._writes import ACT, OBSERVE, IngestResult, put_rows
 
-__all__ = ["Cursor", "IngestResult", "Store", "TraceRow"]
+__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "TraceRow"]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
-ACT: Final = 0
-OBSERVE: Final = 1
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS spans (
@@ -66,14 +65,6 @@ CREATE TABLE IF NOT EXISTS logs (
   data TEXT NOT NULL, UNIQUE (trace_id, span_id, digest));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
 """
-
-
-@dataclass(slots=True)
-class IngestResult:
-    accepted: int = 0
-    rejected: int = 0
-    duplicates: int = 0
-    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +184,7 @@ class Store:
             db.execute("BEGIN IMMEDIATE")
             try:
                 ns = self._tick()
-                self._put_all(batch, ns, result)
+                put_rows(self._db, batch, ns, result)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
                 db.execute("COMMIT")
             except BaseException:
@@ -233,72 +224,6 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
         return result
-
-    def _put_all(self, batch: dict[tuple[str, str], Row], ns: int, result: IngestResult) -> None:
-        db = self._db
-        keys = json.dumps([t + s for t, s in batch])
-        existing = {
-            (r[0], r[1]): (r[2], r[3])
-            for r in db.execute(
-                "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
-                " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
-                (keys,),
-            )
-        }
-        inserts: list[Row] = []
-        replaces: list[Row] = []
-        events: list[tuple[int, str, str, int]] = []
-        conversations: dict[str, str | None] = {}
-        for key, record in batch.items():
-            row = record
-            had_end = False
-            old_row = existing.get(key)
-            if old_row is not None:
-                if old_row[0] == row.data:
-                    result.duplicates += 1  # the same record again
-                    continue
-                old = decode(old_row[0])
-                had_end = old_row[1] is not None
-                new = merge(old, decode(row.data))
-                if new is None or encode(new) == encode(old):
-                    # Nothing new (or a conflicting record: the first stays), counted once.
-                    result.duplicates += 1
-                    continue
-                row = row_of_span(new)
-                replaces.append(row)
-            else:
-                inserts.append(row)
-            if row.conversation_id is not None or row.trace_id not in conversations:
-                conversations[row.trace_id] = row.conversation_id or conversations.get(row.trace_id)
-            if row.is_tool:
-                if old_row is None:
-                    events.append((ns, *key, ACT))
-                if row.end_ns is not None and not had_end:
-                    events.append((ns, *key, OBSERVE))
-        if not inserts and not replaces:
-            return
-        if inserts:
-            insert_rows(db, "INSERT INTO spans", inserts, len(Row._fields))
-        if replaces:
-            insert_rows(db, "INSERT OR REPLACE INTO spans", replaces, len(Row._fields))
-        update_summaries(db, inserts, {r.trace_id for r in replaces}, ns)
-        if events:
-            traces = json.dumps(sorted(conversations))
-            known = dict(
-                json.loads(
-                    db.execute(
-                        "SELECT json_group_array(json_array(t.trace_id, t.conversation_id)) FROM json_each(?)"
-                        " AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
-                        (traces,),
-                    ).fetchone()[0]
-                )
-            )
-            insert_rows(
-                db,
-                "INSERT OR IGNORE INTO events",
-                [(*e, conversations.get(e[1]) or known.get(e[1])) for e in events],
-                5,
-            )
 
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
         """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
