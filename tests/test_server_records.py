@@ -17,7 +17,7 @@ from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._otlp_proto import iter_proto_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
 from toolspan.server._codec import decode, encode
-from toolspan.server._records import row_of_span, rows_of_request
+from toolspan.server._records import Row, row_of_span, rows_of_request
 from toolspan.server._store import Store
 from toolspan.server._summaries import recompute_summaries
 
@@ -122,3 +122,37 @@ def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_doe
     assert from_server.value.status == 400
     assert from_server.value.message == str(from_reader.value)
     assert "spans[1].end_time_unix_nano: before the start time (5 < 10)" in from_server.value.message
+
+
+def _proto_rows(spans: list[Span]) -> list[Row]:
+    return rows_of_request(otlp_proto_request(spans), Ctx("b", False, ReadReport()))
+
+
+def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: Path) -> None:
+    from toolspan.bridge._coalesce import coalesce
+    from toolspan.server._store import ACT, OBSERVE, Cursor
+
+    tool = next(s for s in scenario() if row_of_span(s).is_tool and s.end_ns is not None)
+    pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})
+    store = Store(str(tmp_path / "m.db"))
+    try:
+        first = store.ingest_rows(_proto_rows([pending]))
+        again = store.ingest_rows(_proto_rows([pending]))
+        ended = store.ingest_rows(_proto_rows([tool]))
+        both = store.ingest_rows(_proto_rows([tool, pending]))
+        assert [(r.accepted, r.duplicates) for r in (first, again, ended, both)] == [
+            (1, 0),
+            (1, 1),
+            (1, 0),
+            (2, 2),
+        ]
+        [stored] = store.trace_spans(tool.trace_id)
+        assert stored == replace(coalesce([pending, tool])[0], origin="")
+        assert stored.attributes["only.pending"] == "kept"
+        log = store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
+        assert [(c.span_id, phase, span.end_ns) for c, phase, span in log] == [
+            (tool.span_id, ACT, tool.end_ns),
+            (tool.span_id, OBSERVE, tool.end_ns),
+        ]
+    finally:
+        store.close()
