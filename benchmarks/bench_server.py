@@ -65,6 +65,12 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc``: what machine load does not change)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def agent_spans(traces: int) -> list[ReadableSpan]:
     """Real SDK spans of ``traces`` agent runs (1 agent, 1 LLM, 6 tools each)."""
     import toolspan
@@ -207,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "server.json")
     parser.add_argument("--rate", type=int, default=1000, help="tool spans per second in the latency run")
     args = parser.parse_args(argv)
-    traces = 320 if args.quick else 5120  # 8 spans each: 2,560 or 40,960 spans
+    traces = 1280 if args.quick else 5120  # 8 spans each: 10,240 or 40,960 spans
     rate, seconds = args.rate, (2.0 if args.quick else 10.0)
 
     spans = agent_spans(traces)
@@ -215,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         bytes(encode_spans(spans[i : i + BATCH]).SerializeToString()) for i in range(0, len(spans), BATCH)
     ]
     tmp = Path(tempfile.mkdtemp(prefix="toolspan-bench-"))
+    load_before = list(os.getloadavg())
     results: dict[str, Any] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
 
     base_port = free_port()
@@ -245,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         wait_http(port)
         sampler.start()
+        cpu0 = cpu_s(server.pid)
         ingest_s = post_all(port, bodies)
+        ingest_cpu = cpu_s(server.pid) - cpu0
         results["ingest"] = {
             "spans": len(spans),
             "batch": BATCH,
@@ -253,9 +262,15 @@ def main(argv: list[str] | None = None) -> int:
             "spans_per_s": round(len(spans) / ingest_s),
             "baseline_parse_only_spans_per_s": round(len(spans) / base_s),
             "x_baseline_time": round(ingest_s / base_s, 2),
+            "server_cpu_s": round(ingest_cpu, 2),
+            "server_cpu_us_per_span": round(ingest_cpu / len(spans) * 1e6, 1),
+            "load_before": load_before,
         }
+        cpu0 = cpu_s(server.pid)
         live = latency_run(port, rate, seconds)
+        live_cpu = cpu_s(server.pid) - cpu0
         results["live"] = _latency_summary(port, live["arrivals"], live["sent"], rate)
+        results["live"]["server_cpu_us_per_span"] = round(live_cpu / live["sent"] * 1e6, 1)
         # Sustained ingest at a steady pace, watching memory.
         steady_until = time.monotonic() + (5 if args.quick else 30)
         while time.monotonic() < steady_until:
@@ -279,16 +294,19 @@ def main(argv: list[str] | None = None) -> int:
     print("| measure | value | goal |\n|---|---|---|")
     print(
         f"| ingest, OTLP/HTTP protobuf, batches of {BATCH} | {ing['spans_per_s']:,} spans/s "
-        f"(bare Starlette parse-only: {ing['baseline_parse_only_spans_per_s']:,}/s) | >= 20,000 spans/s |"
+        f"(bare Starlette parse-only: {ing['baseline_parse_only_spans_per_s']:,}/s); server CPU "
+        f"{ing['server_cpu_us_per_span']} us/span | >= 20,000 spans/s |"
     )
     print(
         f"| span end -> SSE observe at {rate} spans/s | p50 {live_r['p50_ms']} ms, p99 {live_r['p99_ms']} ms "
-        f"({live_r['received']}/{live_r['sent']} received) | p99 <= 250 ms |"
+        f"({live_r['received']}/{live_r['sent']} received; "
+        f"server CPU {live_r['server_cpu_us_per_span']} us/span) | p99 <= 250 ms |"
     )
     print(
         f"| server RSS | first {mem['first_kib'] // 1024} MiB, max {mem['max_kib'] // 1024} MiB, "
         f"last {mem['last_kib'] // 1024} MiB | flat |"
     )
+    print(f"load average before the run: {load_before}")
     return 0
 
 

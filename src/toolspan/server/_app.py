@@ -30,6 +30,7 @@ from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._openapi import openapi_document
+from toolspan.server._records import Row
 from toolspan.server._remote import RemoteError, fetch_remote
 from toolspan.server._render import LINES, document_bytes, render, tree_document
 from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
@@ -87,10 +88,10 @@ class App:
 
     # --- ingest (shared with gRPC) ---
 
-    def ingest_spans(self, spans: list[Span]) -> IngestResult:
-        """Store spans (any thread) and wake the streams; returns the counts."""
-        good, rejected, message = _ingest.split_valid(spans)
-        result = self.store.ingest(good) if good else IngestResult()
+    def ingest_rows(self, rows: list[Row]) -> IngestResult:
+        """Store span rows (any thread) and wake the streams; returns the counts."""
+        good, rejected, message = _ingest.split_valid(rows)
+        result = self.store.ingest_rows(good) if good else IngestResult()
         result.rejected = rejected
         result.message = message
         loop = self.loop
@@ -140,10 +141,10 @@ class App:
     async def otlp_traces(self, request: Request) -> Response:
         try:
             kind, body = await self._otlp_body(request)
-            spans = await run_in_threadpool(_ingest.parse_body, body, kind)
+            rows = await run_in_threadpool(_ingest.parse_body, body, kind)
         except _ingest.IngestError as e:
             return self._refused(request, e)
-        result = await run_in_threadpool(self.ingest_spans, spans)
+        result = await run_in_threadpool(self.ingest_rows, rows)
         return Response(_ingest.response_body(kind, result.rejected, result.message), media_type=kind)
 
     async def otlp_logs(self, request: Request) -> Response:

@@ -12,9 +12,9 @@ import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from toolspan.bridge.readers._otlp_proto import iter_proto_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
 from toolspan.server._ingest import parse_logs_request
+from toolspan.server._records import rows_of_request
 
 __all__ = ["start_grpc"]
 
@@ -39,10 +39,8 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
 
     def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         _check_token(self._token, context)
-        spans = list(
-            iter_proto_request(request.SerializeToString(), Ctx("grpc request", False, ReadReport()))
-        )
-        result = self._app.ingest_spans(spans)
+        rows = rows_of_request(request, Ctx("grpc request", False, ReadReport()))
+        result = self._app.ingest_rows(rows)
         response = trace_service_pb2.ExportTraceServiceResponse()
         if result.rejected:
             response.partial_success.rejected_spans = result.rejected

@@ -1,8 +1,9 @@
-"""OTLP/HTTP trace and log request bodies to neutral spans and log records, and the OTLP responses
+"""OTLP/HTTP trace and log request bodies to store rows and log records, and the OTLP responses
 (``/v1/traces``, ``/v1/logs``).
 
-Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, JSON
-via the bridge's OTLP JSON reader). A gzip body is inflated as a stream with a cap, so a small body that
+Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, its
+spans kept as protobuf bytes with their index columns, see ``_records``; JSON via the bridge's OTLP JSON
+reader). A gzip body is inflated as a stream with a cap, so a small body that
 inflates past the size limit is refused without being unpacked into memory.
 """
 
@@ -13,12 +14,12 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, spans_from_document
 from toolspan.bridge.readers._logs import LogRecord, _from_json, _from_proto, is_logs_document
-from toolspan.bridge.readers._otlp_proto import iter_proto_request
+from toolspan.bridge.readers._otlp_proto import parse_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
+from toolspan.server._records import Row, row_of_span, rows_of_request
 
 __all__ = [
     "JSON",
@@ -82,18 +83,20 @@ def inflate(body: bytes, limit: int) -> bytes:
     return bytes(out)
 
 
-def parse_body(body: bytes, kind: str) -> list[Span]:
-    """The spans of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
+def parse_body(body: bytes, kind: str) -> list[Row]:
+    """The span rows of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
     try:
         if kind == PROTOBUF:
-            return list(iter_proto_request(body, Ctx("request body", False, ReadReport())))
+            ctx = Ctx("request body", False, ReadReport())
+            request = parse_request(body, ctx)
+            return [] if request is None else rows_of_request(request, ctx)
         try:
             doc = json.loads(body)
         except (ValueError, RecursionError) as e:
             raise IngestError(400, f"request body is not valid JSON: {e}") from None
         if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
             raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")
-        return spans_from_document(doc, origin="request body")
+        return [row_of_span(s) for s in spans_from_document(doc, origin="request body")]
     except BridgeReadError as e:
         raise IngestError(400, str(e).replace("\n", " ")) from None
 
@@ -163,10 +166,10 @@ def logs_response_body(kind: str, rejected: int, message: str) -> bytes:
     return bytes(response.SerializeToString())
 
 
-def split_valid(spans: Sequence[Span]) -> tuple[list[Span], int, str]:
-    """``(usable spans, rejected count, message)``: a span without a trace id or span id is rejected."""
-    good = [s for s in spans if s.trace_id != ZERO_TRACE and s.span_id != ZERO_SPAN]
-    rejected = len(spans) - len(good)
+def split_valid(rows: Sequence[Row]) -> tuple[list[Row], int, str]:
+    """``(usable rows, rejected count, message)``: a span without a trace id or span id is rejected."""
+    good = [s for s in rows if s.trace_id != ZERO_TRACE and s.span_id != ZERO_SPAN]
+    rejected = len(rows) - len(good)
     message = f"{rejected} span(s) without a trace id or span id" if rejected else ""
     return good, rejected, message
 

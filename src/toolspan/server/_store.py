@@ -2,8 +2,10 @@
 
 - ``spans``: one row per span (a rowid table: its rows, about a kilobyte each, are too large for
   ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
-  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``).
-- ``traces``: a summary row per trace, recomputed from its spans in the same transaction.
+  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``). ``data`` holds
+  the span as received over OTLP protobuf, or as JSON (``_codec``); its other columns index it
+  (``_records``). Written by ``_writes``.
+- ``traces``: a summary row per trace, kept up to date in the same transaction (``_summaries``).
 - ``logs``: OTLP log records tied to spans (log-based GenAI events), one row per record, keyed by trace,
   span and a digest of the record (with its rank among equal records of one request), so a resend is stored
   once. They are joined to their spans as span events when a trace is read (``attach_logs``, exactly as
@@ -28,20 +30,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolspan import semconv as sc
-from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import TOOL, act_status, classify, tool_error, tool_name, tool_state
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
-from toolspan.server._codec import decode, encode
+from toolspan.server._codec import decode
 from toolspan.server._cursor import Cursor
+from toolspan.server._records import Row, merge, row_of_span
+from toolspan.server._writes import ACT, OBSERVE, IngestResult, put_rows
 
-__all__ = ["Cursor", "IngestResult", "Store", "TraceRow"]
+__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "TraceRow"]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
-ACT: Final = 0
-OBSERVE: Final = 1
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS spans (
@@ -68,14 +67,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT R
 """
 
 
-@dataclass(slots=True)
-class IngestResult:
-    accepted: int = 0
-    rejected: int = 0
-    duplicates: int = 0
-    message: str = ""
-
-
 @dataclass(frozen=True, slots=True)
 class TraceRow:
     trace_id: str
@@ -90,45 +81,6 @@ class TraceRow:
     tools: int
     errors: int
     open_tools: int
-
-
-def _conversation(span: Span) -> str | None:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
-        value = span.attributes.get(key)
-        if value is not None and value != "":
-            return str(value)
-    return None
-
-
-def _merge(old: Span, new: Span) -> Span | None:
-    """One span from two records of it as the bridge merges them; ``None`` when they conflict."""
-    merged = coalesce([old, new])
-    return merged[0] if len(merged) == 1 else None
-
-
-def _columns(span: Span) -> tuple[Any, ...]:
-    tool = classify(span) == TOOL
-    state = tool_state(span) if tool and span.end_ns is not None else None
-    if tool:
-        error = span.end_ns is not None and tool_error(span, state) is not None
-    else:
-        error = span.status == "ERROR"
-    service = span.resource.get(sc.SERVICE_NAME)
-    return (
-        span.trace_id,
-        span.span_id,
-        span.parent_span_id,
-        span.name,
-        span.start_ns,
-        span.end_ns,
-        int(tool),
-        tool_name(span) if tool else None,
-        state,
-        int(error),
-        None if service is None else str(service),
-        _conversation(span),
-        encode(span),
-    )
 
 
 _dump_log = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
@@ -208,24 +160,31 @@ class Store:
         return None if row is None else int(row[0])
 
     def ingest(self, spans: Sequence[Span]) -> IngestResult:
-        """Store ``spans`` in one transaction (committed when this returns)."""
-        result = IngestResult(accepted=len(spans))
+        """Store neutral spans in one transaction (committed when this returns)."""
+        return self.ingest_rows([row_of_span(s) for s in spans])
+
+    def ingest_rows(self, rows: Sequence[Row]) -> IngestResult:
+        """Store span rows in one transaction (committed when this returns)."""
+        result = IngestResult(accepted=len(rows))
         # Records of one span within the request merge first (a pending record next to its ended span).
-        batch: dict[tuple[str, str], Span] = {}
-        for record in spans:
-            key = (record.trace_id, record.span_id)
+        batch: dict[tuple[str, str], Row] = {}
+        for row in rows:
+            key = (row.trace_id, row.span_id)
             known = batch.get(key)
             if known is None:
-                batch[key] = record
+                batch[key] = row
             else:
                 result.duplicates += 1
-                batch[key] = _merge(known, record) or known
+                if known.data != row.data:
+                    merged = merge(decode(known.data), decode(row.data))
+                    if merged is not None:
+                        batch[key] = row_of_span(merged)
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 ns = self._tick()
-                self._put_all(batch, ns, result)
+                put_rows(self._db, batch, ns, result)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
                 db.execute("COMMIT")
             except BaseException:
@@ -265,74 +224,6 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
         return result
-
-    def _put_all(self, batch: dict[tuple[str, str], Span], ns: int, result: IngestResult) -> None:
-        db = self._db
-        keys = json.dumps([t + s for t, s in batch])
-        existing = {
-            (r[0], r[1]): (r[2], r[3])
-            for r in db.execute(
-                "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
-                " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
-                (keys,),
-            )
-        }
-        rows: list[tuple[Any, ...]] = []
-        events: list[tuple[int, str, str, int]] = []
-        conversations: dict[str, str | None] = {}
-        for key, record in batch.items():
-            span = record
-            had_end = False
-            old_row = existing.get(key)
-            old: Span | None = None
-            if old_row is not None:
-                old = decode(old_row[0])
-                had_end = old_row[1] is not None
-                new = _merge(old, span)
-                if new is None or encode(new) == old_row[0]:
-                    # The same record again (or a conflicting one: the first stays), counted once.
-                    result.duplicates += 1
-                    continue
-                span = new
-            cols = _columns(span)
-            rows.append(cols)
-            if cols[11] is not None or span.trace_id not in conversations:
-                conversations[span.trace_id] = cols[11] or conversations.get(span.trace_id)
-            if cols[6]:
-                if old is None:
-                    events.append((ns, *key, ACT))
-                elif span.end_ns is None and act_status(span) != act_status(old):
-                    # A running call's act changed (it now waits for its approval, or got it): act again.
-                    events.append((ns, *key, ACT))
-                if span.end_ns is not None and not had_end:
-                    events.append((ns, *key, OBSERVE))
-        if not rows:
-            return
-        db.executemany("INSERT OR REPLACE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-        traces = json.dumps(sorted(conversations))
-        db.execute(
-            "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
-            " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
-            "  ORDER BY r.start_ns LIMIT 1),"
-            " coalesce((SELECT r.end_ns IS NOT NULL FROM spans r WHERE r.trace_id = s.trace_id"
-            "  AND r.parent IS NULL ORDER BY r.start_ns LIMIT 1), 0),"
-            " min(s.start_ns), max(s.end_ns), ?, count(*), sum(s.is_tool), sum(s.is_error),"
-            " sum(s.is_tool AND s.end_ns IS NULL)"
-            " FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value GROUP BY s.trace_id",
-            (ns, traces),
-        )
-        if events:
-            known = dict(
-                db.execute(
-                    "SELECT t.trace_id, t.conversation_id FROM json_each(?) AS j"
-                    " CROSS JOIN traces AS t ON t.trace_id = j.value",
-                    (traces,),
-                ).fetchall()
-            )
-            db.executemany(
-                "INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)",
-                [(*e, conversations.get(e[1]) or known.get(e[1])) for e in events],
-            )
 
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
         """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
@@ -472,7 +363,14 @@ class Store:
                 " ORDER BY l.rowid",
                 (keys,),
             ).fetchall()
-        spans = [decode(r[4]) for r in rows]
+        # An act and an observe of one span in one page share one decoded span.
+        decoded: dict[tuple[str, str], Span] = {}
+        spans = []
+        for r in rows:
+            span = decoded.get((r[1], r[2]))
+            if span is None:
+                span = decoded[r[1], r[2]] = decode(r[4])
+            spans.append(span)
         if logs:
             # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
             spans = attach_logs(spans, [_log_record(r[0]) for r in logs])[0]

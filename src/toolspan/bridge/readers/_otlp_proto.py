@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from functools import cache
 from typing import IO, Any
 
 from toolspan.bridge.model import SPAN_KINDS, Span, SpanEvent, SpanLink
@@ -18,6 +19,7 @@ _STATUS = ("UNSET", "OK", "ERROR")
 _CHUNK = 1 << 20
 
 
+@cache
 def _request_type() -> Any:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -44,62 +46,105 @@ def _value(v: Any) -> Any:
     return None
 
 
-def _attrs(items: Any) -> dict[str, Any]:
+def attributes(items: Any) -> dict[str, Any]:
+    """A protobuf ``KeyValue`` list as a dict of plain values."""
     return {kv.key: _value(kv.value) for kv in items}
+
+
+_attrs = attributes
 
 
 def _hex(raw: bytes, zero: str) -> str:
     return raw.hex().rjust(len(zero), "0") if raw else zero
 
 
-def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") -> Iterator[Span]:
-    """Spans of one binary ``ExportTraceServiceRequest``."""
+def span_of(
+    sp: Any, resource: Mapping[str, Any], scope: str, origin: str, keys: frozenset[str] | None = None
+) -> Span:
+    """The neutral span of one protobuf ``Span`` (its end time already checked). With ``keys``, a partial
+    span for indexing: only those attributes, no links (what the span's role and state are read from)."""
+    parent = sp.parent_span_id.hex() if sp.parent_span_id else None
+    if parent == ZERO_SPAN:
+        parent = None
+    kind = sp.kind
+    status = sp.status
+    code = status.code
+    links: tuple[SpanLink, ...] = ()
+    if keys is None:
+        attributes = _attrs(sp.attributes)
+        if sp.links:
+            links = tuple(
+                SpanLink(_hex(ln.trace_id, ZERO_TRACE), _hex(ln.span_id, ZERO_SPAN), _attrs(ln.attributes))
+                for ln in sp.links
+            )
+    else:
+        attributes = {}
+        for kv in sp.attributes:
+            key = kv.key
+            if key in keys:
+                attributes[key] = _value(kv.value)
+    events = sp.events
+    return Span(
+        _hex(sp.trace_id, ZERO_TRACE),
+        _hex(sp.span_id, ZERO_SPAN),
+        parent,
+        sp.name,
+        sp.start_time_unix_nano,
+        sp.end_time_unix_nano or None,
+        SPAN_KINDS[kind] if 0 <= kind < len(SPAN_KINDS) else "UNSPECIFIED",
+        _STATUS[code] if 0 <= code < 3 else "UNSET",
+        status.message,
+        attributes,
+        tuple(SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in events) if events else (),
+        links,
+        resource,
+        scope,
+        origin,
+    )
+
+
+def resource_attributes(rs: Any) -> dict[str, Any]:
+    """The resource attributes of one protobuf ``ResourceSpans``."""
+    return _attrs(rs.resource.attributes)
+
+
+def bad_times(sp: Any, r: int, s: int, i: int) -> tuple[str, str] | None:
+    """``(path, reason)`` when a protobuf ``Span`` ends before it starts, else ``None``."""
+    if sp.end_time_unix_nano and sp.end_time_unix_nano < sp.start_time_unix_nano:
+        return (
+            f"resource_spans[{r}].scope_spans[{s}].spans[{i}].end_time_unix_nano",
+            f"before the start time ({sp.end_time_unix_nano} < {sp.start_time_unix_nano})",
+        )
+    return None
+
+
+def parse_request(data: bytes, ctx: Ctx, what: str = "protobuf request") -> Any:
+    """The parsed ``ExportTraceServiceRequest`` of ``data``; ``None`` (after ``ctx.fail``) when invalid."""
     from google.protobuf.message import DecodeError
 
     try:
-        request = _request_type().FromString(data)
+        return _request_type().FromString(data)
     except DecodeError as e:
         ctx.fail("", f"not a valid OTLP {what}: {e}")
+        return None
+
+
+def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") -> Iterator[Span]:
+    """Spans of one binary ``ExportTraceServiceRequest``."""
+    request = parse_request(data, ctx, what)
+    if request is None:
         return
     origin = ctx.origin
     for r, rs in enumerate(request.resource_spans):
-        resource = _attrs(rs.resource.attributes)
+        resource = resource_attributes(rs)
         for s, ss in enumerate(rs.scope_spans):
             scope = ss.scope.name
             for i, sp in enumerate(ss.spans):
-                if sp.end_time_unix_nano and sp.end_time_unix_nano < sp.start_time_unix_nano:
-                    ctx.fail(
-                        f"resource_spans[{r}].scope_spans[{s}].spans[{i}].end_time_unix_nano",
-                        f"before the start time ({sp.end_time_unix_nano} < {sp.start_time_unix_nano})",
-                    )
+                bad = bad_times(sp, r, s, i)
+                if bad is not None:
+                    ctx.fail(*bad)
                     continue
-                parent = sp.parent_span_id.hex() if sp.parent_span_id else None
-                if parent == ZERO_SPAN:
-                    parent = None
-                kind = SPAN_KINDS[sp.kind] if 0 <= sp.kind < len(SPAN_KINDS) else "UNSPECIFIED"
-                code = _STATUS[sp.status.code] if 0 <= sp.status.code < 3 else "UNSET"
-                yield Span(
-                    _hex(sp.trace_id, ZERO_TRACE),
-                    _hex(sp.span_id, ZERO_SPAN),
-                    parent,
-                    sp.name,
-                    sp.start_time_unix_nano,
-                    sp.end_time_unix_nano or None,
-                    kind,
-                    code,
-                    sp.status.message,
-                    _attrs(sp.attributes),
-                    tuple(SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events),
-                    tuple(
-                        SpanLink(
-                            _hex(ln.trace_id, ZERO_TRACE), _hex(ln.span_id, ZERO_SPAN), _attrs(ln.attributes)
-                        )
-                        for ln in sp.links
-                    ),
-                    resource,
-                    scope,
-                    origin,
-                )
+                yield span_of(sp, resource, scope, origin)
 
 
 def read_upto(stream: IO[bytes], n: int) -> bytes:
