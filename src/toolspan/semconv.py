@@ -127,6 +127,9 @@ PERMISSION_NOTE: Final = "toolspan.permission.note"
 # Who or what decided: a person's id, "policy" (configure(policy=...)), or what the approver says.
 PERMISSION_DECIDED_BY: Final = "toolspan.permission.decided_by"
 GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
+# Event name of the OpenTelemetry log record carrying one text_delta chunk (body: the text): relayed
+# live by toolspan serve, never stored.
+TEXT_DELTA_EVENT: Final = "toolspan.text_delta"
 
 # W3C baggage entries written by toolspan.inject() inside a tool: the ids of that tool call, so a
 # sub-plan started from the carrier in another process sets toolspan.parent.*.

@@ -11,6 +11,7 @@ import base64
 import contextlib
 import hmac
 import logging
+import time
 import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any, Final
@@ -28,7 +29,9 @@ from toolspan.bridge.model import Span, pad_trace_id
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
+from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._openapi import openapi_document
+from toolspan.server._progress_stream import parse_since, progress_chunks
 from toolspan.server._remote import RemoteError, fetch_remote
 from toolspan.server._render import LINES, document_bytes, render, tree_document
 from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
@@ -83,6 +86,7 @@ class App:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.dropped_clients = 0
         self.streams = 0
+        self.deltas = DeltaHub(config.delta_buffer, self._drop)
 
     # --- ingest (shared with gRPC) ---
 
@@ -99,11 +103,26 @@ class App:
 
     def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult:
         """Store span-tied log records (any thread); returns the counts. Records are joined to their spans
-        when a trace is read, so nothing live changes here."""
+        when a trace is read, so nothing live changes here; text deltas are relayed, never stored."""
+        records, deltas = split_deltas(records)
+        if deltas:
+            self._relay(deltas)
         result = self.store.ingest_logs(records) if records else IngestResult()
+        result.accepted += len(deltas)
         result.rejected = rejected
         result.message = message
         return result
+
+    def _relay(self, deltas: list[LogRecord]) -> None:
+        """Hand text deltas to the live stream clients (any thread; see ``_deltas``)."""
+        loop = self.loop
+        if loop is None:
+            return
+        conversations: dict[str, str | None] = {}
+        for trace_id in {d.trace_id for d in deltas}:
+            row = self.store.trace_row(trace_id)
+            conversations[trace_id] = None if row is None else row.conversation_id
+        loop.call_soon_threadsafe(self.deltas.publish, deltas, conversations)
 
     async def _read_body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
@@ -257,6 +276,7 @@ class App:
                 **counts,
                 "streams": self.streams,
                 "dropped_stream_clients": self.dropped_clients,
+                "relayed_text_deltas": self.deltas.relayed,
             }
         )
 
@@ -293,6 +313,48 @@ class App:
             conversation_id=conversation_id,
             heartbeat_s=self.config.heartbeat_s,
         )
+        subscription = self.deltas.subscribe(
+            trace_id=trace_id, conversation_id=conversation_id, kind="text_delta"
+        )
+        return EventStreamResponse(
+            self._counted(with_deltas(chunks, subscription)),
+            send_timeout_s=self.config.send_timeout_s,
+            on_drop=self._drop,
+        )
+
+    async def progress_stream(self, request: Request) -> Response:
+        """One trace's progress envelopes over SSE, resumable from a bookmark (``_progress_stream``)."""
+        trace_id = _trace_id(request.path_params["trace_id"])
+        if trace_id is None:
+            return _error(404, f"no trace {request.path_params['trace_id']!r}")
+        raw = request.headers.get("last-event-id") or request.query_params.get("since")
+        since = 0
+        if raw:
+            parsed = parse_since(raw)
+            if parsed is None:
+                return _error(400, f"not a progress bookmark: {raw[:80]!r}")
+            since = parsed
+        remote = bool(self.config.tempo_url or self.config.jaeger_url)
+        idle_ns = int(self.config.idle_timeout_s * 1e9)
+
+        async def read() -> tuple[list[Span], bool, bool]:
+            spans = await run_in_threadpool(self.store.trace_spans, trace_id)
+            if spans:
+                row = await run_in_threadpool(self.store.trace_row, trace_id)
+                idle = row is not None and time.time_ns() - row.last_seen_ns > idle_ns
+                return spans, idle, True
+            if not remote:
+                return [], False, True
+            return (await self.trace_spans(trace_id)) or [], False, False
+
+        chunks = progress_chunks(
+            read,
+            self.notifier,
+            since,
+            heartbeat_s=self.config.heartbeat_s,
+            deltas=self.deltas,
+            trace_id=trace_id,
+        )
         return EventStreamResponse(
             self._counted(chunks), send_timeout_s=self.config.send_timeout_s, on_drop=self._drop
         )
@@ -316,6 +378,7 @@ class App:
             Route("/api/traces", self.list_traces),
             Route("/api/stream", self.stream),
             Route("/api/traces/{trace_id:str}/stream", self.stream),
+            Route("/api/traces/{trace_id:str}/progress/stream", self.progress_stream),
             Route("/api/conversations/{conversation_id:str}/stream", self.stream),
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),
             Route("/api/jobs/{job_id:str}/trace", self.job),

@@ -87,6 +87,12 @@ def openapi_document() -> dict[str, Any]:
             "/api/traces/{trace_id}/page": _get("The trace page's data, live (page schema)", params=trace),
             "/api/stream": _get("Live act/observe events of all traces (SSE, Last-Event-ID resume)", sse),
             "/api/traces/{trace_id}/stream": _get("Live act/observe events of one trace (SSE)", sse, trace),
+            "/api/traces/{trace_id}/progress/stream": _get(
+                "Live progress envelopes of one trace (SSE; id = bookmark seq, resume with Last-Event-ID"
+                " or ?since=)",
+                sse,
+                trace,
+            ),
             "/api/conversations/{conversation_id}/stream": _get(
                 "Live act/observe events of one conversation (SSE)", sse, conversation
             ),

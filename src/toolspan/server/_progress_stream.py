@@ -1,0 +1,184 @@
+"""One trace's progress stream over SSE (``/api/traces/{id}/progress/stream``), resumable from its bookmark.
+
+Each event is one envelope of the trace's ``/progress`` view, byte for byte the line that view holds:
+
+    id: <bookmark seq>
+    event: progress | control | monitor      (the envelope's channel)
+    data: <the envelope, exactly as the /progress line>
+
+The ``id`` is the envelope's ``bookmark.seq``: a position in the trace's own data, not in a server's
+commit log, so it means the same thing after a restart and on every replica that can read the trace
+(from its store, or from Tempo/Jaeger with ``--tempo``/``--jaeger``). A client resumes with
+``Last-Event-ID`` or ``?since=<seq>`` (the seed's ``since: bookmark``; a bookmark object
+``{"seq": n, ...}`` is accepted too) and gets every envelope after it.
+
+Only *settled* envelopes are sent: the prefix of the view that later spans cannot change. The view ends
+every open tool with ``tool:end`` SEALED and every turn with ``done``: those wait until the trace is
+complete (every span held has ended and it has a root) or idle for ``--idle-timeout``. And the prefix
+ends with the first envelope of a tool still open (its ``tool:start``, or its ``permission_required``
+while it waits for approval): its end may come before anything after it. So a tool's start is on the
+stream as soon as its pending record (``TOOLSPAN_PENDING_SPANS``) is stored; tools that run at the
+same time as an earlier one are sent once that one has ended. Should a record that arrives late (say,
+from another process with its own clock) change what was sent anyway, the stream sends ``event:
+reset`` and the view again from seq 1.
+
+Text deltas of the trace (``toolspan.text_delta``) are relayed as ``event: text_chunk`` without an
+``id`` (they are never stored, so they cannot be replayed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Final
+
+from toolspan import semconv as sc
+from toolspan.bridge._tools import execution_id
+from toolspan.bridge.classify import TOOL, classify
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers._json import write_json_lines
+from toolspan.bridge.views import to_progress
+from toolspan.server._deltas import DeltaDropped, DeltaHub, Subscription
+from toolspan.server._sse import Notifier
+
+__all__ = ["parse_since", "progress_chunks", "settled"]
+
+_REMOTE_POLL_S: Final = 1.0
+
+
+def parse_since(raw: str) -> int | None:
+    """The seq a client resumes after: ``"12"`` or a bookmark ``{"seq": 12, ...}``; ``None`` if neither."""
+    text = raw.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    seq = value.get("seq") if isinstance(value, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+
+
+def _complete(spans: Sequence[Span]) -> bool:
+    return (
+        bool(spans)
+        and all(s.end_ns is not None for s in spans)
+        and any(s.parent_span_id is None for s in spans)
+    )
+
+
+def _provisional(envelope: dict[str, Any]) -> bool:
+    event = envelope["event"]
+    kind = event.get("type")
+    call = event.get("call")
+    return kind == "done" or (
+        kind == "tool:end" and isinstance(call, dict) and call.get("state") == sc.STATE_SEALED
+    )
+
+
+def settled(spans: Sequence[Span], *, final: bool) -> list[dict[str, Any]]:
+    """The envelopes of the trace's progress view that later spans cannot change (all when ``final``).
+
+    While the trace runs, the prefix ends before the first provisional envelope (a SEALED end, a
+    ``done``) and right after the first envelope of a tool still open: its end (exported later than
+    the start records of the tools after it) may fall before anything that follows.
+    """
+    envelopes = to_progress(list(spans))
+    if final or _complete(spans):
+        return envelopes
+    open_tools = {execution_id(s) for s in spans if s.end_ns is None and classify(s) == TOOL}
+    for n, envelope in enumerate(envelopes):
+        if _provisional(envelope):
+            return envelopes[:n]
+        call = envelope["event"].get("call")
+        if isinstance(call, dict) and call.get("execution_id") in open_tools:
+            return envelopes[: n + 1]
+    return envelopes
+
+
+def _line(envelope: dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    write_json_lines([envelope], out)
+    return out.getvalue().rstrip(b"\n")
+
+
+def _chunk(envelope: dict[str, Any], line: bytes) -> bytes:
+    seq = envelope["bookmark"]["seq"]
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, envelope["channel"].encode(), line)
+
+
+# What a stream reads on each wake: (the trace's spans, whether they are final, whether they came from
+# this replica's store: a remote trace is polled instead of waiting for commits).
+Reader = Callable[[], Awaitable[tuple[list[Span], bool, bool]]]
+
+
+async def progress_chunks(
+    read: Reader,
+    notifier: Notifier,
+    since: int,
+    *,
+    heartbeat_s: float,
+    deltas: DeltaHub | None = None,
+    trace_id: str = "",
+) -> AsyncIterator[bytes]:
+    """The SSE chunks of one trace's progress stream after bookmark ``since`` (0: from the start)."""
+    yield b"retry: 1000\n: connected\n\n"
+    subscription: Subscription | None = None
+    if deltas is not None:
+        subscription = deltas.subscribe(trace_id=trace_id, conversation_id=None, kind="text_chunk")
+    sent: list[bytes] = []  # lines sent on this connection, from seq ``since + 1``
+    try:
+        while True:
+            waiter = notifier.waiter()
+            spans, final, local = await read()
+            envelopes = settled(spans, final=final)
+            lines = [_line(e) for e in envelopes[since:]]
+            if lines[: len(sent)] != sent:
+                reason = "the trace changed what was sent; the view follows from seq 1"
+                yield f"event: reset\ndata: {json.dumps({'reason': reason})}\n\n".encode()
+                since, sent = 0, []
+                lines = [_line(e) for e in envelopes]
+            fresh = range(len(sent), len(lines))
+            if fresh:
+                yield b"".join(_chunk(envelopes[since + n], lines[n]) for n in fresh)
+                sent = lines
+            timeout = heartbeat_s if local else min(heartbeat_s, _REMOTE_POLL_S)
+            async for chunk in _wait(waiter, subscription, timeout, local):
+                yield chunk
+    except DeltaDropped:
+        return
+    finally:
+        if subscription is not None:
+            subscription.close()
+
+
+async def _wait(
+    waiter: asyncio.Event, subscription: Subscription | None, timeout: float, local: bool
+) -> AsyncIterator[bytes]:
+    """Relay deltas until the next commit (or ``timeout``: a heartbeat, or a poll for a remote trace)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if local:
+                yield b": heartbeat\n\n"
+            return
+        if subscription is None:
+            try:
+                await asyncio.wait_for(waiter.wait(), left)
+                return
+            except asyncio.TimeoutError:
+                continue
+        commit = asyncio.ensure_future(waiter.wait())
+        delta = asyncio.ensure_future(subscription.get())
+        done, _ = await asyncio.wait({commit, delta}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        for task in (commit, delta):
+            if task not in done:
+                task.cancel()
+        if delta in done:
+            yield delta.result()
+        if commit in done and local:
+            return
