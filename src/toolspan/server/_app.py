@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hmac
 import logging
 import time
@@ -36,6 +37,7 @@ from toolspan.server._remote import RemoteError, fetch_remote
 from toolspan.server._render import LINES, document_bytes, render, tree_document
 from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
 from toolspan.server._store import Cursor, IngestResult, Store
+from toolspan.server._trace_stream import trace_chunks
 
 __all__ = ["App", "build_app"]
 
@@ -305,14 +307,27 @@ class App:
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
             cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
-        chunks = event_chunks(
-            self.store,
-            self.notifier,
-            cursor,
-            trace_id=trace_id,
-            conversation_id=conversation_id,
-            heartbeat_s=self.config.heartbeat_s,
-        )
+        if trace_id is not None:  # resumable on any replica (``_trace_stream``)
+            remote = None
+            if self.config.tempo_url or self.config.jaeger_url:
+                remote = functools.partial(self.trace_spans, trace_id)
+            chunks = trace_chunks(
+                self.store,
+                self.notifier,
+                trace_id,
+                cursor,
+                heartbeat_s=self.config.heartbeat_s,
+                remote=remote,
+            )
+        else:
+            chunks = event_chunks(
+                self.store,
+                self.notifier,
+                cursor,
+                trace_id=None,
+                conversation_id=conversation_id,
+                heartbeat_s=self.config.heartbeat_s,
+            )
         subscription = self.deltas.subscribe(
             trace_id=trace_id, conversation_id=conversation_id, kind="text_delta"
         )
