@@ -352,12 +352,14 @@ class App:
         remote = bool(self.config.tempo_url or self.config.jaeger_url)
         idle_ns = int(self.config.idle_timeout_s * 1e9)
 
+        held: list[Any] = [None, []]  # (last update, spans) of the trace: read again only once it changed
+
         async def read() -> tuple[list[Span], bool, bool]:
-            spans = await run_in_threadpool(self.store.trace_spans, trace_id)
-            if spans:
-                row = await run_in_threadpool(self.store.trace_row, trace_id)
-                idle = row is not None and time.time_ns() - row.last_seen_ns > idle_ns
-                return spans, idle, True
+            row = await run_in_threadpool(self.store.trace_row, trace_id)
+            if row is not None:
+                if held[0] != row.last_seen_ns:
+                    held[:] = [row.last_seen_ns, await run_in_threadpool(self.store.trace_spans, trace_id)]
+                return held[1], time.time_ns() - row.last_seen_ns > idle_ns, True
             if not remote:
                 return [], False, True
             return (await self.trace_spans(trace_id)) or [], False, False

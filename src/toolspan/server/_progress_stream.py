@@ -130,21 +130,24 @@ async def progress_chunks(
     if deltas is not None:
         subscription = deltas.subscribe(trace_id=trace_id, conversation_id=None, kind="text_chunk")
     sent: list[bytes] = []  # lines sent on this connection, from seq ``since + 1``
+    last: tuple[list[Span], bool] | None = None
     try:
         while True:
             waiter = notifier.waiter()
             spans, final, local = await read()
-            envelopes = settled(spans, final=final)
-            lines = [_line(e) for e in envelopes[since:]]
-            if lines[: len(sent)] != sent:
-                reason = "the trace changed what was sent; the view follows from seq 1"
-                yield f"event: reset\ndata: {json.dumps({'reason': reason})}\n\n".encode()
-                since, sent = 0, []
-                lines = [_line(e) for e in envelopes]
-            fresh = range(len(sent), len(lines))
-            if fresh:
-                yield b"".join(_chunk(envelopes[since + n], lines[n]) for n in fresh)
-                sent = lines
+            if (spans, final) != last:  # the same spans (the store's cached list) give the same view
+                last = (spans, final)
+                envelopes = settled(spans, final=final)
+                lines = [_line(e) for e in envelopes[since:]]
+                if lines[: len(sent)] != sent:
+                    reason = "the trace changed what was sent; the view follows from seq 1"
+                    yield f"event: reset\ndata: {json.dumps({'reason': reason})}\n\n".encode()
+                    since, sent = 0, []
+                    lines = [_line(e) for e in envelopes]
+                fresh = range(len(sent), len(lines))
+                if fresh:
+                    yield b"".join(_chunk(envelopes[since + n], lines[n]) for n in fresh)
+                    sent = lines
             timeout = heartbeat_s if local else min(heartbeat_s, _REMOTE_POLL_S)
             async for chunk in _wait(waiter, subscription, timeout, local):
                 yield chunk
