@@ -1,6 +1,7 @@
 """The progress stream of a real ``toolspan serve`` (``server/_progress_stream.py``): a real application
 process exporting over OTLP, a client that reads, disconnects mid-run, lives through a server restart and
-resumes with its bookmark; what it received equals the trace's ``/progress`` view byte for byte."""
+resumes with its bookmark; what it received equals the trace's ``/progress`` view byte for byte. A
+conversation's stream resumed into its next turn; which envelopes are settled while a trace runs."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import Server, SseEvent, running_server, sdk_env, sse_stream
+from opentelemetry.sdk.trace import ReadableSpan
+from tests._server import Server, SseEvent, otlp_body, running_server, sdk_env, sse_stream
 
+import toolspan
 from toolspan.bridge.model import Span
 from toolspan.server._progress_stream import parse_since, settled
+from toolspan.testing import capture_spans
 
 APP = Path(__file__).with_name("server_stream_app.py")
 
@@ -120,6 +124,41 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
             400,
             {"error": "not a progress bookmark: 'yesterday'", "status": 400},
         )
+
+
+def _turn(conversation: str, tools: int) -> list[ReadableSpan]:
+    @toolspan.tool
+    def look(i: int) -> int:
+        return i
+
+    with capture_spans() as finished, toolspan.agent("turn", conversation_id=conversation):
+        for i in range(tools):
+            look(i)
+    return list(finished())
+
+
+def test_a_conversation_stream_resumes_into_its_next_turn(tmp_path: Path) -> None:
+    first, second = _turn("conv-p", 2), _turn("conv-p", 1)
+    path = "/api/conversations/conv-p/progress/stream"
+    with running_server(tmp_path, "--heartbeat", "0.5") as server:
+        assert server.post_otlp(otlp_body(first))[0] == 200
+        stream = sse_stream(server, path)
+        turn_one = _envelopes(stream, 7)  # 2 x (start, end, executed) and done: the turn is complete
+        stream.close()
+        assert server.post_otlp(otlp_body(second))[0] == 200
+        resumed = sse_stream(server, path, last_event_id=turn_one[-1].id)
+        turn_two = _envelopes(resumed, 4)
+        resumed.close()
+        view = server.get("/api/conversations/conv-p/progress").decode().splitlines()
+    assert [e.data for e in turn_one + turn_two] == view
+    assert [json.loads(line)["event"]["type"] for line in view[5:]] == [
+        "tool_executed",
+        "done",
+        "tool:start",
+        "tool:end",
+        "tool_executed",
+        "done",
+    ]
 
 
 @pytest.mark.parametrize(

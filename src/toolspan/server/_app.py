@@ -12,7 +12,6 @@ import contextlib
 import functools
 import hmac
 import logging
-import time
 import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any, Final
@@ -32,7 +31,7 @@ from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._openapi import openapi_document
-from toolspan.server._progress_stream import parse_since, progress_chunks
+from toolspan.server._progress_stream import progress_response
 from toolspan.server._remote import RemoteError, fetch_remote
 from toolspan.server._render import LINES, document_bytes, render, tree_document
 from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
@@ -107,24 +106,13 @@ class App:
         """Store span-tied log records (any thread); returns the counts. Records are joined to their spans
         when a trace is read, so nothing live changes here; text deltas are relayed, never stored."""
         records, deltas = split_deltas(records)
-        if deltas:
-            self._relay(deltas)
+        if deltas and self.loop is not None:
+            self.deltas.relay(self.loop, deltas, self.store.trace_row)
         result = self.store.ingest_logs(records) if records else IngestResult()
         result.accepted += len(deltas)
         result.rejected = rejected
         result.message = message
         return result
-
-    def _relay(self, deltas: list[LogRecord]) -> None:
-        """Hand text deltas to the live stream clients (any thread; see ``_deltas``)."""
-        loop = self.loop
-        if loop is None:
-            return
-        conversations: dict[str, str | None] = {}
-        for trace_id in {d.trace_id for d in deltas}:
-            row = self.store.trace_row(trace_id)
-            conversations[trace_id] = None if row is None else row.conversation_id
-        loop.call_soon_threadsafe(self.deltas.publish, deltas, conversations)
 
     async def _read_body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
@@ -262,8 +250,9 @@ class App:
         spans = await run_in_threadpool(self.store.conversation_spans, conversation_id)
         if not spans:
             return _error(404, f"no conversation {conversation_id!r}")
-        body = await run_in_threadpool(render, "timeline", spans)
-        return Response(body, media_type="application/json")
+        progress = request.url.path.endswith("/progress")
+        body = await run_in_threadpool(render, "progress" if progress else "timeline", spans)
+        return Response(body, media_type=_NDJSON if progress else "application/json")
 
     async def list_traces(self, request: Request) -> Response:
         page = await self._listing(request)
@@ -308,16 +297,10 @@ class App:
             # The all-traces stream starts at the live tail unless asked for everything kept.
             cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
         if trace_id is not None:  # resumable on any replica (``_trace_stream``)
-            remote = None
-            if self.config.tempo_url or self.config.jaeger_url:
-                remote = functools.partial(self.trace_spans, trace_id)
+            heartbeat_s = self.config.heartbeat_s
+            remote = self._remote(trace_id)
             chunks = trace_chunks(
-                self.store,
-                self.notifier,
-                trace_id,
-                cursor,
-                heartbeat_s=self.config.heartbeat_s,
-                remote=remote,
+                self.store, self.notifier, trace_id, cursor, heartbeat_s=heartbeat_s, remote=remote
             )
         else:
             chunks = event_chunks(
@@ -337,44 +320,14 @@ class App:
             on_drop=self._drop,
         )
 
+    def _remote(self, trace_id: str) -> Any:
+        """Reads the trace from Tempo/Jaeger when configured (for streams of traces not held here)."""
+        if self.config.tempo_url or self.config.jaeger_url:
+            return functools.partial(self.trace_spans, trace_id)
+        return None
+
     async def progress_stream(self, request: Request) -> Response:
-        """One trace's progress envelopes over SSE, resumable from a bookmark (``_progress_stream``)."""
-        trace_id = _trace_id(request.path_params["trace_id"])
-        if trace_id is None:
-            return _error(404, f"no trace {request.path_params['trace_id']!r}")
-        raw = request.headers.get("last-event-id") or request.query_params.get("since")
-        since = 0
-        if raw:
-            parsed = parse_since(raw)
-            if parsed is None:
-                return _error(400, f"not a progress bookmark: {raw[:80]!r}")
-            since = parsed
-        remote = bool(self.config.tempo_url or self.config.jaeger_url)
-        idle_ns = int(self.config.idle_timeout_s * 1e9)
-
-        held: list[Any] = [None, []]  # (last update, spans) of the trace: read again only once it changed
-
-        async def read() -> tuple[list[Span], bool, bool]:
-            row = await run_in_threadpool(self.store.trace_row, trace_id)
-            if row is not None:
-                if held[0] != row.last_seen_ns:
-                    held[:] = [row.last_seen_ns, await run_in_threadpool(self.store.trace_spans, trace_id)]
-                return held[1], time.time_ns() - row.last_seen_ns > idle_ns, True
-            if not remote:
-                return [], False, True
-            return (await self.trace_spans(trace_id)) or [], False, False
-
-        chunks = progress_chunks(
-            read,
-            self.notifier,
-            since,
-            heartbeat_s=self.config.heartbeat_s,
-            deltas=self.deltas,
-            trace_id=trace_id,
-        )
-        return EventStreamResponse(
-            self._counted(chunks), send_timeout_s=self.config.send_timeout_s, on_drop=self._drop
-        )
+        return await progress_response(self, request)
 
     async def _counted(self, chunks: Any) -> Any:
         self.streams += 1
@@ -396,6 +349,8 @@ class App:
             Route("/api/stream", self.stream),
             Route("/api/traces/{trace_id:str}/stream", self.stream),
             Route("/api/traces/{trace_id:str}/progress/stream", self.progress_stream),
+            Route("/api/conversations/{conversation_id:str}/progress/stream", self.progress_stream),
+            Route("/api/conversations/{conversation_id:str}/progress", self.conversation_timeline),
             Route("/api/conversations/{conversation_id:str}/stream", self.stream),
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),
             Route("/api/jobs/{job_id:str}/trace", self.job),

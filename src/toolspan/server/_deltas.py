@@ -132,6 +132,17 @@ class DeltaHub:
     def count_drop(self) -> None:
         self._on_drop()
 
+    def relay(
+        self, loop: asyncio.AbstractEventLoop, deltas: Sequence[LogRecord], trace_row: Callable[[str], Any]
+    ) -> None:
+        """From any thread: look up each delta's trace's conversation (``trace_row``), then ``publish``
+        on ``loop``."""
+        conversations: dict[str, str | None] = {}
+        for trace_id in {d.trace_id for d in deltas}:
+            row = trace_row(trace_id)
+            conversations[trace_id] = None if row is None else row.conversation_id
+        loop.call_soon_threadsafe(self.publish, deltas, conversations)
+
     def publish(self, deltas: Sequence[LogRecord], conversations: dict[str, str | None]) -> None:
         """Hand ``deltas`` to every matching client (``conversations``: trace id -> its conversation)."""
         for record in deltas:

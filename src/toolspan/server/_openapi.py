@@ -77,6 +77,12 @@ def openapi_document() -> dict[str, Any]:
             "/api/conversations/{conversation_id}/timeline": _get(
                 "Conversation timelines", params=conversation
             ),
+            "/api/conversations/{conversation_id}/progress": _get(
+                "Progress stream of the conversation's traces, JSON Lines", lines, conversation
+            ),
+            "/api/conversations/{conversation_id}/progress/stream": _get(
+                "Live progress envelopes of one conversation (SSE; id = bookmark seq)", sse, conversation
+            ),
             "/api/jobs/{job_id}/trace": _get(
                 "Alias of /api/traces/{id}/tree (trace id = job id)", params=job
             ),

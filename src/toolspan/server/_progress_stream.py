@@ -33,7 +33,11 @@ import io
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
 
 from toolspan import semconv as sc
 from toolspan.bridge._tools import execution_id
@@ -42,9 +46,20 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._deltas import DeltaDropped, DeltaHub, Subscription
-from toolspan.server._sse import Notifier
+from toolspan.server._sse import EventStreamResponse, Notifier
+from toolspan.server._store import Store
 
-__all__ = ["parse_since", "progress_chunks", "settled"]
+if TYPE_CHECKING:
+    from toolspan.server._app import App
+
+__all__ = [
+    "conversation_reader",
+    "parse_since",
+    "progress_chunks",
+    "progress_response",
+    "settled",
+    "trace_reader",
+]
 
 _REMOTE_POLL_S: Final = 1.0
 
@@ -63,11 +78,9 @@ def parse_since(raw: str) -> int | None:
 
 
 def _complete(spans: Sequence[Span]) -> bool:
-    return (
-        bool(spans)
-        and all(s.end_ns is not None for s in spans)
-        and any(s.parent_span_id is None for s in spans)
-    )
+    """Every span held has ended and every trace has its root among them."""
+    rooted = {s.trace_id for s in spans if s.parent_span_id is None}
+    return bool(spans) and all(s.end_ns is not None and s.trace_id in rooted for s in spans)
 
 
 def _provisional(envelope: dict[str, Any]) -> bool:
@@ -115,6 +128,45 @@ def _chunk(envelope: dict[str, Any], line: bytes) -> bytes:
 Reader = Callable[[], Awaitable[tuple[list[Span], bool, bool]]]
 
 
+Remote = Callable[[], Awaitable[list[Span] | None]]
+
+
+def trace_reader(store: Store, trace_id: str, idle_timeout_s: float, remote: Remote | None) -> Reader:
+    """What a trace's progress stream reads: the store's spans (read again only once the trace changed),
+    final once idle; else, with ``remote``, the trace from Tempo/Jaeger (polled)."""
+    held: list[Any] = [None, []]
+
+    async def read() -> tuple[list[Span], bool, bool]:
+        row = await run_in_threadpool(store.trace_row, trace_id)
+        if row is not None:
+            if held[0] != row.last_seen_ns:
+                held[:] = [row.last_seen_ns, await run_in_threadpool(store.trace_spans, trace_id)]
+            return held[1], time.time_ns() - row.last_seen_ns > idle_timeout_s * 1e9, True
+        if remote is None:
+            return [], False, True
+        return (await remote()) or [], False, False
+
+    return read
+
+
+def conversation_reader(store: Store, conversation_id: str, idle_timeout_s: float) -> Reader:
+    """What a conversation's progress stream reads: the spans of its traces in the store, final once every
+    one of them is idle (a later turn's envelopes come after, in time order)."""
+    held: list[Any] = [None, []]
+    where = "(conversation_id = ? OR trace_id = ?)"
+
+    async def read() -> tuple[list[Span], bool, bool]:
+        rows = await run_in_threadpool(store.list_traces, where, (conversation_id, conversation_id), 10_000)
+        seen = sorted((r.trace_id, r.last_seen_ns) for r in rows)
+        if held[0] != seen:
+            held[:] = [seen, await run_in_threadpool(store.conversation_spans, conversation_id)]
+        newest = max((r.last_seen_ns for r in rows), default=None)
+        idle = newest is not None and time.time_ns() - newest > idle_timeout_s * 1e9
+        return held[1], idle, True
+
+    return read
+
+
 async def progress_chunks(
     read: Reader,
     notifier: Notifier,
@@ -122,13 +174,14 @@ async def progress_chunks(
     *,
     heartbeat_s: float,
     deltas: DeltaHub | None = None,
-    trace_id: str = "",
+    trace_id: str | None = None,
+    conversation_id: str | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE chunks of one trace's progress stream after bookmark ``since`` (0: from the start)."""
     yield b"retry: 1000\n: connected\n\n"
     subscription: Subscription | None = None
     if deltas is not None:
-        subscription = deltas.subscribe(trace_id=trace_id, conversation_id=None, kind="text_chunk")
+        subscription = deltas.subscribe(trace_id=trace_id, conversation_id=conversation_id, kind="text_chunk")
     sent: list[bytes] = []  # lines sent on this connection, from seq ``since + 1``
     last: tuple[list[Span], bool] | None = None
     try:
@@ -185,3 +238,35 @@ async def _wait(
             yield delta.result()
         if commit in done and local:
             return
+
+
+async def progress_response(app: App, request: Request) -> Response:
+    """``/api/traces/{id}/progress/stream`` and ``/api/conversations/{id}/progress/stream``."""
+    from toolspan.server._app import _error, _trace_id
+
+    raw = request.headers.get("last-event-id") or request.query_params.get("since")
+    since = parse_since(raw) if raw else 0
+    if since is None:
+        return _error(400, f"not a progress bookmark: {(raw or '')[:80]!r}")
+    idle_s = app.config.idle_timeout_s
+    trace_id = conversation_id = None
+    if "trace_id" in request.path_params:
+        trace_id = _trace_id(request.path_params["trace_id"])
+        if trace_id is None:
+            return _error(404, f"no trace {request.path_params['trace_id']!r}")
+        read = trace_reader(app.store, trace_id, idle_s, app._remote(trace_id))
+    else:
+        conversation_id = request.path_params["conversation_id"]
+        read = conversation_reader(app.store, conversation_id, idle_s)
+    chunks = progress_chunks(
+        read,
+        app.notifier,
+        since,
+        heartbeat_s=app.config.heartbeat_s,
+        deltas=app.deltas,
+        trace_id=trace_id,
+        conversation_id=conversation_id,
+    )
+    return EventStreamResponse(
+        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop
+    )
