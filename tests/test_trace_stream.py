@@ -2,7 +2,8 @@
 serve`` processes; replica A holds the trace (the load balancer routed it there), replica B reads it from
 a local stand-in for Tempo answering in Tempo's ``/api/v2/traces/{id}`` format. A client reads part of the
 stream from A, the next part from B with A's ``Last-Event-ID`` (while the trace grows), the rest from A
-again with B's: it gets the full stream exactly once, in order."""
+again with B's: it gets the full stream exactly once, in order. The progress stream too (its id is the
+bookmark seq)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,17 @@ def _read(stream: Iterator[Any], count: int) -> list[Event]:
     return got
 
 
+def _envelopes(stream: Iterator[Any], count: int) -> list[Event]:
+    got: list[Event] = []
+    for event in stream:
+        assert event.event != "reset", event
+        if event.event in ("progress", "monitor"):
+            got.append((event.id, event.event, event.data))
+            if len(got) == count:
+                break
+    return got
+
+
 def _export(server: Server, tempo: _Tempo, spans: Sequence[ReadableSpan]) -> None:
     """What the Collector does: the spans to the replica the trace is routed to, and to Tempo."""
     for span in spans:
@@ -125,7 +137,14 @@ def test_a_client_resumes_a_trace_stream_on_the_other_replica_and_back(
         back_on_a = _read(sse_stream(a, path, last_event_id=from_b[-1][0]), 3)
         full_a = _read(sse_stream(a, path), 12)
         full_b = _read(sse_stream(b, path), 12)
+        # The progress stream's id is the bookmark seq, from the data: it resumes on B the same way.
+        progress = f"/api/traces/{trace_id}/progress/stream"
+        head = _envelopes(sse_stream(a, progress), 7)
+        tail = _envelopes(sse_stream(b, progress, last_event_id=head[-1][0]), 12)
+        view = a.get(f"/api/traces/{trace_id}/progress").decode().splitlines()
         assert b.get_json("/healthz")["spans"] == 0  # B holds nothing of it
+    assert [e[2] for e in head + tail] == view
+    assert [e[0] for e in head + tail] == [str(n) for n in range(1, 20)]
     received = from_a + from_b + back_on_a
     assert [e[1:] for e in received] == [e[1:] for e in full_a] == [e[1:] for e in full_b]
     tools = [s for s in spans if s.name.startswith("execute_tool")]
