@@ -148,6 +148,7 @@ def test_unknown_ids_are_json_404_and_health_and_openapi_answer(demo: tuple[Serv
         "log_records": 0,
         "streams": 0,
         "dropped_stream_clients": 0,
+        "relayed_text_deltas": 0,
     }
     doc = server.get_json("/openapi.json")
     assert doc["openapi"] == "3.1.0"

@@ -188,7 +188,13 @@ def test_streams_filter_by_trace_and_conversation_and_send_heartbeats(tmp_path: 
             ("observe", f"exec_{spans[1].context.span_id:016x}"),
         ]
         # A trace without a conversation id is its own conversation.
-        assert _take(server, f"/api/conversations/{trace_id}/stream", 2) == one
+        # The per-trace cursor is the commit cursor plus its data part (seen, data key): see _trace_stream.
+        per_trace = [("-".join(e[0].split("-")[:4]), *e[1:]) for e in one]
+        assert [e[0].split("-")[4:] for e in one] == [
+            ["1", str(spans[1].start_time), f"{spans[1].context.span_id:016x}", "0"],
+            ["2", str(spans[1].end_time), f"{spans[1].context.span_id:016x}", "1"],
+        ]
+        assert _take(server, f"/api/conversations/{trace_id}/stream", 2) == per_trace
         everything = _take(server, "/api/stream?from=start", 6)
         # One commit: its events in (trace id, span id) order, each act followed by its observe.
         by_trace = sorted(spans, key=lambda s: s.context.trace_id)

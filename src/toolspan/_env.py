@@ -114,6 +114,18 @@ OTEL_BSP_MAX_QUEUE_SIZE: Final = EnvVar(
     "2048",
     "Spans `configure()`'s batch processors hold at most while exporting (more are dropped).",
 )
+OTEL_LOGS_EXPORTER: Final = EnvVar(
+    "OTEL_LOGS_EXPORTER",
+    "",
+    "Where `configure()` sends log records (`toolspan.text_delta` chunks): `otlp`, `console`, `none`. "
+    "Unset: `otlp` when an OTLP endpoint is set, otherwise none.",
+)
+OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: Final = EnvVar(
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "", "OTLP endpoint for logs only."
+)
+OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: Final = EnvVar(
+    "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "", "Protocol for logs only; overrides `OTEL_EXPORTER_OTLP_PROTOCOL`."
+)
 
 ALL: Final = (
     TOOLSPAN_CAPTURE_CONTENT,
@@ -137,6 +149,9 @@ ALL: Final = (
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
     OTEL_EXPORTER_OTLP_HEADERS,
     OTEL_BSP_MAX_QUEUE_SIZE,
+    OTEL_LOGS_EXPORTER,
+    OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
+    OTEL_EXPORTER_OTLP_LOGS_PROTOCOL,
 )
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})

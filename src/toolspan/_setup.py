@@ -13,7 +13,10 @@ What it does, in order:
 3. If an SDK provider is installed, keeps it (never replaced; its resource is not changed) and adds only
    what the call explicitly asks for (``exporters``, ``console``, ``file``, ``span_processors``); exporters
    the environment selects are left to whoever set that provider up.
-4. With ``instrument_threading`` (default), calls :func:`instrument_threads`: OpenTelemetry's
+4. When ``exporters`` is None and no ``LoggerProvider`` is installed, installs one with the exporters
+   ``OTEL_LOGS_EXPORTER`` selects (``toolspan._logsetup``): ``toolspan.text_delta`` chunks go out as
+   OTLP log records.
+5. With ``instrument_threading`` (default), calls :func:`instrument_threads`: OpenTelemetry's
    ``ThreadingInstrumentor`` (a core dependency) is turned on once, so ``ThreadPoolExecutor``,
    ``threading.Thread`` and ``loop.run_in_executor`` keep the calling span as parent. Applications that
    set up OpenTelemetry themselves and never call ``configure()`` call ``toolspan.instrument_threads()``
@@ -48,6 +51,7 @@ from opentelemetry.util.types import AttributeValue
 from toolspan import _env
 from toolspan._exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
 from toolspan._intercept import install_guard
+from toolspan._logsetup import configure_logs
 from toolspan.config import Redactor, resolve_config, set_config
 from toolspan.semconv import SERVICE_NAME
 
@@ -120,6 +124,8 @@ def configure(
             processors=processors,
             resource_attributes=resource_attributes,
         )
+    if exporters is None:  # the environment decides, for log records (text deltas) as for spans
+        configure_logs(getattr(provider, "resource", None))
     if instrument_threading:
         instrument_threads()
     if guard is not None:

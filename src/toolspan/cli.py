@@ -147,6 +147,9 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument(
         "--send-timeout", type=float, default=10.0, help="drop a stream client stuck this long"
     )
+    serve.add_argument(
+        "--delta-buffer", type=int, default=1000, help="text deltas a stream client may lag behind at most"
+    )
     serve.add_argument("--tempo", default=None, metavar="URL", help="read traces not held here from Tempo")
     serve.add_argument("--jaeger", default=None, metavar="URL", help="read traces not held here from Jaeger")
 
@@ -175,6 +178,7 @@ def serve(args: argparse.Namespace) -> int:
         max_spans=args.max_spans,
         heartbeat_s=args.heartbeat,
         send_timeout_s=args.send_timeout,
+        delta_buffer=args.delta_buffer,
         tempo_url=args.tempo,
         jaeger_url=args.jaeger,
     )

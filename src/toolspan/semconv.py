@@ -139,6 +139,9 @@ LINK_TYPE_RESUMES_APPROVAL: Final = "resumes_approval"
 # the pending processor sends no "running" start record for it: its first record says it awaits approval.
 CONTEXT_APPROVAL_GATE: Final = "toolspan.approval_gate"
 GENERATOR_CLOSED_EVENT: Final = "toolspan.generator.closed"
+# Event name of the OpenTelemetry log record carrying one text_delta chunk (body: the text): relayed
+# live by toolspan serve, never stored.
+TEXT_DELTA_EVENT: Final = "toolspan.text_delta"
 
 # W3C baggage entries written by toolspan.inject() inside a tool: the ids of that tool call, so a
 # sub-plan started from the carrier in another process sets toolspan.parent.*.

@@ -1,7 +1,11 @@
 """Text deltas of the conversation timeline: streamed text for live subscribers only, never stored per chunk.
 
-``text_delta(text)`` hands each chunk to every registered live processor that saw the span start; the span
-itself only gets the accumulated text as ``toolspan.stream.text`` (one value, within the byte budget).
+``text_delta(text)`` hands each chunk to every registered live processor that saw the span start, and
+emits it as one OpenTelemetry log record (event name ``toolspan.text_delta``, body: the text, in the span's
+context) to the application's ``LoggerProvider``, if any (``configure()`` installs one from
+``OTEL_LOGS_EXPORTER``): that is how a chunk reaches ``toolspan serve``, which relays it to its live
+stream clients and never stores it. The span itself only gets the accumulated text as
+``toolspan.stream.text`` (one value, within the byte budget).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ _aggregates: weakref.WeakKeyDictionary[trace_api.Span, _Aggregate] = weakref.Wea
 _aggregates_lock = threading.Lock()
 _processors: weakref.WeakSet[Any] = weakref.WeakSet()
 _processors_lock = threading.Lock()
+_delta_logger: Any = None
 
 
 def register(sink: DeltaSink) -> None:
@@ -80,13 +85,45 @@ def _aggregate(span: trace_api.Span, text: str) -> None:
             span.set_attribute(semconv.TOOLSPAN_STREAM_TRUNCATED, True)
 
 
+def _logger_of_deltas() -> Any:
+    global _delta_logger
+    if _delta_logger is None:
+        from opentelemetry import _logs
+
+        _delta_logger = _logs.get_logger("toolspan")
+    return _delta_logger
+
+
+def _emit(span: trace_api.Span, text: str) -> None:
+    """One OpenTelemetry log record for the chunk, in the span's context (a no-op without a
+    ``LoggerProvider``)."""
+    logger = _logger_of_deltas()
+    context = trace_api.set_span_in_context(span)
+    try:
+        logger.emit(body=text, context=context, event_name=semconv.TEXT_DELTA_EVENT)
+    except TypeError:  # an API before keyword emit (1.35): the event name as the ``event.name`` attribute
+        from opentelemetry._logs import LogRecord
+
+        ctx = span.get_span_context()
+        logger.emit(
+            LogRecord(
+                trace_id=ctx.trace_id,
+                span_id=ctx.span_id,
+                trace_flags=ctx.trace_flags,
+                body=text,
+                attributes={"event.name": semconv.TEXT_DELTA_EVENT},
+            )
+        )
+
+
 def text_delta(text: str, *, span: trace_api.Span | None = None) -> None:
     """Stream ``text`` produced by the current tool or LLM span (or ``span``) to live subscribers.
 
     Subscribers of every ``LiveEventProcessor`` that saw the span start get
     ``{"type": "text_delta", "execution_id": "exec_<span id>", "delta": text}``. The span records no
     event per delta; its ``toolspan.stream.text`` attribute holds the text so far (when content capture
-    is on), cut at the byte budget (then ``toolspan.stream.truncated`` is true). Never raises.
+    is on), cut at the byte budget (then ``toolspan.stream.truncated`` is true). The chunk also goes to
+    the OpenTelemetry logs pipeline as a ``toolspan.text_delta`` log record. Never raises.
     """
     try:
         if not text:
@@ -98,6 +135,7 @@ def text_delta(text: str, *, span: trace_api.Span | None = None) -> None:
             return
         if target.is_recording():
             _aggregate(target, text)
+        _emit(target, text)
         with _processors_lock:
             processors = list(_processors)
         if not processors:

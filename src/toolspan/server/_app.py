@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hmac
 import logging
 import urllib.parse
@@ -29,12 +30,15 @@ from toolspan.bridge.model import Span, pad_trace_id
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
+from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._openapi import openapi_document
+from toolspan.server._progress_stream import progress_response
 from toolspan.server._records import Row
 from toolspan.server._remote import RemoteError, fetch_remote
 from toolspan.server._render import LINES, document_bytes, render, tree_document
 from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
 from toolspan.server._store import Cursor, IngestResult, Store
+from toolspan.server._trace_stream import trace_chunks
 
 __all__ = ["App", "build_app"]
 
@@ -85,6 +89,7 @@ class App:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.dropped_clients = 0
         self.streams = 0
+        self.deltas = DeltaHub(config.delta_buffer, self._drop)
 
     # --- ingest (shared with gRPC) ---
 
@@ -101,8 +106,12 @@ class App:
 
     def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult:
         """Store span-tied log records (any thread); returns the counts. Records are joined to their spans
-        when a trace is read, so nothing live changes here."""
+        when a trace is read, so nothing live changes here; text deltas are relayed, never stored."""
+        records, deltas = split_deltas(records)
+        if deltas and self.loop is not None:
+            self.deltas.relay(self.loop, deltas, self.store.trace_row)
         result = self.store.ingest_logs(records) if records else IngestResult()
+        result.accepted += len(deltas)
         result.rejected = rejected
         result.message = message
         return result
@@ -252,8 +261,9 @@ class App:
         spans = await run_in_threadpool(self.store.conversation_spans, conversation_id)
         if not spans:
             return _error(404, f"no conversation {conversation_id!r}")
-        body = await run_in_threadpool(render, "timeline", spans)
-        return Response(body, media_type="application/json")
+        progress = request.url.path.endswith("/progress")
+        body = await run_in_threadpool(render, "progress" if progress else "timeline", spans)
+        return Response(body, media_type=_NDJSON if progress else "application/json")
 
     async def list_traces(self, request: Request) -> Response:
         page = await self._listing(request)
@@ -268,6 +278,7 @@ class App:
                 **counts,
                 "streams": self.streams,
                 "dropped_stream_clients": self.dropped_clients,
+                "relayed_text_deltas": self.deltas.relayed,
             }
         )
 
@@ -296,17 +307,38 @@ class App:
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
             cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
-        chunks = event_chunks(
-            self.store,
-            self.notifier,
-            cursor,
-            trace_id=trace_id,
-            conversation_id=conversation_id,
-            heartbeat_s=self.config.heartbeat_s,
+        if trace_id is not None:  # resumable on any replica (``_trace_stream``)
+            heartbeat_s = self.config.heartbeat_s
+            remote = self._remote(trace_id)
+            chunks = trace_chunks(
+                self.store, self.notifier, trace_id, cursor, heartbeat_s=heartbeat_s, remote=remote
+            )
+        else:
+            chunks = event_chunks(
+                self.store,
+                self.notifier,
+                cursor,
+                trace_id=None,
+                conversation_id=conversation_id,
+                heartbeat_s=self.config.heartbeat_s,
+            )
+        subscription = self.deltas.subscribe(
+            trace_id=trace_id, conversation_id=conversation_id, kind="text_delta"
         )
         return EventStreamResponse(
-            self._counted(chunks), send_timeout_s=self.config.send_timeout_s, on_drop=self._drop
+            self._counted(with_deltas(chunks, subscription)),
+            send_timeout_s=self.config.send_timeout_s,
+            on_drop=self._drop,
         )
+
+    def _remote(self, trace_id: str) -> Any:
+        """Reads the trace from Tempo/Jaeger when configured (for streams of traces not held here)."""
+        if self.config.tempo_url or self.config.jaeger_url:
+            return functools.partial(self.trace_spans, trace_id)
+        return None
+
+    async def progress_stream(self, request: Request) -> Response:
+        return await progress_response(self, request)
 
     async def _counted(self, chunks: Any) -> Any:
         self.streams += 1
@@ -327,6 +359,9 @@ class App:
             Route("/api/traces", self.list_traces),
             Route("/api/stream", self.stream),
             Route("/api/traces/{trace_id:str}/stream", self.stream),
+            Route("/api/traces/{trace_id:str}/progress/stream", self.progress_stream),
+            Route("/api/conversations/{conversation_id:str}/progress/stream", self.progress_stream),
+            Route("/api/conversations/{conversation_id:str}/progress", self.conversation_timeline),
             Route("/api/conversations/{conversation_id:str}/stream", self.stream),
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),
             Route("/api/jobs/{job_id:str}/trace", self.job),

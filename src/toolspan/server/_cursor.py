@@ -1,10 +1,21 @@
-"""A position in the server's event log: ``<commit ns>-<trace id>-<span id>-<phase>``."""
+"""A position in the server's event log: ``<commit ns>-<trace id>-<span id>-<phase>``.
+
+Events of one trace's stream carry four more parts, ``-<seen>-<key ns>-<key span>-<key phase>``: how many
+events of the trace the client has received with this one (``seen``) and the largest *data key* among
+them, ``(event time, span id, phase)`` (an act's time is its span's start, an observe's its end). The
+data key means the same on every replica, the commit clock only on the one that wrote it: a replica
+resumes a foreign cursor when exactly ``seen`` events of the trace have a data key up to the cursor's
+(then those are the ones the client has), and sends ``reset`` and a snapshot otherwise.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["Cursor"]
+__all__ = ["Cursor", "DataKey"]
+
+# (event time ns, span id, phase): the order of a trace's events in its data.
+DataKey = tuple[int, str, int]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -15,16 +26,28 @@ class Cursor:
     trace_id: str = ""
     span_id: str = ""
     phase: int = -1
+    # Per-trace streams only: events of the trace received so far, and the largest data key among them.
+    seen: int = field(default=-1, compare=False)
+    key: DataKey | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
-        return f"{self.ns}-{self.trace_id}-{self.span_id}-{self.phase}"
+        base = f"{self.ns}-{self.trace_id}-{self.span_id}-{self.phase}"
+        if self.seen < 0 or self.key is None:
+            return base
+        return f"{base}-{self.seen}-{self.key[0]}-{self.key[1]}-{self.key[2]}"
 
     @classmethod
     def parse(cls, text: str) -> Cursor | None:
         """The cursor an ``id:`` line carried, or ``None`` for text that is not one."""
         parts = text.strip().split("-")
-        if len(parts) != 4 or not parts[0].isdigit() or parts[3] not in ("0", "1"):
+        if len(parts) not in (4, 8) or not parts[0].isdigit() or parts[3] not in ("0", "1"):
             return None
         if len(parts[1]) != 32 or len(parts[2]) != 16:
             return None
-        return cls(int(parts[0]), parts[1], parts[2], int(parts[3]))
+        if len(parts) == 4:
+            return cls(int(parts[0]), parts[1], parts[2], int(parts[3]))
+        seen, key_ns, key_span, key_phase = parts[4:]
+        if not (seen.isdigit() and key_ns.isdigit() and len(key_span) == 16 and key_phase in ("0", "1")):
+            return None
+        key = (int(key_ns), key_span, int(key_phase))
+        return cls(int(parts[0]), parts[1], parts[2], int(parts[3]), int(seen), key)

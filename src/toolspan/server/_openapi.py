@@ -77,6 +77,12 @@ def openapi_document() -> dict[str, Any]:
             "/api/conversations/{conversation_id}/timeline": _get(
                 "Conversation timelines", params=conversation
             ),
+            "/api/conversations/{conversation_id}/progress": _get(
+                "Progress stream of the conversation's traces, JSON Lines", lines, conversation
+            ),
+            "/api/conversations/{conversation_id}/progress/stream": _get(
+                "Live progress envelopes of one conversation (SSE; id = bookmark seq)", sse, conversation
+            ),
             "/api/jobs/{job_id}/trace": _get(
                 "Alias of /api/traces/{id}/tree (trace id = job id)", params=job
             ),
@@ -92,6 +98,12 @@ def openapi_document() -> dict[str, Any]:
             ),
             "/api/stream": _get("Live act/observe events of all traces (SSE, Last-Event-ID resume)", sse),
             "/api/traces/{trace_id}/stream": _get("Live act/observe events of one trace (SSE)", sse, trace),
+            "/api/traces/{trace_id}/progress/stream": _get(
+                "Live progress envelopes of one trace (SSE; id = bookmark seq, resume with Last-Event-ID"
+                " or ?since=)",
+                sse,
+                trace,
+            ),
             "/api/conversations/{conversation_id}/stream": _get(
                 "Live act/observe events of one conversation (SSE)", sse, conversation
             ),
