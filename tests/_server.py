@@ -25,9 +25,19 @@ READY_TIMEOUT_S = 20.0
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (each socket stays bound until all are picked, so no two coincide)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind((HOST, 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 @dataclass
@@ -114,7 +124,7 @@ class Server:
 
 @contextmanager
 def running_server(tmp: Path, *args: str, db: Path | None = None) -> Iterator[Server]:
-    server = Server(db or tmp / "toolspan.db", free_port(), free_port(), args, tmp / "server.log")
+    server = Server(db or tmp / "toolspan.db", *free_ports(2), args, tmp / "server.log")
     server.start()
     try:
         yield server
