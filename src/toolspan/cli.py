@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import gc
 import os
 import sys
@@ -150,6 +151,13 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument(
         "--delta-buffer", type=int, default=1000, help="text deltas a stream client may lag behind at most"
     )
+    serve.add_argument(
+        "--parse-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes parsing OTLP/HTTP trace bodies (default 1 with 2+ cores; 0: in-process)",
+    )
     serve.add_argument("--tempo", default=None, metavar="URL", help="read traces not held here from Tempo")
     serve.add_argument("--jaeger", default=None, metavar="URL", help="read traces not held here from Jaeger")
 
@@ -182,6 +190,8 @@ def serve(args: argparse.Namespace) -> int:
         tempo_url=args.tempo,
         jaeger_url=args.jaeger,
     )
+    if args.parse_workers is not None:
+        config = dataclasses.replace(config, parse_workers=max(0, args.parse_workers))
     return run(config)
 
 

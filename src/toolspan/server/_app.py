@@ -32,6 +32,7 @@ from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._openapi import openapi_document
+from toolspan.server._parsers import Parsers
 from toolspan.server._progress_stream import progress_response
 from toolspan.server._records import Row
 from toolspan.server._remote import RemoteError, fetch_remote
@@ -90,6 +91,7 @@ class App:
         self.dropped_clients = 0
         self.streams = 0
         self.deltas = DeltaHub(config.delta_buffer, self._drop)
+        self.parsers = Parsers(config.parse_workers)
 
     # --- ingest (shared with gRPC) ---
 
@@ -150,7 +152,7 @@ class App:
     async def otlp_traces(self, request: Request) -> Response:
         try:
             kind, body = await self._otlp_body(request)
-            rows = await run_in_threadpool(_ingest.parse_body, body, kind)
+            rows = await self.parsers.parse(body, kind)
         except _ingest.IngestError as e:
             return self._refused(request, e)
         result = await run_in_threadpool(self.ingest_rows, rows)
@@ -414,8 +416,12 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         app.loop = asyncio.get_running_loop()
-        yield
-        app.loop = None
+        await app.parsers.start()
+        try:
+            yield
+        finally:
+            app.loop = None
+            await run_in_threadpool(app.parsers.close)
 
     starlette = Starlette(
         routes=app.routes(),

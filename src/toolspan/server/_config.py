@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig", "default_parse_workers"]
 
 DEFAULT_MAX_BODY_BYTES: Final = 16 << 20
+
+
+def default_parse_workers() -> int:
+    """One parse worker process on a machine with two cores or more, else none (parse in-process)."""
+    return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,5 +36,7 @@ class ServerConfig:
     send_timeout_s: float = 10.0
     # Text deltas buffered per stream client at most (then the client is dropped).
     delta_buffer: int = 1000
+    # Worker processes parsing OTLP/HTTP trace bodies beside the server process (0: parse in-process).
+    parse_workers: int = field(default_factory=default_parse_workers)
     tempo_url: str | None = None
     jaeger_url: str | None = None

@@ -54,6 +54,10 @@ class IngestError(Exception):
         self.status = status
         self.message = message
 
+    def __reduce__(self) -> tuple[type[IngestError], tuple[int, str]]:
+        # Raised in a parse worker process (``_parsers``) and pickled back to the server.
+        return IngestError, (self.status, self.message)
+
 
 def media_type(content_type: str | None) -> str:
     """``PROTOBUF`` or ``JSON`` for a request's ``Content-Type`` (415 for anything else)."""
