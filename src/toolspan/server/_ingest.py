@@ -47,7 +47,7 @@ _CHUNK: Final = 64 << 10
 
 
 class IngestError(Exception):
-    """A request refused as a whole: ``status`` (400, 413, 415) and a one-line reason."""
+    """A request refused as a whole: ``status`` (400, 413, 415; 503 to retry) and a one-line reason."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
