@@ -12,7 +12,9 @@
   ``toolspan convert --logs`` joins them), so a record that arrives before its span is joined once it does.
 - ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
   ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
-  strictly increasing and stored with the data), so a cursor means the same thing after a restart.
+  strictly increasing and stored with the data), so a cursor means the same thing after a restart. A
+  conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them);
+  the log's own ``conversation_id`` column is left NULL (it was filled by 0.1.0).
 
 Every statement is parameterised. A commit returns only once SQLite has the transaction in its WAL, so an
 acknowledged export survives the server being killed.
@@ -59,7 +61,7 @@ CREATE TABLE IF NOT EXISTS events (
   ns INTEGER NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
   conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
-CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, ns);
+DROP INDEX IF EXISTS events_conversation;
 CREATE TABLE IF NOT EXISTS logs (
   trace_id TEXT NOT NULL, span_id TEXT NOT NULL, digest TEXT NOT NULL, ns INTEGER NOT NULL,
   data TEXT NOT NULL, UNIQUE (trace_id, span_id, digest));
@@ -350,7 +352,11 @@ class Store:
             sql += " AND e.trace_id = ?"
             args.append(trace_id)
         if conversation_id is not None:
-            sql += " AND (e.conversation_id = ? OR e.trace_id = ?)"
+            # The conversation's traces, as its timeline reads them (no index on the event log for it:
+            # one index less to write on every ingest).
+            sql += (
+                " AND e.trace_id IN (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)"
+            )
             args += [conversation_id, conversation_id]
         sql += " ORDER BY e.ns, e.trace_id, e.span_id, e.phase LIMIT ?"
         args.append(limit)

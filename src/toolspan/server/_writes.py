@@ -50,7 +50,6 @@ def put_rows(
     inserts: list[Row] = []
     replaces: list[Row] = []
     events: list[tuple[int, str, str, int]] = []
-    conversations: dict[str, str | None] = {}
     for key, record in batch.items():
         row = record
         had_end = False
@@ -72,8 +71,6 @@ def put_rows(
             replaces.append(row)
         else:
             inserts.append(row)
-        if row.conversation_id is not None or row.trace_id not in conversations:
-            conversations[row.trace_id] = row.conversation_id or conversations.get(row.trace_id)
         if row.is_tool:
             if old is None:
                 events.append((ns, *key, ACT))
@@ -90,19 +87,6 @@ def put_rows(
         insert_rows(db, "INSERT OR REPLACE INTO spans", replaces, len(Row._fields))
     update_summaries(db, inserts, {r.trace_id for r in replaces}, ns)
     if events:
-        traces = json.dumps(sorted(conversations))
-        known = dict(
-            json.loads(
-                db.execute(
-                    "SELECT json_group_array(json_array(t.trace_id, t.conversation_id)) FROM json_each(?)"
-                    " AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
-                    (traces,),
-                ).fetchone()[0]
-            )
-        )
-        insert_rows(
-            db,
-            "INSERT OR IGNORE INTO events",
-            [(*e, conversations.get(e[1]) or known.get(e[1])) for e in events],
-            5,
-        )
+        # The last column (a conversation id, in stores written by 0.1.0) stays NULL: a conversation's
+        # stream reads the events of the conversation's traces (see ``Store.events_after``).
+        insert_rows(db, "INSERT OR IGNORE INTO events", [(*e, None) for e in events], 5)
