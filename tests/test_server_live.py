@@ -253,3 +253,31 @@ def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> N
             assert (health["dropped_stream_clients"], health["streams"]) == (1, 0)
         finally:
             sock.close()
+
+
+def test_a_conversation_stream_holds_the_events_of_its_traces_only(tmp_path: Path) -> None:
+    @toolspan.tool
+    def step(i: int) -> int:
+        return i
+
+    with capture_spans() as finished:
+        for i, conversation in enumerate(("conv-a", "conv-b", "conv-a")):
+            with toolspan.agent("planner", conversation_id=conversation):
+                step(i)
+    spans = list(finished())
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    assert len(tools) == 3
+    with running_server(tmp_path) as server:
+        # The first trace's tool arrives alone: its conversation is known only once its agent span comes.
+        assert server.post_otlp(otlp_body([tools[0]]))[0] == 200
+        assert server.post_otlp(otlp_body([s for s in spans if s is not tools[0]]))[0] == 200
+        got = _take(server, "/api/conversations/conv-a/stream", 4)
+        everything = _take(server, "/api/stream?from=start", 6)
+    expected = [e for e in everything if e[2] != f"exec_{tools[1].context.span_id:016x}"]
+    assert got == expected
+    assert [(e[1], e[2]) for e in got] == [
+        ("act", f"exec_{tools[0].context.span_id:016x}"),
+        ("observe", f"exec_{tools[0].context.span_id:016x}"),
+        ("act", f"exec_{tools[2].context.span_id:016x}"),
+        ("observe", f"exec_{tools[2].context.span_id:016x}"),
+    ]
