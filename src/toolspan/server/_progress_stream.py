@@ -46,7 +46,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._deltas import DeltaDropped, DeltaHub, Subscription
-from toolspan.server._sse import EventStreamResponse, Notifier
+from toolspan.server._sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier
 from toolspan.server._store import Store
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ async def progress_chunks(
     conversation_id: str | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE chunks of one trace's progress stream after bookmark ``since`` (0: from the start)."""
-    yield b"retry: 1000\n: connected\n\n"
+    yield CONNECTED
     subscription: Subscription | None = None
     if deltas is not None:
         subscription = deltas.subscribe(trace_id=trace_id, conversation_id=conversation_id, kind="text_chunk")
@@ -220,7 +220,7 @@ async def _wait(
         left = deadline - time.monotonic()
         if left <= 0:
             if local:
-                yield b": heartbeat\n\n"
+                yield HEARTBEAT
             return
         if subscription is None:
             try:

@@ -16,22 +16,36 @@ A client reconnecting with ``Last-Event-ID`` (or ``?cursor=``) older than the re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from toolspan.bridge.model import Span
 from toolspan.bridge.views import act_event, observe_event
 from toolspan.server._store import ACT, Cursor, Store
 
-__all__ = ["EventStreamResponse", "Notifier", "event_chunks"]
+__all__ = [
+    "CONNECTED",
+    "HEARTBEAT",
+    "PAGE",
+    "EventStreamResponse",
+    "Notifier",
+    "event_chunks",
+    "format_event",
+    "render_event",
+    "tail",
+]
 
 _logger = logging.getLogger(__name__)
-_PAGE: Final = 500
+PAGE: Final = 500
+HEARTBEAT: Final = b": heartbeat\n\n"
+CONNECTED: Final = b"retry: 1000\n: connected\n\n"
 
 
 class Notifier:
@@ -48,9 +62,46 @@ class Notifier:
         event.set()
 
 
-def _format(cursor: Cursor, kind: str, data: Any) -> bytes:
+def format_event(cursor: Cursor, kind: str, data: Any) -> bytes:
+    """One SSE event: its ``id:`` cursor, ``event:`` kind and ``data:`` JSON."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return f"id: {cursor}\nevent: {kind}\ndata: {text}\n\n".encode()
+
+
+def render_event(phase: int, span: Span) -> tuple[str, Any] | None:
+    """``(kind, data)`` of a log entry: the span's act, or its observe once it ended (else ``None``)."""
+    if phase == ACT:
+        return "act", act_event(span)
+    if span.end_ns is not None:
+        return "observe", observe_event(span)
+    return None
+
+
+async def tail(
+    store: Store,
+    notifier: Notifier,
+    position: Cursor,
+    *,
+    trace_id: str | None,
+    conversation_id: str | None,
+    heartbeat_s: float,
+) -> AsyncGenerator[list[tuple[Cursor, int, Span]] | None, None]:
+    """The event log after ``position``, forever: each page of entries as it is read, ``None`` when
+    ``heartbeat_s`` passed without a commit (time for a heartbeat)."""
+    while True:
+        waiter = notifier.waiter()
+        rows = await run_in_threadpool(
+            store.events_after, position, trace_id=trace_id, conversation_id=conversation_id, limit=PAGE
+        )
+        if rows:
+            position = rows[-1][0]
+            yield rows
+        if len(rows) == PAGE:
+            continue
+        try:
+            await asyncio.wait_for(waiter.wait(), heartbeat_s)
+        except asyncio.TimeoutError:
+            yield None
 
 
 async def event_chunks(
@@ -63,7 +114,7 @@ async def event_chunks(
     heartbeat_s: float,
 ) -> AsyncIterator[bytes]:
     """The SSE byte chunks of one stream, from after ``cursor`` (``None``: everything kept)."""
-    yield b"retry: 1000\n: connected\n\n"
+    yield CONNECTED
     horizon = await run_in_threadpool(store.horizon)
     if cursor is not None and cursor < horizon:
         reason = "cursor older than the retained events; a snapshot follows"
@@ -71,26 +122,21 @@ async def event_chunks(
         yield f"event: reset\ndata: {json.dumps(reset)}\n\n".encode()
         cursor = None
     position = cursor if cursor is not None else Cursor(0)
-    while True:
-        waiter = notifier.waiter()
-        rows = await run_in_threadpool(
-            store.events_after, position, trace_id=trace_id, conversation_id=conversation_id, limit=_PAGE
-        )
-        chunk = bytearray()
-        for row_cursor, phase, span in rows:
-            if phase == ACT:
-                chunk += _format(row_cursor, "act", act_event(span))
-            elif span.end_ns is not None:
-                chunk += _format(row_cursor, "observe", observe_event(span))
-            position = row_cursor
-        if chunk:
-            yield bytes(chunk)
-        if len(rows) == _PAGE:
-            continue
-        try:
-            await asyncio.wait_for(waiter.wait(), heartbeat_s)
-        except asyncio.TimeoutError:
-            yield b": heartbeat\n\n"
+    pages = tail(
+        store, notifier, position, trace_id=trace_id, conversation_id=conversation_id, heartbeat_s=heartbeat_s
+    )
+    async with contextlib.aclosing(pages):
+        async for rows in pages:
+            if rows is None:
+                yield HEARTBEAT
+                continue
+            chunk = bytearray()
+            for row_cursor, phase, span in rows:
+                event = render_event(phase, span)
+                if event is not None:
+                    chunk += format_event(row_cursor, *event)
+            if chunk:
+                yield bytes(chunk)
 
 
 class EventStreamResponse(Response):

@@ -17,6 +17,7 @@ Events are those of the all-traces stream, filtered to the trace, with the per-t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -27,17 +28,14 @@ from starlette.concurrency import run_in_threadpool
 
 from toolspan.bridge.classify import TOOL, classify
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import act_event, observe_event
 from toolspan.server._cursor import Cursor, DataKey
-from toolspan.server._sse import Notifier
+from toolspan.server._sse import CONNECTED, HEARTBEAT, PAGE, Notifier, format_event, render_event, tail
 from toolspan.server._store import ACT, OBSERVE, Store
 
 __all__ = ["data_key", "trace_chunks"]
 
-_PAGE: Final = 500
 _POLL_S: Final = 1.0
 _CATCH_UP_POLLS: Final = 10
-_CONNECTED: Final = b"retry: 1000\n: connected\n\n"
 
 Remote = Callable[[], Awaitable[list[Span] | None]]
 
@@ -46,19 +44,6 @@ def data_key(phase: int, span: Span) -> DataKey:
     """Where an event sits in its trace's data: ``(event time, span id, phase)``."""
     at = span.start_ns if phase == ACT else (span.end_ns if span.end_ns is not None else span.start_ns)
     return (at, span.span_id, phase)
-
-
-def _event(phase: int, span: Span) -> tuple[str, Any] | None:
-    if phase == ACT:
-        return "act", act_event(span)
-    if span.end_ns is not None:
-        return "observe", observe_event(span)
-    return None
-
-
-def _format(cursor: Cursor, kind: str, data: Any) -> bytes:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return f"id: {cursor}\nevent: {kind}\ndata: {text}\n\n".encode()
 
 
 def _reset(reason: str) -> bytes:
@@ -73,15 +58,15 @@ def _log(store: Store, trace_id: str) -> list[tuple[Cursor, int, Span]]:
     out: list[tuple[Cursor, int, Span]] = []
     position = Cursor(0)
     while True:
-        rows = store.events_after(position, trace_id=trace_id, conversation_id=None, limit=_PAGE)
+        rows = store.events_after(position, trace_id=trace_id, conversation_id=None, limit=PAGE)
         out += rows
-        if len(rows) < _PAGE:
+        if len(rows) < PAGE:
             return out
         position = rows[-1][0]
 
 
 def _tally(rows: Sequence[tuple[Cursor, int, Span]]) -> tuple[int, DataKey | None]:
-    keys = [data_key(phase, span) for _, phase, span in rows if _event(phase, span) is not None]
+    keys = [data_key(phase, span) for _, phase, span in rows if render_event(phase, span) is not None]
     return len(keys), max(keys, default=None)
 
 
@@ -118,34 +103,28 @@ async def trace_chunks(
         async for piece in _remote_chunks(remote, trace_id, cursor, heartbeat_s):
             yield piece
         return
-    yield _CONNECTED
+    yield CONNECTED
     log = await run_in_threadpool(_log, store, trace_id)
     horizon = await run_in_threadpool(store.horizon)
     position, seen, key, reset = _anchor(log, cursor, horizon)
     if reset:
         yield _reset(_NOT_HERE)
-    while True:
-        waiter = notifier.waiter()
-        rows = await run_in_threadpool(
-            store.events_after, position, trace_id=trace_id, conversation_id=None, limit=_PAGE
-        )
-        out = bytearray()
-        for row_cursor, phase, span in rows:
-            position = row_cursor
-            event = _event(phase, span)
-            if event is None:
+    pages = tail(store, notifier, position, trace_id=trace_id, conversation_id=None, heartbeat_s=heartbeat_s)
+    async with contextlib.aclosing(pages):
+        async for rows in pages:
+            if rows is None:
+                yield HEARTBEAT
                 continue
-            seen += 1
-            key = max(key, data_key(phase, span)) if key is not None else data_key(phase, span)
-            out += _format(dataclasses.replace(row_cursor, seen=seen, key=key), *event)
-        if out:
-            yield bytes(out)
-        if len(rows) == _PAGE:
-            continue
-        try:
-            await asyncio.wait_for(waiter.wait(), heartbeat_s)
-        except asyncio.TimeoutError:
-            yield b": heartbeat\n\n"
+            out = bytearray()
+            for row_cursor, phase, span in rows:
+                event = render_event(phase, span)
+                if event is None:
+                    continue
+                seen += 1
+                key = max(key, data_key(phase, span)) if key is not None else data_key(phase, span)
+                out += format_event(dataclasses.replace(row_cursor, seen=seen, key=key), *event)
+            if out:
+                yield bytes(out)
 
 
 def _remote_events(trace_id: str, spans: Sequence[Span]) -> list[tuple[DataKey, str, Any]]:
@@ -154,7 +133,7 @@ def _remote_events(trace_id: str, spans: Sequence[Span]) -> list[tuple[DataKey, 
         if span.trace_id != trace_id or classify(span) != TOOL:
             continue
         for phase in (ACT, OBSERVE):
-            event = _event(phase, span)
+            event = render_event(phase, span)
             if event is not None:
                 out.append((data_key(phase, span), *event))
     out.sort(key=lambda e: e[0])
@@ -164,7 +143,7 @@ def _remote_events(trace_id: str, spans: Sequence[Span]) -> list[tuple[DataKey, 
 async def _remote_chunks(
     remote: Remote, trace_id: str, cursor: Cursor | None, heartbeat_s: float
 ) -> AsyncIterator[bytes]:
-    yield _CONNECTED
+    yield CONNECTED
     sent: set[DataKey] = set()
     seen, key = 0, None
     verified = cursor is None
@@ -189,11 +168,11 @@ async def _remote_chunks(
                 seen += 1
                 key = max(key, event_key) if key is not None else event_key
                 at, span_id, phase = event_key
-                chunk += _format(Cursor(at, trace_id, span_id, phase, seen, key), kind, data)
+                chunk += format_event(Cursor(at, trace_id, span_id, phase, seen, key), kind, data)
             if chunk:
                 yield bytes(chunk)
                 quiet_since = time.monotonic()
         if time.monotonic() - quiet_since >= heartbeat_s:
-            yield b": heartbeat\n\n"
+            yield HEARTBEAT
             quiet_since = time.monotonic()
         await asyncio.sleep(min(_POLL_S, heartbeat_s))
