@@ -7,12 +7,9 @@ The trace page and the trace list (``_pages``) are routes like the others.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import functools
-import hmac
 import logging
-import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -23,14 +20,14 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolspan.bridge._otlp_write import to_otlp_json
-from toolspan.bridge.model import Span, pad_trace_id
+from toolspan.bridge.model import Span
 from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
+from toolspan.server._http import BearerAuth, error, trace_id_param
 from toolspan.server._openapi import openapi_document
 from toolspan.server._parsers import Parsers
 from toolspan.server._progress_stream import progress_response
@@ -45,39 +42,6 @@ __all__ = ["App", "build_app"]
 
 _logger = logging.getLogger(__name__)
 _NDJSON: Final = "application/x-ndjson"
-_HEX: Final = frozenset("0123456789abcdef")
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status_code=status)
-
-
-class _BearerAuth:
-    """Refuse requests without ``Authorization: Bearer <token>`` (constant-time compare); ``/healthz``
-    and CORS preflights pass. A GET may carry the token as ``?access_token=`` instead: browsers'
-    ``EventSource`` cannot set headers."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/healthz" or scope["method"] == "OPTIONS":
-            await self.app(scope, receive, send)
-            return
-        given = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                given = value[7:].strip()
-        if not given and scope["method"] == "GET":
-            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = query.get("access_token", [""])[0].encode("latin-1")
-        if not hmac.compare_digest(given, self.token):
-            response = _error(401, "missing or wrong bearer token")
-            response.headers["www-authenticate"] = "Bearer"
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
 
 
 class App:
@@ -199,10 +163,10 @@ class App:
     async def _lookup(self, request: Request, param: str) -> tuple[str, list[Span]] | Response:
         """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404."""
         raw = request.path_params[param]
-        trace_id = _trace_id(raw)
+        trace_id = trace_id_param(raw)
         spans = None if trace_id is None else await self.trace_spans(trace_id)
         if spans is None or trace_id is None:
-            return _error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
+            return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
         return trace_id, spans
 
     async def _listing(self, request: Request) -> dict[str, Any] | Response:
@@ -211,7 +175,7 @@ class App:
                 _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
             )
         except _query.QueryError as e:
-            return _error(400, str(e))
+            return error(400, str(e))
         return page
 
     async def job(self, request: Request) -> Response:
@@ -262,7 +226,7 @@ class App:
         conversation_id = request.path_params["conversation_id"]
         spans = await run_in_threadpool(self.store.conversation_spans, conversation_id)
         if not spans:
-            return _error(404, f"no conversation {conversation_id!r}")
+            return error(404, f"no conversation {conversation_id!r}")
         progress = request.url.path.endswith("/progress")
         body = await run_in_threadpool(render, "progress" if progress else "timeline", spans)
         return Response(body, media_type=_NDJSON if progress else "application/json")
@@ -296,22 +260,22 @@ class App:
         params = request.path_params
         trace_id: str | None = None
         if "trace_id" in params:
-            trace_id = _trace_id(params["trace_id"])
+            trace_id = trace_id_param(params["trace_id"])
             if trace_id is None:
-                return _error(404, f"no trace {params['trace_id']!r}")
+                return error(404, f"no trace {params['trace_id']!r}")
         conversation_id = params.get("conversation_id")
         raw = request.headers.get("last-event-id") or request.query_params.get("cursor")
         cursor = None
         if raw:
             cursor = Cursor.parse(raw)
             if cursor is None:
-                return _error(400, f"not a stream cursor: {raw[:80]!r}")
+                return error(400, f"not a stream cursor: {raw[:80]!r}")
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
             cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
         if trace_id is not None:  # resumable on any replica (``_trace_stream``)
             heartbeat_s = self.config.heartbeat_s
-            remote = self._remote(trace_id)
+            remote = self.remote_reader(trace_id)
             chunks = trace_chunks(
                 self.store, self.notifier, trace_id, cursor, heartbeat_s=heartbeat_s, remote=remote
             )
@@ -333,7 +297,7 @@ class App:
             on_drop=self._drop,
         )
 
-    def _remote(self, trace_id: str) -> Any:
+    def remote_reader(self, trace_id: str) -> Any:
         """Reads the trace from Tempo/Jaeger when configured (for streams of traces not held here)."""
         if self.config.tempo_url or self.config.jaeger_url:
             return functools.partial(self.trace_spans, trace_id)
@@ -378,20 +342,8 @@ class App:
 
     async def _checked_view(self, request: Request) -> Response:
         if request.path_params["view"] not in ("events", "tree", "plans", "progress"):
-            return _error(404, f"no route {request.url.path!r}")
+            return error(404, f"no route {request.url.path!r}")
         return await self.trace_view(request)
-
-
-def _trace_id(raw: str) -> str | None:
-    """A path's trace id as the bridge spells it (32 lowercase hex), from hex or base64; else ``None``."""
-    text = raw.strip().lower()
-    if text and len(text) <= 32 and set(text) <= _HEX:
-        return pad_trace_id(text)
-    try:
-        decoded = base64.b64decode(raw, validate=True)
-    except ValueError:
-        return None
-    return decoded.hex() if len(decoded) == 16 else None
 
 
 def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
@@ -408,10 +360,10 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
             )
         )
     if config.token:
-        middleware.append(Middleware(_BearerAuth, token=config.token))
+        middleware.append(Middleware(BearerAuth, token=config.token))
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return _error(404, f"no route {request.url.path!r}")
+        return error(404, f"no route {request.url.path!r}")
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

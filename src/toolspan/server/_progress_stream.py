@@ -46,6 +46,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._deltas import DeltaDropped, DeltaHub, Subscription
+from toolspan.server._http import error, trace_id_param
 from toolspan.server._sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier
 from toolspan.server._store import Store
 
@@ -242,19 +243,17 @@ async def _wait(
 
 async def progress_response(app: App, request: Request) -> Response:
     """``/api/traces/{id}/progress/stream`` and ``/api/conversations/{id}/progress/stream``."""
-    from toolspan.server._app import _error, _trace_id
-
     raw = request.headers.get("last-event-id") or request.query_params.get("since")
     since = parse_since(raw) if raw else 0
     if since is None:
-        return _error(400, f"not a progress bookmark: {(raw or '')[:80]!r}")
+        return error(400, f"not a progress bookmark: {(raw or '')[:80]!r}")
     idle_s = app.config.idle_timeout_s
     trace_id = conversation_id = None
     if "trace_id" in request.path_params:
-        trace_id = _trace_id(request.path_params["trace_id"])
+        trace_id = trace_id_param(request.path_params["trace_id"])
         if trace_id is None:
-            return _error(404, f"no trace {request.path_params['trace_id']!r}")
-        read = trace_reader(app.store, trace_id, idle_s, app._remote(trace_id))
+            return error(404, f"no trace {request.path_params['trace_id']!r}")
+        read = trace_reader(app.store, trace_id, idle_s, app.remote_reader(trace_id))
     else:
         conversation_id = request.path_params["conversation_id"]
         read = conversation_reader(app.store, conversation_id, idle_s)
