@@ -24,6 +24,17 @@ HOST = "127.0.0.1"
 READY_TIMEOUT_S = 20.0
 
 
+def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> Any:
+    """The first truthy value of ``predicate()``, polled every 50 ms; fails the test after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def free_port() -> int:
     return free_ports(1)[0]
 

@@ -1,14 +1,31 @@
-"""Shared fixtures: a real SDK provider capturing spans, clean configuration, threading instrumentation."""
+"""Shared fixtures: a real SDK provider capturing spans, clean configuration, threading instrumentation,
+and a headless Chromium for the page tests."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from _instrumentation import Spans
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+# Debian's chromium (scripts/test.sh installs it), driven by Playwright: its own browser download is not used.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture
@@ -43,3 +60,15 @@ def threading_instrumented() -> Iterator[None]:
     yield
     if not already:
         instrumentor.uninstrument()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium per test module."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.is_file(), "Debian's chromium is missing: scripts/test.sh installs it (apt-get)"
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()

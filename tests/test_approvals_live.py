@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
-from tests._server import Server, SseEvent, running_server, sdk_env, sse_stream
+from playwright.sync_api import Browser, expect
+from tests._server import Server, SseEvent, running_server, sdk_env, sse_stream, wait_for
 
 import toolspan
 from toolspan import semconv
@@ -23,32 +21,11 @@ from toolspan.bridge.model import Span, SpanLink
 from toolspan.bridge.readers import read_spans
 
 APP = Path(__file__).with_name("approvals_live_app.py")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    assert CHROMIUM.is_file(), "Debian's chromium is missing: scripts/test.sh installs it (apt-get)"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def _app(server: Server, workdir: Path, mode: str, name: str) -> subprocess.Popen[bytes]:
     env = {**sdk_env(server, "http/protobuf"), "TOOLSPAN_PENDING_SPANS": "true"}
     return subprocess.Popen([sys.executable, str(APP), str(workdir), mode, name], env=env)
-
-
-def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _until_waiting(events: Iterator[SseEvent]) -> dict[str, Any]:
@@ -190,10 +167,10 @@ def test_an_approval_after_a_restart_is_matched_by_call_id_and_links_the_waiting
         first = _app(server, tmp_path, "book", "first")
         book = toolspan.ApprovalBook(tmp_path / "approvals.db")
         try:
-            (waiting,) = _wait(book.waiting, "the call in the approval book")
+            (waiting,) = wait_for(book.waiting, "the call in the approval book")
             execution_id = f"exec_{waiting.span_id}"
             # The server holds the waiting span (pending records) as AWAITING_APPROVAL.
-            acts = _wait(lambda: _waiting_acts(server, waiting.trace_id), "the waiting act on the server")
+            acts = wait_for(lambda: _waiting_acts(server, waiting.trace_id), "the waiting act on the server")
             assert [(a["execution_id"], a["call_id"]) for a in acts] == [(execution_id, "toolu_del")]
         finally:
             first.kill()  # SIGKILL while it waits

@@ -1,6 +1,7 @@
 """The audit page (``toolspan audit --to html``) in real headless Chromium: violations marked on their
 tool nodes in the timeline, the tree and the detail, a list of findings that jumps to each node, a denied
-call shown as denied, and a clean run without any mark (fixtures shared with ``test_page_browser``)."""
+call shown as denied, and a clean run without any mark (helpers shared with ``test_page_browser``, the
+browser from ``conftest``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from toolspan.page import render_html
 from toolspan.policy import parse_policy
 
 Opened = test_page_browser.Opened
-browser = test_page_browser.browser
 open_page = test_page_browser.open_page
 
 POLICY = parse_policy(

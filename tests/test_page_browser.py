@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 import toolspan
 from _page_data import big_run, hostile_payloads, hostile_run
@@ -28,15 +28,6 @@ from toolspan.bridge.views import to_events, to_pages
 from toolspan.page import LiveOptions, page_json, render_html
 from toolspan.testing import capture_spans
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # Defined before any page script runs: a hostile payload that executes calls it or sets __pwned.
 WATCH = """
 window.__pwnCalls = 0;
@@ -46,15 +37,6 @@ document.addEventListener('securitypolicyviolation', (e) => {
   window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI);
 });
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    assert CHROMIUM.is_file(), "Debian's chromium is missing: scripts/test.sh installs it (apt-get)"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Opened:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from tests._server import Server, SseEvent, otlp_body, running_server, sdk_env, sse_stream
+from tests._server import Server, SseEvent, otlp_body, running_server, sdk_env, sse_stream, wait_for
 
 import toolspan
 from toolspan.bridge.model import Span
@@ -24,16 +24,6 @@ from toolspan.server._progress_stream import parse_since, settled
 from toolspan.testing import capture_spans
 
 APP = Path(__file__).with_name("server_stream_app.py")
-
-
-def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _app(server: Server, workdir: Path, count: int) -> subprocess.Popen[bytes]:
@@ -65,7 +55,7 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
     with running_server(tmp_path, "--heartbeat", "0.5") as server:
         app = _app(server, tmp_path, 4)
         try:
-            rows = _wait(lambda: server.get_json("/api/traces")["traces"], "the first pending record")
+            rows = wait_for(lambda: server.get_json("/api/traces")["traces"], "the first pending record")
             path = f"/api/traces/{rows[0]['trace_id']}/progress/stream"
             stream = sse_stream(server, path)
             first = _envelopes(stream, 1)
@@ -83,9 +73,9 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
             ]
             # Disconnected: step 1 fails and step 2 starts; then the server is killed and restarted.
             (tmp_path / "release-1").write_text("1")
-            _wait((tmp_path / "started-2").exists, "step 2 to start")
+            wait_for((tmp_path / "started-2").exists, "step 2 to start")
             events = f"/api/traces/{rows[0]['trace_id']}/events"
-            _wait(lambda: len(server.get(events).splitlines()) == 5, "step 2's pending record")
+            wait_for(lambda: len(server.get(events).splitlines()) == 5, "step 2's pending record")
             server.kill()
             server.start()
             bookmark = urllib.parse.quote(json.dumps(first[-1].json()["bookmark"]))

@@ -13,10 +13,18 @@ import threading
 import time
 import urllib.error
 from pathlib import Path
-from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
-from tests._server import Server, SseEvent, free_port, otlp_body, running_server, sdk_env, sse_stream
+from tests._server import (
+    Server,
+    SseEvent,
+    free_port,
+    otlp_body,
+    running_server,
+    sdk_env,
+    sse_stream,
+    wait_for,
+)
 
 import toolspan
 from toolspan.testing import capture_spans
@@ -27,16 +35,6 @@ APP = Path(__file__).with_name("server_live_app.py")
 def _app(server: Server, workdir: Path, mode: str) -> subprocess.Popen[bytes]:
     env = {**sdk_env(server, "http/protobuf"), "TOOLSPAN_PENDING_SPANS": "true"}
     return subprocess.Popen([sys.executable, str(APP), str(workdir), mode], env=env)
-
-
-def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_running_tool_is_on_the_stream_before_it_returns(tmp_path: Path) -> None:
@@ -78,9 +76,11 @@ def test_a_tool_whose_process_died_is_sealed_after_the_idle_timeout(tmp_path: Pa
     with running_server(tmp_path, "--idle-timeout", "1") as server:
         app = _app(server, tmp_path, "die")
         assert app.wait(60) == -9
-        rows = _wait(lambda: server.get_json("/api/traces")["traces"], "the pending record")
+        rows = wait_for(lambda: server.get_json("/api/traces")["traces"], "the pending record")
         trace_id = rows[0]["trace_id"]
-        state = _wait(lambda: server.get_json("/api/traces?state=SEALED")["traces"], "the trace to be SEALED")
+        state = wait_for(
+            lambda: server.get_json("/api/traces?state=SEALED")["traces"], "the trace to be SEALED"
+        )
         assert [(r["trace_id"], r["state"], r["tool_calls"]) for r in state] == [(trace_id, "SEALED", 1)]
         progress = [json.loads(line) for line in server.get(f"/api/traces/{trace_id}/progress").splitlines()]
         ends = [p["event"]["call"]["state"] for p in progress if p["event"]["type"] == "tool:end"]
@@ -216,7 +216,7 @@ def test_a_cursor_older_than_retention_gets_reset_then_a_snapshot(tmp_path: Path
         assert server.post_otlp(otlp_body(first))[0] == 200
         old = _take(server, "/api/stream?from=start", 2)
         assert server.post_otlp(otlp_body(second))[0] == 200
-        _wait(lambda: server.counts() == {"spans": 1, "traces": 1}, "retention to drop the first trace")
+        wait_for(lambda: server.counts() == {"spans": 1, "traces": 1}, "retention to drop the first trace")
         stream = sse_stream(server, "/api/stream", last_event_id=old[0][0])
         reset = next(stream)
         assert reset.event == "reset"
@@ -241,7 +241,7 @@ def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> N
         sock.sendall(b"GET /api/stream?from=start HTTP/1.1\r\nHost: x\r\n\r\n")
         try:
             # Dropped and counted, and its stream closed (the two are not updated at the same instant).
-            health = _wait(
+            health = wait_for(
                 lambda: (
                     (h := server.get_json("/healthz"))["dropped_stream_clients"] == 1
                     and h["streams"] == 0

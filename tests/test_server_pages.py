@@ -7,15 +7,12 @@ import json
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from playwright.sync_api import Browser, expect, sync_playwright
-from tests._server import Server, otlp_body, running_server, sdk_env
+from playwright.sync_api import Browser, expect
+from tests._server import Server, otlp_body, running_server, sdk_env, wait_for
 
 import toolspan
 from toolspan.bridge.readers import read_spans
@@ -24,15 +21,6 @@ from toolspan.page import page_json
 from toolspan.testing import capture_spans
 
 APP = Path(__file__).with_name("server_live_app.py")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 HOSTILE = '<script>window.__pwn()</script><img src=x onerror="window.__pwn()">'
 
 
@@ -45,16 +33,6 @@ def _run() -> list[ReadableSpan]:
         with toolspan.agent(HOSTILE, input="weather?"):
             lookup("Paris")
         return list(finished())
-
-
-def _wait(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _html(server: Server, path: str) -> tuple[int, dict[str, str], str]:
@@ -114,22 +92,15 @@ def test_a_token_is_passed_on_to_the_page_links_stream_and_data(tmp_path: Path) 
     assert f"/api/traces/{trace_id}/stream?access_token=s3cret" in page
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    assert CHROMIUM.is_file(), "Debian's chromium is missing: scripts/test.sh installs it (apt-get)"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 def test_served_page_follows_a_running_tool_until_it_completes(tmp_path: Path, browser: Browser) -> None:
     with running_server(tmp_path) as server:
         env = {**sdk_env(server, "http/protobuf"), "TOOLSPAN_PENDING_SPANS": "true"}
         app = subprocess.Popen([sys.executable, str(APP), str(tmp_path), "finish"], env=env)
         context = browser.new_context()
         try:
-            rows = _wait(lambda: server.get_json("/api/traces?state=RUNNING")["traces"], "the running trace")
+            rows = wait_for(
+                lambda: server.get_json("/api/traces?state=RUNNING")["traces"], "the running trace"
+            )
             page = context.new_page()
             requests: list[str] = []
             page.on("request", lambda r: requests.append(r.url))

@@ -56,6 +56,18 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+RETRY = "the parse worker stopped while parsing this request: retry"
+
+
+def _worker(server_pid: int) -> int:
+    """The parse worker among the server's children (not spawn's resource tracker)."""
+    for pid in _children(server_pid):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if not any(b"resource_tracker" in part for part in cmdline):
+            return pid
+    raise AssertionError("the server has no parse worker")
+
+
 def test_a_worker_parses_exactly_what_the_server_parses_in_process() -> None:
     body = _body()
 
@@ -124,10 +136,7 @@ def test_a_worker_that_dies_fails_its_request_with_503_and_is_started_again() ->
         return first, failed.value, second, list(rows)
 
     first, failed, second, rows = asyncio.run(run())
-    assert (failed.status, failed.message) == (
-        503,
-        "the parse worker stopped while parsing this request: retry",
-    )
+    assert (failed.status, failed.message) == (503, RETRY)
     assert len(second) == 1
     assert second != first
     assert rows == _ingest.parse_body(body, _ingest.PROTOBUF)
@@ -144,6 +153,18 @@ def test_the_server_parses_in_its_worker_and_the_worker_ends_when_the_server_is_
         status, _, _ = server.post_otlp(body)
         assert status == 200
         assert server.counts() == {"spans": 3, "traces": 1}
+        # The server's requests go through its worker: with the worker killed, a request fails (503,
+        # retryable) and stores nothing; the worker is started again and the retry is stored.
+        worker = _worker(server.proc.pid)
+        os.kill(worker, signal.SIGKILL)
+        assert _wait_gone([worker]) == []
+        again = _body()
+        status, _, reply = server.post_otlp(again)
+        assert (status, reply) == (503, _ingest.status_body(_ingest.PROTOBUF, 14, RETRY))
+        assert server.counts() == {"spans": 3, "traces": 1}
+        assert server.post_otlp(again)[0] == 200
+        assert server.counts() == {"spans": 6, "traces": 2}
+        workers = _children(server.proc.pid)
         server.kill()
     assert _wait_gone(workers) == []
 

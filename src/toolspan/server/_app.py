@@ -111,7 +111,9 @@ class App:
         _logger.info("toolspan serve: refused an export (%d): %s", e.status, e.message)
         base = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
         kind = _ingest.JSON if base == _ingest.JSON else _ingest.PROTOBUF
-        return Response(_ingest.status_body(kind, 3, e.message), e.status, media_type=kind)
+        # google.rpc codes: UNAVAILABLE (14) for a request to retry, else INVALID_ARGUMENT (3).
+        code = 14 if e.status == 503 else 3
+        return Response(_ingest.status_body(kind, code, e.message), e.status, media_type=kind)
 
     async def otlp_traces(self, request: Request) -> Response:
         try:

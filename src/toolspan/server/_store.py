@@ -22,13 +22,14 @@ acknowledged export survives the server being killed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -157,6 +158,27 @@ class Store:
         self._clock = max(time.time_ns(), self._clock + 1)
         return self._clock
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed at the end of the block and rolled back on any error (the
+        caller holds the lock)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _stamped(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """A write transaction at the next tick of the commit clock, which it stores with the data."""
+        with self._transaction() as db:
+            ns = self._tick()
+            yield db, ns
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
+
     def _meta(self, key: str) -> int | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else int(row[0])
@@ -181,17 +203,8 @@ class Store:
                     merged = merge(decode(known.data), decode(row.data))
                     if merged is not None:
                         batch[key] = row_of_span(merged)
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                ns = self._tick()
-                put_rows(self._db, batch, ns, result)
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._lock, self._stamped() as (db, ns):
+            put_rows(db, batch, ns, result)
         return result
 
     def ingest_logs(self, records: Sequence[LogRecord]) -> IngestResult:
@@ -209,22 +222,13 @@ class Store:
             # Equal records within one request are all kept (the CLI joins every one of them); the same
             # request again maps to the same keys.
             rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                ns = self._tick()
-                before = db.total_changes
-                db.executemany(
-                    "INSERT OR IGNORE INTO logs (trace_id, span_id, digest, ns, data) VALUES (?,?,?,?,?)",
-                    [(t, sp, d, ns, data) for t, sp, d, data in rows],
-                )
-                result.duplicates = len(rows) - (db.total_changes - before)
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._lock, self._stamped() as (db, ns):
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO logs (trace_id, span_id, digest, ns, data) VALUES (?,?,?,?,?)",
+                [(t, sp, d, ns, data) for t, sp, d, data in rows],
+            )
+            result.duplicates = len(rows) - (db.total_changes - before)
         return result
 
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
@@ -256,8 +260,7 @@ class Store:
                 )
             if not doomed:
                 return 0
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction():
                 horizon = self._horizon()
                 for trace_id in doomed:
                     top = db.execute(
@@ -270,10 +273,6 @@ class Store:
                     for table in ("spans", "events", "traces", "logs"):
                         db.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (str(horizon),))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             return len(doomed)
 
     # --- reads --------------------------------------------------------------------------------------
