@@ -929,7 +929,7 @@ def test_approval_with_an_unknown_answer_denies(parent: Any) -> None:
     )
     assert result["content"] == (
         "PermissionDenied: approval failed: ValueError: approve returned 'maybe'; "
-        "expected a bool, 'allow', 'deny', an Approval, (decision, note) or (decision, note, by)"
+        "expected True, False, 'allow', 'deny', an Approval, (decision, note) or (decision, note, by)"
     )
     (span,) = spans()
     assert (span.attributes or {})[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED

@@ -114,7 +114,7 @@ def test_replay_serves_every_recorded_result_without_running_a_body(tmp_path: Pa
             again = agent_run()
         assert bodies == Counter()
         assert again[:5] == seen[:5]
-        assert again[5] == "ReplayedToolError: ValueError: bad x 3"
+        assert again[5] == seen[5] == "ValueError: bad x 3"  # the recorded failure, word for word
         assert again[6] == seen[6]
         assert isinstance(again[6], Weather)
         assert len(tool_spans(list(replayed()))) == 7

@@ -85,7 +85,7 @@ def test_the_otlp_route_returns_the_stored_spans_losslessly(recorded: Recorded) 
 
 def test_replay_from_the_server_serves_every_recorded_result_with_no_body_run(recorded: Recorded) -> None:
     assert recorded.seen[3] == "ValueError: bad x 3"
-    expected = [*recorded.seen[:3], "ReplayedToolError: ValueError: bad x 3", recorded.seen[4]]
+    expected = [*recorded.seen[:3], "ValueError: bad x 3", recorded.seen[4]]
     base, tid = recorded.server.url, recorded.trace_id
     for source, options in (
         (recorded.url, {}),
@@ -183,7 +183,7 @@ def test_a_server_with_a_token_needs_it(
                 f"toolspan serve at {server.url} refused the request"
                 f" (401: missing or wrong bearer token): {hint}"
             )
-        expected = [*recorded.seen[:3], "ReplayedToolError: ValueError: bad x 3", recorded.seen[4]]
+        expected = [*recorded.seen[:3], "ValueError: bad x 3", recorded.seen[4]]
         assert _replayed(url, token="s3cret")[:2] == (expected, Counter())
         monkeypatch.setenv("TOOLSPAN_SERVER_TOKEN", "s3cret")
         assert _replayed(url)[:2] == (expected, Counter())

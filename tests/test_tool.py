@@ -431,6 +431,7 @@ def test_generator_closed_early_is_cancelled_and_runs_cleanup_in_span(spans: Spa
         span,
         "stream",
         arguments="{}",
+        result="[1]",  # what it yielded before it was closed (replay yields it again)
         state="CANCELLED",
         error__type="GeneratorExit",
         toolspan__result__items=1,
@@ -447,6 +448,7 @@ async def test_async_generator_closed_early_is_cancelled(spans: Spans) -> None:
         span,
         "acount",
         arguments='{"n": 5}',
+        result="[0]",
         state="CANCELLED",
         error__type="GeneratorExit",
         toolspan__result__items=1,
@@ -524,6 +526,7 @@ def test_serializer_failure_is_logged_and_the_span_still_ends(
         raise RuntimeError("serializer down")
 
     monkeypatch.setattr(_serialize, "dumps", explode)
+    monkeypatch.setattr(_serialize, "dumps_exact", explode)
     with caplog.at_level(logging.WARNING, logger="toolspan"):
         assert add(1, 1) == 2
     span = only(spans)
@@ -544,7 +547,14 @@ def test_serializer_failure_at_the_end_keeps_the_state(spans: Spans, monkeypatch
             raise RuntimeError("boom")
         return real(value, config)
 
+    real_exact = _serialize.dumps_exact
+
+    def exact(value: Any, config: Config) -> tuple[str, bool]:
+        calls.append(value)
+        return real_exact(value, config)
+
     monkeypatch.setattr(_serialize, "dumps", fail_on_result)
+    monkeypatch.setattr(_serialize, "dumps_exact", exact)
     assert add(2, 2) == 4
     span = only(spans)
     assert dict(span.attributes or {}) == tool_attrs(
@@ -557,11 +567,18 @@ def test_non_recording_span_serializes_nothing(monkeypatch: pytest.MonkeyPatch) 
     spy: list[Any] = []
     real = _serialize.dumps
 
+    real_exact = _serialize.dumps_exact
+
     def counting(value: Any, config: Config) -> str:
         spy.append(value)
         return real(value, config)
 
+    def counting_exact(value: Any, config: Config) -> tuple[str, bool]:
+        spy.append(value)
+        return real_exact(value, config)
+
     monkeypatch.setattr(_serialize, "dumps", counting)
+    monkeypatch.setattr(_serialize, "dumps_exact", counting_exact)
     exporter = InMemorySpanExporter()
     provider = TracerProvider(sampler=ALWAYS_OFF)
     provider.add_span_processor(SimpleSpanProcessor(exporter))

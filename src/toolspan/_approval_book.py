@@ -12,7 +12,9 @@ decision arrives. Anyone with the file decides: ``book.waiting()`` lists the cal
 A decision stays in the book (a call re-issued gets it again) until ``book.forget(call_id)``.
 
 When the process dies while a call waits, the restarted agent re-issues the same model tool call (same
-``tool_call_id``): the book matches it by that id, returns the decision (given while nobody waited, or
+``tool_call_id``, same tool, same arguments): the book matches it by that id, and checks that the tool and
+the arguments are those it holds: a call that reuses the id for another tool or other arguments is refused
+(denied, with the reason), never given a decision made for another call. Otherwise the book returns the decision (given while nobody waited, or
 awaited now), and the new tool span gets a span link to the span that waited (``toolspan.link.type`` =
 ``resumes_approval``) and ``toolspan.approval.resumes`` = that span's execution_id. The recorded latency runs
 from the first ``permission_required`` of the call. Standard library only; any number of processes may share
@@ -43,6 +45,30 @@ CREATE TABLE IF NOT EXISTS approvals (
   decided_ns INTEGER)
 """
 _DECISIONS: Final = {True: "allow", False: "deny", "allow": "allow", "deny": "deny"}
+
+
+def _canonical(text_or_value: Any) -> str:
+    value = json.loads(text_or_value) if isinstance(text_or_value, str) else text_or_value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _same_call(call: ToolCall, tool: str, arguments: str) -> None:
+    """Raise ``LookupError`` unless ``call`` is the call the book holds under its id (the approver then
+    denies it, with this reason)."""
+    if call.name != tool:
+        raise LookupError(
+            f"the approval book holds tool call {call.id!r} for tool {tool!r}, not {call.name!r}: a decision"
+            " is never given to another call"
+        )
+    try:
+        same = _canonical(arguments) == _canonical(call.arguments)
+    except (ValueError, TypeError):
+        same = False
+    if not same:
+        raise LookupError(
+            f"the approval book holds tool call {call.id!r} of {tool!r} with other arguments: a decision is"
+            " never given to another call"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,8 +114,8 @@ class ApprovalBook:
 
     def _row(self, db: sqlite3.Connection, call_id: str) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = db.execute(
-            "SELECT trace_id, span_id, required_ns, decision, note, decided_by, edited_arguments"
-            " FROM approvals WHERE call_id = ?",
+            "SELECT trace_id, span_id, required_ns, decision, note, decided_by, edited_arguments, tool,"
+            " arguments FROM approvals WHERE call_id = ?",
             (call_id,),
         ).fetchone()
         return row
@@ -124,6 +150,8 @@ class ApprovalBook:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+        if row is not None:
+            _same_call(call, row[7], row[8])
         if row is not None and row[1] is not None and (row[0], row[1]) != here:
             _permissions.link_waiting_span(int(row[0], 16), int(row[1], 16))
         while True:

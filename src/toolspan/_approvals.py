@@ -1,26 +1,35 @@
-"""Approvals of ``run_tool_calls``: the ``approve`` callback runs inside the tool's span, records
-``permission_required`` / ``permission_decided`` (who decided, the wait, the note), and a denied call raises
-``ToolDenied`` before the tool body runs. An ``Approval`` with ``arguments`` runs the body with those edited
-arguments (the span keeps the model's arguments and records the edit); an approver that gives no answer
-within ``approve_timeout`` seconds denies the call with ``by="timeout"``."""
+"""Approvals of ``run_tool_calls``: step 2 of the decision chain (``_chain``). The ``approve`` callback runs
+inside the tool's span, records ``permission_required`` / ``permission_decided`` (who decided, the wait, the
+note), and a denied call raises ``ToolDenied`` before the tool body runs. An ``Approval`` with ``arguments``
+runs the body with those edited arguments (the span keeps the model's arguments and records the edit; the
+policy checks the edit too); an approver that gives no answer within ``approve_timeout`` seconds denies the
+call with ``by="timeout"``.
+
+An approval request belongs to one call: the first tool call in the context ``run_tool_calls`` sets up
+claims it, and a tool called from that call's body (or from a thread it starts) finds it claimed: it is not
+approved by its caller's approver. An answer is read strictly: ``True`` or the string ``"allow"`` allows,
+``False`` or ``"deny"`` denies, and anything else (an object that claims to equal everything included)
+denies, with the reason."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import inspect
+import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from toolspan import _permissions, _tool
+from toolspan import _permissions
 from toolspan._callshapes import DEFAULT_DENY_NOTE, ToolCall
+from toolspan._outcome import ToolDenied
 
 _logger = logging.getLogger(__name__)
 
@@ -31,7 +40,10 @@ __all__ = [
     "Approver",
     "Decision",
     "abandoned",
-    "gated",
+    "ask_async",
+    "ask_sync",
+    "check_timeout",
+    "claim",
     "run_blocking",
 ]
 
@@ -91,6 +103,29 @@ class ApprovalRequest:
     call: ToolCall
     loop: asyncio.AbstractEventLoop | None  # the loop of arun_tool_calls, for async approvers
     timeout: float | None = None  # seconds the approver has; then the call is denied (by "timeout")
+    # Claimed by the first tool call that reaches it (``claim``): next() of a fresh count is 0 exactly once.
+    _claims: itertools.count[int] = field(default_factory=itertools.count, repr=False, compare=False)
+
+    def claim(self) -> bool:
+        """Whether this is the first claim of the request (atomic: one call gets it)."""
+        return next(self._claims) == 0
+
+
+def check_timeout(timeout: Any) -> float | None:
+    """``approve_timeout`` validated: ``None``, or a finite number of seconds > 0 a thread can wait."""
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= threading.TIMEOUT_MAX
+    ):
+        raise ValueError(
+            "approve_timeout must be a positive, finite number of seconds"
+            f" (at most {threading.TIMEOUT_MAX:g}) or None, got {timeout!r:.40}"
+        )
+    return float(timeout)
 
 
 # The approval of the call being run; set by the runner around each call, read by the gate.
@@ -112,21 +147,32 @@ def abandoned() -> bool:
 
 
 def _verdict(value: Any) -> str:
-    if value is True or value == _ALLOW:
+    # Identity and exact types only: an object whose __eq__ says yes to everything is no answer.
+    if value is True or (type(value) is str and value == _ALLOW):
         return _ALLOW
-    if value is False or value == _DENY:
+    if value is False or (type(value) is str and value == _DENY):
         return _DENY
     raise ValueError(
-        f"approve returned {value!r}; expected a bool, 'allow', 'deny', an Approval, "
+        f"approve returned {_brief(value)}; expected True, False, 'allow', 'deny', an Approval, "
         "(decision, note) or (decision, note, by)"
     )
 
 
+def _brief(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:79] + "\u2026"
+
+
 def _normalize(value: Any) -> _Verdict:
-    if isinstance(value, Approval):
+    if type(value) is Approval:
         arguments = value.arguments
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ValueError(f"Approval.arguments must be a mapping, got {type(arguments).__name__}")
+        if arguments is not None and not all(type(k) is str for k in arguments):
+            raise ValueError("Approval.arguments must be keyed by parameter names (strings)")
         return _Verdict(
             _verdict(value.decision),
             None if value.note is None else str(value.note),
@@ -136,7 +182,7 @@ def _normalize(value: Any) -> _Verdict:
         )
     note: str | None = None
     by: str | None = None
-    if isinstance(value, tuple) and len(value) in (2, 3):
+    if type(value) is tuple and len(value) in (2, 3):
         value, raw_note, *rest = value
         note = None if raw_note is None else str(raw_note)
         by = None if not rest or rest[0] is None else str(rest[0])
@@ -230,84 +276,37 @@ def _record(decision: _Verdict, required_ns: int) -> dict[str, Any] | None:
     # The wait, from permission_required (or from the wait before a restart) to this event's time.
     since = required_ns if decision.required_ns is None else min(required_ns, decision.required_ns)
     now = time.time_ns()
-    _tool.record_permission_decided(
+    _permissions.record_permission_decided(
         decision.decision,
         note=decision.note,
         by=decision.by,
         latency_ms=max(0, now - since) // 1_000_000,
         timestamp=now,
     )
-    if decision.decision == _DENY:
-        raise _tool.ToolDenied(decision.note or DEFAULT_DENY_NOTE)
+    if decision.decision != _ALLOW:
+        raise ToolDenied(decision.note or DEFAULT_DENY_NOTE)
     if decision.arguments is not None:
         _permissions.record_edited_arguments(decision.arguments)
     return decision.arguments
 
 
-def _check_sync() -> dict[str, Any] | None:
-    approval = APPROVAL.get()
-    if approval is None:
+def claim() -> ApprovalRequest | None:
+    """The approval request of the current context, if this call is the first to reach it."""
+    request = APPROVAL.get()
+    if request is None or not request.claim():
         return None
+    return request
+
+
+def ask_sync(request: ApprovalRequest) -> dict[str, Any] | None:
+    """Ask ``request``'s approver (sync code); ``ToolDenied`` unless allowed; the edited arguments, if any."""
     required_ns = time.time_ns()
-    _tool.record_permission_required(timestamp=required_ns)
-    return _record(_decide_sync(approval), required_ns)
+    _permissions.record_permission_required(timestamp=required_ns)
+    return _record(_decide_sync(request), required_ns)
 
 
-async def _check_async() -> dict[str, Any] | None:
-    approval = APPROVAL.get()
-    if approval is None:
-        return None
+async def ask_async(request: ApprovalRequest) -> dict[str, Any] | None:
+    """``ask_sync`` for async code: an async approver is awaited, a sync one runs off the event loop."""
     required_ns = time.time_ns()
-    _tool.record_permission_required(timestamp=required_ns)
-    return _record(await _decide_async(approval), required_ns)
-
-
-def _args(
-    edited: dict[str, Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    # run_tool_calls calls a tool with the model's arguments as keywords; an edit replaces them all.
-    return (args, kwargs) if edited is None else ((), edited)
-
-
-def _gate(body: Callable[..., Any]) -> Callable[..., Any]:
-    """``body`` behind the approval check, same signature and kind, so the check runs in its tool span."""
-    if inspect.isasyncgenfunction(body):
-
-        @functools.wraps(body)
-        async def agen(*args: Any, **kwargs: Any) -> Any:
-            args, kwargs = _args(await _check_async(), args, kwargs)
-            async for item in body(*args, **kwargs):
-                yield item
-
-        return agen
-    if inspect.iscoroutinefunction(body) or inspect.iscoroutinefunction(type(body).__call__):
-
-        @functools.wraps(body)
-        async def coro(*args: Any, **kwargs: Any) -> Any:
-            args, kwargs = _args(await _check_async(), args, kwargs)
-            return await body(*args, **kwargs)
-
-        return coro
-    if inspect.isgeneratorfunction(body):
-
-        @functools.wraps(body)
-        def gen(*args: Any, **kwargs: Any) -> Any:
-            args, kwargs = _args(_check_sync(), args, kwargs)
-            return (yield from body(*args, **kwargs))
-
-        return gen
-
-    @functools.wraps(body)
-    def func(*args: Any, **kwargs: Any) -> Any:
-        args, kwargs = _args(_check_sync(), args, kwargs)
-        return body(*args, **kwargs)
-
-    return func
-
-
-def gated(body: Callable[..., Any]) -> Callable[..., Any]:
-    """``_gate(body)`` with the docstring of the function a ``functools.partial`` wraps (not partial's)."""
-    gate = _gate(body)
-    if isinstance(body, functools.partial):
-        gate.__doc__ = inspect.getdoc(body.func)
-    return gate
+    _permissions.record_permission_required(timestamp=required_ns)
+    return _record(await _decide_async(request), required_ns)

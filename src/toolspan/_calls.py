@@ -46,8 +46,8 @@ from typing import Any
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _tool, semconv
-from toolspan._approvals import APPROVAL, Approval, ApprovalRequest, Approver, gated, run_blocking
+from toolspan import _intercept, _tool, semconv
+from toolspan._approvals import APPROVAL, Approval, ApprovalRequest, Approver, check_timeout, run_blocking
 from toolspan._callshapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
 from toolspan._serialize import to_json_text
 
@@ -58,7 +58,7 @@ __all__ = ["Approval", "Approver", "ToolCall", "arun_tool_calls", "run_tool_call
 
 # --- the registry ----------------------------------------------------------------------------------
 
-# Instrumented, approval-gated versions of registry entries, by the entry's identity (a bounded LRU:
+# Instrumented versions of registry entries, by the entry's identity (a bounded LRU:
 # the cached wrapper keeps its entry alive, so an unbounded cache would leak per-request callables).
 _CACHE_SIZE = 512
 _CACHE: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Callable[..., Any]]] = OrderedDict()
@@ -95,7 +95,7 @@ def _identity(fn: Any) -> tuple[Any, ...]:
 
 
 def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None) -> Callable[..., Any]:
-    """``fn`` instrumented as tool ``name`` (kept if decorated) with the approval gate inside its span."""
+    """``fn`` instrumented as tool ``name`` (kept if decorated; its approval is step 2 of ``_chain``)."""
     objects = _identity(fn)
     key = (*map(id, objects), name, id(provider))
     with _CACHE_LOCK:
@@ -105,18 +105,18 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
             return hit[1]
     info = _tool.tool_info(fn)
     if info is not None:
-        # The original callable (bound for a decorated method) runs behind the gate in a new tool
-        # with the same name, description and type; the user's decorated object is left as it is.
+        # The original callable (bound for a decorated method) runs in a new tool with the same name,
+        # description and type, on the provider asked for; the user's decorated object is left as it is.
         body = getattr(fn, "__wrapped__", info.func)
-        wrapper = _tool.wrap(
-            gated(body),
+        wrapper: Callable[..., Any] = _tool.wrap(
+            body,
             name=info.name,
             description=info.description,
             tool_type=info.tool_type,
             tracer_provider=provider or info.tracer_provider,
         )
     else:
-        wrapper = _tool.wrap(gated(fn), name=name, tracer_provider=provider)
+        wrapper = _tool.wrap(fn, name=name, tracer_provider=provider)
     with _CACHE_LOCK:
         _CACHE[key] = ((*objects, provider), wrapper)
         if len(_CACHE) > _CACHE_SIZE:
@@ -152,10 +152,7 @@ def _prepare(
     provider: trace_api.TracerProvider | None,
     timeout: float | None = None,
 ) -> list[_Job]:
-    if timeout is not None and (
-        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
-    ):
-        raise ValueError(f"approve_timeout must be a positive number of seconds or None, got {timeout!r}")
+    timeout = check_timeout(timeout)
     registry = _registry(tools)
     jobs = []
     for parsed in parse_calls(calls):
@@ -241,6 +238,19 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     return _finish(job, outcome, None)
 
 
+@contextlib.contextmanager
+def _approving(approve: Approver | None) -> Any:
+    """While calls with an approver run, every tool call goes through the decision chain (``_chain``)."""
+    if approve is None:
+        yield
+        return
+    _intercept.enter()
+    try:
+        yield
+    finally:
+        _intercept.leave()
+
+
 def _check_workers(max_workers: int | None) -> None:
     if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
         raise ValueError(f"max_workers must be a positive int or None, got {max_workers!r}")
@@ -270,12 +280,13 @@ def run_tool_calls(
     """
     _check_workers(max_workers)
     jobs = _prepare(calls, tools, approve, tracer_provider, approve_timeout)
-    if not parallel or len(jobs) < 2:
-        return [_execute(job) for job in jobs]
-    workers = max_workers or min(32, len(jobs))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolspan-call") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, _execute, job) for job in jobs]
-        return [future.result() for future in futures]
+    with _approving(approve):
+        if not parallel or len(jobs) < 2:
+            return [_execute(job) for job in jobs]
+        workers = max_workers or min(32, len(jobs))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolspan-call") as pool:
+            futures = [pool.submit(contextvars.copy_context().run, _execute, job) for job in jobs]
+            return [future.result() for future in futures]
 
 
 async def arun_tool_calls(
@@ -293,14 +304,15 @@ async def arun_tool_calls(
     ``asyncio.to_thread``, off the event loop). ``max_workers`` bounds how many calls run at once."""
     _check_workers(max_workers)
     jobs = _prepare(calls, tools, approve, tracer_provider, approve_timeout)
-    if not parallel or len(jobs) < 2:
-        return [await _aexecute(job) for job in jobs]
-    if max_workers is None:
-        return list(await asyncio.gather(*(_aexecute(job) for job in jobs)))
-    limit = asyncio.Semaphore(max_workers)
+    with _approving(approve):
+        if not parallel or len(jobs) < 2:
+            return [await _aexecute(job) for job in jobs]
+        if max_workers is None:
+            return list(await asyncio.gather(*(_aexecute(job) for job in jobs)))
+        limit = asyncio.Semaphore(max_workers)
 
-    async def bounded(job: _Job) -> dict[str, Any]:
-        async with limit:
-            return await _aexecute(job)
+        async def bounded(job: _Job) -> dict[str, Any]:
+            async with limit:
+                return await _aexecute(job)
 
-    return list(await asyncio.gather(*(bounded(job) for job in jobs)))
+        return list(await asyncio.gather(*(bounded(job) for job in jobs)))

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolspan import _tool
+from toolspan._outcome import ToolDenied
 
 __all__ = [
     "DEFAULT_DENY_NOTE",
@@ -221,7 +221,7 @@ def parse_calls(calls: Any) -> list[_Parsed]:
 
 
 def error_text(exc: BaseException) -> str:
-    if isinstance(exc, _tool.ToolDenied):
+    if isinstance(exc, ToolDenied):
         return f"{DENIED_ERROR}: {_denial_note(exc)}"
     message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 __all__ = ["add_parser", "run"]
 
@@ -43,11 +43,26 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--indent", type=int, default=None, help="indent the JSON report")
 
 
+# Every character that could end or forge a report line, or not be written at all, as an escape: C0 and C1
+# controls, DEL, the Unicode line and paragraph separators, lone surrogates; and the backslash itself, so an
+# escape in the report always means one.
+_ESCAPES: Final = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
+    **{c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0xD800, 0xE000))},
+    ord("\\"): "\\\\",
+}
+
+
+def _field(value: Any) -> str:
+    """One field of a text report line: never a line break, a control character or a lone surrogate."""
+    return str(value).translate(_ESCAPES)
+
+
 def _line(kind: str, f: dict[str, Any]) -> str:
-    agent = f" agent={f['agent']}" if f["agent"] else ""
+    agent = f" agent={_field(f['agent'])}" if f["agent"] else ""
     return (
-        f"{kind} {f['rule_id']}: trace={f['trace_id']} span={f['span_id']} exec={f['execution_id']}"
-        f" tool={f['tool_name']}{agent}: {f['reason']}\n"
+        f"{kind} {_field(f['rule_id'])}: trace={_field(f['trace_id'])} span={_field(f['span_id'])}"
+        f" exec={_field(f['execution_id'])} tool={_field(f['tool_name'])}{agent}: {_field(f['reason'])}\n"
     )
 
 
@@ -58,7 +73,7 @@ def _text(report: dict[str, Any]) -> str:
     s = report["summary"]
     p = report["policy"]
     out.append(
-        f"policy {p['id']} version {p['version']}: {s['tool_calls']} tool call(s) in {s['traces']} trace(s):"
+        f"policy {_field(p['id'])} version {_field(p['version'])}: {s['tool_calls']} tool call(s) in {s['traces']} trace(s):"
         f" {s['violations']} violation(s), {s['enforced']} denied, {s['unchecked']} unchecked\n"
     )
     return "".join(out)
@@ -85,14 +100,17 @@ def run(args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path
     for issue in report.issues:
         err.write(f"toolspan: {'skipped' if args.lenient and issue.skipped else 'warning'}: {issue}\n")
     result = audit(spans, policy)
+    # A lone surrogate (a hostile trace's name) is written as its JSON escape: valid in JSON strings,
+    # plain text in HTML, never a crash.
     if args.format == "html":
         pages = mark_pages(to_pages(spans), result)
-        out.write(render_html(pages).encode("utf-8"))
+        out.write(render_html(pages).encode("utf-8", "backslashreplace"))
         err.write("toolspan: " + _text({**result, "violations": [], "enforced": [], "unchecked": []}))
     elif args.format == "json":
-        out.write((json.dumps(result, ensure_ascii=False, indent=args.indent) + "\n").encode("utf-8"))
+        text = json.dumps(result, ensure_ascii=False, indent=args.indent) + "\n"
+        out.write(text.encode("utf-8", "backslashreplace"))
     else:
-        out.write(_text(result).encode("utf-8"))
+        out.write(_text(result).encode("utf-8", "backslashreplace"))
     out.flush()
     summary = result["summary"]
     return 1 if summary["violations"] or (args.strict and summary["unchecked"]) else 0

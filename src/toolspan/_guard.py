@@ -1,16 +1,20 @@
 """Live policy checks: with ``configure(policy=...)`` every tool call is checked against the policy before its
-body runs, with the same checker ``toolspan audit`` uses offline (``toolspan.policy``).
+body runs (steps 1 and 3 of the decision chain, ``_chain``), with the same checker ``toolspan audit`` uses
+offline (``toolspan.policy``).
 
-The facts of a call are those the audit reads back from its span: the tool's name, the agents it runs under
-(through sub-plans too), its arguments as toolspan records them, and the run (its trace) for budgets and
-ordering. A check that fails unexpectedly denies the call (rule id ``policy-error``): a policy fails
-closed. A call that breaks a rule never runs: a ``permission_decided`` event (decision ``deny``, the note
-naming the policy, rule and reason) and ``toolspan.policy.*`` attributes go on its span, and
-``ToolDenied`` is raised, so the span ends ``DENIED`` and ``run_tool_calls`` answers the model with an error
-result. Auditing that trace offline lists the same rules for that call, as denied (``enforced``).
+The guard judges the real call: the arguments the body will receive, as whole JSON values, whatever the
+capture settings, the byte budget or the redaction of the recorded copy; and again the arguments an approver
+replaced them with. The facts besides: the tool's name, the agents it runs under (through sub-plans too),
+and the run (its trace) for budgets and ordering. A check that fails unexpectedly denies the call (rule id
+``policy-error``): a policy fails closed. A call that breaks a rule never runs: a ``permission_decided``
+event (decision ``deny``, the note naming the policy, rule and reason) and ``toolspan.policy.*`` attributes
+go on its span (whatever the capture settings: rule ids are not content), and ``ToolDenied`` is raised, so
+the span ends ``DENIED`` and ``run_tool_calls`` answers the model with an error result. Auditing that trace
+offline lists the same rules for that call, as denied (``enforced``).
 
-Rules an approver can satisfy (``approval``, and ``order`` with ``unless_approved``) let the call through
-to the approver when ``run_tool_calls(approve=...)`` runs it; without one they deny.
+Rules an approver can satisfy (``approval``, and ``order`` with ``unless_approved``) wait for the approver
+of this very call (``run_tool_calls(approve=...)``); a call without one, a tool called from an approved
+tool's body included, is denied by them.
 """
 
 from __future__ import annotations
@@ -18,13 +22,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import trace as trace_api
 
 from toolspan import _intercept, semconv
-from toolspan._approvals import APPROVAL
 from toolspan._context import current_agents
 from toolspan._outcome import ToolDenied
 from toolspan._permissions import record_permission_decided
@@ -58,29 +60,32 @@ class PolicyGuard:
             self._runs.move_to_end(run)
         return checker
 
-    def check(self, info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Raise ``ToolDenied`` if the call breaks a rule; else count it for its run."""
+    def check(self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool) -> None:
+        """Raise ``ToolDenied`` if the call of tool ``name`` with ``arguments`` breaks a rule.
+
+        ``approver``: this call has an approver still to ask (rules it can satisfy wait for it);
+        ``approved``: its approver allowed it; ``final``: these are the arguments the body receives, so an
+        allowed call is counted for budgets and ordering."""
         span = trace_api.get_current_span()
         ctx = span.get_span_context()
         own = _intercept.own_tool_span() is not None
-        try:
-            arguments, recorded = _intercept.call_arguments(info, instance, args, kwargs), True
-        except Exception:
-            _logger.warning("toolspan: could not read the arguments of %s for the policy", info.name)
-            arguments, recorded = None, False
-        call = Call(tool=info.name, agents=current_agents(), arguments=arguments, arguments_recorded=recorded)
-        approver = APPROVAL.get() is not None
+        call = Call(tool=name, agents=current_agents(), arguments=arguments, approved=approved)
         try:
             with self._lock:
                 checker = self._checker(ctx.trace_id if ctx.is_valid else 0)
                 verdict = checker.evaluate(call)
-                blocking = [f for f in verdict.violations if not (approver and f.rule_id in self._deferrable)]
+                blocking = [
+                    f
+                    for f in (*verdict.violations, *verdict.unchecked)
+                    if not (approver and not approved and f.rule_id in self._deferrable)
+                ]
                 if not blocking:
-                    checker.record(call)
+                    if final:
+                        checker.record(call)
                     return
         except Exception as exc:  # a policy fails closed: the call is denied, and says why
             _logger.warning(
-                "toolspan: the policy check of %s failed; the call is denied", info.name, exc_info=True
+                "toolspan: the policy check of %s failed; the call is denied", name, exc_info=True
             )
             blocking = [
                 Finding("policy-error", "error", f"the policy check failed: {type(exc).__name__}: {exc}")
@@ -100,11 +105,3 @@ class PolicyGuard:
             )
             record_permission_decided("deny", note=note, by="policy")
         raise ToolDenied(note)
-
-    def stand_in(
-        self, info: Any, wrapped: Callable[..., Any], instance: Any, kind: str
-    ) -> Callable[..., Any]:
-        def decide(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            self.check(info, instance, args, kwargs)  # raises ToolDenied; else the body runs
-
-        return _intercept.body_stand_in(kind, wrapped, decide)

@@ -1,77 +1,78 @@
-"""The seam between the tool wrappers and what may stand in for a tool body: a live policy check
-(``configure(policy=...)``) and ``toolspan.replay``.
+"""The seam between the tool wrappers and the decision chain (``_chain``): what is installed to decide.
 
-While neither is in use, a tool call pays one list read (``ACTIVE[0]``). Otherwise each call gets a stand-in
-for its body from the policy guard (installed process-wide) and from the replay session of its context (if
-any); the stand-in is called where the body would be, inside the tool's span, and decides whether the body
-runs: the guard first (a denied call never reaches a recorded result either), then the replay session.
+While nothing decides, a tool call pays one list read (``ACTIVE[0]``). ``ACTIVE`` counts what may decide a
+call anywhere in the process: a policy guard (``configure(policy=...)``), each replay entered, each
+``run_tool_calls`` with an approver while it runs. When it is not zero, every tool call goes through the
+chain (``_chain.substitute``), which looks for what applies to that call.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import threading
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _serialize
 from toolspan._context import ToolFrame, current_tool
-from toolspan.config import get_config
 
 __all__ = [
     "ACTIVE",
     "GUARD",
     "SESSION_KEY",
-    "Decide",
+    "Guard",
     "Session",
-    "body_stand_in",
-    "call_arguments",
+    "active_sessions",
+    "current_session",
     "enter",
     "install_guard",
     "leave",
     "own_tool_span",
-    "substitute",
 ]
 
-# Replay sessions entered in any context, plus one while a policy guard is installed: tools look further
-# only when it is not zero.
 ACTIVE: Final[list[int]] = [0]
 
 
-class Session(Protocol):
-    def stand_in(
-        self, info: Any, wrapped: Callable[..., Any], instance: Any, kind: str
-    ) -> Callable[..., Any]:
-        """A callable for ``wrapped`` of the given kind (``sync``, ``async``, ``gen``, ``agen``)."""
+class Guard(Protocol):
+    def check(self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool) -> None:
+        """Raise ``ToolDenied`` when the call breaks the policy (see ``_guard.PolicyGuard.check``)."""
         ...
 
 
-# The session lives in the OpenTelemetry context, so it follows the calling span into threads and tasks.
-SESSION_KEY: Final = context_api.create_key("toolspan-replay-session")
+class Session(Protocol):
+    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+        """What to give instead of running the body (``None``: run it), for the model's ``arguments``."""
+        ...
 
+
+# The replay session lives in the OpenTelemetry context, so it follows the calling span into threads and
+# tasks; the sessions entered in the process are listed too, for a thread that did not inherit a context.
+SESSION_KEY: Final = context_api.create_key("toolspan-replay-session")
+_SESSIONS: Final[list[Session]] = []
 
 # The policy guard of the process (``configure(policy=...)``), if any.
-GUARD: Final[list[Session | None]] = [None]
+GUARD: Final[list[Guard | None]] = [None]
 _lock: Final = threading.Lock()
 
 
-def enter() -> None:
-    """A replay session starts (in any context)."""
+def enter(session: Session | None = None) -> None:
+    """Something that decides starts (a replay ``session``, or an approver's run)."""
     with _lock:
         ACTIVE[0] += 1
+        if session is not None:
+            _SESSIONS.append(session)
 
 
-def leave() -> None:
-    """A replay session ends."""
+def leave(session: Session | None = None) -> None:
+    """It ends."""
     with _lock:
         ACTIVE[0] -= 1
+        if session is not None:
+            _SESSIONS.remove(session)
 
 
-def install_guard(guard: Session | None) -> None:
+def install_guard(guard: Guard | None) -> None:
     """Make ``guard`` the process's policy guard (``None`` removes it)."""
     with _lock:
         if (GUARD[0] is None) != (guard is None):
@@ -79,65 +80,16 @@ def install_guard(guard: Session | None) -> None:
         GUARD[0] = guard
 
 
-def substitute(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
-    """``wrapped`` behind the replay session of the current context and the policy guard, if any."""
+def current_session() -> Session | None:
+    """The replay session of the current context, if any."""
     session: Session | None = context_api.get_value(SESSION_KEY)  # type: ignore[assignment]
-    if session is not None:
-        wrapped = session.stand_in(info, wrapped, instance, kind)
-    guard = GUARD[0]
-    if guard is not None:
-        wrapped = guard.stand_in(info, wrapped, instance, kind)
-    return wrapped
+    return session
 
 
-# ``decide(args, kwargs)`` runs where the body would run: ``None`` lets the body run; a function gives what
-# the call returns instead (for a generator tool, the items it yields), or raises.
-Decide = Callable[[tuple[Any, ...], dict[str, Any]], Callable[[], Any] | None]
-
-
-def body_stand_in(kind: str, wrapped: Callable[..., Any], decide: Decide) -> Callable[..., Any]:
-    """A callable of ``wrapped``'s kind (``sync``, ``async``, ``gen``, ``agen``) asking ``decide`` first."""
-    if kind == "async":
-
-        async def call_async(*args: Any, **kwargs: Any) -> Any:
-            instead = decide(args, kwargs)
-            return await wrapped(*args, **kwargs) if instead is None else instead()
-
-        return call_async
-    if kind == "gen":
-
-        def call_gen(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-            instead = decide(args, kwargs)
-            if instead is None:
-                return (yield from wrapped(*args, **kwargs))
-            yield from instead() or ()
-            return None
-
-        return call_gen
-    if kind == "agen":
-
-        async def call_agen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            instead = decide(args, kwargs)
-            if instead is None:
-                async for item in wrapped(*args, **kwargs):
-                    yield item
-                return
-            for item in instead() or ():
-                yield item
-
-        return call_agen
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        instead = decide(args, kwargs)
-        return wrapped(*args, **kwargs) if instead is None else instead()
-
-    return call
-
-
-def call_arguments(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A call's arguments as toolspan records them (JSON values), whatever the capture setting."""
-    config = dataclasses.replace(get_config(), capture_content=True)
-    return json.loads(_serialize.dumps(info.params.bind(instance, args, kwargs), config))
+def active_sessions() -> list[Session]:
+    """The replay sessions entered anywhere in the process, oldest first."""
+    with _lock:
+        return list(_SESSIONS)
 
 
 def own_tool_span() -> tuple[trace_api.Span, ToolFrame] | None:

@@ -11,8 +11,18 @@ one with ``trace_id=`` (by default the tool calls of every trace in it are repla
 called outside any agent are each a trace of their own).
 
 Matching, per call, against the recorded tool calls not yet used: the model's tool call id when the call has
-one and the recording holds it; else the tool name and the canonical JSON of its arguments, in recorded
-order (the n-th such call gets the n-th such record).
+one and the recording holds it; else the tool name and the call's whole arguments (the model's, before any
+approver's edit), in recorded order (the n-th such call gets the n-th such record). The arguments are
+compared with the digest recorded beside a captured copy that was cut, redacted or converted
+(``toolspan.tool.call.arguments.digest``), else with the captured copy itself, so neither the recording's
+byte budget nor the replaying process's changes which calls match. A recording that cannot tell calls apart
+(a cut or redacted copy with no digest: recorded by an older toolspan) says so when such a call is reached.
+Replay is step 4 of the decision chain (``_chain``): the policy and the approver decide first.
+
+A tool called from a thread that did not inherit the replay's context (a plain ``ThreadPoolExecutor``,
+``loop.run_in_executor`` with threading not instrumented) is replayed by the one replay active in the
+process; with several active, it cannot be told which, and the call fails with ``ReplayError`` rather than
+run its body.
 
 - ``until=`` (an ``execution_id``, or the 1-based number of a recorded tool call) travels in time: calls
   matching records before it are served; the call matching it, and every call that matches nothing after
@@ -23,6 +33,11 @@ order (the n-th such call gets the n-th such record).
 - A call matching a record that never ended (``SEALED``: the recording process died in it) is never re-run
   silently: it raises ``ReplaySealed`` unless ``approve_sealed(record)`` returns true, then it runs for real.
 - Results are JSON values; ``decode={"tool name": fn}`` turns them into the tool's own types.
+- A recorded failure is raised as a ``ReplayedToolError`` whose class has the recorded exception's name
+  (and derives from it, for a builtin exception: ``except KeyError`` still catches it) and whose text is
+  the recorded message, so ``run_tool_calls`` answers the model exactly as in the recorded run; a recorded
+  denial raises ``ToolDenied`` with its recorded note; a generator closed early yields the items it
+  yielded before it was closed.
 - A recording made with content capture off holds no arguments or results: ``replay()`` says so at once
   (``ReplayError``), as it does for a result cut at the byte budget when that call is reached.
 
@@ -33,6 +48,7 @@ span Link to the original tool span; the replayed run is its own trace.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import json
@@ -44,9 +60,10 @@ from typing import Any, Final, TypeVar
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
-from toolspan import _intercept, semconv
+from toolspan import _intercept, _serialize, semconv
 from toolspan._context import TaskStack, take_pending_call_id
 from toolspan._ids import synthetic_call_id
+from toolspan._outcome import ToolDenied
 
 __all__ = ["ReplayDivergence", "ReplayError", "ReplaySealed", "ReplayedToolError", "Recorded", "replay"]
 
@@ -67,13 +84,46 @@ class ReplaySealed(ReplayError):
 
 
 class ReplayedToolError(Exception):
-    """The recorded call failed: ``error_type`` and ``message`` are the recorded ones."""
+    """The recorded call failed: ``error_type`` and ``message`` are the recorded ones. Raised as a subclass
+    named after the recorded exception (``str()`` is the recorded message), see ``replayed_error``."""
 
     def __init__(self, error_type: str, message: str, execution_id: str) -> None:
-        super().__init__(f"{error_type}: {message}" if message else error_type)
+        super().__init__(message)
         self.error_type = error_type
         self.message = message
         self.execution_id = execution_id
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_ERROR_CLASSES: dict[str, type[ReplayedToolError]] = {}
+_ERROR_CLASSES_LOCK: Final = threading.Lock()
+
+
+def replayed_error(error_type: str, message: str, execution_id: str) -> ReplayedToolError:
+    """A ``ReplayedToolError`` whose class is named like the recorded exception (the last part of
+    ``error_type``), deriving from the builtin exception of that name when there is one."""
+    name = error_type.rsplit(".", 1)[-1] or "ToolError"
+    if not name.isidentifier():
+        name = "ToolError"
+    with _ERROR_CLASSES_LOCK:
+        cls = _ERROR_CLASSES.get(name)
+        if cls is None:
+            native = getattr(builtins, name, None)
+            bases: tuple[type, ...] = (ReplayedToolError,)
+            if (
+                isinstance(native, type)
+                and issubclass(native, Exception)
+                and not issubclass(native, ReplayedToolError)
+            ):
+                bases = (ReplayedToolError, native)
+            try:
+                cls = type(name, bases, {"__module__": __name__})
+            except TypeError:  # a builtin whose layout cannot be combined
+                cls = type(name, (ReplayedToolError,), {"__module__": __name__})
+            _ERROR_CLASSES[name] = cls
+    return cls(error_type, message, execution_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +133,8 @@ class Recorded:
     index: int  # 0-based, in start order
     name: str
     arguments: Any
-    key: str  # canonical JSON of the arguments
+    key: str  # canonical JSON of the captured arguments
+    digest: str | None  # of the whole arguments, when the captured copy may differ from them
     model_call_id: str | None
     state: str
     result: Any
@@ -93,10 +144,20 @@ class Recorded:
     trace_id: str
     span_id: str
     execution_id: str
+    closed_early: bool = False  # a generator its consumer closed: ``result`` holds what it yielded
+    denial_note: str | None = None
+
+    @property
+    def inexact(self) -> bool:
+        """Whether the captured arguments were cut or redacted and no digest identifies the call."""
+        return self.digest is None and (
+            semconv.TRUNCATION_MARKER in self.key
+            or semconv.REDACTED_VALUE in self.key
+            or semconv.TRUNCATION_FALLBACK_KEY in self.key
+        )
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+_canonical = _serialize.canonical
 
 
 def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[Recorded]:
@@ -144,25 +205,49 @@ def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[R
         error_type, message = None, ""
         if tc.state != semconv.STATE_COMPLETED:
             error_type, message = _recorded_error(span, tc.error)
+        closed = any(e.name == semconv.GENERATOR_CLOSED_EVENT for e in span.events)
+        result = tc.output
+        if closed and result_text is not None:
+            try:
+                result = json.loads(result_text)
+            except ValueError:
+                result = None
         model_id = None if tc.call_id == synthetic_call_id(span.span_id) else tc.call_id
+        digest = attrs.get(semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST)
         records.append(
             Recorded(
                 index=len(records),
                 name=tc.name,
                 arguments=tc.input,
                 key=_canonical(tc.input),
+                digest=digest if isinstance(digest, str) and digest.startswith("sha256:") else None,
                 model_call_id=model_id,
                 state=tc.state,
-                result=tc.output,
+                result=result,
                 result_text=None if result_text is None else str(result_text),
                 error_type=error_type,
                 error_message=message,
                 trace_id=span.trace_id,
                 span_id=span.span_id,
                 execution_id=tc.execution_id,
+                closed_early=closed and result_text is not None,
+                denial_note=_denial_note(span) if tc.state == semconv.STATE_DENIED else None,
             )
         )
     return records
+
+
+def _denial_note(span: Any) -> str | None:
+    """The note of the call's last ``deny`` decision, as ``ToolDenied`` carried it."""
+    note = None
+    for event in span.events:
+        if (
+            event.name == semconv.PERMISSION_DECIDED_EVENT
+            and event.attributes.get(semconv.PERMISSION_DECISION) == "deny"
+        ):
+            raw = event.attributes.get(semconv.PERMISSION_NOTE)
+            note = None if raw is None else str(raw)
+    return note
 
 
 def _recorded_error(span: Any, error: str | None) -> tuple[str, str]:
@@ -190,18 +275,29 @@ class _Session:
 
     # -- matching --------------------------------------------------------------------------------
 
-    def _find(self, name: str, key: str, model_id: str | None) -> tuple[Recorded | None, str]:
+    def _find(self, name: str, key: str, digest: str, model_id: str | None) -> tuple[Recorded | None, str]:
         player = self.player
+
+        def same(rec: Recorded) -> bool:
+            return rec.name == name and (rec.digest == digest if rec.digest is not None else rec.key == key)
+
         if model_id is not None:
             for rec in player.by_call_id.get(model_id, ()):
                 if rec.index not in self.used:
-                    return (rec, "call_id") if rec.name == name and rec.key == key else (None, "call_id")
-        for rec in player.by_key.get((name, key), ()):
-            if rec.index not in self.used:
+                    return (rec, "call_id") if same(rec) else (None, "call_id")
+        for rec in player.by_name.get(name, ()):
+            if rec.index not in self.used and same(rec):
                 return rec, "arguments"
         return None, "arguments"
 
-    def _divergence(self, name: str, arguments: Any) -> ReplayDivergence:
+    def _divergence(self, name: str, arguments: Any) -> ReplayError:
+        blind = [r for r in self.player.by_name.get(name, ()) if r.index not in self.used and r.inexact]
+        if blind:
+            return ReplayError(
+                f"replay cannot tell call {self.calls} apart: the recorded arguments of {name!r}"
+                f" ({blind[0].execution_id}) were cut at the byte budget or redacted, and the recording holds"
+                " no digest of the whole arguments (record with a newer toolspan)"
+            )
         nxt = next((r for r in self.player.records if r.index not in self.used), None)
         expected = (
             "nothing more" if nxt is None else f"{nxt.name}({_canonical(nxt.arguments)}) [{nxt.execution_id}]"
@@ -214,11 +310,12 @@ class _Session:
     def decide(self, name: str, arguments: Any, model_id: str | None) -> tuple[Recorded | None, str, bool]:
         """``(record, match, serve)``: the matched record (or None) and whether to serve it."""
         key = _canonical(arguments)
+        digest = _serialize.digest(arguments)
         with self.lock:
             self.calls += 1
             if self.live:
                 return None, "", False
-            rec, match = self._find(name, key, model_id)
+            rec, match = self._find(name, key, digest, model_id)
             cut = self.player.cut
             if rec is None:
                 if self.past_cut:
@@ -244,9 +341,9 @@ class _Session:
 
     # -- the stand-in ----------------------------------------------------------------------------
 
-    def _prepare(
-        self, info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Callable[[], Any] | None:
+    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+        """Step 4 of the decision chain: what to give instead of the body (``None``: run it), for the
+        call of ``info`` with the model's whole ``arguments``."""
         own = _intercept.own_tool_span()
         if own is not None:
             span, frame = own
@@ -255,7 +352,6 @@ class _Session:
             model_id = None if call_id == own_id else call_id
         else:
             model_id = take_pending_call_id(context_api.get_current())
-        arguments = _intercept.call_arguments(info, instance, args, kwargs)
         rec, match, serve = self.decide(info.name, arguments, model_id)
         if own is not None and own[0].is_recording():
             attrs: dict[str, Any] = {semconv.TOOLSPAN_REPLAY_SERVED: serve}
@@ -275,8 +371,10 @@ class _Session:
         return lambda: self._value(rec)
 
     def _value(self, rec: Recorded) -> Any:
-        if rec.state != semconv.STATE_COMPLETED:
-            raise ReplayedToolError(rec.error_type or "ToolError", rec.error_message, rec.execution_id)
+        if rec.state == semconv.STATE_DENIED:
+            raise ToolDenied(rec.denial_note)
+        if rec.state != semconv.STATE_COMPLETED and not rec.closed_early:
+            raise replayed_error(rec.error_type or "ToolError", rec.error_message, rec.execution_id)
         if rec.result_text is not None and _TRUNCATED in rec.result_text:
             raise ReplayError(
                 f"the recorded result of {rec.name!r} ({rec.execution_id}) was cut at the byte budget; record"
@@ -284,11 +382,6 @@ class _Session:
             )
         decode = self.player.decode.get(rec.name)
         return rec.result if decode is None else decode(rec.result)
-
-    def stand_in(
-        self, info: Any, wrapped: Callable[..., Any], instance: Any, kind: str
-    ) -> Callable[..., Any]:
-        return _intercept.body_stand_in(kind, wrapped, lambda a, k: self._prepare(info, instance, a, k))
 
 
 class replay:
@@ -309,16 +402,16 @@ class replay:
             raise ValueError(f"on_divergence must be 'raise' or 'live', not {on_divergence!r}")
         self.records = _load(source, trace_id, token)
         self.by_call_id: dict[str, list[Recorded]] = {}
-        self.by_key: dict[tuple[str, str], list[Recorded]] = {}
+        self.by_name: dict[str, list[Recorded]] = {}
         for rec in self.records:
             if rec.model_call_id is not None:
                 self.by_call_id.setdefault(rec.model_call_id, []).append(rec)
-            self.by_key.setdefault((rec.name, rec.key), []).append(rec)
+            self.by_name.setdefault(rec.name, []).append(rec)
         self.on_divergence = on_divergence
         self.decode = dict(decode or {})
         self.approve_sealed = approve_sealed
         self.cut = self._cut(until)
-        self._tokens: TaskStack[object] = TaskStack("toolspan.replay")
+        self._tokens: TaskStack[tuple[object, _Session]] = TaskStack("toolspan.replay")
 
     def _cut(self, until: str | int | None) -> int | None:
         if until is None:
@@ -334,14 +427,15 @@ class replay:
 
     def __enter__(self) -> replay:
         # Each entry (task or thread) is a session of its own, with its own records used.
-        token = context_api.attach(context_api.set_value(_intercept.SESSION_KEY, _Session(self)))
-        self._tokens.push(token)
-        _intercept.enter()
+        session = _Session(self)
+        token = context_api.attach(context_api.set_value(_intercept.SESSION_KEY, session))
+        self._tokens.push((token, session))
+        _intercept.enter(session)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        token = self._tokens.pop()
-        _intercept.leave()
+        token, session = self._tokens.pop()
+        _intercept.leave(session)
         context_api.detach(token)  # type: ignore[arg-type]
 
     def __call__(self, fn: F) -> F:

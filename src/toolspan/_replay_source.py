@@ -9,13 +9,16 @@ string (``?access_token=``) are kept.
 
 The bearer token is ``token=``, else ``TOOLSPAN_SERVER_TOKEN`` (the variable ``toolspan serve`` reads its own
 from), else none. Every failure (server unreachable, token refused, unknown trace, a body that is not a trace)
-raises ``SourceError`` with a one-line reason before anything is replayed.
+raises ``SourceError`` with a one-line reason before anything is replayed. The fetch is bounded: at most
+``MAX_BYTES`` of body, within ``DEADLINE_S`` seconds in all (each read within ``TIMEOUT_S``), so a server
+that sends without end, or a byte a minute, fails the replay instead of holding it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,7 +29,10 @@ from toolspan.bridge.model import Span
 
 __all__ = ["SourceError", "fetch_spans", "is_server_url"]
 
-TIMEOUT_S: Final = 30.0
+TIMEOUT_S: Final = 30.0  # each read
+DEADLINE_S: Final = 120.0  # the whole fetch
+MAX_BYTES: Final = 256 << 20
+_CHUNK: Final = 1 << 16
 _TRACE_PATH: Final = re.compile(r"^(?P<prefix>.*?)/(?:api/traces|traces|api/jobs)/(?P<id>[^/]+)(?:/.*)?$")
 
 
@@ -71,6 +77,29 @@ def _server_message(error: urllib.error.HTTPError) -> str:
     return " ".join(text.split())[:300]
 
 
+def _read_bounded(reply: Any, where: str, name: str) -> bytes:
+    deadline = time.monotonic() + DEADLINE_S
+    length = reply.headers.get("Content-Length")
+    if length is not None and length.isascii() and length.isdigit() and int(length) > MAX_BYTES:
+        raise SourceError(
+            f"{where} sent {int(length)} bytes for trace {name!r}; a replay reads at most {MAX_BYTES}"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = reply.read1(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BYTES:
+            raise SourceError(
+                f"{where} sent more than {MAX_BYTES} bytes for trace {name!r}; a replay reads no more"
+            )
+        if time.monotonic() > deadline:
+            raise SourceError(f"{where} did not send trace {name!r} within {DEADLINE_S:g} s")
+        chunks.append(chunk)
+
+
 def fetch_spans(url: str, trace_id: str | None = None, token: str | None = None) -> list[Span]:
     """The spans of the trace at ``url`` on a ``toolspan serve`` (see the module docstring)."""
     from toolspan.bridge.readers import BridgeReadError, spans_from_document
@@ -86,7 +115,7 @@ def fetch_spans(url: str, trace_id: str | None = None, token: str | None = None)
         with urllib.request.urlopen(
             urllib.request.Request(target, headers=headers), timeout=TIMEOUT_S
         ) as reply:
-            body = reply.read()
+            body = _read_bounded(reply, where, name)
     except urllib.error.HTTPError as e:
         message = _server_message(e)
         if e.code == 401:

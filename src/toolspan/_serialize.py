@@ -25,6 +25,8 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import enum
+import hashlib
+import json
 import logging
 import uuid
 from collections import deque
@@ -48,7 +50,17 @@ from toolspan._encode import ENCODE, nbytes
 from toolspan._redact import Redaction, redaction
 from toolspan.config import REDACTED, Config, Redactor
 
-__all__ = ["MAX_DEPTH", "Collector", "dumps", "redact_text", "to_json_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "Collector",
+    "canonical",
+    "digest",
+    "dumps",
+    "dumps_exact",
+    "json_values",
+    "redact_text",
+    "to_json_text",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -285,6 +297,12 @@ def _plain(value: Any, budget: int, scrub: Redaction) -> bool:
 def dumps(value: Any, config: Config) -> str:
     """JSON text of ``value`` for a span attribute: redacted, at most ``config.max_attribute_bytes``
     UTF-8 bytes, always valid JSON, never raising."""
+    return _dumps_exact(value, config)[0]
+
+
+def dumps_exact(value: Any, config: Config) -> tuple[str, bool]:
+    """``dumps(value, config)`` and whether that text is the whole value as ``json_values`` gives it: false
+    when anything may have been cut, redacted or converted (then ``digest`` tells calls apart)."""
     budget = config.max_attribute_bytes
     scrub = redaction(config.redact_keys)
     if config.redact is None and _plain(value, budget, scrub):
@@ -293,15 +311,18 @@ def dumps(value: Any, config: Config) -> str:
             text = ENCODE(value)
             size = len(text) if text.isascii() else len(text.encode("utf-8"))  # raises on lone surrogates
             if size <= budget:
-                return text
+                return text, True
         except Exception:
             pass
     try:
-        return _dumps_slow(value, scrub, config.redact, budget)
+        return _dumps_slow(value, scrub, config.redact, budget), False
     except Exception:
         _logger.warning("toolspan: could not serialise a %s value", type_name(value), exc_info=True)
         text = ENCODE(f"[unrepresentable {type_name(value)}]")
-        return text if nbytes(text) <= budget else "null"
+        return (text if nbytes(text) <= budget else "null"), False
+
+
+_dumps_exact = dumps_exact
 
 
 def _dumps_slow(value: Any, scrub: Redaction, redact: Redactor | None, budget: int) -> str:
@@ -401,3 +422,24 @@ def to_json_text(value: Any) -> str:
     except Exception:
         _logger.warning("toolspan: could not serialise a %s value", type_name(value), exc_info=True)
         return ENCODE(f"[unrepresentable {type_name(value)}]")
+
+
+def json_values(value: Any) -> Any:
+    """``value`` as JSON-native data, whole: no redaction, no budget (what a decision judges), never
+    raising. The conversion is ``to_json_text``'s; containers deeper than ``MAX_DEPTH`` become markers."""
+    try:
+        return _Walker(None, None, None).root(value)
+    except Exception:
+        _logger.warning("toolspan: could not convert a %s value", type_name(value), exc_info=True)
+        return f"[unrepresentable {type_name(value)}]"
+
+
+def canonical(tree: Any) -> str:
+    """The canonical JSON text of JSON-native ``tree``: sorted keys, no spaces, text as is."""
+    return json.dumps(tree, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def digest(tree: Any) -> str:
+    """``"sha256:<hex>"`` of the canonical JSON of ``tree`` (JSON-native data, e.g. from ``json_values``)."""
+    text = canonical(tree)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

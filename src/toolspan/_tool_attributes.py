@@ -83,7 +83,14 @@ class StartAttributes(dict[str, Any]):
         self._pending = None
         info, instance, args, kwargs, config = pending
         try:
-            text = _serialize.dumps(info.params.bind(instance, args, kwargs), config)
+            bound = info.params.bind(instance, args, kwargs)
+            text, exact = _serialize.dumps_exact(bound, config)
+            if not exact:  # the copy may differ from the call: its digest tells calls apart (replay)
+                dict.__setitem__(
+                    self,
+                    semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST,
+                    _serialize.digest(_serialize.json_values(bound)),
+                )
         except Exception:
             _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
             return

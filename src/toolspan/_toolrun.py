@@ -36,8 +36,7 @@ from toolspan._context import (
 )
 from toolspan._gen import drive_async, drive_sync
 from toolspan._ids import tool_ids
-from toolspan._intercept import ACTIVE as REPLAYING
-from toolspan._intercept import substitute
+from toolspan._intercept import ACTIVE as DECIDING
 from toolspan._otel_internals import context_with
 from toolspan._outcome import end_span, record_outcome
 from toolspan._params import Parameters
@@ -146,7 +145,7 @@ class _ToolRun:
         attrs.fill()
         if call_id is not None:
             ids[keys.call_id] = call_id
-        for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE):
+        for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE, semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST):
             if key in attrs:
                 ids[key] = dict.__getitem__(attrs, key)
         if ids:
@@ -219,6 +218,12 @@ class _ToolRun:
                 self.span.add_event(
                     semconv.GENERATOR_CLOSED_EVENT, {semconv.TOOLSPAN_RESULT_ITEMS: self.count}
                 )
+                items = self.items
+                if items is not None:  # what it yielded before it was closed: replay yields it again
+                    attrs: dict[str, Any] = dict.fromkeys(self.keys.result, items.dumps())
+                    if self.keys.mime:
+                        attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
+                    self.span.set_attributes(attrs)
         except Exception:
             _logger.warning("toolspan: could not record the early close of %s", self.info.name, exc_info=True)
         self.fail(GeneratorExit())
@@ -244,8 +249,8 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        if REPLAYING[0]:
-            wrapped = substitute(info, wrapped, instance, "sync")
+        if DECIDING[0]:
+            wrapped = _chain().substitute(info, wrapped, instance, "sync")
         tracer = get_tracer(info.tracer_provider)
         if tracer is None:  # tracing is off: a plain call
             return wrapped(*args, **kwargs)
@@ -301,8 +306,8 @@ def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        if REPLAYING[0]:
-            wrapped = substitute(info, wrapped, instance, "async")
+        if DECIDING[0]:
+            wrapped = _chain().substitute(info, wrapped, instance, "async")
         tracer = get_tracer(info.tracer_provider)
         if tracer is None or suppressed():
             return wrapped(*args, **kwargs)
@@ -313,12 +318,19 @@ def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
     return wrapper
 
 
+def _chain() -> Any:
+    """The decision chain (``_chain``), loaded when something first decides a call."""
+    from toolspan import _chain as chain
+
+    return chain
+
+
 def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        if REPLAYING[0]:
-            wrapped = substitute(info, wrapped, instance, "agen" if is_async else "gen")
+        if DECIDING[0]:
+            wrapped = _chain().substitute(info, wrapped, instance, "agen" if is_async else "gen")
         tracer = get_tracer(info.tracer_provider)
         if tracer is None or suppressed():
             return wrapped(*args, **kwargs)

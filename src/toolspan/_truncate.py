@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from toolspan import semconv
 from toolspan._encode import ENCODE, nbytes
 
 __all__ = [
@@ -36,9 +37,9 @@ __all__ = [
     "str_marker",
 ]
 
-MARKER: Final = "...[truncated"
+MARKER: Final = semconv.TRUNCATION_MARKER
 DICT_MARKER_KEY: Final = MARKER + "]"
-FALLBACK_KEY: Final = "toolspan.truncated"
+FALLBACK_KEY: Final = semconv.TRUNCATION_FALLBACK_KEY
 
 
 def str_marker(omitted: int) -> str:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from toolspan import _env
+from toolspan import _env, semconv
 
 __all__ = [
     "CONVENTIONS",
@@ -61,7 +61,7 @@ __all__ = [
 
 _logger = logging.getLogger(__name__)
 
-REDACTED: Final = "[REDACTED]"
+REDACTED: Final = semconv.REDACTED_VALUE
 DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 16384
 MIN_ATTRIBUTE_BYTES: Final = 64
 

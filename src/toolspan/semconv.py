@@ -130,6 +130,10 @@ PERMISSION_LATENCY_MS: Final = "toolspan.permission.latency_ms"  # int: from req
 # The arguments an approver edited (JSON, captured and redacted like gen_ai.tool.call.arguments, which
 # keeps the model's own); the tool ran with these.
 TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: Final = "toolspan.tool.call.edited_arguments"
+# "sha256:<hex>" of the canonical JSON (sorted keys, no spaces) of the call's whole arguments, written when
+# the captured copy may differ from them (cut at the byte budget, redacted, converted): replay tells calls
+# apart by it, whatever the budget of the recording and of the replaying process.
+TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST: Final = "toolspan.tool.call.arguments.digest"
 # On a tool span that resumes an approval after a restart: the execution_id of the span that waited (also
 # a span link to it, whose attribute toolspan.link.type is "resumes_approval").
 TOOLSPAN_APPROVAL_RESUMES: Final = "toolspan.approval.resumes"
@@ -223,3 +227,12 @@ TRACELOOP_COMPLETION_PREFIX: Final = "gen_ai.completion."
 # The MCP SDK's own spans: "MCP send tools/call {name}" (CLIENT) and "tools/call {name}" (SERVER, which
 # also says gen_ai.operation.name = execute_tool).
 MCP_METHOD_NAME: Final = "mcp.method.name"
+
+# --- markers in captured values (JSON text written by toolspan) -----------------------------------------
+# A value cut at the byte budget carries TRUNCATION_MARKER: a string ends with "...[truncated N chars]", an
+# array's last element is "...[truncated N items]", an object's last key is "...[truncated]"; a value whose
+# structure could not fit becomes {"toolspan.truncated": true, "preview": "..."}. A redacted value is
+# REDACTED_VALUE. Readers (the policy audit, replay) treat such values as unknown, never as the real value.
+TRUNCATION_MARKER: Final = "...[truncated"
+TRUNCATION_FALLBACK_KEY: Final = "toolspan.truncated"
+REDACTED_VALUE: Final = "[REDACTED]"

@@ -8,16 +8,29 @@ recorded traces with it (``toolspan.bridge.views.audit``); the format of a polic
 
 from __future__ import annotations
 
-from toolspan.policy._engine import Call, Checker, Finding, Verdict
+from toolspan.policy._engine import (
+    UNKNOWN,
+    Call,
+    Checker,
+    Finding,
+    PartialArray,
+    PartialObject,
+    Verdict,
+    rule_kind,
+)
 from toolspan.policy._model import Policy, PolicyError, load_policy, parse_policy
 
 __all__ = [
+    "UNKNOWN",
     "Call",
     "Checker",
     "Finding",
+    "PartialArray",
+    "PartialObject",
     "Policy",
     "PolicyError",
     "Verdict",
     "load_policy",
     "parse_policy",
+    "rule_kind",
 ]

@@ -5,14 +5,21 @@ and, optionally, ``agent`` (a name or a list of names and glob patterns: the rul
 under one of those agents, in the agent itself or in any sub-plan it started). The kinds:
 
 - ``tools``: ``allow`` and/or ``deny``, lists of tool-name glob patterns;
-- ``arguments``: ``tool`` (glob), ``path`` (dotted path into the arguments, list indices as numbers) and at
-  least one check: ``pattern`` / ``not_pattern`` (regular expressions searched in the value, non-strings as
-  compact JSON), ``min`` / ``max`` (numbers), ``max_length`` (strings and lists), ``enum`` (allowed values),
-  ``required`` (the path must exist);
+- ``arguments``: ``tool`` (glob), ``path`` (dotted path into the arguments, list indices as ASCII numbers, at
+  most 32 segments) and at least one check: ``pattern`` / ``not_pattern`` (RE2 regular expressions, searched
+  in linear time: ``pattern`` must match every text of the value, ``not_pattern`` no text of it; the texts of
+  a string are itself, of a number, boolean or null its JSON text, of a list or object every such text inside
+  it, object keys included for ``not_pattern``), ``min`` / ``max`` (numbers), ``max_length`` (strings, lists
+  and objects), ``enum`` (allowed values, compared by JSON type and value: ``1`` is neither ``true`` nor
+  ``1.0``), ``required`` (the path must exist);
 - ``approval``: ``tools`` (globs) that need an explicit allow decision before they run;
 - ``budget``: ``max_calls`` per run (one trace), of the calls matching ``tool`` (glob, default every tool);
 - ``order``: ``forbid`` (glob) must not run after ``after`` (glob) ran in the same run, unless the later call
   was approved (``unless_approved``, default true).
+
+A policy document is bounded: at most ``MAX_POLICY_BYTES`` bytes, nested at most ``MAX_DEPTH`` deep, with no
+duplicate keys (JSON or YAML) and no YAML anchors, aliases or merge keys. Every problem is a ``PolicyError``
+naming the file, the line where known, and the field.
 """
 
 from __future__ import annotations
@@ -20,13 +27,17 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
+
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_PATH_SEGMENTS",
+    "MAX_POLICY_BYTES",
     "ApprovalRule",
     "ArgumentRule",
     "BudgetRule",
@@ -38,6 +49,11 @@ __all__ = [
     "load_policy",
     "parse_policy",
 ]
+
+
+MAX_POLICY_BYTES: Final = 1 << 20  # a policy file larger than this is refused
+MAX_DEPTH: Final = 32  # nesting of the document (and of an enum value)
+MAX_PATH_SEGMENTS: Final = 32
 
 
 class PolicyError(ValueError):
@@ -61,8 +77,8 @@ class ToolsRule(_Base):
 class ArgumentRule(_Base):
     tool: str
     path: tuple[str | int, ...]
-    pattern: re.Pattern[str] | None
-    not_pattern: re.Pattern[str] | None
+    pattern: Pattern | None
+    not_pattern: Pattern | None
     min: float | None
     max: float | None
     max_length: int | None
@@ -150,9 +166,15 @@ class _Fields:
         value = self.data.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-            raise self.fail(key, f"expected a number, got {value!r}")
-        return float(value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(key, f"expected a number, got {_brief(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise self.fail(key, f"expected a finite number (at most 1.8e308 in size), got {_brief(value)}")
+        return number
 
     def count(self, key: str, *, required: bool = False) -> int | None:
         value = self.data.get(key)
@@ -160,26 +182,41 @@ class _Fields:
             if required:
                 raise self.fail(key, "required")
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(key, f"expected a whole number >= 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_COUNT:
+            raise self.fail(key, f"expected a whole number from 0 to {_MAX_COUNT}, got {_brief(value)}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
-            raise self.fail(key, f"expected true or false, got {value!r}")
+            raise self.fail(key, f"expected true or false, got {_brief(value)}")
         return value
 
-    def regex(self, key: str) -> re.Pattern[str] | None:
+    def regex(self, key: str) -> Pattern | None:
         value = self.data.get(key)
         if value is None:
             return None
         if not isinstance(value, str):
             raise self.fail(key, "expected a regular expression string")
         try:
-            return re.compile(value)
-        except re.error as e:
-            raise self.fail(key, f"not a valid regular expression: {e}") from None
+            return compile_pattern(value)
+        except PatternError as e:
+            raise self.fail(key, str(e)) from None
+
+
+_MAX_COUNT: Final = 1 << 53  # whole numbers a JSON reader anywhere keeps exact
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` on one line, at most ``limit`` characters (a hostile policy's value is never echoed
+    whole; a huge integer is not even converted to text)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _path(fields: _Fields) -> tuple[str | int, ...]:
@@ -187,9 +224,28 @@ def _path(fields: _Fields) -> tuple[str | int, ...]:
     parts: list[str | int] = []
     for part in raw.split("."):
         if not part:
-            raise fields.fail("path", f"empty segment in {raw!r}")
-        parts.append(int(part) if part.isdigit() else part)
+            raise fields.fail("path", f"empty segment in {_brief(raw)}")
+        # Only ASCII digits are a list index: "\u00b2" and "\u0663" are keys, as the arguments spell them.
+        parts.append(int(part) if part.isascii() and part.isdigit() else part)
+    if len(parts) > MAX_PATH_SEGMENTS:
+        raise fields.fail("path", f"{len(parts)} segments; at most {MAX_PATH_SEGMENTS}")
     return tuple(parts)
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (iterative: any depth is measured, never recursed)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
 
 
 def _rule(data: Any, where: str) -> Rule:
@@ -216,6 +272,8 @@ def _rule(data: Any, where: str) -> Rule:
         enum = data.get("enum")
         if enum is not None and not isinstance(enum, list):
             raise fields.fail("enum", "expected a list of allowed values")
+        if enum is not None and _depth(enum) > MAX_DEPTH:
+            raise fields.fail("enum", f"nested deeper than {MAX_DEPTH}")
         tool = fields.names("tool", required=True)
         assert tool is not None
         if len(tool) != 1:
@@ -259,7 +317,21 @@ def _rule(data: Any, where: str) -> Rule:
 
 
 def parse_policy(data: Any, source: str = "policy") -> Policy:
-    """A ``Policy`` from a decoded document; ``source`` names it in error messages."""
+    """A ``Policy`` from a decoded document; ``source`` names it in error messages. Anything unusable is a
+    ``PolicyError``, whatever the document holds."""
+    try:
+        return _parse_policy(data, source)
+    except PolicyError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as e:
+        raise PolicyError(
+            f"{source}: not a usable policy: {type(e).__name__}: {_brief(str(e), 200)}"
+        ) from None
+
+
+def _parse_policy(data: Any, source: str) -> Policy:
+    if isinstance(data, Mapping) and _depth(data) > MAX_DEPTH:
+        raise PolicyError(f"{source}: nested deeper than {MAX_DEPTH}")
     if not isinstance(data, Mapping):
         raise PolicyError(f"{source}: expected a policy object at the top level")
     fields = _Fields(data, source)
@@ -288,25 +360,48 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     path = Path(path)
     name = str(path)
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise PolicyError(f"{name}: cannot read: {e}") from None
+        with path.open("rb") as f:
+            raw = f.read(MAX_POLICY_BYTES + 1)
+    except OSError as e:
+        raise PolicyError(f"{name}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_POLICY_BYTES:
+        raise PolicyError(f"{name}: larger than {MAX_POLICY_BYTES} bytes; a policy is a small document")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PolicyError(f"{name}: not UTF-8 text (byte {e.start})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise PolicyError(
-                f"{name}: YAML policies need PyYAML: pip install 'toolspan[policy]' (or use JSON)"
-            ) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"{name}:{mark.line + 1}" if mark is not None else name
-            raise PolicyError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        from toolspan.policy._yaml import load_yaml
+
+        data = load_yaml(text, name)
     else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise PolicyError(f"{name}:{e.lineno}: not valid JSON: {e.msg}") from None
+        data = _load_json(text, name)
     return parse_policy(data, name)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _load_json(text: str, name: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_unique)
+    except json.JSONDecodeError as e:
+        raise PolicyError(f"{name}:{e.lineno}: not valid JSON: {e.msg}") from None
+    except _DuplicateKey as e:
+        raise PolicyError(
+            f"{name}: duplicate key {_brief(str(e))} (a later value would hide the first)"
+        ) from None
+    except RecursionError:
+        raise PolicyError(f"{name}: nested too deeply") from None
+    except ValueError as e:  # a number too long to convert, ...
+        raise PolicyError(f"{name}: not a usable JSON document: {_brief(str(e), 200)}") from None

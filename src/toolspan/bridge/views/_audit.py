@@ -2,9 +2,13 @@
 of every trace whose offending tool nodes are marked.
 
 A run is a trace. Tool calls are checked in the order they started (the coalesced order); a call's agents are
-the agent spans above it, through sub-plans too, outermost first. A denied call (state ``DENIED``: its body
-never ran) that breaks a rule is listed under ``enforced``, not ``violations``: the policy held. A rule that
-applies but cannot be evaluated (arguments not recorded) is listed under ``unchecked``.
+the agent spans above it, through sub-plans too, outermost first. Both argument sets of a call are checked:
+the model's and, when an approver edited them, the edit the body ran with. A denied call (state ``DENIED``:
+its body never ran) that breaks a rule is listed under ``enforced``, not ``violations``: the policy held; so
+is every rule the live policy named on the span when it denied the call (``toolspan.policy.rules``), even
+when the record cannot show why (content capture off). A rule that applies but cannot be evaluated is listed
+under ``unchecked``: arguments not recorded, or the value it reads cut at the byte budget or redacted (a
+recorded copy is never taken for the value the call had).
 
 Each finding: ``policy_id``, ``policy_version``, ``rule_id``, ``rule_kind``, ``trace_id``, ``span_id``,
 ``execution_id``, ``call_id``, ``tool_name``, ``agent`` (the innermost agent, or null) and a one-line
@@ -26,11 +30,21 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge.classify import AGENT, TOOL, agent_name, approvals, tool_call
+from toolspan.bridge.classify import AGENT, TOOL, agent_name, approvals, edited_input, tool_call
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces
 from toolspan.bridge.views._tree import _trace_doc as trace_doc
-from toolspan.policy import Call, Checker, Finding, Policy
+from toolspan.policy import (
+    UNKNOWN,
+    Call,
+    Checker,
+    Finding,
+    PartialArray,
+    PartialObject,
+    Policy,
+    Verdict,
+    rule_kind,
+)
 
 __all__ = ["audit", "mark_pages"]
 
@@ -46,6 +60,47 @@ def _agents(index: TraceIndex, i: int) -> tuple[str, ...]:
             names.append(agent_name(index.spans[p]))
         p = index.parent[p]
     return tuple(reversed(names))
+
+
+def _known(recorded: Any) -> Any:
+    """A recorded argument value for the checker: what was cut or redacted becomes unknown (``UNKNOWN``, or a
+    partial object or array), never a value the call did not have."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str):
+            if value == sc.REDACTED_VALUE or sc.TRUNCATION_MARKER in value:
+                return UNKNOWN
+            return value
+        if isinstance(value, list):
+            partial = (
+                bool(value) and isinstance(value[-1], str) and value[-1].startswith(sc.TRUNCATION_MARKER)
+            )
+            items = [convert(v) for v in (value[:-1] if partial else value)]
+            return PartialArray(items) if partial else items
+        if isinstance(value, dict):
+            if value.get(sc.TRUNCATION_FALLBACK_KEY) is True:
+                return UNKNOWN
+            partial = any(sc.TRUNCATION_MARKER in k for k in value)
+            entries = {k: convert(v) for k, v in value.items() if sc.TRUNCATION_MARKER not in k}
+            return PartialObject(entries) if partial else entries
+        return value
+
+    # Captured values are at most 32 deep (the serializer's limit): the recursion is bounded by the data.
+    try:
+        return convert(recorded)
+    except RecursionError:
+        return UNKNOWN
+
+
+def _enforced_live(span: Span, policy: Policy) -> list[str]:
+    """The ids of this policy's rules the live policy named when it denied the call."""
+    if span.attributes.get(sc.TOOLSPAN_POLICY_ID) != policy.id:
+        return []
+    rules = span.attributes.get(sc.TOOLSPAN_POLICY_RULES)
+    if not isinstance(rules, list | tuple):
+        return []
+    known = {r.id for r in policy.rules}
+    return [str(r) for r in rules if str(r) in known]
 
 
 def _mark(node: dict[str, Any], marks: dict[str, list[str]]) -> None:
@@ -76,15 +131,19 @@ def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
             calls += 1
             tc = tool_call(span)
             agents = _agents(index, i)
+            edited = edited_input(span)
             call = Call(
                 tool=tc.name,
                 agents=agents,
-                arguments=tc.input,
+                arguments=_known(tc.input),
                 arguments_recorded=tc.input is not None,
                 approved=any(a.decision == "allow" for a in approvals(span)),
                 ran=tc.state != sc.STATE_DENIED,
+                edited_arguments=None if edited is None else _known(edited),
             )
             verdict = checker.check(call)
+            if not call.ran:
+                verdict = _with_live_denials(verdict, _enforced_live(span, policy), policy, span)
             where = {
                 **head,
                 "trace_id": span.trace_id,
@@ -119,6 +178,23 @@ def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
         **findings,
         "trees": trees,
     }
+
+
+def _with_live_denials(verdict: Verdict, live: list[str], policy: Policy, span: Span) -> Verdict:
+    """``verdict`` with the rules the live policy denied the call by counted as broken (enforced): the
+    record may not show why (content capture off), the span says that they were."""
+    if not live:
+        return verdict
+    found = {f.rule_id for f in verdict.violations}
+    note = next((a.note for a in reversed(approvals(span)) if a.decision == "deny" and a.note), None)
+    kinds = {r.id: rule_kind(r) for r in policy.rules}
+    extra = tuple(
+        Finding(rule_id, kinds[rule_id], f"denied by the live policy{': ' + note if note else ''}")
+        for rule_id in live
+        if rule_id not in found
+    )
+    unchecked = tuple(f for f in verdict.unchecked if f.rule_id not in live)
+    return Verdict(verdict.violations + extra, unchecked)
 
 
 def mark_pages(pages: Iterable[dict[str, Any]], report: dict[str, Any]) -> list[dict[str, Any]]:
