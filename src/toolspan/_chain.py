@@ -65,12 +65,10 @@ def _last(  # noqa: PLR0917
     run_args, run_kwargs = (args, kwargs) if edited is None else ((), edited)
     guard = _intercept.GUARD[0]
     if guard is not None and request is not None:
-        final = (
-            model
-            if edited is None and model is not None
-            else arguments_of(info, instance, run_args, run_kwargs)
-        )
-        guard.check(info.name, final, approver=True, approved=True, final=True)
+        if model is None:  # the guard was installed while the approver decided
+            model = arguments_of(info, instance, args, kwargs)
+        edit = None if edited is None else arguments_of(info, instance, run_args, run_kwargs)
+        guard.check(info.name, model, approver=True, approved=True, final=True, edited=edit)
     session = _session()
     serve = None
     if session is not None:

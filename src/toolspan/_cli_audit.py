@@ -73,7 +73,8 @@ def _text(report: dict[str, Any]) -> str:
     s = report["summary"]
     p = report["policy"]
     out.append(
-        f"policy {_field(p['id'])} version {_field(p['version'])}: {s['tool_calls']} tool call(s) in {s['traces']} trace(s):"
+        f"policy {_field(p['id'])} version {_field(p['version'])}:"
+        f" {s['tool_calls']} tool call(s) in {s['traces']} trace(s):"
         f" {s['violations']} violation(s), {s['enforced']} denied, {s['unchecked']} unchecked\n"
     )
     return "".join(out)

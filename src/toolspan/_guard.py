@@ -60,16 +60,25 @@ class PolicyGuard:
             self._runs.move_to_end(run)
         return checker
 
-    def check(self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool) -> None:
+    def check(
+        self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool, edited: Any = None
+    ) -> None:
         """Raise ``ToolDenied`` if the call of tool ``name`` with ``arguments`` breaks a rule.
 
         ``approver``: this call has an approver still to ask (rules it can satisfy wait for it);
-        ``approved``: its approver allowed it; ``final``: these are the arguments the body receives, so an
-        allowed call is counted for budgets and ordering."""
+        ``approved``: its approver allowed it; ``edited``: the arguments the approver replaced ``arguments``
+        with (checked too); ``final``: the body receives these, so an allowed call is counted for budgets
+        and ordering."""
         span = trace_api.get_current_span()
         ctx = span.get_span_context()
         own = _intercept.own_tool_span() is not None
-        call = Call(tool=name, agents=current_agents(), arguments=arguments, approved=approved)
+        call = Call(
+            tool=name,
+            agents=current_agents(),
+            arguments=arguments,
+            approved=approved,
+            edited_arguments=edited,
+        )
         try:
             with self._lock:
                 checker = self._checker(ctx.trace_id if ctx.is_valid else 0)

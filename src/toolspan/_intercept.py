@@ -35,7 +35,9 @@ ACTIVE: Final[list[int]] = [0]
 
 
 class Guard(Protocol):
-    def check(self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool) -> None:
+    def check(
+        self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool, edited: Any = None
+    ) -> None:
         """Raise ``ToolDenied`` when the call breaks the policy (see ``_guard.PolicyGuard.check``)."""
         ...
 

@@ -68,7 +68,7 @@ def _known(recorded: Any) -> Any:
 
     def convert(value: Any) -> Any:
         if isinstance(value, str):
-            if value == sc.REDACTED_VALUE or sc.TRUNCATION_MARKER in value:
+            if sc.REDACTED_VALUE in value or sc.TRUNCATION_MARKER in value:
                 return UNKNOWN
             return value
         if isinstance(value, list):
