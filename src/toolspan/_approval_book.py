@@ -17,8 +17,8 @@ the arguments are those it holds: a call that reuses the id for another tool or 
 (denied, with the reason), never given a decision made for another call. Otherwise the book returns the
 decision (given while nobody waited, or awaited now), and the new tool span gets a span link to the span
 that waited (``toolspan.link.type`` = ``resumes_approval``) and ``toolspan.approval.resumes`` = that span's
-execution_id. The recorded latency runs from the first ``permission_required`` of the call. Standard library only; any number of processes may share
-the file (SQLite in WAL mode). The arguments in the book are the model's, unredacted: the decider needs them.
+execution_id. The recorded latency runs from the first ``permission_required`` of the call. Standard library
+only; any number of processes may share the file (SQLite in WAL mode). The arguments in the book are the model's, unredacted: the decider needs them.
 """
 
 from __future__ import annotations
