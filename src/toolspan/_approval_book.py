@@ -12,13 +12,14 @@ decision arrives. Anyone with the file decides: ``book.waiting()`` lists the cal
 A decision stays in the book (a call re-issued gets it again) until ``book.forget(call_id)``.
 
 When the process dies while a call waits, the restarted agent re-issues the same model tool call (same
-``tool_call_id``, same tool, same arguments): the book matches it by that id, and checks that the tool and
-the arguments are those it holds: a call that reuses the id for another tool or other arguments is refused
+``tool_call_id``, same tool, same arguments): the book matches it by that id, and checks that the tool and the
+arguments are those it holds: a call that reuses the id for another tool or other arguments is refused
 (denied, with the reason), never given a decision made for another call. Otherwise the book returns the
-decision (given while nobody waited, or awaited now), and the new tool span gets a span link to the span
-that waited (``toolspan.link.type`` = ``resumes_approval``) and ``toolspan.approval.resumes`` = that span's
+decision (given while nobody waited, or awaited now), and the new tool span gets a span link to the span that
+waited (``toolspan.link.type`` = ``resumes_approval``) and ``toolspan.approval.resumes`` = that span's
 execution_id. The recorded latency runs from the first ``permission_required`` of the call. Standard library
-only; any number of processes may share the file (SQLite in WAL mode). The arguments in the book are the model's, unredacted: the decider needs them.
+only; any number of processes may share the file (SQLite in WAL mode). The arguments in the book are the
+model's, unredacted: the decider needs them.
 """
 
 from __future__ import annotations
