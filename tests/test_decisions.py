@@ -402,3 +402,99 @@ def test_values_cut_or_redacted_in_the_record_are_unchecked_offline_never_passed
         "enforced": [],
         "unchecked": [("fetch", "no-live-keys"), ("pay", "pay-max"), ("run_sql", "no-drop")],
     }
+
+
+# --- live and offline agree --------------------------------------------------------------------------------
+
+
+def _agreement(
+    spans: list[Any], policy: Any, deferrable: set[str]
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The live verdicts (rules named on each denied span) and the offline report of the same spans."""
+    live = {
+        format(s.context.span_id, "016x"): list((s.attributes or {})[semconv.TOOLSPAN_POLICY_RULES])
+        for s in spans
+        if semconv.TOOLSPAN_POLICY_RULES in (s.attributes or {})
+    }
+    report = audit(from_readable_spans(spans), policy)
+    offline: dict[str, list[str]] = {}
+    for finding in report["enforced"]:
+        offline.setdefault(finding["span_id"], []).append(finding["rule_id"])
+    assert report["violations"] == []  # nothing that breaks a rule ran
+    for span_id, rules in offline.items():
+        if span_id in live:
+            assert rules == live[span_id]
+        else:  # denied by its approver, not by the policy: only rules an approver can satisfy
+            assert set(rules) <= deferrable, rules
+    assert set(live) <= set(offline)
+    return live, report
+
+
+AUDIT_DEFERRABLE = {"payments-approved", "no-mail-after-secrets"}
+
+
+def _audit_scenarios() -> list[tuple[str, list[Any]]]:
+    from test_audit import CLEAN, VIOLATING
+
+    scenarios = [(a, s) for a, s in CLEAN] + [(a, s) for a, s, _ in VIOLATING]
+    return [x for x in scenarios if not any(isinstance(step, list) for step in x[1])]  # parallel batches race
+
+
+@pytest.mark.parametrize("variant", ["capture-off", "budget-64", "worker-thread"])
+def test_live_and_offline_agree_on_every_audit_scenario_in_every_setting(variant: str) -> None:
+    from _policy_runs import record_run
+    from test_audit import POLICY as AUDIT_POLICY
+
+    _intercept.install_guard(PolicyGuard(AUDIT_POLICY))
+    if variant == "capture-off":
+        set_config(Config(capture_content=False))
+    elif variant == "budget-64":
+        set_config(Config(max_attribute_bytes=64))
+    denied = 0
+    for agent, steps in _audit_scenarios():
+        if variant == "worker-thread":
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1) as pool:
+                spans = pool.submit(record_run, agent, steps).result()
+        else:
+            spans = record_run(agent, steps)
+        live, _ = _agreement(spans, AUDIT_POLICY, AUDIT_DEFERRABLE)
+        denied += len(live)
+    assert denied >= 20  # the scenarios do deny: the agreement is not vacuous
+
+
+NESTED_SCENARIOS: dict[str, Any] = {
+    "nested approval": lambda: toolspan.run_tool_calls(
+        _call("process_order", {"amount": 999}), TOOLS, approve=lambda c: True
+    ),
+    "nested order": lambda: (
+        read_secrets(),
+        toolspan.run_tool_calls(_call("notify", {"to": "a@b.c"}), TOOLS, approve=lambda c: True),
+    ),
+    "edit over the limit": lambda: toolspan.run_tool_calls(
+        _call("pay", {"memo": "m", "amount": 1}),
+        TOOLS,
+        approve=lambda c: toolspan.Approval(True, arguments={"memo": "m", "amount": 1000}),
+    ),
+    "edit within the limit": lambda: toolspan.run_tool_calls(
+        _call("pay", {"memo": "m", "amount": 1}),
+        TOOLS,
+        approve=lambda c: toolspan.Approval(True, arguments={"memo": "m", "amount": 99}),
+    ),
+    "cut value": lambda: pay("x" * 100_000, 1000),
+    "redacted value": lambda: fetch("https://api.example/v1?api_key=sk_live_123"),
+    "approved card": lambda: toolspan.run_tool_calls(
+        _call("charge_card", {"amount": 5}), TOOLS, approve=lambda c: True
+    ),
+}
+
+
+@pytest.mark.parametrize("capture", [True, False], ids=["capture-on", "capture-off"])
+@pytest.mark.parametrize("name", list(NESTED_SCENARIOS))
+def test_live_and_offline_agree_on_nested_calls_edits_and_hidden_values(name: str, capture: bool) -> None:
+    set_config(Config(capture_content=capture))
+    with capture_spans() as finished, toolspan.agent("assistant"):
+        with contextlib.suppress(toolspan.ToolDenied):
+            NESTED_SCENARIOS[name]()
+    _agreement(list(finished()), POLICY, {"cards-approved", "no-mail-after-secrets"})

@@ -316,3 +316,45 @@ def test_hostile_names_are_data_in_every_report_format(tmp_path: Path, tool: str
             assert report["violations"][0]["agent"] == agent
         else:
             assert text.startswith("<!DOCTYPE html>")
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.text(max_size=60))
+def test_any_path_is_keys_and_ascii_indices_or_refused(path: str) -> None:
+    try:
+        (rule,) = parse_policy(_rule(path=path, required=True)).rules
+    except PolicyError as e:
+        message = str(e)
+    else:
+        message = ""
+    if message:
+        assert message.startswith("policy: rules[0].path:")
+        return
+    assert isinstance(rule, ArgumentRule)
+    assert len(rule.path) <= 32
+    for part, text in zip(rule.path, path.split("."), strict=True):
+        if isinstance(part, int):
+            assert text.isascii()
+            assert text.isdigit()
+        else:
+            assert part == text
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    where_key=st.sampled_from(
+        [("top", k) for k in ("id", "version", "rules")] + [("rule", k) for k in ("id", "kind", "deny")]
+    ),
+    yaml_format=st.booleans(),
+)
+def test_a_duplicate_key_anywhere_is_refused(
+    tmp_path: Path, where_key: tuple[str, str], yaml_format: bool
+) -> None:
+    where, key = where_key
+    rule = '{"id": "a", "kind": "tools", "deny": "x"' + (f', "{key}": "y"' if where == "rule" else "") + "}"
+    top = f', "{key}": "z"' if where == "top" else ""
+    text = '{"id": "p", "version": 1, "rules": [' + rule + "]" + top + "}"
+    path = tmp_path / ("p.yaml" if yaml_format else "p.json")  # JSON is YAML: the same text both ways
+    path.write_text(text)
+    with pytest.raises(PolicyError, match=f"duplicate key '{key}'"):
+        load_policy(path)

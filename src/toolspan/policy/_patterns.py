@@ -30,11 +30,14 @@ class Pattern:
     _compiled: Any
 
     def search(self, text: str) -> bool:
-        """Whether the pattern occurs in ``text`` (linear time in ``len(text)``)."""
+        """Whether the pattern occurs in ``text`` (linear time in ``len(text)``). The pattern runs on the
+        UTF-8 bytes (RE2's own encoding: no offsets are mapped back to characters); a lone surrogate, which
+        UTF-8 cannot hold, is read as U+FFFD."""
         try:
-            return self._compiled.search(text) is not None
-        except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8
-            return self._compiled.search(text.encode("utf-8", "replace").decode("utf-8")) is not None
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = text.encode("utf-8", "replace")
+        return self._compiled.search(data) is not None
 
 
 def _engine() -> Any:
@@ -55,7 +58,7 @@ def compile_pattern(source: str) -> Pattern:
     options = re2.Options()
     options.log_errors = False
     try:
-        compiled = re2.compile(source, options)
+        compiled = re2.compile(source.encode("utf-8"), options)  # UTF-8 mode: a character is a character
     except Exception as e:  # re2.error, and TypeError/ValueError for text RE2 cannot take
         detail = e.args[0] if e.args else ""
         if isinstance(detail, bytes):

@@ -194,7 +194,9 @@ def _with_live_denials(verdict: Verdict, live: list[str], policy: Policy, span: 
         if rule_id not in found
     )
     unchecked = tuple(f for f in verdict.unchecked if f.rule_id not in live)
-    return Verdict(verdict.violations + extra, unchecked)
+    order = {r.id: i for i, r in enumerate(policy.rules)}
+    broken = sorted(verdict.violations + extra, key=lambda f: order.get(f.rule_id, len(order)))
+    return Verdict(tuple(broken), unchecked)
 
 
 def mark_pages(pages: Iterable[dict[str, Any]], report: dict[str, Any]) -> list[dict[str, Any]]:
