@@ -494,7 +494,6 @@ NESTED_SCENARIOS: dict[str, Any] = {
 @pytest.mark.parametrize("name", list(NESTED_SCENARIOS))
 def test_live_and_offline_agree_on_nested_calls_edits_and_hidden_values(name: str, capture: bool) -> None:
     set_config(Config(capture_content=capture))
-    with capture_spans() as finished, toolspan.agent("assistant"):
-        with contextlib.suppress(toolspan.ToolDenied):
-            NESTED_SCENARIOS[name]()
+    with capture_spans() as finished, toolspan.agent("assistant"), contextlib.suppress(toolspan.ToolDenied):
+        NESTED_SCENARIOS[name]()
     _agreement(list(finished()), POLICY, {"cards-approved", "no-mail-after-secrets"})
