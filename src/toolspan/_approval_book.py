@@ -96,7 +96,7 @@ class ApprovalBook:
         if (
             not isinstance(poll_interval, (int, float))
             or isinstance(poll_interval, bool)
-            or poll_interval <= 0
+            or not 0 < poll_interval <= 3600  # NaN and infinities fail too
         ):
             raise ValueError(f"poll_interval must be a positive number of seconds, got {poll_interval!r}")
         self.path = os.fspath(path)
