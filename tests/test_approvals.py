@@ -16,7 +16,7 @@ from tests.test_calls import events, openai_call, tool_attrs, tool_use
 
 import toolspan
 from toolspan import semconv
-from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
+from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans
 

@@ -16,8 +16,9 @@ from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
 import toolspan
-from toolspan import _calls, semconv
-from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
+from toolspan import semconv
+from toolspan._calls import runner as _calls
+from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan.testing import capture_spans
 
 _ABSENT: Any = object()
@@ -508,7 +509,7 @@ def test_decorated_tools_keep_their_name_and_the_registry_is_untouched(parent: A
     ]
     assert registry == before
     assert all(registry[k] is before[k] for k in registry)
-    assert toolspan._tool.tool_info(add) is None  # the plain function was not decorated in place
+    assert toolspan._instrument.tool.tool_info(add) is None  # the plain function was not decorated in place
     (span,) = spans()
     assert span.name == "execute_tool lookup"
     assert dict(span.attributes or {}) == tool_attrs(
@@ -898,7 +899,7 @@ def test_approval_that_raises_denies_and_logs(parent: Any, caplog: pytest.LogCap
     def approve(call: ToolCall) -> bool:
         raise RuntimeError("approval service down")
 
-    with caplog.at_level(logging.WARNING, logger="toolspan._calls"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._calls.runner"):
         (result,) = run_tool_calls([tool_use("t1", "count", {})], [count], approve=approve)
     note = "approval failed: RuntimeError: approval service down"
     assert result == {

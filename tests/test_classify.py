@@ -8,7 +8,7 @@ import pytest
 
 from _bridge_data import GENAI_FIXTURE, T0, sid, span, tool_attrs
 from toolspan import semconv as sc
-from toolspan.bridge import classify as cl
+from toolspan.bridge import facts as cl
 from toolspan.bridge.model import Span, SpanEvent
 
 

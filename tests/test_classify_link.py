@@ -11,7 +11,7 @@ import pytest
 from _bridge_data import span
 from toolspan import semconv as sc
 from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._models import ModelCall, Usage, model_call, total_usage
+from toolspan.bridge._model_calls import ModelCall, Usage, model_call, total_usage
 from toolspan.bridge._requests import (
     Requested,
     normal_arguments,
@@ -19,7 +19,7 @@ from toolspan.bridge._requests import (
     requested_calls,
     result_call_id,
 )
-from toolspan.bridge.classify import AGENT, LLM, TOOL, classify
+from toolspan.bridge.facts import AGENT, LLM, TOOL, classify
 from toolspan.bridge.link import link_tool_calls
 from toolspan.bridge.model import Span, SpanEvent
 

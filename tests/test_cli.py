@@ -21,7 +21,8 @@ from _formats import parity_trace, render
 from toolspan.bridge import views
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
-from toolspan.cli import _events_stream, main
+from toolspan.cli import main
+from toolspan.cli._main import _events_stream
 
 AGENT = Path(__file__).resolve().parent / "fixtures" / "jaeger" / "v1_ui_genai_agent_trace.json"
 

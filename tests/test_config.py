@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolspan import _env, config
+from toolspan import config
+from toolspan._kernel import env as _env
 from toolspan.config import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
     DEFAULT_REDACT_KEYS,
@@ -100,7 +101,7 @@ def test_bad_env_values_logged_and_ignored(
     default: Any,
 ) -> None:
     monkeypatch.setenv(name, value)
-    with caplog.at_level(logging.WARNING, logger="toolspan._env"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._kernel.env"):
         resolved = resolve_config()
     assert getattr(resolved, field) == default
     assert f"ignoring {name}={value!r}" in caplog.text

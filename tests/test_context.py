@@ -15,7 +15,7 @@ from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 import toolspan
 from _instrumentation import Spans, by_name, call_id, exec_id, parent_id
-from toolspan._context import PENDING_CALL_ID_KEY
+from toolspan._instrument.context import PENDING_CALL_ID_KEY
 
 pytestmark = pytest.mark.usefixtures("fresh_config")
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from _bridge_data import validate
-from toolspan.bridge.classify import LLM, TOOL, classify
+from toolspan.bridge.facts import LLM, TOOL, classify
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes

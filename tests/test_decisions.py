@@ -13,8 +13,9 @@ from unittest import mock
 import pytest
 
 import toolspan
-from toolspan import _intercept, semconv
-from toolspan._guard import PolicyGuard
+from toolspan import semconv
+from toolspan._decisions import chain
+from toolspan._decisions.guard import PolicyGuard
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import audit
 from toolspan.config import Config, set_config
@@ -124,10 +125,10 @@ TOOLS = [pay, run_sql, fetch, search, pick, charge_card, process_order, read_sec
 @pytest.fixture(autouse=True)
 def guarded(fresh_config: None) -> Iterator[None]:
     RAN.clear()
-    _intercept.install_guard(PolicyGuard(POLICY))
+    chain.install_guard(PolicyGuard(POLICY))
     yield
-    _intercept.install_guard(None)
-    assert _intercept.ACTIVE[0] == 0
+    chain.install_guard(None)
+    assert chain.ACTIVE[0] == 0
 
 
 def _call(name: str, args: dict[str, Any], call_id: str = "call_1") -> list[dict[str, Any]]:
@@ -267,7 +268,7 @@ def test_arguments_edited_by_an_approver_are_checked_before_the_body_runs() -> N
 
 
 def test_the_offline_audit_checks_the_edited_arguments_the_body_ran_with() -> None:
-    _intercept.install_guard(None)  # recorded by an application without the live policy
+    chain.install_guard(None)  # recorded by an application without the live policy
     edit = toolspan.Approval(True, arguments={"memo": "m", "amount": 1000})
     with capture_spans() as finished, toolspan.agent("assistant"):
         toolspan.run_tool_calls(_call("pay", {"memo": "m", "amount": 10}), TOOLS, approve=lambda c: edit)
@@ -302,7 +303,7 @@ class _AllowStr(str):
     ids=["ANY", "equals-everything", "str-subclass", "one-tuple", "ANY-in-tuple", "ANY-in-Approval"],
 )
 def test_an_answer_that_only_claims_to_allow_denies(answer: Any) -> None:
-    _intercept.install_guard(None)
+    chain.install_guard(None)
     with capture_spans() as finished:
         (result,) = toolspan.run_tool_calls(
             _call("pay", {"memo": "m", "amount": 1}), TOOLS, approve=lambda c: answer
@@ -314,7 +315,7 @@ def test_an_answer_that_only_claims_to_allow_denies(answer: Any) -> None:
 
 
 def test_the_approvals_book_never_gives_a_decision_to_another_call(tmp_path: Path) -> None:
-    _intercept.install_guard(None)
+    chain.install_guard(None)
     book = toolspan.ApprovalBook(tmp_path / "approvals.db", poll_interval=0.01)
     with capture_spans():
         (first,) = toolspan.run_tool_calls(
@@ -390,7 +391,7 @@ def _budget(size: int) -> Iterator[None]:
 
 
 def test_values_cut_or_redacted_in_the_record_are_unchecked_offline_never_passed() -> None:
-    _intercept.install_guard(None)  # recorded without the live policy: only the audit judges
+    chain.install_guard(None)  # recorded without the live policy: only the audit judges
     with capture_spans() as finished, toolspan.agent("assistant"):
         pay("x" * 100_000, 5)  # `amount` cut away from the record
         run_sql("select 1;" + " " * 17_000 + "select 2")  # cut inside the value
@@ -445,7 +446,7 @@ def test_live_and_offline_agree_on_every_audit_scenario_in_every_setting(variant
     from _policy_runs import record_run
     from test_audit import POLICY as AUDIT_POLICY
 
-    _intercept.install_guard(PolicyGuard(AUDIT_POLICY))
+    chain.install_guard(PolicyGuard(AUDIT_POLICY))
     if variant == "capture-off":
         set_config(Config(capture_content=False))
     elif variant == "budget-64":

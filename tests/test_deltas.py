@@ -11,7 +11,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
 import toolspan
-from toolspan.exporters import _deltas
+from toolspan._instrument import deltas as _deltas
 from toolspan.testing import capture_spans
 
 

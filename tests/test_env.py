@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolspan import _env
+from toolspan._kernel import env as _env
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

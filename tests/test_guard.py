@@ -14,8 +14,8 @@ import toolspan
 from _instrumentation import exec_id, hex_id
 from _policy_runs import TOOLS, record_run
 from test_audit import CLEAN, POLICY, VIOLATING
-from toolspan import _intercept
-from toolspan._guard import PolicyGuard
+from toolspan._decisions import chain
+from toolspan._decisions.guard import PolicyGuard
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import audit
 from toolspan.policy import PolicyError, parse_policy
@@ -26,16 +26,16 @@ DEFERRABLE = {"payments-approved", "no-mail-after-secrets"}  # rules an approver
 
 @pytest.fixture
 def guarded(fresh_config: None) -> Iterator[None]:
-    _intercept.install_guard(PolicyGuard(POLICY))
+    chain.install_guard(PolicyGuard(POLICY))
     yield
-    _intercept.install_guard(None)
+    chain.install_guard(None)
 
 
 @pytest.fixture(autouse=True)
 def _no_guard_left() -> Iterator[None]:
     yield
-    _intercept.install_guard(None)
-    assert _intercept.ACTIVE[0] == 0
+    chain.install_guard(None)
+    assert chain.ACTIVE[0] == 0
 
 
 def _tool_spans(spans: Any) -> list[Any]:
@@ -175,13 +175,13 @@ def test_configure_loads_the_policy_from_the_argument_or_the_environment(
         toolspan.configure(policy=path, instrument_threading=False)
         with pytest.raises(toolspan.ToolDenied, match=r"^policy p rule no-shell: "):
             TOOLS["shell"](cmd="ls")
-        _intercept.install_guard(None)
+        chain.install_guard(None)
         assert TOOLS["shell"](cmd="ls") == ""
         monkeypatch.setenv("TOOLSPAN_POLICY", str(path))
         toolspan.configure(instrument_threading=False)
         with pytest.raises(toolspan.ToolDenied):
             TOOLS["shell"](cmd="ls")
-        _intercept.install_guard(None)
+        chain.install_guard(None)
         (tmp_path / "bad.json").write_text('{"id": "p"}')
         monkeypatch.setenv("TOOLSPAN_POLICY", str(tmp_path / "bad.json"))
         with pytest.raises(PolicyError, match=r"bad\.json\.rules: required"):
@@ -191,7 +191,7 @@ def test_configure_loads_the_policy_from_the_argument_or_the_environment(
 
 
 def test_the_guard_works_with_tracing_off(fresh_config: None) -> None:
-    _intercept.install_guard(
+    chain.install_guard(
         PolicyGuard(
             parse_policy(
                 {
@@ -211,7 +211,7 @@ def test_the_guard_works_with_tracing_off(fresh_config: None) -> None:
 
 def test_a_failing_policy_check_denies_the_call(fresh_config: None, monkeypatch: pytest.MonkeyPatch) -> None:
     guard = PolicyGuard(POLICY)
-    _intercept.install_guard(guard)
+    chain.install_guard(guard)
 
     def broken(self: Any, call: Any) -> Any:
         raise RuntimeError("boom")
@@ -227,7 +227,7 @@ def test_a_failing_policy_check_denies_the_call(fresh_config: None, monkeypatch:
 def test_async_and_generator_tools_are_checked_before_their_bodies(fresh_config: None) -> None:
     import asyncio
 
-    _intercept.install_guard(
+    chain.install_guard(
         PolicyGuard(
             parse_policy(
                 {"id": "p", "version": 1, "rules": [{"id": "no-shell", "kind": "tools", "deny": ["shell*"]}]}

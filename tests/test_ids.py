@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolspan import _ids
+from toolspan._kernel import ids as _ids
 
 SPAN_IDS = st.integers(min_value=1, max_value=2**64 - 1)
 

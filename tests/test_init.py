@@ -14,10 +14,10 @@ import pytest
 import toolspan
 
 LAZY = {
-    "ToolCall": "toolspan._calls",
-    "arun_tool_calls": "toolspan._calls",
-    "configure": "toolspan._setup",
-    "run_tool_calls": "toolspan._calls",
+    "ToolCall": "toolspan._calls.runner",
+    "arun_tool_calls": "toolspan._calls.runner",
+    "configure": "toolspan._sdk.setup",
+    "run_tool_calls": "toolspan._calls.runner",
     "text_delta": "toolspan.exporters.live",
 }
 
@@ -44,10 +44,15 @@ def test_import_toolspan_loads_neither_the_bridge_nor_the_sdk_nor_the_exporters(
         name
         for name in loaded
         if name.startswith(("toolspan.bridge", "toolspan.exporters", "opentelemetry.sdk", "google.protobuf"))
-        or name in ("toolspan._setup", "toolspan._calls", "toolspan.cli")
+        or name in ("toolspan._sdk.setup", "toolspan._calls.runner", "toolspan.cli")
     ]
     assert heavy == []
-    assert {"toolspan._tool", "toolspan._toolrun", "toolspan._scopes", "wrapt"} <= set(loaded)
+    assert {
+        "toolspan._instrument.tool",
+        "toolspan._instrument.toolrun",
+        "toolspan._instrument.scopes",
+        "wrapt",
+    } <= set(loaded)
 
 
 @pytest.mark.parametrize(("name", "module"), sorted(LAZY.items()))

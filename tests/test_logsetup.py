@@ -1,11 +1,12 @@
-"""Which log exporters ``configure()`` installs for text deltas (``toolspan._logsetup``); that the installed
-provider carries deltas over OTLP/HTTP and gRPC is tested on a real server in ``test_server_deltas.py``."""
+"""Which log exporters ``configure()`` installs for text deltas (``toolspan._sdk.logsetup``); that the
+installed provider carries deltas over OTLP/HTTP and gRPC is tested on a real server in
+``test_server_deltas.py``."""
 
 from __future__ import annotations
 
 import pytest
 
-from toolspan._logsetup import log_exporter_names
+from toolspan._sdk.logsetup import log_exporter_names
 
 _VARS = (
     "OTEL_LOGS_EXPORTER",

@@ -20,7 +20,7 @@ from tests._server import Server, SseEvent, otlp_body, running_server, sdk_env, 
 
 import toolspan
 from toolspan.bridge.model import Span
-from toolspan.server._progress_stream import parse_since, settled
+from toolspan.server._streams.progress import parse_since, settled
 from toolspan.testing import capture_spans
 
 APP = Path(__file__).with_name("server_stream_app.py")

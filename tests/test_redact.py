@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolspan._redact import redaction
-from toolspan._serialize import dumps, redact_text
+from toolspan._capture.redact import redaction
+from toolspan._capture.serialize import dumps, redact_text
 from toolspan.config import DEFAULT_REDACT_KEYS, REDACTED, Config, normalize_key
 
 CONFIG = Config()

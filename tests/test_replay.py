@@ -338,7 +338,7 @@ def test_pytest_fixture_replays_a_committed_recording(recorded_run: Any) -> None
 
 
 def test_one_replay_entered_by_two_tasks_gives_each_its_own_session() -> None:
-    from toolspan import _intercept
+    from toolspan._decisions import chain
 
     _, spans = record()
     bodies.clear()
@@ -356,7 +356,7 @@ def test_one_replay_entered_by_two_tasks_gives_each_its_own_session() -> None:
 
     assert asyncio.run(both()) == [["msg-1", "msg-3"], ["msg-1", "msg-3"]]
     assert bodies == Counter()
-    assert _intercept.ACTIVE[0] == 0
+    assert chain.ACTIVE[0] == 0
 
 
 class _Orders(http.server.BaseHTTPRequestHandler):

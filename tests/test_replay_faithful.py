@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 import toolspan
-from toolspan import _replay_source, semconv
+from toolspan import semconv
+from toolspan._decisions import replay_source as _replay_source
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans
@@ -59,7 +60,7 @@ def transfer(amount: int) -> str:
 def _fresh(fresh_config: None) -> Iterator[None]:
     bodies.clear()
     yield
-    assert toolspan._intercept.ACTIVE[0] == 0
+    assert toolspan._instrument.hooks.ACTIVE[0] == 0
 
 
 def _record(run: Any) -> tuple[Any, list[Any]]:

@@ -1,4 +1,4 @@
-"""Replay from a trace held by ``toolspan serve`` (``toolspan._replay_source`` and ``GET
+"""Replay from a trace held by ``toolspan serve`` (``toolspan._decisions.replay_source`` and ``GET
 /api/traces/{id}/otlp``): a real application process records a run over OTLP into a real server process; the
 run replays from the server's URL exactly as from the file the same process wrote, with no tool body run."""
 

@@ -15,7 +15,7 @@ from opentelemetry.trace import StatusCode
 
 import toolspan
 from _instrumentation import Spans, by_name, call_id, exec_id, parent_id, tool_attrs
-from toolspan._messages import input_messages, output_messages
+from toolspan._instrument.messages import input_messages, output_messages
 
 pytestmark = pytest.mark.usefixtures("fresh_config")
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolspan._serialize import MAX_DEPTH, dumps, to_json_text
+from toolspan._capture.serialize import MAX_DEPTH, dumps, to_json_text
 from toolspan.config import DEFAULT_REDACT_KEYS, REDACTED, Config, normalize_key, resolve_config
 
 CONFIG = Config()
@@ -304,7 +304,7 @@ def test_raising_redact_callback_redacts(caplog: pytest.LogCaptureFixture) -> No
             raise RuntimeError("bug in callback")
         return value
 
-    with caplog.at_level(logging.WARNING, logger="toolspan._serialize"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._capture.serialize"):
         text = dumps({"a": 1, "b": "sensitive"}, Config(redact=redact))
     assert check(text) == {"a": 1, "b": REDACTED}
     assert "redact callback raised" in caplog.text

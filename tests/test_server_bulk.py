@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from toolspan.server._bulk import _statement, insert_rows
+from toolspan.server._store.bulk import _statement, insert_rows
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 75, 76, 77, 512, 1000, 3001])

@@ -20,7 +20,7 @@ from tests._server import Server, SseEvent, running_server, sdk_env, sse_stream
 
 from toolspan import semconv as sc
 from toolspan.bridge.readers._logs import LogRecord
-from toolspan.server._deltas import DeltaDropped, DeltaHub, split_deltas
+from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, split_deltas
 
 APP = Path(__file__).with_name("server_stream_app.py")
 TRACE = "5" * 32

@@ -1,6 +1,6 @@
-"""OTLP/HTTP trace bodies parsed in worker processes (``toolspan.server._parsers``): the same rows and the
-same refusals as in-process, a worker that dies fails only its request (503, retryable), and workers end
-with the server, also when it is killed."""
+"""OTLP/HTTP trace bodies parsed in worker processes (``toolspan.server._ingest.parsers``): the same rows and
+the same refusals as in-process, a worker that dies fails only its request (503, retryable), and workers
+end with the server, also when it is killed."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from tests._server import otlp_body, running_server
 
 import toolspan
-from toolspan.server import _ingest
-from toolspan.server._parsers import Parsers
+from toolspan.server._ingest import otlp as _ingest
+from toolspan.server._ingest.parsers import Parsers
 from toolspan.testing import capture_spans
 
 

@@ -16,10 +16,10 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._otlp_proto import iter_proto_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
-from toolspan.server._codec import decode, encode
-from toolspan.server._records import Row, row_of_span, rows_of_request
-from toolspan.server._store import Store
-from toolspan.server._summaries import recompute_summaries
+from toolspan.server._ingest.codec import decode, encode
+from toolspan.server._ingest.records import Row, row_of_span, rows_of_request
+from toolspan.server._store.db import Store
+from toolspan.server._store.summaries import recompute_summaries
 
 CORPUS = Path(__file__).parent / "corpus"
 FRAMEWORKS = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
@@ -111,7 +111,7 @@ def test_a_second_root_that_starts_earlier_becomes_the_trace_root(tmp_path: Path
 
 def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_does() -> None:
     from toolspan.bridge.readers import BridgeReadError
-    from toolspan.server._ingest import PROTOBUF, IngestError, parse_body
+    from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
 
     good, bad = scenario()[:2]
     body = otlp_proto_request([good, replace(bad, start_ns=10, end_ns=5)]).SerializeToString()
@@ -130,7 +130,7 @@ def _proto_rows(spans: list[Span]) -> list[Row]:
 
 def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: Path) -> None:
     from toolspan.bridge._coalesce import coalesce
-    from toolspan.server._store import ACT, OBSERVE, Cursor
+    from toolspan.server._store.db import ACT, OBSERVE, Cursor
 
     tool = next(s for s in scenario() if row_of_span(s).is_tool and s.end_ns is not None)
     pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})

@@ -12,8 +12,8 @@ from tests._bridge_data import scenario
 
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
-from toolspan.server._codec import decode, encode
-from toolspan.server._store import ACT, OBSERVE, Cursor, Store
+from toolspan.server._ingest.codec import decode, encode
+from toolspan.server._store.db import ACT, OBSERVE, Cursor, Store
 
 TRACE = "0" * 31 + "a"
 TOOL_ATTRS = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
@@ -121,7 +121,7 @@ def test_retention_by_age_drops_traces_not_updated_within_it(store: Store) -> No
 
 
 def test_an_open_tool_is_running_until_its_root_ended_then_sealed(store: Store) -> None:
-    from toolspan.server._query import list_traces
+    from toolspan.server._store.query import list_traces
 
     root = Span(
         TRACE,

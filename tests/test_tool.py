@@ -24,8 +24,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import toolspan
 from _instrumentation import Spans, by_name, exec_id, parent_id, tool_attrs
-from toolspan import _serialize, semconv
-from toolspan._tool import tool_info
+from toolspan import semconv
+from toolspan._capture import serialize as _serialize
+from toolspan._instrument.tool import tool_info
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans, installed_tracer_provider
 

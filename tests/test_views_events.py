@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 from _bridge_data import GENAI_FIXTURE, T0, TRACE_1, scenario, sid, span, span_forests, tool_attrs, validate
 from toolspan import semconv as sc
-from toolspan.bridge.classify import TOOL, classify
+from toolspan.bridge.facts import TOOL, classify
 from toolspan.bridge.model import SpanEvent
 from toolspan.bridge.views import SCHEMA_VERSION, act_event, match_observe, observe_event, to_events
 

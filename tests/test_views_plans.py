@@ -21,7 +21,7 @@ from _bridge_data import (
 )
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import AGENT, classify
+from toolspan.bridge.facts import AGENT, classify
 from toolspan.bridge.views import SCHEMA_VERSION, to_plans
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from _bridge_data import GENAI_FIXTURE, T0, scenario, sid, span, span_forests, tool_attrs, validate
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import TOOL, classify
+from toolspan.bridge.facts import TOOL, classify
 from toolspan.bridge.views import AUTO_SEAL_RESULT, SCHEMA_VERSION, to_progress
 
 MS0 = T0 // 1_000_000

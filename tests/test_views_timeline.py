@@ -22,7 +22,7 @@ from _bridge_data import (
     validate,
 )
 from toolspan import semconv as sc
-from toolspan.bridge.classify import TOOL, classify
+from toolspan.bridge.facts import TOOL, classify
 from toolspan.bridge.model import SpanEvent
 from toolspan.bridge.views import SCHEMA_VERSION, to_timelines
 

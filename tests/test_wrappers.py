@@ -15,7 +15,7 @@ import pytest
 import _pickled_tools as mod
 import toolspan
 from _instrumentation import Spans
-from toolspan._tool import tool_info
+from toolspan._instrument.tool import tool_info
 
 pytestmark = pytest.mark.usefixtures("fresh_config")
 

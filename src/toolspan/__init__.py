@@ -17,47 +17,76 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolspan._agent import agent, thought
-from toolspan._context import current_execution_id, current_tool_call_id, tool_call_id
-from toolspan._outcome import ToolDenied
-from toolspan._plan import plan
-from toolspan._run import Run
-from toolspan._tool import record_permission_decided, record_permission_required, tool, wrap, wrap_tools
-from toolspan._tracer import VERSION as __version__
-from toolspan.propagation import extract, inject
-
 if TYPE_CHECKING:
-    from toolspan._approval_book import ApprovalBook
-    from toolspan._approvals import Approval
-    from toolspan._calls import ToolCall, arun_tool_calls, run_tool_calls
-    from toolspan._replay import ReplayDivergence, ReplayedToolError, ReplayError, ReplaySealed, replay
-    from toolspan._setup import configure, instrument_threads
-    from toolspan.exporters.live import text_delta
+    from toolspan._calls.book import ApprovalBook
+    from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
+    from toolspan._decisions.approvals import Approval
+    from toolspan._decisions.replay import replay
+    from toolspan._instrument.agent import agent, thought
+    from toolspan._instrument.context import current_execution_id, current_tool_call_id, tool_call_id
+    from toolspan._instrument.deltas import text_delta
+    from toolspan._instrument.handle import Run
+    from toolspan._instrument.plan import plan
+    from toolspan._instrument.tool import (
+        record_permission_decided,
+        record_permission_required,
+        tool,
+        wrap,
+        wrap_tools,
+    )
+    from toolspan._instrument.tracer import VERSION as __version__
+    from toolspan._sdk.setup import configure, instrument_threads
+    from toolspan.errors import (
+        ReplayDivergence,
+        ReplayedToolError,
+        ReplayError,
+        ReplaySealed,
+        ToolDenied,
+    )
+    from toolspan.propagation import extract, inject
 
-# Loaded on first use, so that ``import toolspan`` (decorating tools) stays light: the SDK setup and
-# its exporters, the tool-call runner, replay, and the live processor (which loads the bridge).
+# Every name is loaded on first use (PEP 562), so ``import toolspan.bridge.model`` or ``import
+# toolspan.semconv`` loads nothing else of toolspan, and ``toolspan.tool`` loads only the instrumentation
+# core: the SDK setup, the call runner, replay and the exporters load when first used.
 _LAZY = {
-    "Approval": "toolspan._approvals",
-    "ApprovalBook": "toolspan._approval_book",
-    "ReplayDivergence": "toolspan._replay",
-    "ReplayError": "toolspan._replay",
-    "ReplaySealed": "toolspan._replay",
-    "ReplayedToolError": "toolspan._replay",
-    "ToolCall": "toolspan._calls",
-    "arun_tool_calls": "toolspan._calls",
-    "configure": "toolspan._setup",
-    "instrument_threads": "toolspan._setup",
-    "replay": "toolspan._replay",
-    "run_tool_calls": "toolspan._calls",
-    "text_delta": "toolspan.exporters.live",
+    "Approval": "toolspan._decisions.approvals",
+    "ApprovalBook": "toolspan._calls.book",
+    "ReplayDivergence": "toolspan.errors",
+    "ReplayError": "toolspan.errors",
+    "ReplaySealed": "toolspan.errors",
+    "ReplayedToolError": "toolspan.errors",
+    "Run": "toolspan._instrument.handle",
+    "ToolCall": "toolspan._calls.runner",
+    "ToolDenied": "toolspan.errors",
+    "__version__": "toolspan._instrument.tracer",
+    "agent": "toolspan._instrument.agent",
+    "arun_tool_calls": "toolspan._calls.runner",
+    "configure": "toolspan._sdk.setup",
+    "current_execution_id": "toolspan._instrument.context",
+    "current_tool_call_id": "toolspan._instrument.context",
+    "extract": "toolspan.propagation",
+    "inject": "toolspan.propagation",
+    "instrument_threads": "toolspan._sdk.setup",
+    "plan": "toolspan._instrument.plan",
+    "record_permission_decided": "toolspan._instrument.tool",
+    "record_permission_required": "toolspan._instrument.tool",
+    "replay": "toolspan._decisions.replay",
+    "run_tool_calls": "toolspan._calls.runner",
+    "text_delta": "toolspan._instrument.deltas",
+    "thought": "toolspan._instrument.agent",
+    "tool": "toolspan._instrument.tool",
+    "tool_call_id": "toolspan._instrument.context",
+    "wrap": "toolspan._instrument.tool",
+    "wrap_tools": "toolspan._instrument.tool",
 }
+_RENAMED = {"__version__": "VERSION"}
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
     globals()[name] = value  # later lookups are plain module attributes
     return value
 

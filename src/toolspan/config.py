@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from toolspan import _env, semconv
+from toolspan import semconv
+from toolspan._kernel import env as _env
 
 __all__ = [
     "CONVENTIONS",

@@ -19,7 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from toolspan import semconv
-from toolspan._context import current_tool
+from toolspan._instrument.context import current_tool
 
 _logger = logging.getLogger(__name__)
 

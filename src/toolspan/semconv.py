@@ -162,7 +162,7 @@ STATE_DENIED: Final = "DENIED"
 STATE_CANCELLED: Final = "CANCELLED"
 STATE_SEALED: Final = "SEALED"
 
-# Id prefixes (the ids are built by toolspan._ids): execution_id = "exec_" + 16-hex span id;
+# Id prefixes (the ids are built by toolspan._kernel.ids): execution_id = "exec_" + 16-hex span id;
 # synthesized call id = "call_" + 16-hex span id.
 EXECUTION_ID_PREFIX: Final = "exec_"
 CALL_ID_PREFIX: Final = "call_"
@@ -176,7 +176,7 @@ PLAN_SPAN_PREFIX: Final = "plan "
 # Instrumentation scope
 SCOPE_NAME: Final = "toolspan"
 
-# --- Read by the bridge (toolspan.bridge.classify) ---------------------------------------------------
+# --- Read by the bridge (toolspan.bridge.facts) ---------------------------------------------------
 OP_RETRIEVAL: Final = "retrieval"
 OI_KIND_RETRIEVER: Final = "RETRIEVER"
 OI_TOOL_ID: Final = "tool.id"  # OpenInference: id of the tool call a TOOL span executes

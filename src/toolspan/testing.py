@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from toolspan._otel_internals import restore_global_provider, swap_global_provider
+from toolspan._instrument.otel_internals import restore_global_provider, swap_global_provider
 
 __all__ = ["FakeClock", "SequentialIdGenerator", "capture_spans", "installed_tracer_provider"]
 
@@ -143,7 +143,7 @@ def replay_fixture(source: Any, **options: Any) -> Any:
     """
     import pytest
 
-    from toolspan._replay import replay
+    from toolspan._decisions.replay import replay
 
     @pytest.fixture
     def _replay_fixture() -> Iterator[Any]:

@@ -1,36 +1,142 @@
-"""Turn spans from any source back into the timelines and trees agent frontends draw.
+"""The bridge: spans from any source back into the JSON shapes agent frontends draw. Pure and deterministic;
+it imports nothing of the instrumentation, the server or the CLI.
 
-Readers (``toolspan.bridge.readers``) produce neutral spans (``toolspan.bridge.model.Span``); the views
-(``toolspan.bridge.views``, re-exported here) turn them into the JSON agent frontends read.
-``classify`` is not re-exported here: ``toolspan.bridge.classify`` stays the module of that name.
+Its public API, for applications and for toolspan's own server, CLI, exporters and replay (names load on
+first use):
+
+- **the model**: ``Span``, ``SpanEvent``, ``SpanLink`` (``toolspan.bridge.model``);
+- **reading** (``toolspan.bridge.readers``): ``read_spans``, ``iter_spans``, ``spans_from_document``,
+  ``from_readable_spans``, ``BridgeReadError``, ``ReadReport``; OTLP protobuf and log decoding;
+- **one span's facts** (``toolspan.bridge.facts``): ``classify``, ``tool_call``, ``approvals``, ...;
+- **views** (``toolspan.bridge.views``): ``to_events``, ``to_timelines``, ``to_trees``, ``to_plans``,
+  ``to_progress``, ``to_pages``, ``audit``; and ``VIEWS``, the one registry of views (name, function,
+  JSON Lines or one document, schema) that the CLI, the server's routes and its OpenAPI document read;
+- **coalescing and writing**: ``coalesce`` (spans in start order, duplicates and pending records
+  merged), ``to_otlp_json`` (spans back to an OTLP/JSON request), ``write_json_lines`` and
+  ``dumps_document`` (the JSON every output of toolspan is written with).
 """
 
 from __future__ import annotations
 
-from toolspan.bridge.views import (
-    SCHEMA_VERSION,
-    act_event,
-    load_schema,
-    match_observe,
-    observe_event,
-    to_events,
-    to_plans,
-    to_progress,
-    to_timelines,
-    to_tree,
-    to_trees,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolspan.bridge._coalesce import coalesce, duplicate_flags
+    from toolspan.bridge._otlp_write import to_otlp_json
+    from toolspan.bridge.model import Span, SpanEvent, SpanLink
+    from toolspan.bridge.readers import (
+        BridgeReadError,
+        ReadReport,
+        dumps_document,
+        from_readable_spans,
+        iter_spans,
+        read_spans,
+        spans_from_document,
+        write_json_lines,
+    )
+    from toolspan.bridge.views import (
+        SCHEMA_VERSION,
+        VIEWS,
+        View,
+        act_event,
+        audit,
+        load_schema,
+        mark_pages,
+        match_observe,
+        observe_event,
+        to_events,
+        to_pages,
+        to_plans,
+        to_progress,
+        to_timelines,
+        to_tree,
+        to_trees,
+    )
+
+_READERS = "toolspan.bridge.readers"
+_VIEWS = "toolspan.bridge.views"
+_WHERE = {
+    "coalesce": "toolspan.bridge._coalesce",
+    "duplicate_flags": "toolspan.bridge._coalesce",
+    "to_otlp_json": "toolspan.bridge._otlp_write",
+    **dict.fromkeys(("Span", "SpanEvent", "SpanLink"), "toolspan.bridge.model"),
+    **dict.fromkeys(
+        (
+            "BridgeReadError",
+            "ReadReport",
+            "dumps_document",
+            "from_readable_spans",
+            "iter_spans",
+            "read_spans",
+            "spans_from_document",
+            "write_json_lines",
+        ),
+        _READERS,
+    ),
+    **dict.fromkeys(
+        (
+            "SCHEMA_VERSION",
+            "VIEWS",
+            "View",
+            "act_event",
+            "audit",
+            "load_schema",
+            "mark_pages",
+            "match_observe",
+            "observe_event",
+            "to_events",
+            "to_pages",
+            "to_plans",
+            "to_progress",
+            "to_timelines",
+            "to_tree",
+            "to_trees",
+        ),
+        _VIEWS,
+    ),
+}
 
 __all__ = [
+    "BridgeReadError",
+    "ReadReport",
     "SCHEMA_VERSION",
+    "Span",
+    "SpanEvent",
+    "SpanLink",
+    "VIEWS",
+    "View",
     "act_event",
+    "audit",
+    "coalesce",
+    "dumps_document",
+    "duplicate_flags",
+    "from_readable_spans",
+    "iter_spans",
     "load_schema",
+    "mark_pages",
     "match_observe",
     "observe_event",
+    "read_spans",
+    "spans_from_document",
     "to_events",
+    "to_otlp_json",
+    "to_pages",
     "to_plans",
     "to_progress",
     "to_timelines",
     "to_tree",
     "to_trees",
+    "write_json_lines",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

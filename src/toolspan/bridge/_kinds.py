@@ -1,6 +1,6 @@
 """Span roles: which convention says a span is a tool, agent, plan, LLM, chain or retriever call.
 
-See ``toolspan.bridge.classify`` for the order the conventions are read in.
+See ``toolspan.bridge.facts`` for the order the conventions are read in.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from toolspan.bridge.model import SPAN_KINDS, STATUS_CODES, Span
-from toolspan.bridge.readers._json import nonfinite_text
+from toolspan.bridge.readers import nonfinite_text
 
 __all__ = ["to_otlp_json"]
 

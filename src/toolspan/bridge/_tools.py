@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolspan import _ids as ids
 from toolspan import semconv as sc
+from toolspan._kernel import ids
 from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
@@ -16,7 +16,7 @@ __all__ = [
     "ACT_AWAITING_APPROVAL",
     "ACT_DENIED",
     "ACT_RUNNING",
-    "Approval",
+    "ApprovalEvent",
     "ToolCallRecord",
     "act_status",
     "approvals",
@@ -247,7 +247,7 @@ def act_status(span: Span) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Approval:
+class ApprovalEvent:
     """A ``permission_required`` (``decision is None``) or ``permission_decided`` event."""
 
     time_ns: int
@@ -263,13 +263,13 @@ def _normal_decision(value: Any) -> str:
     return "allow" if str(value).lower() in _ALLOW_WORDS else "deny"
 
 
-def approvals(span: Span) -> list[Approval]:
+def approvals(span: Span) -> list[ApprovalEvent]:
     """The approval events of ``span`` in recorded order; decisions normalised to ``allow`` / ``deny``."""
     out = []
     asked: int | None = None
     for event in span.events:
         if event.name == sc.PERMISSION_REQUIRED_EVENT:
-            out.append(Approval(event.time_ns, None, None))
+            out.append(ApprovalEvent(event.time_ns, None, None))
             asked = event.time_ns
         elif event.name == sc.PERMISSION_DECIDED_EVENT:
             note = event.attributes.get(sc.PERMISSION_NOTE)
@@ -278,7 +278,7 @@ def approvals(span: Span) -> list[Approval]:
             if not isinstance(latency, int) or isinstance(latency, bool):
                 latency = None if asked is None else max(0, event.time_ns - asked) // 1_000_000
             out.append(
-                Approval(
+                ApprovalEvent(
                     event.time_ns,
                     _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)),
                     None if note is None else str(note),

@@ -18,8 +18,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from toolspan import _ids as ids
 from toolspan import semconv as sc
+from toolspan._kernel import ids
 from toolspan.bridge._kinds import AGENT, LLM, TOOL, parse_json
 from toolspan.bridge._requests import (
     Requested,

@@ -30,11 +30,12 @@ from opentelemetry import context as context_api
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace import Span as SdkSpan
 
-from toolspan.bridge.classify import TOOL
+from toolspan._instrument import hooks
+from toolspan._instrument.deltas import text_delta
+from toolspan.bridge.facts import TOOL
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event, classify, observe_event
-from toolspan.exporters._deltas import register, text_delta, unregister
 from toolspan.exporters._durable import DurableLog
 from toolspan.exporters._livestream import LiveStream
 
@@ -83,7 +84,7 @@ class LiveEventProcessor(SpanProcessor):
         self._dropped = 0
         self._shutdown = False
         self._durable = DurableLog(os.fspath(durable_path), durable_fsync) if durable_path else None
-        register(self)
+        hooks.register(self)  # on_text_delta: text deltas of the spans it saw start
 
     @property
     def durable_path(self) -> str | None:
@@ -166,7 +167,7 @@ class LiveEventProcessor(SpanProcessor):
             self._streams = weakref.WeakSet()
             self._callbacks = ()
             self._open.clear()
-        unregister(self)
+        hooks.unregister(self)
         for stream in streams:
             stream._close()
         if self._durable is not None:
@@ -194,9 +195,15 @@ class LiveEventProcessor(SpanProcessor):
             if not stream._offer(event):
                 self._remove_stream(stream)
 
-    def _deliver_delta(self, key: _SpanKey, event: Event) -> None:
-        if key in self._open and self._has_subscribers():
+    def on_text_delta(self, span: Any, event: Event) -> None:
+        """A text delta of ``span`` (``hooks.SpanHook``): published if this processor saw it start."""
+        ctx = span.get_span_context()
+        if (ctx.trace_id, ctx.span_id) in self._open and self._has_subscribers():
             self._publish(event)
+
+    def on_refresh(self, span: Any) -> None:
+        """A running span's approval state changed: the act and observe events say all this processor
+        publishes."""
 
     def _remove_stream(self, stream: LiveStream) -> None:
         with self._lock:

@@ -29,8 +29,6 @@ the application's own processor.
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -40,27 +38,14 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from toolspan import semconv
-from toolspan.bridge.classify import TOOL, classify
+from toolspan._instrument import hooks
+from toolspan.bridge.facts import TOOL, classify
 from toolspan.bridge.readers import from_readable_span
 
-__all__ = ["PendingSpanProcessor", "pending_record", "refresh_pending"]
+__all__ = ["PendingSpanProcessor", "pending_record"]
 
 _logger = logging.getLogger(__name__)
 DEFAULT_DELAY_MS: Final = 50
-_LIVE: weakref.WeakSet[PendingSpanProcessor] = weakref.WeakSet()
-_LIVE_LOCK = threading.Lock()
-
-
-def refresh_pending(span: Any) -> None:
-    """Export a fresh pending record of the open ``span`` through every processor that exported its
-    start (nothing for a span no processor saw start, or that ended). Never raises."""
-    try:
-        with _LIVE_LOCK:
-            processors = list(_LIVE)
-        for processor in processors:
-            processor.refresh(span)
-    except Exception:
-        _logger.exception("toolspan: pending record refresh failed")
 
 
 class _Borrowed(SpanExporter):
@@ -80,7 +65,7 @@ class _Borrowed(SpanExporter):
 
 
 def _default_exporter() -> SpanExporter:
-    from toolspan import _env
+    from toolspan._kernel import env as _env
 
     protocol = _env.get(_env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) or _env.get(_env.OTEL_EXPORTER_OTLP_PROTOCOL)
     if protocol == "http/protobuf":
@@ -149,8 +134,7 @@ class PendingSpanProcessor(SpanProcessor):
         self._tools_only = tools_only
         # (trace id, span id) of the open spans whose start this processor exported.
         self._open: set[tuple[int, int]] = set()
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        hooks.register(self)  # on_refresh: a fresh record when an approval is asked for or decided
 
     def on_start(self, span: SdkSpan, parent_context: context_api.Context | None = None) -> None:
         try:
@@ -164,8 +148,9 @@ class PendingSpanProcessor(SpanProcessor):
         except Exception:
             _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
 
-    def refresh(self, span: Any) -> None:
-        """Export a fresh pending record of ``span`` if this processor exported its start and it is open."""
+    def on_refresh(self, span: Any) -> None:
+        """Export a fresh pending record of ``span`` if this processor exported its start and it is open
+        (the ``SpanHook`` the instrumentation calls when an approval is asked for or decided)."""
         try:
             ctx = span.get_span_context()
             if (ctx.trace_id, ctx.span_id) in self._open and getattr(span, "end_time", None) is None:
@@ -178,9 +163,11 @@ class PendingSpanProcessor(SpanProcessor):
         if ctx is not None:
             self._open.discard((ctx.trace_id, ctx.span_id))
 
+    def on_text_delta(self, span: Any, event: dict[str, Any]) -> None:
+        """Text deltas are not pending records: nothing to do."""
+
     def shutdown(self) -> None:
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        hooks.unregister(self)
         self._open.clear()
         self._batch.shutdown()  # type: ignore[no-untyped-call]
 

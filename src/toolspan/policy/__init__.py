@@ -18,17 +18,34 @@ from toolspan.policy._engine import (
     Verdict,
     rule_kind,
 )
-from toolspan.policy._model import Policy, PolicyError, load_policy, parse_policy
+from toolspan.policy._model import (
+    ApprovalRule,
+    ArgumentRule,
+    BudgetRule,
+    OrderRule,
+    Policy,
+    PolicyError,
+    Rule,
+    ToolsRule,
+    load_policy,
+    parse_policy,
+)
 
 __all__ = [
     "UNKNOWN",
+    "ApprovalRule",
+    "ArgumentRule",
+    "BudgetRule",
     "Call",
     "Checker",
     "Finding",
+    "OrderRule",
     "PartialArray",
     "PartialObject",
     "Policy",
     "PolicyError",
+    "Rule",
+    "ToolsRule",
     "Verdict",
     "load_policy",
     "parse_policy",

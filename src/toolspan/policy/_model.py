@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+from toolspan.errors import PolicyError
 from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
 
 __all__ = [
@@ -54,10 +55,6 @@ __all__ = [
 MAX_POLICY_BYTES: Final = 1 << 20  # a policy file larger than this is refused
 MAX_DEPTH: Final = 32  # nesting of the document (and of an enum value)
 MAX_PATH_SEGMENTS: Final = 32
-
-
-class PolicyError(ValueError):
-    """A policy file that cannot be used; the message names the file and the field."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,42 @@
 """``toolspan serve``: receive OTLP, keep spans in SQLite, serve every bridge format over HTTP and SSE.
 
 Install with ``pip install toolspan[server]`` (Starlette + uvicorn for HTTP/SSE, grpcio for OTLP/gRPC).
-``build_app`` gives the ASGI application (to mount elsewhere or test); ``run`` serves until a signal.
+``build_app`` gives the ASGI application (to mount elsewhere or test) and the ``ServerHandlers`` behind it
+(the server's state and request handlers); ``serve`` serves until a signal. The package is layered as
+ingest (``_ingest``: OTLP bodies to rows), store (``_store``: SQLite, summaries, remote reads), streams
+(``_streams``: SSE, cursors, text deltas) and HTTP (``_http``: the application, routes, pages, OpenAPI);
+names load on first use.
 """
 
 from __future__ import annotations
 
-from toolspan.server._app import App, build_app
-from toolspan.server._config import ServerConfig
-from toolspan.server._run import run
-from toolspan.server._store import Cursor, Store
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["App", "Cursor", "ServerConfig", "Store", "build_app", "run"]
+if TYPE_CHECKING:
+    from toolspan.server._http.app import ServerHandlers, build_app
+    from toolspan.server._http.config import ServerConfig
+    from toolspan.server._http.serve import serve
+    from toolspan.server._store.db import Cursor, Store
+
+__all__ = ["Cursor", "ServerConfig", "ServerHandlers", "Store", "build_app", "serve"]
+
+_WHERE = {
+    "ServerHandlers": "toolspan.server._http.app",
+    "build_app": "toolspan.server._http.app",
+    "ServerConfig": "toolspan.server._http.config",
+    "serve": "toolspan.server._http.serve",
+    "Cursor": "toolspan.server._store.db",
+    "Store": "toolspan.server._store.db",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -23,7 +23,14 @@ from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers._values import any_value, attributes, nanos, span_id, trace_id
 
-__all__ = ["LogRecord", "attach_logs", "is_logs_document", "logs_from_bytes"]
+__all__ = [
+    "LogRecord",
+    "attach_logs",
+    "is_logs_document",
+    "logs_from_bytes",
+    "logs_from_json",
+    "logs_from_proto",
+]
 
 _MAX_RECORD: int = 1 << 30
 
@@ -50,7 +57,7 @@ def _name(event_name: Any, attrs: Mapping[str, Any]) -> str:
     return str(value) if value else "log"
 
 
-def _from_json(doc: Mapping[str, Any]) -> Iterator[LogRecord]:
+def logs_from_json(doc: Mapping[str, Any]) -> Iterator[LogRecord]:
     for resource_logs in doc.get("resourceLogs") or ():
         for scope_logs in (
             resource_logs.get("scopeLogs") or resource_logs.get("instrumentationLibraryLogs") or ()
@@ -83,7 +90,7 @@ def _proto_value(v: Any) -> Any:
     return None if which is None else getattr(v, which)
 
 
-def _from_proto(data: bytes) -> Iterator[LogRecord]:
+def logs_from_proto(data: bytes) -> Iterator[LogRecord]:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
     request = ExportLogsServiceRequest()
@@ -131,16 +138,16 @@ def logs_from_bytes(data: bytes) -> list[LogRecord]:
         for doc in docs:
             for item in doc if isinstance(doc, list) else [doc]:
                 if is_logs_document(item):
-                    records.extend(_from_json(item))
+                    records.extend(logs_from_json(item))
         return records
     parts = _length_prefixed(data)
     if parts is not None and parts:
         try:
-            return [r for part in parts for r in _from_proto(part)]
+            return [r for part in parts for r in logs_from_proto(part)]
         except Exception:  # protobuf's DecodeError: not this framing, try a plain body
             pass
     try:
-        return list(_from_proto(data))
+        return list(logs_from_proto(data))
     except Exception as e:  # protobuf's DecodeError
         raise ValueError(f"neither OTLP/JSON nor OTLP protobuf logs ({type(e).__name__})") from e
 

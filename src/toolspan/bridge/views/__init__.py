@@ -14,31 +14,64 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``audit``: a policy audit report with the marked execution trees, schema ``audit``; ``mark_pages`` puts
   its findings on the page documents (schema ``page``).
 
+``VIEWS`` (``registry``) is the one list of the views a trace can be converted to: its name, what it does,
+its function, whether it is JSON Lines or one document, its schema. ``toolspan convert --to``, the
+server's ``/api/traces/{id}/{view}`` routes and its OpenAPI document are all made from it. Names load on
+first use.
+
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
 coalesces them first (``toolspan.bridge._coalesce``) and never drops a span record.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from functools import cache
 from importlib import resources
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from toolspan.bridge.classify import classify
-from toolspan.bridge.views._audit import audit, mark_pages
-from toolspan.bridge.views._common import SCHEMA_VERSION
-from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
-from toolspan.bridge.views._page import to_page, to_pages
-from toolspan.bridge.views._plans import to_plans
-from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
-from toolspan.bridge.views._timeline import to_timelines
-from toolspan.bridge.views._tree import to_tree, to_trees
+if TYPE_CHECKING:
+    from toolspan.bridge.facts import classify
+    from toolspan.bridge.views._audit import audit, mark_pages
+    from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION
+    from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
+    from toolspan.bridge.views._page import to_page, to_pages
+    from toolspan.bridge.views._plans import to_plans
+    from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
+    from toolspan.bridge.views._timeline import to_timelines
+    from toolspan.bridge.views._tree import to_tree, to_trees
+    from toolspan.bridge.views.registry import VIEWS, View
+
+_WHERE = {
+    "classify": "toolspan.bridge.facts",
+    "audit": "toolspan.bridge.views._audit",
+    "mark_pages": "toolspan.bridge.views._audit",
+    "SCHEMA_VERSION": "toolspan.bridge.views._common",
+    "NS_PER_MS": "toolspan.bridge.views._common",
+    "act_event": "toolspan.bridge.views._events",
+    "match_observe": "toolspan.bridge.views._events",
+    "observe_event": "toolspan.bridge.views._events",
+    "to_events": "toolspan.bridge.views._events",
+    "to_page": "toolspan.bridge.views._page",
+    "to_pages": "toolspan.bridge.views._page",
+    "to_plans": "toolspan.bridge.views._plans",
+    "AUTO_SEAL_RESULT": "toolspan.bridge.views._progress",
+    "to_progress": "toolspan.bridge.views._progress",
+    "to_timelines": "toolspan.bridge.views._timeline",
+    "to_tree": "toolspan.bridge.views._tree",
+    "to_trees": "toolspan.bridge.views._tree",
+    "VIEWS": "toolspan.bridge.views.registry",
+    "View": "toolspan.bridge.views.registry",
+}
 
 __all__ = [
+    "NS_PER_MS",
     "AUTO_SEAL_RESULT",
     "SCHEMA_NAMES",
     "SCHEMA_VERSION",
+    "VIEWS",
+    "View",
     "act_event",
     "audit",
     "classify",
@@ -57,6 +90,17 @@ __all__ = [
 ]
 
 SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "page", "audit")
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
 
 
 @cache

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge.classify import AGENT, TOOL, agent_name, approvals, edited_input, tool_call
+from toolspan.bridge.facts import AGENT, TOOL, agent_name, approvals, edited_input, tool_call
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces
 from toolspan.bridge.views._tree import _trace_doc as trace_doc

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._models import ModelCall, model_call
-from toolspan.bridge.classify import (
+from toolspan.bridge._model_calls import ModelCall, model_call
+from toolspan.bridge.facts import (
     AGENT,
     LLM,
     OTHER,

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import (
+from toolspan.bridge.facts import (
     TOOL,
     ToolCallRecord,
     act_status,

@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge.classify import (
+from toolspan.bridge.facts import (
     AGENT,
     LLM,
     PLAN,

@@ -29,10 +29,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolspan import semconv as sc
-from toolspan._ids import plan_id
+from toolspan._kernel.ids import plan_id
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._models import total_usage
-from toolspan.bridge.classify import (
+from toolspan.bridge._model_calls import total_usage
+from toolspan.bridge.facts import (
     AGENT,
     LLM,
     PLAN,

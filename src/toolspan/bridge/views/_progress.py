@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.classify import AGENT, TOOL, Approval, ToolCallRecord, approvals, edited_input
+from toolspan.bridge.facts import AGENT, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -56,7 +56,7 @@ AUTO_SEAL_RESULT: Final[dict[str, Any]] = {
 _Item = tuple[int, int, int, int, int, str, dict[str, Any]]  # time, rank, trace, index, sub, channel, event
 
 
-def _approval(marks: list[Approval], edited: Any) -> dict[str, Any] | None:
+def _approval(marks: list[ApprovalEvent], edited: Any) -> dict[str, Any] | None:
     if not marks:
         return None
     decided = [m for m in marks if m.decision is not None]
@@ -72,7 +72,7 @@ def _approval(marks: list[Approval], edited: Any) -> dict[str, Any] | None:
     }
 
 
-def _snapshot(tc: ToolCallRecord, state: str, marks: list[Approval], *, ended: bool) -> dict[str, Any]:
+def _snapshot(tc: ToolCallRecord, state: str, marks: list[ApprovalEvent], *, ended: bool) -> dict[str, Any]:
     span = tc.span
     end = span.end_ns if ended else None
     if not ended:

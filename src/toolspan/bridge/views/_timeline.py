@@ -22,8 +22,8 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._models import total_usage
-from toolspan.bridge.classify import (
+from toolspan.bridge._model_calls import total_usage
+from toolspan.bridge.facts import (
     AGENT,
     TOOL,
     thoughts,

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge._models import total_usage
-from toolspan.bridge.classify import (
+from toolspan.bridge._model_calls import total_usage
+from toolspan.bridge.facts import (
     AGENT,
     LLM,
     PLAN,

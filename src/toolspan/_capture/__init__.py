@@ -1,0 +1,1 @@
+"""Value capture: any Python value as bounded, redacted JSON text that never raises."""

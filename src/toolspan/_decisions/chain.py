@@ -1,0 +1,231 @@
+"""The decision chain: whether a tool body runs, with which arguments, or what stands in for it.
+
+``@tool`` records what happened; this chain decides. It registers itself in the instrumentation's hooks
+(``hooks.DECIDER``) when it loads; while anything decides (``hooks.ACTIVE``: a guard installed, a replay
+entered, an approver's run going on, each counted by ``enter``/``leave``/``install_guard`` here), each call
+of a decorated tool runs these steps, in this order, inside the tool's span and before its body:
+
+1. **policy** (``configure(policy=...)``) on the arguments the body would receive: the bound Python values,
+   whole, whatever the capture settings, budget or redaction. Rules an approver can satisfy wait for step 2
+   when this very call has an approver;
+2. **approval** (``run_tool_calls(approve=...)``) of this call, asked once: allow, deny, or allow with edited
+   arguments. A tool called from inside an approved tool's body is a call of its own, with no approver:
+   its own rules apply to it wherever it is called from;
+3. **policy again** on the arguments the body will now receive (the approver's edit, if any), approved; only
+   now is the call counted for budgets and ordering;
+4. **replay** (``toolspan.replay``): the recorded call matching this one (by the model's call id, else by
+   name and the model's full arguments) is served instead of the body. A thread that did not inherit the
+   replay's context still replays: a body never runs silently while a replay is active;
+5. the **body**, with the arguments of step 3.
+
+A step that refuses raises ``ToolDenied`` (the span ends DENIED); anything unexpected in a step denies too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable, Generator
+from typing import Any, Final, NamedTuple, Protocol
+
+from opentelemetry import context as context_api
+
+from toolspan._capture import serialize as _serialize
+from toolspan._decisions import approvals as _approvals
+from toolspan._decisions.approvals import ApprovalRequest
+from toolspan._instrument import hooks
+from toolspan._instrument.hooks import ACTIVE
+
+__all__ = [
+    "ACTIVE",
+    "GUARD",
+    "SESSION_KEY",
+    "Guard",
+    "Session",
+    "active_sessions",
+    "arguments_of",
+    "current_session",
+    "enter",
+    "install_guard",
+    "leave",
+    "substitute",
+]
+
+
+class Guard(Protocol):
+    def check(
+        self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool, edited: Any = None
+    ) -> None:
+        """Raise ``ToolDenied`` when the call breaks the policy (see ``guard.PolicyGuard.check``)."""
+        ...
+
+
+class Session(Protocol):
+    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+        """What to give instead of running the body (``None``: run it), for the model's ``arguments``."""
+        ...
+
+
+# The replay session lives in the OpenTelemetry context, so it follows the calling span into threads and
+# tasks; the sessions entered in the process are listed too, for a thread that did not inherit a context.
+SESSION_KEY: Final = context_api.create_key("toolspan-replay-session")
+_SESSIONS: Final[list[Session]] = []
+
+# The policy guard of the process (``configure(policy=...)``), if any.
+GUARD: Final[list[Guard | None]] = [None]
+_lock: Final = threading.Lock()
+
+
+def enter(session: Session | None = None) -> None:
+    """Something that decides starts (a replay ``session``, or an approver's run)."""
+    with _lock:
+        ACTIVE[0] += 1
+        if session is not None:
+            _SESSIONS.append(session)
+
+
+def leave(session: Session | None = None) -> None:
+    """It ends."""
+    with _lock:
+        ACTIVE[0] -= 1
+        if session is not None:
+            _SESSIONS.remove(session)
+
+
+def install_guard(guard: Guard | None) -> None:
+    """Make ``guard`` the process's policy guard (``None`` removes it)."""
+    with _lock:
+        if (GUARD[0] is None) != (guard is None):
+            ACTIVE[0] += 1 if guard is not None else -1
+        GUARD[0] = guard
+
+
+def current_session() -> Session | None:
+    """The replay session of the current context, if any."""
+    session: Session | None = context_api.get_value(SESSION_KEY)  # type: ignore[assignment]
+    return session
+
+
+def active_sessions() -> list[Session]:
+    """The replay sessions entered anywhere in the process, oldest first."""
+    with _lock:
+        return list(_SESSIONS)
+
+
+class _Plan(NamedTuple):
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    serve: Callable[[], Any] | None  # what stands in for the body (replay), else None
+
+
+def arguments_of(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The arguments the body receives, by parameter name, as whole JSON values (no budget, no redaction)."""
+    return _serialize.json_values(info.params.bind(instance, args, kwargs))
+
+
+def _first(
+    info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[ApprovalRequest | None, Any]:
+    request = _approvals.claim()
+    guard = GUARD[0]
+    model = None
+    if guard is not None:
+        model = arguments_of(info, instance, args, kwargs)
+        guard.check(info.name, model, approver=request is not None, approved=False, final=request is None)
+    return request, model
+
+
+def _last(  # noqa: PLR0917
+    info: Any,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    request: ApprovalRequest | None,
+    model: Any,
+    edited: dict[str, Any] | None,
+) -> _Plan:
+    run_args, run_kwargs = (args, kwargs) if edited is None else ((), edited)
+    guard = GUARD[0]
+    if guard is not None and request is not None:
+        if model is None:  # the guard was installed while the approver decided
+            model = arguments_of(info, instance, args, kwargs)
+        edit = None if edited is None else arguments_of(info, instance, run_args, run_kwargs)
+        guard.check(info.name, model, approver=True, approved=True, final=True, edited=edit)
+    session = _session()
+    serve = None
+    if session is not None:
+        if model is None:
+            model = arguments_of(info, instance, args, kwargs)
+        serve = session.prepare(info, model)
+    return _Plan(run_args, run_kwargs, serve)
+
+
+def _session() -> Session | None:
+    session = current_session()
+    if session is not None:
+        return session
+    sessions = active_sessions()
+    if not sessions:
+        return None
+    if len(sessions) == 1:
+        return sessions[0]
+    from toolspan._decisions.replay import ReplayError
+
+    raise ReplayError(
+        f"a tool was called in a context that belongs to no replay while {len(sessions)} replays are active:"
+        " which one it belongs to cannot be told, so its body does not run (run the thread with the"
+        " caller's context: contextvars.copy_context().run, or instrument threading)"
+    )
+
+
+def _decide_sync(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan:
+    request, model = _first(info, instance, args, kwargs)
+    edited = None if request is None else _approvals.ask_sync(request)
+    return _last(info, instance, args, kwargs, request, model, edited)
+
+
+async def _decide_async(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan:
+    request, model = _first(info, instance, args, kwargs)
+    edited = None if request is None else await _approvals.ask_async(request)
+    return _last(info, instance, args, kwargs, request, model, edited)
+
+
+def substitute(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
+    """``wrapped`` behind the chain: a callable of its kind (``sync``, ``async``, ``gen``, ``agen``)."""
+    if kind == "async":
+
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            plan = await _decide_async(info, instance, args, kwargs)
+            return await wrapped(*plan.args, **plan.kwargs) if plan.serve is None else plan.serve()
+
+        return call_async
+    if kind == "gen":
+
+        def call_gen(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            plan = _decide_sync(info, instance, args, kwargs)
+            if plan.serve is None:
+                return (yield from wrapped(*plan.args, **plan.kwargs))
+            yield from plan.serve() or ()
+            return None
+
+        return call_gen
+    if kind == "agen":
+
+        async def call_agen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            plan = await _decide_async(info, instance, args, kwargs)
+            if plan.serve is None:
+                async for item in wrapped(*plan.args, **plan.kwargs):
+                    yield item
+                return
+            for item in plan.serve() or ():
+                yield item
+
+        return call_agen
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        plan = _decide_sync(info, instance, args, kwargs)
+        return wrapped(*plan.args, **plan.kwargs) if plan.serve is None else plan.serve()
+
+    return call
+
+
+hooks.DECIDER[0] = substitute

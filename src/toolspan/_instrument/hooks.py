@@ -1,0 +1,84 @@
+"""The hooks of the instrumentation core: how the layers above it take part in a call or hear of a span,
+without the core importing them.
+
+- **Deciding** (``ACTIVE``, ``DECIDER``): while nothing decides calls, a tool call pays one list read
+  (``ACTIVE[0]``). The decision chain (``toolspan._decisions``) registers itself in ``DECIDER`` when it
+  loads and counts in ``ACTIVE`` what may decide a call anywhere in the process (a policy, an approver's
+  run, a replay); while that is not zero, every tool body goes behind ``DECIDER[0]``.
+- **Span hooks** (``SpanHook``, ``register``, ``unregister``): processors that want more than the SDK's
+  ``on_start``/``on_end`` register here: ``on_refresh(span)`` when a running span's state changed (an
+  approval asked for or decided: the pending processor exports a fresh record), ``on_text_delta(span,
+  event)`` for each ``text_delta`` chunk (the live processor relays it). A hook that raises is logged and
+  skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+from opentelemetry import trace as trace_api
+
+__all__ = [
+    "ACTIVE",
+    "DECIDER",
+    "SpanHook",
+    "hooks",
+    "refresh",
+    "register",
+    "unregister",
+]
+
+_logger = logging.getLogger(__name__)
+
+ACTIVE: Final[list[int]] = [0]
+
+# ``DECIDER[0](info, wrapped, instance, kind)``: ``wrapped`` behind the decision chain (set by the chain).
+Decider = Callable[[Any, Callable[..., Any], Any, str], Callable[..., Any]]
+DECIDER: Final[list[Decider]] = [lambda info, wrapped, instance, kind: wrapped]
+
+
+class SpanHook(Protocol):
+    """What a processor implements to hear of a running span beyond its start and end (either may be a
+    no-op)."""
+
+    def on_refresh(self, span: trace_api.Span) -> None:
+        """The running ``span``'s state changed (an approval was asked for or decided)."""
+        ...
+
+    def on_text_delta(self, span: trace_api.Span, event: dict[str, Any]) -> None:
+        """A ``text_delta`` chunk of ``span`` (``event``: the progress-stream ``text_chunk`` fields)."""
+        ...
+
+
+_hooks: weakref.WeakSet[Any] = weakref.WeakSet()
+_lock: Final = threading.Lock()
+
+
+def register(hook: SpanHook) -> None:
+    """Let ``hook`` hear of running spans (held weakly: a processor that is gone is forgotten)."""
+    with _lock:
+        _hooks.add(hook)
+
+
+def unregister(hook: SpanHook) -> None:
+    with _lock:
+        _hooks.discard(hook)
+
+
+def hooks() -> list[SpanHook]:
+    """The registered hooks, now."""
+    with _lock:
+        return list(_hooks)
+
+
+def refresh(span: trace_api.Span) -> None:
+    """Tell every hook that ``span``'s state changed; never raises."""
+    for hook in hooks():
+        try:
+            hook.on_refresh(span)
+        except Exception:
+            _logger.warning("toolspan: a span hook failed on refresh", exc_info=True)

@@ -1,0 +1,693 @@
+"""The tool span: ``@tool``, ``wrap`` and ``wrap_tools``, and the life of one call of a tool as an
+``execute_tool {name}`` span.
+
+Everything that does not change between calls (names, description, parameter layout, the start attribute
+template per conventions setting, the wrapper for the function's kind) is computed once, at decoration.
+Per call:
+
+- no SDK tracer provider installed (and no ``tracer_provider=``), or instrumentation suppressed
+  (OpenTelemetry's ``suppress_instrumentation``): the call goes straight through;
+- while anything decides calls (``hooks.ACTIVE``: a policy, an approver, a replay), the body goes behind the
+  decision chain the layer above registered (``hooks.DECIDER``); recording stays here;
+- otherwise the span starts with the static attributes of the configured conventions (GenAI,
+  OpenInference or both: ``Config.conventions``), ``gen_ai.tool.call.id`` when a model id was
+  handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
+  serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
+  records, so a sampled-out call serializes nothing;
+- the ids, state and result are set at the end, in one ``set_attributes`` call (the ids are in the
+  context from the start, for ``current_execution_id()`` and child spans).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, overload
+
+from opentelemetry import context as context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+
+from toolspan import semconv
+from toolspan._capture import serialize as _serialize
+from toolspan._instrument import otel_internals as _otel_internals
+from toolspan._instrument.context import (
+    PENDING_CALL_ID_KEY,
+    TOOL_KEY,
+    Handoff,
+    ToolFrame,
+    suppressed,
+    take_pending_call_id,
+    tool_call_id,
+)
+from toolspan._instrument.generators import drive_async, drive_sync
+from toolspan._instrument.hooks import ACTIVE as DECIDING
+from toolspan._instrument.hooks import DECIDER
+from toolspan._instrument.otel_internals import context_with, tracing_on
+from toolspan._instrument.outcome import ToolDenied, end_span, record_outcome
+from toolspan._instrument.params import Parameters
+from toolspan._instrument.permissions import record_permission_decided, record_permission_required
+from toolspan._instrument.tracer import get_tracer
+from toolspan._instrument.wrappers import PicklableBound, PicklableWrapper, Rebuild
+from toolspan._kernel.ids import tool_ids
+from toolspan.config import (
+    CONVENTIONS,
+    CONVENTIONS_BOTH,
+    CONVENTIONS_GENAI,
+    CONVENTIONS_OPENINFERENCE,
+    get_config,
+)
+
+__all__ = [
+    "KEYS",
+    "Keys",
+    "StartAttributes",
+    "ToolDenied",
+    "ToolInfo",
+    "record_permission_decided",
+    "record_permission_required",
+    "template",
+    "tool",
+    "tool_call_id",
+    "tool_info",
+    "wrap",
+    "wrap_tools",
+    "wrapper_for",
+]
+
+_logger = logging.getLogger(__name__)
+
+# --- attributes ----------------------------------------------------------------------------------------
+
+
+class Keys:
+    """The keys one conventions setting writes the call id, arguments and result under."""
+
+    __slots__ = ("arguments", "call_id", "mime", "result", "toolspan_ids")
+
+    def __init__(self, genai: bool, openinference: bool) -> None:
+        self.arguments = (
+            *((semconv.GEN_AI_TOOL_CALL_ARGUMENTS,) if genai else ()),
+            *((semconv.OI_INPUT_VALUE,) if openinference else ()),
+        )
+        self.result = (
+            *((semconv.GEN_AI_TOOL_CALL_RESULT,) if genai else ()),
+            *((semconv.OI_OUTPUT_VALUE,) if openinference else ()),
+        )
+        self.mime = openinference
+        # toolspan's ids and the COMPLETED state: derivable from the span (``exec_``/``call_`` + span
+        # id; no error), written with the OpenInference keys that UIs show, left out of lean GenAI spans.
+        self.toolspan_ids = openinference
+        # The model's id of the call; OpenInference alone has no GenAI key to hold it.
+        self.call_id = semconv.GEN_AI_TOOL_CALL_ID if genai else semconv.OI_TOOL_CALL_ID
+
+
+KEYS: dict[str, Keys] = {
+    CONVENTIONS_GENAI: Keys(True, False),
+    CONVENTIONS_OPENINFERENCE: Keys(False, True),
+    CONVENTIONS_BOTH: Keys(True, True),
+}
+
+
+def template(name: str, description: str | None, tool_type: str, conventions: str) -> dict[str, Any]:
+    """The static start attributes of a tool span in ``conventions``."""
+    attrs: dict[str, Any] = {}
+    if conventions != CONVENTIONS_OPENINFERENCE:
+        attrs[semconv.GEN_AI_OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
+        attrs[semconv.GEN_AI_TOOL_NAME] = name
+        attrs[semconv.GEN_AI_TOOL_TYPE] = tool_type
+        if description:
+            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
+    if conventions != CONVENTIONS_GENAI:
+        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
+        attrs[semconv.OI_TOOL_NAME] = name
+        if description:
+            attrs[semconv.OI_TOOL_DESCRIPTION] = description
+    return attrs
+
+
+class StartAttributes(dict[str, Any]):
+    """The start attributes of a tool span; the arguments are added on the first read.
+
+    The SDK reads the attributes given to ``start_span`` only when it records the span (samplers
+    that drop a span do not look at them), so a dropped span never pays for serialization.
+    """
+
+    __slots__ = ("_keys", "_pending")
+
+    def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None, keys: Keys) -> None:
+        super().__init__(base)
+        self._pending = pending
+        self._keys = keys
+
+    def fill(self) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        info, instance, args, kwargs, config = pending
+        try:
+            bound = info.params.bind(instance, args, kwargs)
+            text, exact = _serialize.dumps_exact(bound, config)
+            if not exact:  # the copy may differ from the call: its digest tells calls apart (replay)
+                dict.__setitem__(
+                    self,
+                    semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST,
+                    _serialize.digest(_serialize.json_values(bound)),
+                )
+        except Exception:
+            _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
+            return
+        keys = self._keys
+        for key in keys.arguments:
+            dict.__setitem__(self, key, text)
+        if keys.mime:
+            dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
+
+    @property
+    def filled(self) -> bool:
+        return self._pending is None
+
+    def __len__(self) -> int:
+        self.fill()
+        return dict.__len__(self)
+
+    def __iter__(self) -> Iterator[str]:
+        self.fill()
+        return dict.__iter__(self)
+
+    def __contains__(self, key: object) -> bool:
+        self.fill()
+        return dict.__contains__(self, key)
+
+    def __getitem__(self, key: str) -> Any:
+        self.fill()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.fill()
+        return dict.get(self, key, default)
+
+    def items(self) -> Any:
+        self.fill()
+        return dict.items(self)
+
+    def keys(self) -> Any:
+        self.fill()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.fill()
+        return dict.values(self)
+
+    def copy(self) -> dict[str, Any]:
+        self.fill()
+        return dict(dict.items(self))
+
+
+# --- one call ----------------------------------------------------------------------------------------
+
+_new_frame = tuple.__new__
+
+
+class ToolInfo:
+    """What ``@tool`` computed once for a function."""
+
+    __slots__ = (
+        "base_attributes",
+        "description",
+        "func",
+        "name",
+        "params",
+        "span_name",
+        "templates",
+        "tool_type",
+        "tracer_provider",
+    )
+
+    def __init__(
+        self,
+        func: Any,
+        name: str,
+        description: str | None,
+        tool_type: str,
+        tracer_provider: trace_api.TracerProvider | None,
+    ) -> None:
+        self.func = func
+        self.name = name
+        self.description = description
+        self.tool_type = tool_type
+        self.tracer_provider = tracer_provider
+        self.span_name = semconv.TOOL_SPAN_PREFIX + name
+        self.params = Parameters.of(func)
+        # The static start attributes per conventions setting (the setting may change after decoration).
+        self.templates = {conv: template(name, description, tool_type, conv) for conv in CONVENTIONS}
+        self.base_attributes = self.templates[CONVENTIONS_BOTH]
+
+
+class _CallSpan:
+    """One running tool call: its span, context and what a generator yielded so far."""
+
+    __slots__ = ("aggregate", "config", "count", "ctx", "ids", "info", "items", "keys", "span")
+
+    def __init__(  # noqa: PLR0917 - the hot path: no argument packing
+        self,
+        info: ToolInfo,
+        tracer: trace_api.Tracer,
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call_id: str | None,
+        parent: Context,
+    ) -> None:
+        self.info = info
+        self.aggregate = False
+        self.count = 0
+        self.items: _serialize.Collector | None = None
+        self.ids: dict[str, Any] | None = None
+        config = self.config = get_config()
+        keys = self.keys = KEYS[config.conventions]
+        attrs = StartAttributes(
+            info.templates[config.conventions],
+            (info, instance, args, kwargs, config) if config.capture_content else None,
+            keys,
+        )
+        if call_id is not None:
+            dict.__setitem__(attrs, keys.call_id, call_id)
+        span = self.span = tracer.start_span(info.span_name, context=parent, attributes=attrs)
+        span_context = span.get_span_context()
+        if not span_context.is_valid:
+            self.ctx = trace_api.set_span_in_context(span, parent)
+            return
+        exec_id, own_call_id = tool_ids(span_context.span_id)
+        frame = _new_frame(ToolFrame, (span, exec_id, call_id or own_call_id))
+        self.ctx = context_with(parent, span, TOOL_KEY, frame)
+        if not span.is_recording():
+            return
+        ids: dict[str, Any] = (
+            {
+                semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
+                semconv.TOOLSPAN_TOOL_CALL_ID: frame.tool_call_id,
+            }
+            if keys.toolspan_ids
+            else {}
+        )
+        if attrs.filled:
+            if ids:
+                self.ids = ids  # written with the end attributes
+            return
+        # An SDK or sampler that did not read the start attributes: set them now.
+        attrs.fill()
+        if call_id is not None:
+            ids[keys.call_id] = call_id
+        for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE, semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST):
+            if key in attrs:
+                ids[key] = dict.__getitem__(attrs, key)
+        if ids:
+            span.set_attributes(ids)
+
+    # -- generator aggregation -------------------------------------------------------------------
+
+    def start_items(self) -> None:
+        self.aggregate = True
+        if self.config.capture_content and self.span.is_recording():
+            # Items are kept only as far as the result budget holds them: memory stays bounded.
+            self.items = _serialize.Collector(self.config)
+
+    def item(self, value: Any) -> None:
+        self.count += 1
+        if self.items is not None:
+            self.items.add(value)
+
+    # -- endings ---------------------------------------------------------------------------------
+
+    def ok(self, result: Any) -> None:
+        span = self.span
+        try:
+            if span.is_recording():
+                attrs: dict[str, Any] = self.ids or {}
+                if self.keys.toolspan_ids:
+                    attrs[semconv.TOOLSPAN_TOOL_STATE] = semconv.STATE_COMPLETED
+                if self.aggregate:
+                    attrs[semconv.TOOLSPAN_RESULT_ITEMS] = self.count
+                config = self.config
+                if config.capture_content:
+                    try:
+                        items = self.items
+                        text = items.dumps() if items is not None else _serialize.dumps(result, config)
+                    except Exception:
+                        _logger.warning(
+                            "toolspan: could not record the result of %s", self.info.name, exc_info=True
+                        )
+                    else:
+                        keys = self.keys
+                        for key in keys.result:
+                            attrs[key] = text
+                        if keys.mime:
+                            attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
+                if attrs:
+                    _otel_internals.set_attributes(span, attrs)
+        except Exception:
+            _logger.warning("toolspan: could not record the end of %s", self.info.name, exc_info=True)
+        end_span(span)
+
+    def fail(self, exc: BaseException) -> None:
+        self.write_ids()
+        extra = {semconv.TOOLSPAN_RESULT_ITEMS: self.count} if self.aggregate else {}
+        record_outcome(self.span, exc, tool=True, **extra)
+        end_span(self.span)
+
+    def write_ids(self) -> None:
+        """Set the ids now (an ending other than ``ok``)."""
+        ids = self.ids
+        if ids is not None:
+            self.ids = None
+            try:
+                self.span.set_attributes(ids)
+            except Exception:
+                _logger.warning("toolspan: could not record the ids of %s", self.info.name, exc_info=True)
+
+    def closed(self) -> None:
+        try:
+            if self.span.is_recording():
+                self.span.add_event(
+                    semconv.GENERATOR_CLOSED_EVENT, {semconv.TOOLSPAN_RESULT_ITEMS: self.count}
+                )
+                items = self.items
+                if items is not None:  # what it yielded before it was closed: replay yields it again
+                    attrs: dict[str, Any] = dict.fromkeys(self.keys.result, items.dumps())
+                    if self.keys.mime:
+                        attrs[semconv.OI_OUTPUT_MIME_TYPE] = semconv.MIME_JSON
+                    self.span.set_attributes(attrs)
+        except Exception:
+            _logger.warning("toolspan: could not record the early close of %s", self.info.name, exc_info=True)
+        self.fail(GeneratorExit())
+
+
+def _start(  # noqa: PLR0917 - the hot path: no argument packing
+    info: ToolInfo,
+    tracer: trace_api.Tracer,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call_id: str | None,
+    parent: Context,
+) -> _CallSpan | None:
+    try:
+        return _CallSpan(info, tracer, instance, args, kwargs, call_id, parent)
+    except Exception:
+        _logger.warning("toolspan: could not start the span of %s", info.name, exc_info=True)
+        return None
+
+
+def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if DECIDING[0]:
+            wrapped = DECIDER[0](info, wrapped, instance, "sync")
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None:  # tracing is off: a plain call
+            return wrapped(*args, **kwargs)
+        parent = context_api.get_current()
+        if suppressed(parent):
+            return wrapped(*args, **kwargs)  # instrumentation suppressed: a plain call
+        handoff: Handoff | None = parent.get(PENDING_CALL_ID_KEY)  # type: ignore[assignment]
+        try:
+            run = _CallSpan(
+                info, tracer, instance, args, kwargs, None if handoff is None else handoff.take(), parent
+            )
+        except Exception:
+            _logger.warning("toolspan: could not start the span of %s", info.name, exc_info=True)
+            return wrapped(*args, **kwargs)
+        token = context_api.attach(run.ctx)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            context_api.detach(token)
+            run.fail(exc)
+            raise
+        context_api.detach(token)
+        run.ok(result)
+        return result
+
+    return wrapper
+
+
+def _async_wrapper(info: ToolInfo) -> Callable[..., Any]:
+    async def run_async(  # noqa: PLR0917 - the hot path: no argument packing
+        tracer: trace_api.Tracer,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call_id: str | None,
+    ) -> Any:
+        parent = context_api.get_current()
+        run = _start(info, tracer, instance, args, kwargs, call_id, parent)
+        if run is None:
+            return await wrapped(*args, **kwargs)
+        token = context_api.attach(run.ctx)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            context_api.detach(token)
+            run.fail(exc)
+            raise
+        context_api.detach(token)
+        run.ok(result)
+        return result
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if DECIDING[0]:
+            wrapped = DECIDER[0](info, wrapped, instance, "async")
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None or suppressed():
+            return wrapped(*args, **kwargs)
+        # The model's id is taken when the tool is called, the span starts when it is awaited.
+        call_id = take_pending_call_id(context_api.get_current())
+        return run_async(tracer, wrapped, instance, args, kwargs, call_id)
+
+    return wrapper
+
+
+def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if DECIDING[0]:
+            wrapped = DECIDER[0](info, wrapped, instance, "agen" if is_async else "gen")
+        tracer = get_tracer(info.tracer_provider)
+        if tracer is None or suppressed():
+            return wrapped(*args, **kwargs)
+        call_id = take_pending_call_id(context_api.get_current())
+        gen = wrapped(*args, **kwargs)
+
+        def start() -> _CallSpan:
+            run = _start(info, tracer, instance, args, kwargs, call_id, context_api.get_current())
+            if run is None:  # telemetry failed: iterate under a span that records nothing
+                run = _CallSpan.__new__(_CallSpan)
+                run.info, run.span, run.count, run.items = info, trace_api.INVALID_SPAN, 0, None
+                run.aggregate, run.ids = False, None
+                run.ctx, run.config = context_api.get_current(), get_config()
+                run.keys = KEYS[run.config.conventions]
+            run.start_items()
+            return run
+
+        return drive_async(gen, start) if is_async else drive_sync(gen, start)
+
+    return wrapper
+
+
+def wrapper_for(info: ToolInfo, func: Any) -> Callable[..., Any]:
+    """The wrapt wrapper for ``func``'s kind: plain, coroutine, generator or async generator."""
+    if inspect.isasyncgenfunction(func):
+        return _generator_wrapper(info, True)
+    if inspect.isgeneratorfunction(func):
+        return _generator_wrapper(info, False)
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__):
+        return _async_wrapper(info)
+    return _sync_wrapper(info)
+
+
+# --- decoration ------------------------------------------------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _underlying(obj: Any) -> Any:
+    """The function that names and documents ``obj``: through classmethod/staticmethod and partials."""
+    func = getattr(obj, "__func__", obj)
+    while isinstance(func, functools.partial):
+        func = func.func
+    return func
+
+
+def _description(obj: Any) -> str | None:
+    """The first paragraph of the docstring, on one line."""
+    doc = inspect.getdoc(_underlying(obj))
+    if not doc:
+        return None
+    paragraph = doc.strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines()) or None
+
+
+def _tracing_on() -> bool:
+    """False until an application installs a tracer provider (or a replay or a policy guard is active):
+    until then a tool calls straight through."""
+    return tracing_on() or DECIDING[0] > 0
+
+
+class _ToolWrapper(PicklableWrapper):
+    """A tool: a transparent wrapper (name, signature, docstring, kind) that knows its ``ToolInfo``.
+
+    A tool on the global provider is switched off (wrapt's ``enabled``) while no provider is installed,
+    so it costs a plain call plus one check; a tool given its own ``tracer_provider=`` is always on.
+    It pickles and copies like what it wraps (see ``_wrappers``).
+    """
+
+    def __init__(self, wrapped: Any, info: ToolInfo) -> None:
+        super().__init__(
+            wrapped,
+            wrapper_for(info, getattr(wrapped, "__func__", wrapped)),
+            enabled=_tracing_on if info.tracer_provider is None else None,
+        )
+        self._self_toolspan_info = info
+
+    def _self_rebuild(self) -> Rebuild:
+        info = self._self_toolspan_info
+        return _rebuild_tool, (self.__wrapped__, info.name, info.description, info.tool_type)
+
+
+def _rebuild_tool(fn: Any, name: str, description: str | None, tool_type: str) -> Any:
+    """A tool unpickled by value: ``fn`` decorated again (on the global provider)."""
+    return _make(fn, name, description, tool_type, None)
+
+
+def tool_info(fn: Any) -> ToolInfo | None:
+    """The ``ToolInfo`` of a tool made by ``@tool``/``wrap`` (bound or not), else ``None``."""
+    if isinstance(fn, _ToolWrapper):
+        return fn._self_toolspan_info
+    if isinstance(fn, PicklableBound):
+        parent = getattr(fn, "_self_parent", None)
+        if isinstance(parent, _ToolWrapper):
+            return parent._self_toolspan_info
+    return None
+
+
+def _make(
+    fn: Any,
+    name: str | None,
+    description: str | None,
+    tool_type: str | None,
+    tracer_provider: trace_api.TracerProvider | None,
+) -> Any:
+    if not callable(fn) and not isinstance(fn, (classmethod, staticmethod)):
+        raise TypeError(f"toolspan.tool needs a callable, got {fn!r:.80}")
+    existing = tool_info(fn)
+    if existing is not None:
+        if (
+            (name is None or name == existing.name)
+            and (description is None or description == existing.description)
+            and (tool_type is None or tool_type == existing.tool_type)
+            and (tracer_provider is None or tracer_provider is existing.tracer_provider)
+        ):
+            return fn
+        base = existing.func
+        name = name or existing.name
+        description = description if description is not None else existing.description
+        tool_type = tool_type or existing.tool_type
+        tracer_provider = tracer_provider or existing.tracer_provider
+    else:
+        base = fn
+    if name is None:
+        func = _underlying(base)
+        name = getattr(func, "__name__", None) or type(func).__name__
+    if description is None:
+        description = _description(base)
+    info = ToolInfo(base, name, description, tool_type or semconv.TOOL_TYPE_FUNCTION, tracer_provider)
+    return _ToolWrapper(base, info)
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tool_type: str = semconv.TOOL_TYPE_FUNCTION,
+    tracer_provider: trace_api.TracerProvider | None = None,
+) -> Callable[[F], F]: ...
+def tool(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tool_type: str = semconv.TOOL_TYPE_FUNCTION,
+    tracer_provider: trace_api.TracerProvider | None = None,
+) -> Any:
+    """Make every call of the decorated function an ``execute_tool {name}`` span.
+
+    ``name`` defaults to the function's name, ``description`` to the first paragraph of its
+    docstring. Works on functions, coroutines, generators, async generators, methods, classmethods
+    and staticmethods; the decorated function keeps its name, signature, docstring and kind.
+    """
+    if fn is not None:
+        return _make(fn, name, description, tool_type, tracer_provider)
+
+    def decorate(f: F) -> F:
+        return _make(f, name, description, tool_type, tracer_provider)  # type: ignore[no-any-return]
+
+    return decorate
+
+
+def wrap(
+    fn: F,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tool_type: str | None = None,
+    tracer_provider: trace_api.TracerProvider | None = None,
+) -> F:
+    """Instrument an existing callable as a tool (returns it unchanged if it already is one)."""
+    return _make(fn, name, description, tool_type, tracer_provider)  # type: ignore[no-any-return]
+
+
+RegistryT = TypeVar("RegistryT", bound="Mapping[str, Any] | Sequence[Any]")
+
+
+def wrap_tools(registry: RegistryT, *, tracer_provider: trace_api.TracerProvider | None = None) -> RegistryT:
+    """A new registry of the same type with every entry instrumented; ``registry`` is left untouched.
+
+    A dict's keys name its tools; entries that already are tools are kept as they are.
+    """
+    source: Any = registry
+    if isinstance(source, Mapping):
+        items = [
+            (
+                key,
+                fn
+                if tool_info(fn) is not None
+                else wrap(fn, name=key if isinstance(key, str) else None, tracer_provider=tracer_provider),
+            )
+            for key, fn in source.items()
+        ]
+        try:
+            kind: Any = type(source)
+            made = kind(items)
+            return made  # type: ignore[no-any-return]
+        except TypeError:
+            return dict(items)  # type: ignore[return-value]
+    if isinstance(source, (list, tuple)):
+        wrapped = [
+            fn if tool_info(fn) is not None else wrap(fn, tracer_provider=tracer_provider) for fn in source
+        ]
+        seq_kind: Any = type(source)
+        return seq_kind(wrapped)  # type: ignore[no-any-return]
+    raise TypeError(f"wrap_tools needs a dict or a list of callables, got {type(source).__name__}")

@@ -1,0 +1,1 @@
+"""The leaf kernel every layer may import: toolspan's ids and its environment variables."""

@@ -1,0 +1,1 @@
+"""SDK setup: ``configure()``, the span processors and exporters it attaches, the logs pipeline."""

@@ -1,0 +1,91 @@
+"""Recognise tool, agent, plan and LLM spans whatever wrote them, and read a tool call out of a span.
+
+Conventions read (first match wins, in this order):
+
+1. toolspan plans: ``toolspan.plan.name`` present -> ``plan``.
+2. OTel GenAI: ``gen_ai.operation.name`` = ``execute_tool`` -> ``tool``; ``invoke_agent`` / ``create_agent``
+   -> ``agent``; ``chat`` / ``text_completion`` / ``generate_content`` / ``embeddings`` -> ``llm``;
+   ``retrieval`` -> ``retriever``.
+3. OpenInference: ``openinference.span.kind`` TOOL / AGENT / LLM / EMBEDDING / CHAIN / RETRIEVER.
+4. OpenLLMetry: ``traceloop.span.kind`` tool / agent / workflow / task (the last two -> ``chain``).
+5. Older GenAI spans with only ``gen_ai.tool.name``, or a span named ``execute_tool {name}`` -> ``tool``.
+
+Everything else is ``other``. MCP transport spans (``POST /mcp/tools/call`` in the Jaeger agent fixture) carry
+no tool attributes: they are the HTTP leg of the ``execute_tool`` span above them, so they stay ``other``
+(counting them as tool calls would report every MCP call twice).
+
+Ids follow the instrumentation contract whatever wrote the span: ``execution_id`` = ``exec_`` + span id;
+``call_id`` = the model's id (``gen_ai.tool.call.id``, OpenInference ``tool_call.id`` or ``tool.id``), else
+``toolspan.tool_call_id``, else ``call_`` + span id.
+
+This module is the public face of the bridge's span reading; the code lives in ``_kinds`` (roles),
+``_tools`` (tool calls, approvals) and ``_agents`` (agents, plans, messages).
+"""
+
+from __future__ import annotations
+
+from toolspan.bridge._agents import (
+    agent_input_text,
+    agent_name,
+    agent_output_text,
+    plan_name,
+    thoughts,
+)
+from toolspan.bridge._kinds import (
+    AGENT,
+    CHAIN,
+    LLM,
+    OTHER,
+    PLAN,
+    RETRIEVER,
+    TOOL,
+    classify,
+    parse_json,
+)
+from toolspan.bridge._tools import (
+    ApprovalEvent,
+    ToolCallRecord,
+    act_status,
+    approvals,
+    call_id,
+    edited_input,
+    execution_id,
+    parent_tool_ids,
+    tool_call,
+    tool_error,
+    tool_input,
+    tool_name,
+    tool_output,
+    tool_state,
+)
+
+__all__ = [
+    "AGENT",
+    "CHAIN",
+    "LLM",
+    "OTHER",
+    "PLAN",
+    "RETRIEVER",
+    "TOOL",
+    "ApprovalEvent",
+    "ToolCallRecord",
+    "act_status",
+    "agent_input_text",
+    "agent_name",
+    "agent_output_text",
+    "approvals",
+    "call_id",
+    "classify",
+    "edited_input",
+    "execution_id",
+    "parent_tool_ids",
+    "parse_json",
+    "plan_name",
+    "thoughts",
+    "tool_call",
+    "tool_error",
+    "tool_input",
+    "tool_name",
+    "tool_output",
+    "tool_state",
+]

@@ -1,0 +1,7 @@
+"""The ``toolspan`` command: ``convert``, ``audit`` and ``serve``."""
+
+from __future__ import annotations
+
+from toolspan.cli._main import main
+
+__all__ = ["main"]

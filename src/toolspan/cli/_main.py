@@ -1,0 +1,340 @@
+"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress|html [-o FILE] [--lenient]``.
+
+Reads spans from files, directories, globs or stdin (``-``) in any format the bridge reads, renders them
+with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``), one JSON
+document otherwise (``timeline``: an array of conversation documents; ``tree``: the trace document, or
+an array of them for several traces; ``plans``: one object). ``html``: the self-contained trace page, one
+file for all traces of the input (a trace picker when there are several).
+
+``--to events`` streams: each span is turned into its events as it is read, in input order, without
+holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
+``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
+run leaves FILE as it was. An output that is also an input is refused; an output inside an input
+directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
+``"Infinity"``, ``"-Infinity"``).
+Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage (also an
+output that is an input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import (
+    BridgeReadError,
+    ReadReport,
+    dumps_document,
+    iter_spans,
+    resolve_inputs,
+    write_json_lines,
+)
+from toolspan.bridge.views.registry import VIEWS
+from toolspan.cli import _audit as _cli_audit
+from toolspan.cli import _output as _outputs
+from toolspan.cli import _serve as _cli_serve
+
+TARGETS = tuple(VIEWS)
+STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
+_PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
+_MAX_ISSUES_SHOWN = 10
+
+
+class _Bar:
+    """A one-line progress bar on stderr: bytes read of the total, and spans read."""
+
+    def __init__(self, total: int, report: ReadReport, stream: IO[str]) -> None:
+        self.total = total
+        self.done = 0
+        self.report = report
+        self.stream = stream
+        self.last = 0.0
+
+    def __call__(self, nbytes: int) -> None:
+        self.done += nbytes
+        now = time.monotonic()
+        if now - self.last >= 0.2:
+            self.last = now
+            self.draw()
+
+    def draw(self) -> None:
+        spans = f"{self.report.spans_read:,} spans"
+        if self.total > 0:
+            frac = min(1.0, self.done / self.total)
+            filled = int(frac * 30)
+            bar = "#" * filled + "." * (30 - filled)
+            line = f"\r[{bar}] {frac * 100:5.1f}%  {self.done / 1e6:,.1f}/{self.total / 1e6:,.1f} MB  {spans}"
+        else:
+            line = f"\r{self.done / 1e6:,.1f} MB  {spans}"
+        self.stream.write(line)
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.draw()
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("toolspan")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
+    parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_convert(sub)
+    _cli_audit.add_parser(sub)
+    _cli_serve.add_parser(sub)
+    return parser
+
+
+def _add_convert(sub: Any) -> None:
+    convert = sub.add_parser(
+        "convert",
+        help="convert spans (OTLP JSON/protobuf, Jaeger, Tempo, ...) into a frontend format",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
+    convert.add_argument(
+        "--to",
+        required=True,
+        choices=TARGETS,
+        help="output format: " + ", ".join(f"{v.name} ({v.title})" for v in VIEWS.values()),
+    )
+    convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
+    convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
+    convert.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
+    convert.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
+    convert.add_argument(
+        "--logs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="OTLP logs joined to the spans (repeatable)",
+    )
+
+
+def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
+    """Act and observe events, span by span; an open act record and its completion give one act, in
+    either order (a pending record exported at tool start may be written after the ended span)."""
+    from toolspan.bridge.facts import TOOL, classify
+    from toolspan.bridge.views import act_event, observe_event
+
+    open_acts: set[tuple[str, str]] = set()
+    ended: set[tuple[str, str]] = set()
+    for span in spans:
+        if classify(span) != TOOL:
+            continue
+        if span.end_ns is None:
+            key = (span.trace_id, span.span_id)
+            if key not in open_acts and key not in ended:
+                open_acts.add(key)
+                yield act_event(span)
+            continue
+        key = (span.trace_id, span.span_id)
+        ended.add(key)
+        if open_acts and key in open_acts:
+            open_acts.discard(key)
+        else:
+            yield act_event(span)
+        yield observe_event(span)
+
+
+def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iterator[Any] | None, Any]:
+    """``(json_lines_items, None)`` for streams, ``(None, document)`` otherwise (the view registry's
+    ``build``; the trace page rendered to HTML). Unsorted events stream span by span."""
+    view = VIEWS[target]
+    if target == "events" and not sort_events:
+        return _events_stream(spans), None
+    built = view.build(list(spans))
+    if view.lines:
+        return iter(built), None
+    if view.media == "html":
+        from toolspan.page import render_html
+
+        return None, render_html(built)
+    return None, built
+
+
+def _write_lines(items: Iterator[Any], out: IO[bytes]) -> int:
+    return write_json_lines(items, out)
+
+
+def _report_issues(report: ReadReport, lenient: bool, err: IO[str]) -> None:
+    for shown, issue in enumerate(report.issues):
+        if shown >= _MAX_ISSUES_SHOWN:
+            err.write(f"toolspan: ... and {len(report.issues) - shown} more issue(s)\n")
+            break
+        label = "skipped" if lenient and issue.skipped else "warning"
+        err.write(f"toolspan: {label}: {issue}\n")
+    if lenient and report.records_skipped:
+        err.write(
+            f"toolspan: read {report.spans_read} span(s); skipped {report.records_skipped} bad record(s)\n"
+        )
+
+
+def _total_bytes(paths: list[Path | str]) -> int:
+    total = 0
+    for p in paths:
+        if p != "-":
+            with contextlib.suppress(OSError):
+                total += os.stat(p).st_size
+    return total
+
+
+def _with_logs(spans: Iterator[Span], logs: list[str], err: IO[str]) -> Iterator[Span]:
+    """The spans with the log records of ``logs`` joined to them as span events."""
+    from toolspan.bridge.readers import attach_logs, logs_from_bytes
+
+    records = []
+    for path in logs:
+        try:
+            with open(path, "rb") as f:
+                records.extend(logs_from_bytes(f.read()))
+        except (OSError, ValueError) as e:
+            raise BridgeReadError(f"{path}: cannot read OTLP logs: {e}") from e
+    joined, unmatched = attach_logs(list(spans), records)
+    if unmatched:
+        err.write(f"toolspan: {unmatched} of {len(records)} log records matched no span\n")
+    return iter(joined)
+
+
+def convert(
+    args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path | str] | None = None
+) -> int:
+    """Run ``toolspan convert`` on ``paths`` (resolved from ``args.inputs`` when ``None``); returns the
+    exit status."""
+    report = ReadReport()
+    if paths is None:
+        try:
+            paths = resolve_inputs(args.inputs)
+        except BridgeReadError as e:
+            err.write(f"toolspan: error: {e}\n")
+            return 1
+    total = _total_bytes(paths)
+    show = args.progress or (err.isatty() and total >= _PROGRESS_MIN_BYTES)
+    bar = _Bar(total, report, err) if show else None
+    progress: Callable[[int], None] | None = bar
+    spans = iter_spans(paths, lenient=args.lenient, report=report, progress=progress)
+    try:
+        if args.logs:
+            spans = _with_logs(spans, args.logs, err)
+        lines, document = _render(args.to, spans, args.sorted)
+        if lines is not None:
+            _write_lines(lines, out)
+        elif VIEWS[args.to].media == "html":
+            out.write(document.encode("utf-8"))
+        else:
+            out.write(dumps_document(document, indent=args.indent) + b"\n")
+        out.flush()
+    except BridgeReadError as e:
+        if bar is not None:
+            bar.close()
+        err.write(f"toolspan: error: {e}\n")
+        return 1
+    if bar is not None:
+        bar.close()
+    _report_issues(report, args.lenient, err)
+    return 0
+
+
+Runner = Callable[[argparse.Namespace, IO[bytes], IO[str], list[Path | str]], int]
+
+
+def _to_output(args: argparse.Namespace, run: Runner) -> int:
+    """Run a command whose output is ``-o FILE`` or stdout: inputs checked against the output, output written
+    to a temporary file in its directory and renamed over the target only when the command exits 0 (or 1
+    for an audit that found violations: its report is the point)."""
+    err = sys.stderr
+    target = args.output if args.output and args.output != "-" else None
+    try:
+        paths = _outputs.checked_inputs(args.inputs, target, err)
+    except _outputs.OutputClash as e:
+        err.write(f"toolspan: error: {e}\n")
+        return 2
+    except BridgeReadError as e:
+        err.write(f"toolspan: error: {e}\n")
+        return 2 if args.command == "audit" else 1  # an audit's 1 means "violated"
+    if target is None:
+        sys.stdout.flush()
+        return run(args, sys.stdout.buffer, err, paths)
+    try:
+        pending = _outputs.open_output(target)
+    except OSError as e:
+        err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
+        return 1
+    code = 1
+    try:
+        code = run(args, pending.file, err, paths)
+        if code == 0 or (code == 1 and args.command == "audit"):
+            pending.commit()
+    except OSError as e:  # writing the output (a full disk, a file size limit): the target is kept
+        err.write(f"toolspan: error: {target}: cannot write: {e.strerror or e}\n")
+        code = 1
+    finally:
+        if not pending.committed:
+            pending.discard()
+    return code
+
+
+def _convert_command(args: argparse.Namespace) -> int:
+    """``toolspan convert``."""
+    return _to_output(args, convert)
+
+
+def _audit_command(args: argparse.Namespace) -> int:
+    """``toolspan audit``."""
+    return _to_output(args, _cli_audit.run)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "convert": _convert_command,
+    "audit": _audit_command,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``toolspan`` command."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve":  # a long-running server: none of the one-shot tuning below
+        return _cli_serve.run(args)
+    command = _COMMANDS.get(args.command or "")
+    if command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    # A one-shot conversion allocates millions of short-lived containers: keep the collector off the
+    # long-lived startup objects, and collect less often.
+    gc.freeze()
+    old_threshold = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        return command(args)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("toolspan: interrupted\n")
+        return 130
+    except OSError as e:
+        sys.stderr.write(f"toolspan: error: {e}\n")
+        return 1
+    finally:
+        gc.set_threshold(*old_threshold)
+        gc.unfreeze()

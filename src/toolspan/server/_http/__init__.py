@@ -1,0 +1,1 @@
+"""HTTP: the Starlette application, its routes, pages and OpenAPI document, and the runner."""

@@ -1,0 +1,389 @@
+"""The Starlette application: OTLP/HTTP ingest (traces and logs), the read API and the live streams.
+
+Every handler is a thin shell: bytes in -> bridge readers -> store; store -> bridge views -> bytes out.
+The trace page and the trace list (``_pages``) are routes like the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from toolspan.bridge import to_otlp_json
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import LogRecord, attach_logs
+from toolspan.server._http import pages as _pages
+from toolspan.server._http.auth import BearerAuth, error, trace_id_param
+from toolspan.server._http.config import ServerConfig
+from toolspan.server._http.openapi import openapi_document
+from toolspan.server._http.render import LINES, TARGETS, document_bytes, render, tree_document
+from toolspan.server._ingest import otlp as _ingest
+from toolspan.server._ingest.parsers import Parsers
+from toolspan.server._ingest.records import Row
+from toolspan.server._store import query as _query
+from toolspan.server._store.db import Cursor, IngestResult, Store
+from toolspan.server._store.remote import RemoteError, fetch_remote
+from toolspan.server._streams.deltas import DeltaHub, split_deltas, with_deltas
+from toolspan.server._streams.progress import progress_response
+from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks
+from toolspan.server._streams.trace import trace_chunks
+
+__all__ = ["ServerHandlers", "build_app"]
+
+_logger = logging.getLogger(__name__)
+_NDJSON: Final = "application/x-ndjson"
+
+
+class ServerHandlers:
+    """Holds the store, the stream notifier and the counters of one server."""
+
+    def __init__(self, config: ServerConfig, store: Store) -> None:
+        self.config = config
+        self.store = store
+        self.notifier = Notifier()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.dropped_clients = 0
+        self.streams = 0
+        self.deltas = DeltaHub(config.delta_buffer, self._drop)
+        self.parsers = Parsers(config.parse_workers)
+
+    # --- ingest (shared with gRPC) ---
+
+    def ingest_rows(self, rows: list[Row]) -> IngestResult:
+        """Store span rows (any thread) and wake the streams; returns the counts."""
+        good, rejected, message = _ingest.split_valid(rows)
+        result = self.store.ingest_rows(good) if good else IngestResult()
+        result.rejected = rejected
+        result.message = message
+        loop = self.loop
+        if loop is not None and good:
+            loop.call_soon_threadsafe(self.notifier.notify)
+        return result
+
+    def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult:
+        """Store span-tied log records (any thread); returns the counts. Records are joined to their spans
+        when a trace is read, so nothing live changes here; text deltas are relayed, never stored."""
+        records, deltas = split_deltas(records)
+        if deltas and self.loop is not None:
+            self.deltas.relay(self.loop, deltas, self.store.trace_row)
+        result = self.store.ingest_logs(records) if records else IngestResult()
+        result.accepted += len(deltas)
+        result.rejected = rejected
+        result.message = message
+        return result
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _ingest.IngestError(
+                413, f"body of {declared} bytes is over the size limit of {limit} bytes"
+            )
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
+        return bytes(body)
+
+    async def _otlp_body(self, request: Request) -> tuple[str, bytes]:
+        """``(media kind, inflated body)`` of an OTLP/HTTP export; ``IngestError`` (413, 415, 400)."""
+        kind = _ingest.media_type(request.headers.get("content-type"))
+        body = await self._read_body(request)
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding == "gzip":
+            body = _ingest.inflate(body, self.config.max_body_bytes)
+        elif encoding not in ("", "identity"):
+            raise _ingest.IngestError(415, f"unsupported content encoding {encoding!r}: use gzip")
+        return kind, body
+
+    def _refused(self, request: Request, e: _ingest.IngestError) -> Response:
+        _logger.info("toolspan serve: refused an export (%d): %s", e.status, e.message)
+        base = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+        kind = _ingest.JSON if base == _ingest.JSON else _ingest.PROTOBUF
+        # google.rpc codes: UNAVAILABLE (14) for a request to retry, else INVALID_ARGUMENT (3).
+        code = 14 if e.status == 503 else 3
+        return Response(_ingest.status_body(kind, code, e.message), e.status, media_type=kind)
+
+    async def otlp_traces(self, request: Request) -> Response:
+        try:
+            kind, body = await self._otlp_body(request)
+            rows = await self.parsers.parse(body, kind)
+        except _ingest.IngestError as e:
+            return self._refused(request, e)
+        result = await run_in_threadpool(self.ingest_rows, rows)
+        return Response(_ingest.response_body(kind, result.rejected, result.message), media_type=kind)
+
+    async def otlp_logs(self, request: Request) -> Response:
+        try:
+            kind, body = await self._otlp_body(request)
+            records, rejected, message = await run_in_threadpool(_ingest.parse_logs, body, kind)
+        except _ingest.IngestError as e:
+            return self._refused(request, e)
+        result = await run_in_threadpool(self.ingest_logs, records, rejected, message)
+        return Response(_ingest.logs_response_body(kind, result.rejected, result.message), media_type=kind)
+
+    # --- reads ---
+
+    async def trace_spans(self, trace_id: str) -> list[Span] | None:
+        """The spans of a trace: from the store, else from Tempo/Jaeger when configured."""
+        spans = await run_in_threadpool(self.store.trace_spans, trace_id)
+        if spans:
+            return spans
+        if self.config.tempo_url or self.config.jaeger_url:
+            try:
+                remote = await run_in_threadpool(
+                    fetch_remote, trace_id, self.config.tempo_url, self.config.jaeger_url
+                )
+            except RemoteError as e:
+                _logger.warning("toolspan serve: %s", e)
+                return None
+            if not remote:
+                return None
+            logs = await run_in_threadpool(self.store.trace_logs, trace_id)
+            return attach_logs(remote, logs)[0] if logs else remote
+        return None
+
+    async def trace_view(self, request: Request) -> Response:
+        view = request.path_params["view"]
+        found = await self._lookup(request, "trace_id")
+        if isinstance(found, Response):
+            return found
+        body = await run_in_threadpool(render, view, found[1])
+        return Response(body, media_type=_NDJSON if view in LINES else "application/json")
+
+    async def _lookup(self, request: Request, param: str) -> tuple[str, list[Span]] | Response:
+        """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404."""
+        raw = request.path_params[param]
+        trace_id = trace_id_param(raw)
+        spans = None if trace_id is None else await self.trace_spans(trace_id)
+        if spans is None or trace_id is None:
+            return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
+        return trace_id, spans
+
+    async def _listing(self, request: Request) -> dict[str, Any] | Response:
+        try:
+            page: dict[str, Any] = await run_in_threadpool(
+                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
+            )
+        except _query.QueryError as e:
+            return error(400, str(e))
+        return page
+
+    async def job(self, request: Request) -> Response:
+        found = await self._lookup(request, "job_id")
+        if isinstance(found, Response):
+            return found
+        spans = found[1]
+        if request.url.path.endswith("/replay"):
+            document = await run_in_threadpool(tree_document, spans)
+            body = document_bytes({**document, "read_only": True})
+        else:
+            body = await run_in_threadpool(render, "tree", spans)
+        return Response(body, media_type="application/json")
+
+    async def trace_page(self, request: Request) -> Response:
+        found = await self._lookup(request, "trace_id" if "trace_id" in request.path_params else "job_id")
+        if isinstance(found, Response):
+            return found
+        token = request.query_params.get("access_token")
+        text = await run_in_threadpool(_pages.trace_page_html, *found, token)
+        return HTMLResponse(text)
+
+    async def page_data(self, request: Request) -> Response:
+        found = await self._lookup(request, "trace_id")
+        if isinstance(found, Response):
+            return found
+        text = await run_in_threadpool(_pages.page_data, found[1])
+        return Response(
+            text.encode("utf-8"), media_type="application/json", headers={"cache-control": "no-store"}
+        )
+
+    # --- replay source: a trace's spans as OTLP JSON (toolspan.replay reads it) ---
+
+    async def trace_otlp(self, request: Request) -> Response:
+        found = await self._lookup(request, "trace_id")
+        if isinstance(found, Response):
+            return found
+        document = await run_in_threadpool(to_otlp_json, found[1])
+        return Response(document_bytes(document), media_type="application/json")
+
+    async def trace_list(self, request: Request) -> Response:
+        page = await self._listing(request)
+        if isinstance(page, Response):
+            return page
+        return HTMLResponse(_pages.trace_list_html(page, request.query_params.get("access_token")))
+
+    async def conversation_timeline(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        spans = await run_in_threadpool(self.store.conversation_spans, conversation_id)
+        if not spans:
+            return error(404, f"no conversation {conversation_id!r}")
+        progress = request.url.path.endswith("/progress")
+        body = await run_in_threadpool(render, "progress" if progress else "timeline", spans)
+        return Response(body, media_type=_NDJSON if progress else "application/json")
+
+    async def list_traces(self, request: Request) -> Response:
+        page = await self._listing(request)
+        return page if isinstance(page, Response) else JSONResponse(page)
+
+    async def healthz(self, request: Request) -> Response:
+        counts = await run_in_threadpool(self.store.counts)
+        counts["log_records"] = await run_in_threadpool(self.store.log_count)
+        return JSONResponse(
+            {
+                "status": "ok",
+                **counts,
+                "streams": self.streams,
+                "dropped_stream_clients": self.dropped_clients,
+                "relayed_text_deltas": self.deltas.relayed,
+            }
+        )
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    # --- streams ---
+
+    def _drop(self) -> None:
+        self.dropped_clients += 1
+
+    async def stream(self, request: Request) -> Response:
+        params = request.path_params
+        trace_id: str | None = None
+        if "trace_id" in params:
+            trace_id = trace_id_param(params["trace_id"])
+            if trace_id is None:
+                return error(404, f"no trace {params['trace_id']!r}")
+        conversation_id = params.get("conversation_id")
+        raw = request.headers.get("last-event-id") or request.query_params.get("cursor")
+        cursor = None
+        if raw:
+            cursor = Cursor.parse(raw)
+            if cursor is None:
+                return error(400, f"not a stream cursor: {raw[:80]!r}")
+        elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
+            # The all-traces stream starts at the live tail unless asked for everything kept.
+            cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
+        if trace_id is not None:  # resumable on any replica (``_trace_stream``)
+            heartbeat_s = self.config.heartbeat_s
+            remote = self.remote_reader(trace_id)
+            chunks = trace_chunks(
+                self.store, self.notifier, trace_id, cursor, heartbeat_s=heartbeat_s, remote=remote
+            )
+        else:
+            chunks = event_chunks(
+                self.store,
+                self.notifier,
+                cursor,
+                trace_id=None,
+                conversation_id=conversation_id,
+                heartbeat_s=self.config.heartbeat_s,
+            )
+        subscription = self.deltas.subscribe(
+            trace_id=trace_id, conversation_id=conversation_id, kind="text_delta"
+        )
+        return EventStreamResponse(
+            self._counted(with_deltas(chunks, subscription)),
+            send_timeout_s=self.config.send_timeout_s,
+            on_drop=self._drop,
+        )
+
+    def remote_reader(self, trace_id: str) -> Any:
+        """Reads the trace from Tempo/Jaeger when configured (for streams of traces not held here)."""
+        if self.config.tempo_url or self.config.jaeger_url:
+            return functools.partial(self.trace_spans, trace_id)
+        return None
+
+    async def progress_stream(self, request: Request) -> Response:
+        return await progress_response(self, request)
+
+    async def _counted(self, chunks: Any) -> Any:
+        self.streams += 1
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            self.streams -= 1
+            await chunks.aclose()
+
+    def routes(self) -> list[Route]:
+        views = "{view:str}"
+        return [
+            Route("/v1/traces", self.otlp_traces, methods=["POST"]),
+            Route("/v1/logs", self.otlp_logs, methods=["POST"]),
+            Route("/healthz", self.healthz),
+            Route("/openapi.json", self.openapi),
+            Route("/api/traces", self.list_traces),
+            Route("/api/stream", self.stream),
+            Route("/api/traces/{trace_id:str}/stream", self.stream),
+            Route("/api/traces/{trace_id:str}/progress/stream", self.progress_stream),
+            Route("/api/conversations/{conversation_id:str}/progress/stream", self.progress_stream),
+            Route("/api/conversations/{conversation_id:str}/progress", self.conversation_timeline),
+            Route("/api/conversations/{conversation_id:str}/stream", self.stream),
+            Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),
+            Route("/api/jobs/{job_id:str}/trace", self.job),
+            Route("/api/jobs/{job_id:str}/replay", self.job),
+            Route("/api/jobs/{job_id:str}/trace/page", self.trace_page),
+            Route("/traces", self.trace_list),
+            Route("/traces/{trace_id:str}", self.trace_page),
+            Route("/api/traces/{trace_id:str}/page", self.page_data),
+            Route("/api/traces/{trace_id:str}/otlp", self.trace_otlp),
+            Route(f"/api/traces/{{trace_id:str}}/{views}", self._checked_view),
+        ]
+
+    async def _checked_view(self, request: Request) -> Response:
+        if request.path_params["view"] not in TARGETS:
+            return error(404, f"no route {request.url.path!r}")
+        return await self.trace_view(request)
+
+
+def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHandlers]:
+    """The ASGI application of ``config`` over ``store``, and the ``ServerHandlers`` behind it (the server's
+    state and request handlers)."""
+    app = ServerHandlers(config, store)
+    middleware: list[Middleware] = []
+    if config.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "content-encoding", "last-event-id"],
+            )
+        )
+    if config.token:
+        middleware.append(Middleware(BearerAuth, token=config.token))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error(404, f"no route {request.url.path!r}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        app.loop = asyncio.get_running_loop()
+        await app.parsers.start()
+        try:
+            yield
+        finally:
+            app.loop = None
+            await run_in_threadpool(app.parsers.close)
+
+    starlette = Starlette(
+        routes=app.routes(),
+        middleware=middleware,
+        exception_handlers={404: not_found},
+        lifespan=lifespan,
+    )
+    return starlette, app

@@ -1,0 +1,117 @@
+"""The OpenAPI 3.1 document of the server (``GET /openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolspan.bridge.views import SCHEMA_VERSION
+from toolspan.bridge.views.registry import VIEWS
+
+__all__ = ["openapi_document"]
+
+
+def _get(summary: str, media: str = "application/json", params: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": [
+                {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in params
+            ],
+            "responses": {
+                "200": {"description": "OK", "content": {media: {}}},
+                "404": {"description": "unknown id: {error, status}"},
+            },
+        }
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    trace = ("trace_id",)
+    job = ("job_id",)
+    conversation = ("conversation_id",)
+    sse = "text/event-stream"
+    lines = "application/x-ndjson"
+    query = [
+        {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+        for name in ("service", "tool", "state", "from_ms", "to_ms", "conversation_id", "limit", "cursor")
+    ]
+    listing = _get("Trace summaries, newest first, cursor-paginated")
+    listing["get"]["parameters"] = query
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "toolspan serve", "version": SCHEMA_VERSION},
+        "paths": {
+            "/v1/traces": {
+                "post": {
+                    "summary": "OTLP/HTTP trace export (protobuf or JSON, optionally gzip)",
+                    "responses": {
+                        "200": {
+                            "description": "ExportTraceServiceResponse (partial_success when spans rejected)"
+                        },
+                        "400": {"description": "malformed body; nothing stored"},
+                        "413": {"description": "body (or inflated body) over the size limit"},
+                        "415": {"description": "unsupported content type or encoding"},
+                    },
+                }
+            },
+            "/v1/logs": {
+                "post": {
+                    "summary": "OTLP/HTTP logs export (protobuf or JSON, optionally gzip): log records joined"
+                    " to their spans by trace and span id, as span events",
+                    "responses": {
+                        "200": {
+                            "description": "ExportLogsServiceResponse (partial_success when log records"
+                            " without a trace id or span id were rejected)"
+                        },
+                        "400": {"description": "malformed body; nothing stored"},
+                        "413": {"description": "body (or inflated body) over the size limit"},
+                        "415": {"description": "unsupported content type or encoding"},
+                    },
+                }
+            },
+            "/healthz": _get("Liveness and counts"),
+            "/api/traces": listing,
+            **{
+                f"/api/traces/{{trace_id}}/{view.name}": _get(
+                    view.title[:1].upper() + view.title[1:] + (", JSON Lines" if view.lines else ""),
+                    lines if view.lines else "application/json",
+                    trace,
+                )
+                for view in VIEWS.values()
+                if view.per_trace
+            },
+            "/api/conversations/{conversation_id}/timeline": _get(
+                "Conversation timelines", params=conversation
+            ),
+            "/api/conversations/{conversation_id}/progress": _get(
+                "Progress stream of the conversation's traces, JSON Lines", lines, conversation
+            ),
+            "/api/conversations/{conversation_id}/progress/stream": _get(
+                "Live progress envelopes of one conversation (SSE; id = bookmark seq)", sse, conversation
+            ),
+            "/api/jobs/{job_id}/trace": _get(
+                "Alias of /api/traces/{id}/tree (trace id = job id)", params=job
+            ),
+            "/api/jobs/{job_id}/replay": _get("The trace document with read_only: true", params=job),
+            "/api/jobs/{job_id}/trace/page": _get("The live trace page (HTML)", "text/html", job),
+            "/traces/{trace_id}": _get("The live trace page (HTML)", "text/html", trace),
+            "/traces": _get("The newest traces, linking to their pages (HTML)", "text/html"),
+            "/api/traces/{trace_id}/page": _get("The trace page's data, live (page schema)", params=trace),
+            "/api/traces/{trace_id}/otlp": _get(
+                "The trace's spans as an OTLP JSON ExportTraceServiceRequest, log records joined as span"
+                " events (what toolspan.replay reads)",
+                params=trace,
+            ),
+            "/api/stream": _get("Live act/observe events of all traces (SSE, Last-Event-ID resume)", sse),
+            "/api/traces/{trace_id}/stream": _get("Live act/observe events of one trace (SSE)", sse, trace),
+            "/api/traces/{trace_id}/progress/stream": _get(
+                "Live progress envelopes of one trace (SSE; id = bookmark seq, resume with Last-Event-ID"
+                " or ?since=)",
+                sse,
+                trace,
+            ),
+            "/api/conversations/{conversation_id}/stream": _get(
+                "Live act/observe events of one conversation (SSE)", sse, conversation
+            ),
+        },
+    }

@@ -1,0 +1,43 @@
+"""Spans to response bytes, exactly as ``toolspan convert`` writes them (the server is a thin shell): the
+views of the bridge's registry (``VIEWS``) served for one trace, JSON Lines or one JSON document followed by a
+newline.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import write_json_lines
+from toolspan.bridge.views.registry import VIEWS
+
+__all__ = ["LINES", "TARGETS", "document_bytes", "render", "tree_document"]
+
+TARGETS: Final = tuple(name for name, view in VIEWS.items() if view.per_trace)
+LINES: Final = frozenset(name for name, view in VIEWS.items() if view.lines)
+
+
+def document_bytes(document: Any) -> bytes:
+    return (json.dumps(document, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _lines(items: Sequence[Any]) -> bytes:
+    out = io.BytesIO()
+    write_json_lines(items, out)
+    return out.getvalue()
+
+
+def tree_document(spans: Sequence[Span]) -> Any:
+    return VIEWS["tree"].build(spans)
+
+
+def render(target: str, spans: Sequence[Span]) -> bytes:
+    """The bytes of view ``target`` of ``spans``."""
+    view = VIEWS.get(target)
+    if view is None or view.media != "json":
+        raise ValueError(f"unknown view {target!r}")
+    built = view.build(spans)
+    return _lines(built) if view.lines else document_bytes(built)

@@ -1,0 +1,81 @@
+"""OTLP/gRPC ``TraceService/Export`` and ``LogsService/Export`` on their own port (grpcio and the services
+generated in ``opentelemetry-proto``), storing through the same path as OTLP/HTTP."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from concurrent import futures
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from toolspan.bridge.readers import Ctx, ReadReport
+from toolspan.server._ingest.otlp import parse_logs_request
+from toolspan.server._ingest.records import rows_of_request
+
+__all__ = ["start_grpc"]
+
+_logger = logging.getLogger(__name__)
+
+
+def _check_token(token: bytes | None, context: grpc.ServicerContext) -> None:
+    if token is not None:
+        given = b""
+        for key, value in context.invocation_metadata():
+            if key == "authorization":
+                text = value if isinstance(value, str) else value.decode("latin-1")
+                given = (text[:7].lower() + text[7:]).encode()
+        if not hmac.compare_digest(given, token):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+
+class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self, app: Any, token: str | None) -> None:
+        self._app = app
+        self._token = None if token is None else f"bearer {token}".encode()
+
+    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
+        _check_token(self._token, context)
+        rows = rows_of_request(request, Ctx("grpc request", False, ReadReport()))
+        result = self._app.ingest_rows(rows)
+        response = trace_service_pb2.ExportTraceServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_spans = result.rejected
+            response.partial_success.error_message = result.message
+        return response
+
+
+class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
+    def __init__(self, app: Any, token: str | None) -> None:
+        self._app = app
+        self._token = None if token is None else f"bearer {token}".encode()
+
+    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
+        _check_token(self._token, context)
+        records, rejected, message = parse_logs_request(request)
+        result = self._app.ingest_logs(records, rejected, message)
+        response = logs_service_pb2.ExportLogsServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_log_records = result.rejected
+            response.partial_success.error_message = result.message
+        return response
+
+
+def start_grpc(app: Any, host: str, port: int, token: str | None, max_bytes: int) -> grpc.Server:
+    """A started gRPC server with the trace and logs services on ``host:port``."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=4),
+        options=[("grpc.max_receive_message_length", max_bytes)],
+    )
+    add = trace_service_pb2_grpc.add_TraceServiceServicer_to_server
+    add(_TraceService(app, token), server)  # type: ignore[no-untyped-call]
+    add_logs = logs_service_pb2_grpc.add_LogsServiceServicer_to_server
+    add_logs(_LogsService(app, token), server)  # type: ignore[no-untyped-call]
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind OTLP/gRPC to {host}:{port}")
+    server.start()
+    return server

@@ -1,0 +1,211 @@
+"""OTLP/HTTP trace and log request bodies to store rows and log records, and the OTLP responses
+(``/v1/traces``, ``/v1/logs``).
+
+Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, its
+spans kept as protobuf bytes with their index columns, see ``_records``; JSON via the bridge's OTLP JSON
+reader). A gzip body is inflated as a stream with a cap, so a small body that
+inflates past the size limit is refused without being unpacked into memory.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+from toolspan.bridge.readers import (
+    ZERO_SPAN,
+    ZERO_TRACE,
+    BridgeReadError,
+    Ctx,
+    LogRecord,
+    ReadReport,
+    is_logs_document,
+    spans_from_document,
+)
+from toolspan.bridge.readers import logs_from_json as _from_json
+from toolspan.bridge.readers import logs_from_proto as _from_proto
+from toolspan.bridge.readers import parse_trace_request as parse_request
+from toolspan.server._ingest.records import Row, row_of_span, rows_of_request
+
+__all__ = [
+    "JSON",
+    "PROTOBUF",
+    "IngestError",
+    "inflate",
+    "logs_response_body",
+    "media_type",
+    "parse_logs",
+    "parse_logs_request",
+    "parse_body",
+    "response_body",
+    "split_valid",
+    "status_body",
+]
+
+PROTOBUF: Final = "application/x-protobuf"
+JSON: Final = "application/json"
+_TYPES: Final = {
+    "application/x-protobuf": PROTOBUF,
+    "application/protobuf": PROTOBUF,
+    "application/json": JSON,
+}
+_CHUNK: Final = 64 << 10
+
+
+class IngestError(Exception):
+    """A request refused as a whole: ``status`` (400, 413, 415; 503 to retry) and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[IngestError], tuple[int, str]]:
+        # Raised in a parse worker process (``_parsers``) and pickled back to the server.
+        return IngestError, (self.status, self.message)
+
+
+def media_type(content_type: str | None) -> str:
+    """``PROTOBUF`` or ``JSON`` for a request's ``Content-Type`` (415 for anything else)."""
+    base = (content_type or "").split(";", 1)[0].strip().lower()
+    found = _TYPES.get(base)
+    if found is None:
+        raise IngestError(415, f"unsupported content type {base or '(none)'!r}: use {PROTOBUF} or {JSON}")
+    return found
+
+
+def inflate(body: bytes, limit: int) -> bytes:
+    """The gunzipped ``body``; 413 as soon as the output would pass ``limit`` bytes, 400 if not gzip."""
+    inflater = zlib.decompressobj(wbits=31)
+    out = bytearray()
+    data = body
+    try:
+        while data:
+            room = limit + 1 - len(out)
+            out += inflater.decompress(data, min(room, _CHUNK))
+            if len(out) > limit:
+                raise IngestError(413, f"gzip body inflates past the size limit of {limit} bytes")
+            data = inflater.unconsumed_tail
+        if not inflater.eof:
+            raise IngestError(400, "gzip body is truncated")
+    except zlib.error as e:
+        raise IngestError(400, f"gzip body is not valid: {e}") from None
+    return bytes(out)
+
+
+def parse_body(body: bytes, kind: str) -> list[Row]:
+    """The span rows of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
+    try:
+        if kind == PROTOBUF:
+            ctx = Ctx("request body", False, ReadReport())
+            request = parse_request(body, ctx)
+            return [] if request is None else rows_of_request(request, ctx)
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError) as e:
+            raise IngestError(400, f"request body is not valid JSON: {e}") from None
+        if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
+            raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")
+        return [row_of_span(s) for s in spans_from_document(doc, origin="request body")]
+    except BridgeReadError as e:
+        raise IngestError(400, str(e).replace("\n", " ")) from None
+
+
+def _tied(records: Sequence[LogRecord], total: int) -> tuple[list[LogRecord], int, str]:
+    good = [r for r in records if r.trace_id != ZERO_TRACE and r.span_id != ZERO_SPAN]
+    rejected = total - len(good)
+    message = f"{rejected} log record(s) without a trace id or span id" if rejected else ""
+    return good, rejected, message
+
+
+def parse_logs_request(request: Any) -> tuple[list[LogRecord], int, str]:
+    """``(span-tied records, rejected count, message)`` of one parsed ``ExportLogsServiceRequest``: a record
+    tied to no span cannot be joined, so it is rejected (partial success)."""
+    total = sum(len(s.log_records) for r in request.resource_logs for s in r.scope_logs)
+    records = list(_from_proto(request.SerializeToString()))
+    return _tied(records, total)
+
+
+def parse_logs(body: bytes, kind: str) -> tuple[list[LogRecord], int, str]:
+    """The log records of one ``ExportLogsServiceRequest`` body, read as ``toolspan convert --logs`` reads
+    them, with the rejected count and message; 400 with a one-line reason if malformed."""
+    if kind == PROTOBUF:
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        try:
+            request = ExportLogsServiceRequest.FromString(body)
+        except (DecodeError, ValueError, RecursionError) as e:
+            reason = str(e).replace("\n", " ")
+            raise IngestError(
+                400, f"request body is not a valid OTLP protobuf logs request: {reason}"
+            ) from None
+        return parse_logs_request(request)
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as e:
+        raise IngestError(400, f"request body is not valid JSON: {e}") from None
+    if not is_logs_document(doc) or not (set(doc) <= {"resourceLogs"}):
+        raise IngestError(400, "request body is not an OTLP ExportLogsServiceRequest (resourceLogs)")
+    try:
+        total = sum(
+            len(scope.get("logRecords") or ())
+            for resource in doc["resourceLogs"] or ()
+            for scope in (resource.get("scopeLogs") or resource.get("instrumentationLibraryLogs") or ())
+        )
+        records = list(_from_json(doc))
+    except (BridgeReadError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as e:
+        reason = str(e).replace("\n", " ") or type(e).__name__
+        raise IngestError(400, f"request body is not a valid OTLP logs request: {reason}") from None
+    return _tied(records, total)
+
+
+def logs_response_body(kind: str, rejected: int, message: str) -> bytes:
+    """An ``ExportLogsServiceResponse``, with ``partial_success`` when log records were rejected."""
+    if kind == JSON:
+        doc: dict[str, object] = {}
+        if rejected:
+            doc["partialSuccess"] = {"rejectedLogRecords": str(rejected), "errorMessage": message}
+        return json.dumps(doc).encode()
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+    response = ExportLogsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_log_records = rejected
+        response.partial_success.error_message = message
+    return bytes(response.SerializeToString())
+
+
+def split_valid(rows: Sequence[Row]) -> tuple[list[Row], int, str]:
+    """``(usable rows, rejected count, message)``: a span without a trace id or span id is rejected."""
+    good = [s for s in rows if s.trace_id != ZERO_TRACE and s.span_id != ZERO_SPAN]
+    rejected = len(rows) - len(good)
+    message = f"{rejected} span(s) without a trace id or span id" if rejected else ""
+    return good, rejected, message
+
+
+def response_body(kind: str, rejected: int, message: str) -> bytes:
+    """An ``ExportTraceServiceResponse``, with ``partial_success`` when spans were rejected."""
+    if kind == JSON:
+        doc: dict[str, object] = {}
+        if rejected:
+            doc["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
+        return json.dumps(doc).encode()
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return bytes(response.SerializeToString())
+
+
+def status_body(kind: str, code: int, message: str) -> bytes:
+    """A ``google.rpc.Status`` (the OTLP/HTTP error body) with ``message``."""
+    if kind == JSON:
+        return json.dumps({"code": code, "message": message}).encode()
+    from google.rpc.status_pb2 import Status
+
+    return bytes(Status(code=code, message=message).SerializeToString())

@@ -1,0 +1,109 @@
+"""Where OTLP/HTTP trace bodies are parsed: worker processes beside the server's own.
+
+Parsing a request (protobuf to the store's rows) is pure Python work of the same size as storing it, and
+one process runs Python on one core at a time. With ``parse_workers`` > 0 (``--parse-workers``; by default
+one when the machine has two cores or more) bodies are parsed in that many worker processes while the
+server process stores the previous request, so ingest uses two cores. The rows come back as they would
+from ``_ingest.parse_body`` in-process (the same function runs in the worker), so nothing else changes:
+a malformed body is the same 400. A worker that dies while parsing (the OOM killer, a crash) fails only
+that request, with a 503 that OTLP exporters retry (never parsed again in the server process: if the body
+itself killed the worker it would kill the server), and the workers are started again.
+
+Workers are started with ``spawn`` (never ``fork``: the server runs threads) before the server answers,
+and exit with it: on shutdown here, and on their own within a quarter of a second when the server process
+is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Final
+
+from starlette.concurrency import run_in_threadpool
+
+from toolspan.server._ingest import otlp as _ingest
+from toolspan.server._ingest.records import Row
+
+__all__ = ["Parsers"]
+
+_logger = logging.getLogger(__name__)
+_START_TIMEOUT_S: Final = 60.0
+_PARENT_POLL_S: Final = 0.25
+
+
+def _orphaned(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_S)
+    os._exit(0)  # the server was killed: nothing is left to parse for
+
+
+def _watch_parent(parent: int) -> None:
+    """In each worker: exit as soon as the server process is gone (a killed server cannot say so; the
+    worker's task pipe stays open because the worker holds both of its ends)."""
+    threading.Thread(target=_orphaned, args=(parent,), daemon=True, name="toolspan-parent-watch").start()
+
+
+def _ready() -> int:
+    _ingest.parse_body(b"", _ingest.PROTOBUF)  # imports the generated OTLP classes before any request
+    return os.getpid()
+
+
+class Parsers:
+    """Parses request bodies in ``workers`` processes (``0``: in the server process's thread pool)."""
+
+    def __init__(self, workers: int) -> None:
+        self._workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+        self.pids: list[int] = []  # the workers' process ids once started
+
+    async def start(self) -> None:
+        """Start the workers and wait until each has imported the parser (the server answers only then);
+        workers that cannot start leave parsing in-process, with a warning."""
+        if self._workers <= 0 or self._pool is not None:
+            return
+        pool = ProcessPoolExecutor(
+            self._workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_watch_parent,
+            initargs=(os.getpid(),),
+        )
+        try:
+            ready = [asyncio.wrap_future(pool.submit(_ready)) for _ in range(self._workers)]
+            pids = await asyncio.wait_for(asyncio.gather(*ready), _START_TIMEOUT_S)
+        except Exception:
+            _logger.warning("toolspan serve: parse workers did not start; parsing in-process", exc_info=True)
+            pool.shutdown(wait=False, cancel_futures=True)
+            return
+        self._pool = pool
+        self.pids = sorted(set(pids))
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        self.pids = []
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    async def parse(self, body: bytes, kind: str) -> list[Row]:
+        """The rows of one ``ExportTraceServiceRequest`` body (``_ingest.IngestError`` when refused)."""
+        pool = self._pool
+        if pool is not None:
+            try:
+                return await asyncio.wrap_future(pool.submit(_ingest.parse_body, body, kind))
+            except BrokenProcessPool:
+                _logger.warning("toolspan serve: a parse worker stopped; starting it again")
+                if self._pool is pool:
+                    self._pool = None
+                    self.pids = []
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    await self.start()
+                raise _ingest.IngestError(
+                    503, "the parse worker stopped while parsing this request: retry"
+                ) from None
+        return await run_in_threadpool(_ingest.parse_body, body, kind)

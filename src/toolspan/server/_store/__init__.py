@@ -1,0 +1,1 @@
+"""The store: spans, event log and trace summaries in SQLite, and remote reads."""

@@ -1,0 +1,399 @@
+"""The server's embedded store: one SQLite file in WAL mode, spans keyed by ``(trace_id, span_id)``.
+
+- ``spans``: one row per span (a rowid table: its rows, about a kilobyte each, are too large for
+  ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
+  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``). ``data`` holds
+  the span as received over OTLP protobuf, or as JSON (``_codec``); its other columns index it
+  (``_records``). Written by ``_writes``.
+- ``traces``: a summary row per trace, kept up to date in the same transaction (``_summaries``).
+- ``logs``: OTLP log records tied to spans (log-based GenAI events), one row per record, keyed by trace,
+  span and a digest of the record (with its rank among equal records of one request), so a resend is stored
+  once. They are joined to their spans as span events when a trace is read (``attach_logs``, exactly as
+  ``toolspan convert --logs`` joins them), so a record that arrives before its span is joined once it does.
+- ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
+  ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
+  strictly increasing and stored with the data), so a cursor means the same thing after a restart. A
+  conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them);
+  the log's own ``conversation_id`` column is left NULL (it was filled by 0.1.0).
+
+Every statement is parameterised. A commit returns only once SQLite has the transaction in its WAL, so an
+acknowledged export survives the server being killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import LogRecord, attach_logs
+from toolspan.server._ingest.codec import decode
+from toolspan.server._ingest.records import Row, merge, row_of_span
+from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, put_rows
+from toolspan.server._streams.cursor import Cursor
+
+__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "TraceRow"]
+
+_logger = logging.getLogger(__name__)
+_CHECKPOINT_S: Final = 1.0
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS spans (
+  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
+  start_ns INTEGER NOT NULL, end_ns INTEGER, is_tool INTEGER NOT NULL, tool_name TEXT,
+  tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data TEXT NOT NULL,
+  PRIMARY KEY (trace_id, span_id));
+CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
+CREATE TABLE IF NOT EXISTS traces (
+  trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
+  start_ns INTEGER, end_ns INTEGER, last_seen_ns INTEGER NOT NULL, spans INTEGER, tools INTEGER,
+  errors INTEGER, open_tools INTEGER) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns, trace_id);
+CREATE INDEX IF NOT EXISTS traces_conversation ON traces (conversation_id);
+CREATE TABLE IF NOT EXISTS events (
+  ns INTEGER NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
+  conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
+DROP INDEX IF EXISTS events_conversation;
+CREATE TABLE IF NOT EXISTS logs (
+  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, digest TEXT NOT NULL, ns INTEGER NOT NULL,
+  data TEXT NOT NULL, UNIQUE (trace_id, span_id, digest));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    trace_id: str
+    service: str | None
+    conversation_id: str | None
+    root_name: str | None
+    root_ended: bool
+    start_ns: int
+    end_ns: int | None
+    last_seen_ns: int
+    spans: int
+    tools: int
+    errors: int
+    open_tools: int
+
+
+_dump_log = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
+
+
+def _log_data(record: LogRecord) -> str:
+    return _dump_log(
+        [
+            record.trace_id,
+            record.span_id,
+            record.time_ns,
+            record.event_name,
+            dict(record.attributes),
+            record.body,
+        ]
+    )
+
+
+def _log_record(text: str) -> LogRecord:
+    row: list[Any] = json.loads(text)
+    return LogRecord(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+class Store:
+    """Thread-safe access to one SQLite database (one connection, one lock: SQLite has one writer)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA cache_size=-32768")
+        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
+        # own connection, so a commit only appends to the WAL: still durable when the process is killed.
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT max(ns) FROM events").fetchone()
+        clock = self._meta("clock")
+        self._clock = max(row[0] or 0, clock or 0)
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoints, name="toolspan-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            while not self._stop.wait(_CHECKPOINT_S):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    _logger.warning("toolspan serve: WAL checkpoint failed: %s", exc)
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        """Checkpoint and close (a second call does nothing)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._checkpointer.join(10)
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.close()
+
+    # --- writes -------------------------------------------------------------------------------------
+
+    def _tick(self) -> int:
+        self._clock = max(time.time_ns(), self._clock + 1)
+        return self._clock
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed at the end of the block and rolled back on any error (the
+        caller holds the lock)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _stamped(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """A write transaction at the next tick of the commit clock, which it stores with the data."""
+        with self._transaction() as db:
+            ns = self._tick()
+            yield db, ns
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (ns,))
+
+    def _meta(self, key: str) -> int | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def ingest(self, spans: Sequence[Span]) -> IngestResult:
+        """Store neutral spans in one transaction (committed when this returns)."""
+        return self.ingest_rows([row_of_span(s) for s in spans])
+
+    def ingest_rows(self, rows: Sequence[Row]) -> IngestResult:
+        """Store span rows in one transaction (committed when this returns)."""
+        result = IngestResult(accepted=len(rows))
+        # Records of one span within the request merge first (a pending record next to its ended span).
+        batch: dict[tuple[str, str], Row] = {}
+        for row in rows:
+            key = (row.trace_id, row.span_id)
+            known = batch.get(key)
+            if known is None:
+                batch[key] = row
+            else:
+                result.duplicates += 1
+                if known.data != row.data:
+                    merged = merge(decode(known.data), decode(row.data))
+                    if merged is not None:
+                        batch[key] = row_of_span(merged)
+        with self._lock, self._stamped() as (db, ns):
+            put_rows(db, batch, ns, result)
+        return result
+
+    def ingest_logs(self, records: Sequence[LogRecord]) -> IngestResult:
+        """Store span-tied log records in one transaction (committed when this returns); a record already
+        stored (the same request sent again) is counted as a duplicate."""
+        result = IngestResult(accepted=len(records))
+        rows: list[tuple[str, str, str, str]] = []
+        seen: dict[tuple[str, str, str], int] = {}
+        for record in records:
+            data = _log_data(record)
+            digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
+            key = (record.trace_id, record.span_id, digest)
+            rank = seen.get(key, 0)
+            seen[key] = rank + 1
+            # Equal records within one request are all kept (the CLI joins every one of them); the same
+            # request again maps to the same keys.
+            rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
+        with self._lock, self._stamped() as (db, ns):
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO logs (trace_id, span_id, digest, ns, data) VALUES (?,?,?,?,?)",
+                [(t, sp, d, ns, data) for t, sp, d, data in rows],
+            )
+            result.duplicates = len(rows) - (db.total_changes - before)
+        return result
+
+    def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
+        """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
+        ``max_spans`` spans; returns the number of traces dropped. The event log's horizon moves up to
+        the newest event dropped, so a client behind it is told to reset."""
+        with self._lock:
+            db = self._db
+            doomed: list[str] = []
+            if max_age_ns is not None:
+                limit = time.time_ns() - max_age_ns
+                doomed += [
+                    r[0] for r in db.execute("SELECT trace_id FROM traces WHERE last_seen_ns < ?", (limit,))
+                ]
+            if max_spans is not None:
+                total = db.execute("SELECT coalesce(sum(spans), 0) FROM traces").fetchone()[0]
+                gone = set(doomed)
+                for trace_id, count in db.execute("SELECT trace_id, spans FROM traces ORDER BY last_seen_ns"):
+                    if total <= max_spans:
+                        break
+                    if trace_id not in gone:
+                        doomed.append(trace_id)
+                        total -= count
+            if max_age_ns is not None:
+                # Log records whose spans never arrived are kept only as long as a trace would be.
+                db.execute(
+                    "DELETE FROM logs WHERE ns < ? AND trace_id NOT IN (SELECT trace_id FROM traces)",
+                    (time.time_ns() - max_age_ns,),
+                )
+            if not doomed:
+                return 0
+            with self._transaction():
+                horizon = self._horizon()
+                for trace_id in doomed:
+                    top = db.execute(
+                        "SELECT ns, trace_id, span_id, phase FROM events WHERE trace_id = ?"
+                        " ORDER BY ns DESC, span_id DESC, phase DESC LIMIT 1",
+                        (trace_id,),
+                    ).fetchone()
+                    if top is not None:
+                        horizon = max(horizon, Cursor(*top))
+                    for table in ("spans", "events", "traces", "logs"):
+                        db.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('horizon', ?)", (str(horizon),))
+            return len(doomed)
+
+    # --- reads --------------------------------------------------------------------------------------
+
+    def _spans(self, sql: str, args: Iterable[Any]) -> list[Span]:
+        """The spans ``sql`` selects (``data``, ``trace_id``), with their stored log records joined."""
+        with self._lock:
+            rows = self._db.execute(sql, tuple(args)).fetchall()
+            traces = json.dumps(sorted({r[1] for r in rows}))
+            logs = self._db.execute(
+                "SELECT l.data FROM json_each(?) AS j CROSS JOIN logs AS l ON l.trace_id = j.value"
+                " ORDER BY l.rowid",
+                (traces,),
+            ).fetchall()
+        spans = [decode(r[0]) for r in rows]
+        if not logs:
+            return spans
+        return attach_logs(spans, [_log_record(r[0]) for r in logs])[0]
+
+    def trace_logs(self, trace_id: str) -> list[LogRecord]:
+        """The stored log records of a trace, in the order they arrived."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data FROM logs WHERE trace_id = ? ORDER BY rowid", (trace_id,)
+            ).fetchall()
+        return [_log_record(r[0]) for r in rows]
+
+    def trace_spans(self, trace_id: str) -> list[Span]:
+        return self._spans("SELECT data, trace_id FROM spans WHERE trace_id = ?", (trace_id,))
+
+    def conversation_spans(self, conversation_id: str) -> list[Span]:
+        return self._spans(
+            "SELECT data, trace_id FROM spans WHERE trace_id IN"
+            " (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)",
+            (conversation_id, conversation_id),
+        )
+
+    def trace_row(self, trace_id: str) -> TraceRow | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        return None if row is None else _trace_row(row)
+
+    def list_traces(self, where: str, args: Sequence[Any], limit: int) -> list[TraceRow]:
+        """Trace rows matching ``where`` (built by the caller from fixed fragments and ``?`` only),
+        newest first."""
+        sql = f"SELECT * FROM traces WHERE {where} ORDER BY start_ns DESC, trace_id DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(sql, (*args, limit)).fetchall()
+        return [_trace_row(r) for r in rows]
+
+    def clock(self) -> int:
+        """The commit clock now: a cursor at the live tail."""
+        with self._lock:
+            return self._clock
+
+    def _horizon(self) -> Cursor:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'horizon'").fetchone()
+        return (None if row is None else Cursor.parse(str(row[0]))) or Cursor(0)
+
+    def horizon(self) -> Cursor:
+        """The newest event dropped by retention: a client whose cursor is before it missed events."""
+        with self._lock:
+            return self._horizon()
+
+    def events_after(
+        self, cursor: Cursor, *, trace_id: str | None, conversation_id: str | None, limit: int
+    ) -> list[tuple[Cursor, int, Span]]:
+        """Events after ``cursor`` in cursor order: ``(cursor, phase, span)``."""
+        sql = (
+            "SELECT e.ns, e.trace_id, e.span_id, e.phase, s.data FROM events e"
+            " JOIN spans s ON s.trace_id = e.trace_id AND s.span_id = e.span_id"
+            " WHERE (e.ns, e.trace_id, e.span_id, e.phase) > (?, ?, ?, ?)"
+        )
+        args: list[Any] = [cursor.ns, cursor.trace_id, cursor.span_id, cursor.phase]
+        if trace_id is not None:
+            sql += " AND e.trace_id = ?"
+            args.append(trace_id)
+        if conversation_id is not None:
+            # The conversation's traces, as its timeline reads them (no index on the event log for it:
+            # one index less to write on every ingest).
+            sql += (
+                " AND e.trace_id IN (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)"
+            )
+            args += [conversation_id, conversation_id]
+        sql += " ORDER BY e.ns, e.trace_id, e.span_id, e.phase LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+            keys = json.dumps(sorted({r[1] + r[2] for r in rows}))
+            logs = self._db.execute(
+                "SELECT l.data FROM json_each(?) AS j CROSS JOIN logs AS l"
+                " ON l.trace_id = substr(j.value, 1, 32) AND l.span_id = substr(j.value, 33)"
+                " ORDER BY l.rowid",
+                (keys,),
+            ).fetchall()
+        # An act and an observe of one span in one page share one decoded span.
+        decoded: dict[tuple[str, str], Span] = {}
+        spans = []
+        for r in rows:
+            span = decoded.get((r[1], r[2]))
+            if span is None:
+                span = decoded[r[1], r[2]] = decode(r[4])
+            spans.append(span)
+        if logs:
+            # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
+            spans = attach_logs(spans, [_log_record(r[0]) for r in logs])[0]
+        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], span) for r, span in zip(rows, spans, strict=True)]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            spans = self._db.execute("SELECT count(*) FROM spans").fetchone()[0]
+            traces = self._db.execute("SELECT count(*) FROM traces").fetchone()[0]
+        return {"spans": int(spans), "traces": int(traces)}
+
+    def log_count(self) -> int:
+        """The number of stored log records."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM logs").fetchone()[0])
+
+
+def _trace_row(row: Sequence[Any]) -> TraceRow:
+    return TraceRow(
+        row[0], row[1], row[2], row[3], bool(row[4]), row[5], row[6], row[7], row[8], row[9], row[10], row[11]
+    )

@@ -1,0 +1,144 @@
+"""The ``traces`` table's summary rows, kept up to date inside the ingest transaction.
+
+A trace that only gained new spans is updated from the old summary and the new rows (counts added, the
+earliest start, the latest end, the greater service and conversation id, the root); a trace where a stored
+span changed (a pending record then its ended record), or that gained a second root, is recomputed from
+all its spans. Both give the same row: the root is the parentless span that starts first (then the
+smaller span id).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from toolspan.server._ingest.records import Row
+from toolspan.server._store.bulk import insert_rows
+
+__all__ = ["recompute_summaries", "update_summaries"]
+
+_RECOMPUTE: Final = (
+    "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
+    " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
+    "  ORDER BY r.start_ns, r.span_id LIMIT 1),"
+    " coalesce((SELECT r.end_ns IS NOT NULL FROM spans r WHERE r.trace_id = s.trace_id"
+    "  AND r.parent IS NULL ORDER BY r.start_ns, r.span_id LIMIT 1), 0),"
+    " min(s.start_ns), max(s.end_ns), ?, count(*), sum(s.is_tool), sum(s.is_error),"
+    " sum(s.is_tool AND s.end_ns IS NULL)"
+    " FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value GROUP BY s.trace_id"
+)
+
+
+def _greater(a: Any, b: Any) -> Any:
+    """SQL ``max()`` of two values of one column: ``NULL`` only when both are."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if a >= b else b
+
+
+class _Sum:
+    """The summary of a trace's new rows."""
+
+    __slots__ = ("conversation", "end", "errors", "open", "root", "service", "spans", "start", "tools")
+
+    def __init__(self, row: Row) -> None:
+        self.service = row.service
+        self.conversation = row.conversation_id
+        self.root: Row | None = row if row.parent is None else None
+        self.start = row.start_ns
+        self.end = row.end_ns
+        self.spans = 1
+        self.tools = row.is_tool
+        self.errors = row.is_error
+        self.open = int(row.is_tool and row.end_ns is None)
+
+    def add(self, row: Row) -> None:
+        self.service = _greater(self.service, row.service)
+        self.conversation = _greater(self.conversation, row.conversation_id)
+        if row.parent is None and (
+            self.root is None or (row.start_ns, row.span_id) < (self.root.start_ns, self.root.span_id)
+        ):
+            self.root = row
+        self.start = min(self.start, row.start_ns)
+        self.end = _greater(self.end, row.end_ns)
+        self.spans += 1
+        self.tools += row.is_tool
+        self.errors += row.is_error
+        self.open += int(row.is_tool and row.end_ns is None)
+
+
+def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: Iterable[str], ns: int) -> None:
+    """Bring the summary rows of the traces of ``inserts`` (new spans) and ``changed`` (trace ids whose stored
+    spans were replaced) up to date, all stamped ``last_seen_ns = ns``."""
+    recompute = set(changed)
+    sums: dict[str, _Sum] = {}
+    for row in inserts:
+        if row.trace_id in recompute:
+            continue
+        found = sums.get(row.trace_id)
+        if found is None:
+            sums[row.trace_id] = _Sum(row)
+        else:
+            found.add(row)
+    rows: list[tuple[Any, ...]] = []
+    if sums:
+        # One result row (one step of SQLite, see ``_bulk``) holding every summary row as JSON.
+        found = db.execute(
+            "SELECT json_group_array(json_array(t.trace_id, t.service, t.conversation_id, t.root_name,"
+            " t.root_ended, t.start_ns, t.end_ns, t.last_seen_ns, t.spans, t.tools, t.errors, t.open_tools))"
+            " FROM json_each(?) AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
+            (json.dumps(list(sums)),),
+        ).fetchone()[0]
+        old_rows = {r[0]: r for r in json.loads(found)}
+        for trace_id, new in sums.items():
+            root = new.root
+            old = old_rows.get(trace_id)
+            if old is None:
+                rows.append(
+                    (
+                        trace_id,
+                        new.service,
+                        new.conversation,
+                        None if root is None else root.name,
+                        int(root is not None and root.end_ns is not None),
+                        new.start,
+                        new.end,
+                        ns,
+                        new.spans,
+                        new.tools,
+                        new.errors,
+                        new.open,
+                    )
+                )
+            elif root is not None and old[3] is not None:
+                recompute.add(trace_id)  # a second root: which one starts first is in the spans table
+            else:
+                rows.append(
+                    (
+                        trace_id,
+                        _greater(old[1], new.service),
+                        _greater(old[2], new.conversation),
+                        old[3] if root is None else root.name,
+                        old[4] if root is None else int(root.end_ns is not None),
+                        min(old[5], new.start),
+                        _greater(old[6], new.end),
+                        ns,
+                        old[8] + new.spans,
+                        old[9] + new.tools,
+                        old[10] + new.errors,
+                        old[11] + new.open,
+                    )
+                )
+    if rows:
+        insert_rows(db, "INSERT OR REPLACE INTO traces", rows, 12)
+    if recompute:
+        recompute_summaries(db, recompute, ns)
+
+
+def recompute_summaries(db: sqlite3.Connection, trace_ids: Iterable[str], ns: int) -> None:
+    """The summary rows of ``trace_ids`` recomputed from all their spans, stamped ``last_seen_ns = ns``."""
+    db.execute(_RECOMPUTE, (ns, json.dumps(sorted(trace_ids))))

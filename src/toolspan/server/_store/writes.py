@@ -1,0 +1,92 @@
+"""The write path of one ingest request: its span rows, their act/observe events and the trace summaries.
+
+A row whose key is not stored yet is inserted as it is (the common case: no span is decoded); a row whose
+key is stored is compared with the stored form and, when it differs, both are decoded and merged as the
+bridge merges records of one span (``toolspan.bridge._coalesce``), a pending record then its ended record.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Final
+
+from toolspan.bridge.facts import act_status
+from toolspan.bridge.model import Span
+from toolspan.server._ingest.codec import decode, encode
+from toolspan.server._ingest.records import Row, merge, row_of_span
+from toolspan.server._store.bulk import insert_rows
+from toolspan.server._store.summaries import update_summaries
+
+__all__ = ["ACT", "OBSERVE", "IngestResult", "put_rows"]
+
+ACT: Final = 0
+OBSERVE: Final = 1
+
+
+@dataclass(slots=True)
+class IngestResult:
+    accepted: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    message: str = ""
+
+
+def put_rows(
+    db: sqlite3.Connection, batch: dict[tuple[str, str], Row], ns: int, result: IngestResult
+) -> None:
+    """Store one request's rows (keyed by trace and span id, merged within the request) inside the caller's
+    transaction at commit clock ``ns``; duplicates are counted in ``result``."""
+    keys = json.dumps([t + s for t, s in batch])
+    existing = {
+        (r[0], r[1]): (r[2], r[3])
+        for r in db.execute(
+            "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
+            " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
+            (keys,),
+        )
+    }
+    inserts: list[Row] = []
+    replaces: list[Row] = []
+    events: list[tuple[int, str, str, int]] = []
+    for key, record in batch.items():
+        row = record
+        had_end = False
+        old: Span | None = None
+        new: Span | None = None
+        old_row = existing.get(key)
+        if old_row is not None:
+            if old_row[0] == row.data:
+                result.duplicates += 1  # the same record again
+                continue
+            old = decode(old_row[0])
+            had_end = old_row[1] is not None
+            new = merge(old, decode(row.data))
+            if new is None or encode(new) == encode(old):
+                # Nothing new (or a conflicting record: the first stays), counted once.
+                result.duplicates += 1
+                continue
+            row = row_of_span(new)
+            replaces.append(row)
+        else:
+            inserts.append(row)
+        if row.is_tool:
+            if old is None:
+                events.append((ns, *key, ACT))
+            elif new is not None and new.end_ns is None and act_status(new) != act_status(old):
+                # A running call's act changed (it now waits for its approval, or got it): act again.
+                events.append((ns, *key, ACT))
+            if row.end_ns is not None and not had_end:
+                events.append((ns, *key, OBSERVE))
+    if not inserts and not replaces:
+        return
+    if inserts:
+        insert_rows(db, "INSERT INTO spans", inserts, len(Row._fields))
+    if replaces:
+        insert_rows(db, "INSERT OR REPLACE INTO spans", replaces, len(Row._fields))
+    update_summaries(db, inserts, {r.trace_id for r in replaces}, ns)
+    if events:
+        # The last column (a conversation id, in stores written by 0.1.0) stays NULL: a conversation's
+        # stream reads the events of the conversation's traces (see ``Store.events_after``).
+        insert_rows(db, "INSERT OR IGNORE INTO events", [(*e, None) for e in events], 5)

@@ -1,0 +1,1 @@
+"""Streams: server-sent events of a trace, a conversation or every trace, resumable."""

@@ -1,0 +1,188 @@
+"""Server-sent event streams of act/observe events, resumable from a cursor.
+
+A stream reads the store's event log from its cursor onwards (the same code serves the catch-up after a
+reconnect and the live tail), then waits for the next commit or sends a heartbeat comment. Nothing is
+queued per client: a client that stops reading fills its socket buffer, and once one write has waited
+``send_timeout_s`` the client is dropped and counted. Every event is
+
+    id: <cursor>          (ns-traceid-spanid-phase: the store's commit clock and the event's span)
+    event: act | observe
+    data: <the bridge's act/observe event, JSON>
+
+A client reconnecting with ``Last-Event-ID`` (or ``?cursor=``) older than the retained events first gets
+``event: reset`` and then every event still kept (a snapshot) before the live tail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, Final
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.views import act_event, observe_event
+from toolspan.server._store.db import ACT, Cursor, Store
+
+__all__ = [
+    "CONNECTED",
+    "HEARTBEAT",
+    "PAGE",
+    "EventStreamResponse",
+    "Notifier",
+    "event_chunks",
+    "format_event",
+    "render_event",
+    "tail",
+]
+
+_logger = logging.getLogger(__name__)
+PAGE: Final = 500
+HEARTBEAT: Final = b": heartbeat\n\n"
+CONNECTED: Final = b"retry: 1000\n: connected\n\n"
+
+
+class Notifier:
+    """Wakes every waiting stream after a commit (call ``notify`` on the event loop)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def waiter(self) -> asyncio.Event:
+        return self._event
+
+    def notify(self) -> None:
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+
+def format_event(cursor: Cursor, kind: str, data: Any) -> bytes:
+    """One SSE event: its ``id:`` cursor, ``event:`` kind and ``data:`` JSON."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {cursor}\nevent: {kind}\ndata: {text}\n\n".encode()
+
+
+def render_event(phase: int, span: Span) -> tuple[str, Any] | None:
+    """``(kind, data)`` of a log entry: the span's act, or its observe once it ended (else ``None``)."""
+    if phase == ACT:
+        return "act", act_event(span)
+    if span.end_ns is not None:
+        return "observe", observe_event(span)
+    return None
+
+
+async def tail(
+    store: Store,
+    notifier: Notifier,
+    position: Cursor,
+    *,
+    trace_id: str | None,
+    conversation_id: str | None,
+    heartbeat_s: float,
+) -> AsyncGenerator[list[tuple[Cursor, int, Span]] | None, None]:
+    """The event log after ``position``, forever: each page of entries as it is read, ``None`` when
+    ``heartbeat_s`` passed without a commit (time for a heartbeat)."""
+    while True:
+        waiter = notifier.waiter()
+        rows = await run_in_threadpool(
+            store.events_after, position, trace_id=trace_id, conversation_id=conversation_id, limit=PAGE
+        )
+        if rows:
+            position = rows[-1][0]
+            yield rows
+        if len(rows) == PAGE:
+            continue
+        try:
+            await asyncio.wait_for(waiter.wait(), heartbeat_s)
+        except asyncio.TimeoutError:
+            yield None
+
+
+async def event_chunks(
+    store: Store,
+    notifier: Notifier,
+    cursor: Cursor | None,
+    *,
+    trace_id: str | None,
+    conversation_id: str | None,
+    heartbeat_s: float,
+) -> AsyncIterator[bytes]:
+    """The SSE byte chunks of one stream, from after ``cursor`` (``None``: everything kept)."""
+    yield CONNECTED
+    horizon = await run_in_threadpool(store.horizon)
+    if cursor is not None and cursor < horizon:
+        reason = "cursor older than the retained events; a snapshot follows"
+        reset = {"reason": reason, "horizon": str(horizon)}
+        yield f"event: reset\ndata: {json.dumps(reset)}\n\n".encode()
+        cursor = None
+    position = cursor if cursor is not None else Cursor(0)
+    pages = tail(
+        store, notifier, position, trace_id=trace_id, conversation_id=conversation_id, heartbeat_s=heartbeat_s
+    )
+    async with contextlib.aclosing(pages):
+        async for rows in pages:
+            if rows is None:
+                yield HEARTBEAT
+                continue
+            chunk = bytearray()
+            for row_cursor, phase, span in rows:
+                event = render_event(phase, span)
+                if event is not None:
+                    chunk += format_event(row_cursor, *event)
+            if chunk:
+                yield bytes(chunk)
+
+
+class EventStreamResponse(Response):
+    """``text/event-stream`` from an async iterator of chunks, with a per-write timeout and disconnect
+    detection (the iterator is closed either way)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self, chunks: AsyncIterator[bytes], *, send_timeout_s: float, on_drop: Callable[[], None]
+    ) -> None:
+        super().__init__(headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+        self._chunks = chunks
+        self._send_timeout_s = send_timeout_s
+        self._on_drop = on_drop
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        pump = asyncio.ensure_future(self._pump(send))
+        watch = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if pump.done() and not pump.cancelled() and pump.exception() is not None:
+                _logger.error("toolspan serve: stream failed", exc_info=pump.exception())
+        finally:
+            for task in (pump, watch):
+                task.cancel()
+            await asyncio.gather(pump, watch, return_exceptions=True)
+            aclose = getattr(self._chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _pump(self, send: Send) -> None:
+        async for chunk in self._chunks:
+            message: Message = {"type": "http.response.body", "body": chunk, "more_body": True}
+            try:
+                await asyncio.wait_for(send(message), self._send_timeout_s)
+            except asyncio.TimeoutError:
+                _logger.warning("toolspan serve: dropped a stream client that stopped reading")
+                self._on_drop()
+                return
+
+
+async def _disconnected(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
