@@ -18,7 +18,10 @@ LAZY = {
     "arun_tool_calls": "toolspan._calls.runner",
     "configure": "toolspan._sdk.setup",
     "run_tool_calls": "toolspan._calls.runner",
-    "text_delta": "toolspan.exporters.live",
+    "text_delta": "toolspan._instrument.deltas",
+    "tool": "toolspan._instrument.tool",
+    "agent": "toolspan._instrument.agent",
+    "replay": "toolspan._decisions.replay",
 }
 
 
@@ -47,12 +50,24 @@ def test_import_toolspan_loads_neither_the_bridge_nor_the_sdk_nor_the_exporters(
         or name in ("toolspan._sdk.setup", "toolspan._calls.runner", "toolspan.cli")
     ]
     assert heavy == []
-    assert {
-        "toolspan._instrument.tool",
-        "toolspan._instrument.toolrun",
-        "toolspan._instrument.scopes",
-        "wrapt",
-    } <= set(loaded)
+    assert {"toolspan._instrument.tool", "wrapt"} <= set(loaded)
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"),
+    [
+        ("toolspan", {"toolspan"}),
+        ("toolspan.semconv", {"toolspan", "toolspan.semconv"}),
+        # The neutral model stands alone: no instrumentation, no views, no policy.
+        ("toolspan.bridge.model", {"toolspan", "toolspan.bridge", "toolspan.bridge.model"}),
+        ("toolspan.server", {"toolspan", "toolspan.server"}),
+        ("toolspan.bridge", {"toolspan", "toolspan.bridge"}),
+    ],
+)
+def test_each_package_import_loads_only_what_it_uses(module: str, allowed: set[str]) -> None:
+    loaded = _fresh(f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))\n")
+    assert {name for name in loaded if name.startswith("toolspan")} == allowed
+    assert not [name for name in loaded if name.startswith(("wrapt", "opentelemetry.sdk", "starlette"))]
 
 
 @pytest.mark.parametrize(("name", "module"), sorted(LAZY.items()))
