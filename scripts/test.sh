@@ -20,6 +20,8 @@ fi
 .venv/bin/ruff check src tests benchmarks examples scripts
 .venv/bin/ruff format --check src tests benchmarks examples scripts
 .venv/bin/mypy
+# The layering: each layer imports only those below it, and no module another package's private modules.
+.venv/bin/lint-imports
 # The package as users get it: build the sdist and the wheel (pinned build backend, no network), check
 # what they hold, install the wheel alone into a fresh venv and use it from outside the source tree.
 rm -rf dist .wheel-venv

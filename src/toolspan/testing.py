@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from toolspan._instrument.otel_internals import restore_global_provider, swap_global_provider
+from toolspan._kernel.otel_internals import restore_global_provider, swap_global_provider
 
 __all__ = ["FakeClock", "SequentialIdGenerator", "capture_spans", "installed_tracer_provider"]
 

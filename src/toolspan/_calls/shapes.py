@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
+from toolspan._decisions.approvals import DEFAULT_DENY_NOTE, Api, ToolCall
 from toolspan.errors import (
     InvalidArgumentsError,
     ToolDenied,
@@ -29,22 +30,7 @@ __all__ = [
     "result_for",
 ]
 
-Api = Literal["openai", "openai_responses", "anthropic", "gemini"]
-
 DENIED_ERROR = "PermissionDenied"
-DEFAULT_DENY_NOTE = "denied by the approver"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a model, parsed: what ``approve`` is given. ``id`` is ``""`` for a Gemini
-    function call without an id (the Gemini API leaves it out unless the model gives one)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    api: Api
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 # --- parsing the model's calls ------------------------------------------------------------------

@@ -25,9 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from toolspan._calls.shapes import DEFAULT_DENY_NOTE, ToolCall
 from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.outcome import ToolDenied
 
@@ -35,10 +34,13 @@ _logger = logging.getLogger(__name__)
 
 __all__ = [
     "APPROVAL",
+    "DEFAULT_DENY_NOTE",
+    "Api",
     "Approval",
     "ApprovalRequest",
     "Approver",
     "Decision",
+    "ToolCall",
     "abandoned",
     "ask_async",
     "ask_sync",
@@ -48,6 +50,23 @@ __all__ = [
 ]
 
 TIMEOUT_BY = "timeout"
+
+
+Api = Literal["openai", "openai_responses", "anthropic", "gemini"]
+
+DEFAULT_DENY_NOTE = "denied by the approver"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a model, parsed: what ``approve`` is given. ``id`` is ``""`` for a Gemini
+    function call without an id (the Gemini API leaves it out unless the model gives one)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    api: Api
+    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

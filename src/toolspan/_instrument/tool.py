@@ -32,7 +32,6 @@ from opentelemetry.context import Context
 
 from toolspan import semconv
 from toolspan._capture import serialize as _serialize
-from toolspan._instrument import otel_internals as _otel_internals
 from toolspan._instrument.context import (
     PENDING_CALL_ID_KEY,
     TOOL_KEY,
@@ -45,13 +44,14 @@ from toolspan._instrument.context import (
 from toolspan._instrument.generators import drive_async, drive_sync
 from toolspan._instrument.hooks import ACTIVE as DECIDING
 from toolspan._instrument.hooks import DECIDER
-from toolspan._instrument.otel_internals import context_with, tracing_on
 from toolspan._instrument.outcome import ToolDenied, end_span, record_outcome
 from toolspan._instrument.params import Parameters
 from toolspan._instrument.permissions import record_permission_decided, record_permission_required
 from toolspan._instrument.tracer import get_tracer
 from toolspan._instrument.wrappers import PicklableBound, PicklableWrapper, Rebuild
+from toolspan._kernel import otel_internals as _otel_internals
 from toolspan._kernel.ids import tool_ids
+from toolspan._kernel.otel_internals import context_with, tracing_on
 from toolspan.config import (
     CONVENTIONS,
     CONVENTIONS_BOTH,
