@@ -266,9 +266,9 @@ def test_thoughts_and_approvals() -> None:
     )
     assert cl.thoughts(s) == [(T0 + 1, "think")]
     assert cl.approvals(s) == [
-        cl.Approval(T0 + 3, None, None),
-        cl.Approval(T0 + 4, "allow", "ok", None, 0),  # the wait from its permission_required (1 ns)
-        cl.Approval(T0 + 5, "deny", None),  # none asked since the last decision: no wait known
+        cl.ApprovalEvent(T0 + 3, None, None),
+        cl.ApprovalEvent(T0 + 4, "allow", "ok", None, 0),  # the wait from its permission_required (1 ns)
+        cl.ApprovalEvent(T0 + 5, "deny", None),  # none asked since the last decision: no wait known
     ]
 
 

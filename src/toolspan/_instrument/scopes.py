@@ -95,6 +95,9 @@ class Scope:
         except Exception:
             _logger.warning("toolspan: could not start %s", span_name, exc_info=True)
             return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
+        if not span.is_recording() and span.get_span_context() == parent_context:
+            # A tracer disabled by the SDK's configurator hands back the parent's span: no span, no ids.
+            return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
         run = Run(self._kind, span)
         run.set_input(input_value)
         return Active(run, trace_api.set_span_in_context(span, parent))

@@ -281,10 +281,16 @@ class _CallSpan:
         if not span_context.is_valid:
             self.ctx = trace_api.set_span_in_context(span, parent)
             return
+        recording = span.is_recording()
+        if not recording and span_context == trace_api.get_current_span(parent).get_span_context():
+            # A tracer disabled by the SDK's configurator hands back the parent's span: this call has no
+            # span of its own, so no ids of its own (the parent's would be taken for them).
+            self.ctx = parent
+            return
         exec_id, own_call_id = tool_ids(span_context.span_id)
         frame = _new_frame(ToolFrame, (span, exec_id, call_id or own_call_id))
         self.ctx = context_with(parent, span, TOOL_KEY, frame)
-        if not span.is_recording():
+        if not recording:
             return
         ids: dict[str, Any] = (
             {

@@ -21,6 +21,10 @@ assumption on the installed versions and runs each fallback with the assumption 
   ``span_ended``. Fallback: "not ended" for a span without it.
 - The C JSON encoder, ``json.encoder.c_make_encoder``: built once and called directly, where
   ``JSONEncoder.encode`` builds one per call (``json_encoder``). Fallback: ``JSONEncoder(...).encode``.
+- The environment's ``OTEL_PYTHON_TRACER_PROVIDER``, read from ``os.environ._data`` (the public ``in``
+  costs a microsecond per tool call while tracing is off): with it set, the first tool call loads the
+  provider it names (``get_tracer_provider``), so tools are traced from that call on. Fallback: ``in
+  os.environ``.
 - The API's set-once guard and proxy (``_TRACER_PROVIDER_SET_ONCE``, ``_PROXY_TRACER_PROVIDER``),
   reset by ``toolspan.testing`` to install a fresh provider per test (``swap_global_provider``).
   Fallback: ``set_tracer_provider``, which works once per process.
@@ -30,12 +34,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
+from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 
 __all__ = [
     "CONTEXT_KEY_OK",
@@ -77,8 +83,34 @@ def check_provider_slot() -> bool:
     return _broken("opentelemetry.trace._TRACER_PROVIDER (not the global provider)")
 
 
+def _environ_has(name: str) -> Callable[[], bool]:
+    """``name in os.environ``, read from the mapping's own dict (``os.environ._data``, keyed by
+    ``os.environ.encodekey``): the public ``in`` costs a microsecond, too much for every tool call while
+    tracing is off. Checked against the public answer; falls back to it."""
+    data = getattr(os.environ, "_data", None)
+    encodekey = getattr(os.environ, "encodekey", None)
+    if isinstance(data, dict) and callable(encodekey):
+        try:
+            key = encodekey(name)
+            probe = encodekey("PATH")
+            if (key in data) == (name in os.environ) and (probe in data) == ("PATH" in os.environ):
+                return lambda: key in data
+        except Exception:
+            pass
+    _broken("os.environ._data")
+    return lambda: name in os.environ
+
+
+# Whether the environment names a tracer provider for the API to load on first use (then the slot stays
+# empty until something calls get_tracer_provider(): toolspan does, on a tool's first call).
+_provider_in_environment: Final = _environ_has(OTEL_PYTHON_TRACER_PROVIDER)
+
+
 def _slot_provider() -> trace_api.TracerProvider | None:
-    return trace_api._TRACER_PROVIDER
+    provider = trace_api._TRACER_PROVIDER
+    if provider is None and _provider_in_environment():
+        return _public_provider()  # loads and installs the provider the environment names
+    return provider
 
 
 def _public_provider() -> trace_api.TracerProvider | None:
@@ -87,7 +119,9 @@ def _public_provider() -> trace_api.TracerProvider | None:
 
 
 def _slot_tracing_on() -> bool:
-    return trace_api._TRACER_PROVIDER is not None
+    if trace_api._TRACER_PROVIDER is not None:
+        return True
+    return _provider_in_environment() and _public_tracing_on()
 
 
 def _public_tracing_on() -> bool:

@@ -91,6 +91,7 @@ def configure(
     ``policy`` (a file or a ``toolspan.policy.Policy``; else ``TOOLSPAN_POLICY``): every tool call is checked
     against it before its body runs (``toolspan._decisions.guard``). A policy that cannot be loaded raises
     ``toolspan.policy.PolicyError``, from the argument or the variable alike: a policy is never skipped.
+    Called without a policy (and no ``TOOLSPAN_POLICY``), it removes the one an earlier call installed.
 
     Raises ``TypeError``/``ValueError`` for bad arguments; problems with exporters or the environment
     are logged and skipped.
@@ -128,8 +129,9 @@ def configure(
         configure_logs(getattr(provider, "resource", None))
     if instrument_threading:
         instrument_threads()
-    if guard is not None:
-        install_guard(guard)
+    # The policy is part of the configuration: configure() without one (and no TOOLSPAN_POLICY) removes an
+    # earlier one, as it resets every other setting.
+    install_guard(guard)
     return provider
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import base64
-import hmac
 import urllib.parse
 from typing import Final
 
@@ -12,6 +11,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolspan.bridge.model import pad_trace_id
+from toolspan.server._auth import bearer_token, token_matches
 
 __all__ = ["BearerAuth", "error", "trace_id_param"]
 
@@ -38,12 +38,12 @@ class BearerAuth:
             return
         given = b""
         for name, value in scope["headers"]:
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                given = value[7:].strip()
+            if name == b"authorization":
+                given = bearer_token(value)
         if not given and scope["method"] == "GET":
             query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
             given = query.get("access_token", [""])[0].encode("latin-1")
-        if not hmac.compare_digest(given, self.token):
+        if not token_matches(given, self.token):
             response = error(401, "missing or wrong bearer token")
             response.headers["www-authenticate"] = "Bearer"
             await response(scope, receive, send)

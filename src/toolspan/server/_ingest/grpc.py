@@ -3,7 +3,6 @@ generated in ``opentelemetry-proto``), storing through the same path as OTLP/HTT
 
 from __future__ import annotations
 
-import hmac
 import logging
 from concurrent import futures
 from typing import Any
@@ -13,6 +12,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from toolspan.bridge.readers import Ctx, ReadReport
+from toolspan.server._auth import bearer_token, token_matches
 from toolspan.server._ingest.otlp import parse_logs_request
 from toolspan.server._ingest.records import rows_of_request
 
@@ -26,16 +26,15 @@ def _check_token(token: bytes | None, context: grpc.ServicerContext) -> None:
         given = b""
         for key, value in context.invocation_metadata():
             if key == "authorization":
-                text = value if isinstance(value, str) else value.decode("latin-1")
-                given = (text[:7].lower() + text[7:]).encode()
-        if not hmac.compare_digest(given, token):
+                given = bearer_token(value)
+        if not token_matches(given, token):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
 
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, app: Any, token: str | None) -> None:
         self._app = app
-        self._token = None if token is None else f"bearer {token}".encode()
+        self._token = None if token is None else token.encode()
 
     def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         _check_token(self._token, context)
@@ -51,7 +50,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
 class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
     def __init__(self, app: Any, token: str | None) -> None:
         self._app = app
-        self._token = None if token is None else f"bearer {token}".encode()
+        self._token = None if token is None else token.encode()
 
     def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         _check_token(self._token, context)
