@@ -30,4 +30,9 @@ rm -rf dist .wheel-venv
 "$PY" -m venv .wheel-venv
 .wheel-venv/bin/python -m pip install -q -c constraints/test.txt dist/toolspan-*.whl
 (cd "$(mktemp -d)" && "$OLDPWD/.wheel-venv/bin/python" -I "$OLDPWD/scripts/smoke_wheel.py")
+# The instrumentation core once more on the public fallbacks (no private OpenTelemetry or CPython shortcut),
+# so both paths are proven.
+TOOLSPAN_OTEL_SHORTCUTS=off .venv/bin/python -m pytest -q -p no:cacheprovider \
+  tests/test_tool.py tests/test_context.py tests/test_scopes.py tests/test_wrappers.py tests/test_init.py \
+  tests/test_calls.py tests/test_decisions.py tests/test_serialize.py tests/test_outcome.py tests/test_setup.py
 .venv/bin/python -m pytest -q "$@"

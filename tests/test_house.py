@@ -105,3 +105,17 @@ def test_one_bearer_parser_for_http_and_grpc(header: bytes | str, token: bytes) 
     assert bearer_token(header) == token
     assert token_matches(bearer_token(header), b"s3cret") is (token == b"s3cret")
     assert not token_matches(b"", b"")
+
+
+def test_shortcuts_off_selects_every_public_fallback() -> None:
+    code = (
+        "import json\n"
+        "from toolspan._kernel import otel_internals as o\n"
+        "from toolspan._capture import encode\n"
+        "print(json.dumps([o.SHORTCUTS, o.PROVIDER_SLOT_OK, o.CONTEXT_KEY_OK,\n"
+        "    o.check_attribute_store() is None, o.tracing_on is o._public_tracing_on,\n"
+        "    encode.ENCODE.__qualname__]))\n"
+    )
+    env = {**os.environ, "TOOLSPAN_OTEL_SHORTCUTS": "off"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [False, False, False, True, True, "JSONEncoder.encode"]

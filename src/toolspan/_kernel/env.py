@@ -60,6 +60,11 @@ TOOLSPAN_JSON: Final = EnvVar(
     "auto",
     "JSON library of the bridge readers and `toolspan convert`: `auto` (orjson when installed) or `stdlib`.",
 )
+TOOLSPAN_OTEL_SHORTCUTS: Final = EnvVar(
+    "TOOLSPAN_OTEL_SHORTCUTS",
+    "on",
+    "`off`: only OpenTelemetry's and CPython's public APIs (slower; to check the fallbacks).",
+)
 TOOLSPAN_SERVER_TOKEN: Final = EnvVar(
     "TOOLSPAN_SERVER_TOKEN",
     "",
@@ -136,6 +141,7 @@ ALL: Final = (
     TOOLSPAN_TIMELINE_DIR,
     TOOLSPAN_OTLP_FILE,
     TOOLSPAN_JSON,
+    TOOLSPAN_OTEL_SHORTCUTS,
     TOOLSPAN_SERVER_TOKEN,
     TOOLSPAN_PENDING_SPANS,
     TOOLSPAN_POLICY,

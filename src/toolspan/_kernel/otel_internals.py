@@ -43,6 +43,8 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 
+from toolspan._kernel import env as _env
+
 __all__ = [
     "CONTEXT_KEY_OK",
     "PROVIDER_SLOT_OK",
@@ -62,6 +64,16 @@ _logger = logging.getLogger(__name__)
 _MISSING: Final = object()
 
 
+# TOOLSPAN_OTEL_SHORTCUTS=off: every check below answers "broken", so the public fallbacks run (the test
+# suite runs the core tests once this way). The test helpers' provider swap is not a shortcut of the
+# instrumentation and stays as it is.
+SHORTCUTS: Final = (_env.get(_env.TOOLSPAN_OTEL_SHORTCUTS) or "on").strip().lower() not in (
+    "off",
+    "0",
+    "false",
+)
+
+
 def _broken(what: str) -> bool:
     _logger.debug("toolspan: %s changed in this OpenTelemetry version; using the public API", what)
     return False
@@ -75,6 +87,8 @@ def check_provider_slot() -> bool:
 
     (``get_tracer_provider`` is not called while the slot is empty: with ``OTEL_PYTHON_TRACER_PROVIDER``
     set it would load and install a provider, which an import must not do.)"""
+    if not SHORTCUTS:
+        return _broken("shortcuts off")
     slot = getattr(trace_api, "_TRACER_PROVIDER", _MISSING)
     if slot is _MISSING:
         return _broken("opentelemetry.trace._TRACER_PROVIDER")
@@ -89,7 +103,7 @@ def _environ_has(name: str) -> Callable[[], bool]:
     tracing is off. Checked against the public answer; falls back to it."""
     data = getattr(os.environ, "_data", None)
     encodekey = getattr(os.environ, "encodekey", None)
-    if isinstance(data, dict) and callable(encodekey):
+    if SHORTCUTS and isinstance(data, dict) and callable(encodekey):
         try:
             key = encodekey(name)
             probe = encodekey("PATH")
@@ -155,7 +169,7 @@ def span_key() -> Any:
 
 def check_context_key(key: Any) -> bool:
     """A ``Context`` built by hand with ``key`` is read back as the current span, and contexts are dicts."""
-    if key is None:
+    if key is None or not SHORTCUTS:
         return _broken("the current-span context key")
     probe = trace_api.NonRecordingSpan(trace_api.SpanContext(1, 1, is_remote=False))
     try:
@@ -218,6 +232,9 @@ def direct_writer(bounded: Any) -> Callable[[Any, dict[str, Any]], None]:
 
 def check_attribute_store() -> Callable[[Any, dict[str, Any]], None] | None:
     """The direct writer when a probe SDK span, written both ways, ends up with the same attributes."""
+    if not SHORTCUTS:
+        _broken("shortcuts off")
+        return None
     try:
         from opentelemetry.attributes import BoundedAttributes
         from opentelemetry.sdk.trace import TracerProvider
@@ -289,6 +306,8 @@ def json_encoder(*, key_separator: str = ": ", item_separator: str = ", ") -> Ca
     ends in ``RecursionError``. The stdlib encoder when the C one is missing or answers differently."""
     stdlib = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(item_separator, key_separator))
     fallback = stdlib.encode
+    if not SHORTCUTS:
+        return fallback
     make = getattr(json.encoder, "c_make_encoder", None)
     quote = getattr(json.encoder, "c_encode_basestring", None)
     if make is None or quote is None:
