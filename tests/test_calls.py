@@ -1099,7 +1099,7 @@ async def test_bad_max_workers_is_rejected(bad: int) -> None:
 
 def test_tracer_provider_argument_receives_the_spans() -> None:
     with capture_spans() as global_spans, capture_spans(install=False) as own_spans:
-        provider = own_spans.provider  # type: ignore[attr-defined]
+        provider = own_spans.provider
         results = run_tool_calls(
             [openai_call("c1", "add", {"a": 1, "b": 2}), openai_call("c2", "lookup", {"key": "x"})],
             [add, lookup_impl],

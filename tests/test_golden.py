@@ -177,7 +177,7 @@ def instrumented_scenario() -> list[Span]:
 
     with capture_spans(deterministic=True) as finished:
         started = Started()
-        finished.provider.add_span_processor(started)  # type: ignore[attr-defined]
+        finished.provider.add_span_processor(started)
         with ts.agent("planner", input="Plan a trip to Paris", conversation_id="conv-1") as run:
             ts.thought("Search flights first, then book.")
             with ts.tool_call_id("toolu_01"):

@@ -13,8 +13,8 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
 
-from toolspan._kernel import otel_internals as internals
 from toolspan._instrument.context import TOOL_KEY
+from toolspan._kernel import otel_internals as internals
 from toolspan.testing import capture_spans, installed_tracer_provider
 
 # --- the global provider slot ----------------------------------------------------------------------
@@ -63,7 +63,7 @@ def test_the_context_key_assumption_holds() -> None:
 def test_context_with_makes_the_span_current_and_keeps_the_parent(ok: bool) -> None:
     context_with = internals.context_function(internals.span_key(), ok)
     with capture_spans(install=False) as finished:
-        tracer = finished.provider.get_tracer("test")  # type: ignore[attr-defined]
+        tracer = finished.provider.get_tracer("test")
         span = tracer.start_span("child")
         parent = context_api.set_value("other", 7, Context())
         ctx = context_with(parent, span, TOOL_KEY, "frame")
@@ -96,7 +96,7 @@ def test_an_unknown_context_key_selects_the_fallback(
 
 def test_span_ended_reads_the_sdk_end_time() -> None:
     with capture_spans(install=False) as finished:
-        span = finished.provider.get_tracer("test").start_span("s")  # type: ignore[attr-defined]
+        span = finished.provider.get_tracer("test").start_span("s")
         assert internals.span_ended(span) is False
         span.end()
         assert internals.span_ended(span) is True

@@ -158,7 +158,7 @@ def _sdk_run(protocol: str, server: Server) -> tuple[list[Any], bytes]:
         },
     }
     with capture_spans() as finished:
-        tracer = finished.provider.get_tracer("test.genai")  # type: ignore[attr-defined]
+        tracer = finished.provider.get_tracer("test.genai")
         with tracer.start_as_current_span("agent"):
             model = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "m"}
             with tracer.start_as_current_span("chat m", attributes=model):

@@ -647,7 +647,7 @@ def test_no_provider_calls_straight_through() -> None:
 
 def test_explicit_tracer_provider_without_global() -> None:
     with capture_spans(install=False) as spans:
-        provider = spans.provider  # type: ignore[attr-defined]
+        provider = spans.provider
 
         @toolspan.tool(tracer_provider=provider)
         def local(x: int) -> int:
@@ -665,7 +665,7 @@ def test_span_processor_on_start_sees_the_start_attributes() -> None:
             seen.append(dict(span.attributes or {}))
 
     with capture_spans() as spans:
-        spans.provider.add_span_processor(Recorder())  # type: ignore[attr-defined]
+        spans.provider.add_span_processor(Recorder())
         with toolspan.tool_call_id("toolu_01"):
             add(4, 5)
     assert seen == [

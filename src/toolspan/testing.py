@@ -27,7 +27,14 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from toolspan._kernel.otel_internals import restore_global_provider, swap_global_provider
 
-__all__ = ["FakeClock", "SequentialIdGenerator", "capture_spans", "installed_tracer_provider"]
+__all__ = [
+    "CapturedSpans",
+    "FakeClock",
+    "SequentialIdGenerator",
+    "capture_spans",
+    "installed_tracer_provider",
+    "replay_fixture",
+]
 
 
 class SequentialIdGenerator(IdGenerator):
@@ -94,18 +101,41 @@ def installed_tracer_provider(provider: trace_api.TracerProvider) -> Iterator[tr
         restore_global_provider(saved)
 
 
+class CapturedSpans:
+    """What ``capture_spans`` yields: call it (or read ``spans``) for the finished spans so far, in end
+    order; ``provider`` is the SDK ``TracerProvider`` they come from, ``exporter`` its in-memory exporter,
+    ``clock`` the ``FakeClock`` of a deterministic capture (else ``None``)."""
+
+    __slots__ = ("clock", "exporter", "provider")
+
+    def __init__(
+        self, provider: TracerProvider, exporter: InMemorySpanExporter, clock: FakeClock | None
+    ) -> None:
+        self.provider = provider
+        self.exporter = exporter
+        self.clock = clock
+
+    @property
+    def spans(self) -> Sequence[ReadableSpan]:
+        return self.exporter.get_finished_spans()
+
+    def __call__(self) -> Sequence[ReadableSpan]:
+        return self.spans
+
+
 @contextmanager
 def capture_spans(
     *,
     deterministic: bool = False,
     resource: Resource | None = None,
     install: bool = True,
-) -> Iterator[Callable[[], Sequence[ReadableSpan]]]:
+    clock: FakeClock | None = None,
+) -> Iterator[CapturedSpans]:
     """Capture finished spans with a real SDK ``TracerProvider`` and an ``InMemorySpanExporter``.
 
-    Yields a function returning the finished spans so far, in end order. With ``deterministic=True``
-    ids are sequential and the clock is a ``FakeClock``. With ``install=False`` the provider is not
-    made global; get it from ``capture_spans.provider`` of the yielded function.
+    Yields a ``CapturedSpans``: call it for the finished spans so far, in end order. With
+    ``deterministic=True`` ids are sequential and span times come from a ``FakeClock`` (``clock=`` to
+    inject your own). With ``install=False`` the provider is not made global (use ``.provider``).
     """
     exporter = InMemorySpanExporter()
     kwargs: dict[str, Any] = {"resource": resource or Resource.create({"service.name": "toolspan-test"})}
@@ -113,13 +143,9 @@ def capture_spans(
         kwargs["id_generator"] = SequentialIdGenerator()
     provider = TracerProvider(**kwargs)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-
-    def finished() -> Sequence[ReadableSpan]:
-        return exporter.get_finished_spans()
-
-    finished.provider = provider  # type: ignore[attr-defined]
-    finished.exporter = exporter  # type: ignore[attr-defined]
-    clock = FakeClock() if deterministic else None
+    if deterministic and clock is None:
+        clock = FakeClock()
+    finished = CapturedSpans(provider, exporter, clock)
     try:
         if clock is not None:
             clock.__enter__()

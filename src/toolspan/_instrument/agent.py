@@ -8,7 +8,8 @@ positional string argument (or a ``messages`` list).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
@@ -18,7 +19,7 @@ from toolspan._capture import serialize as _serialize
 from toolspan._instrument.handle import Kind, value_attributes
 from toolspan._instrument.messages import input_messages, output_messages
 from toolspan._instrument.params import Parameters, first_str_argument
-from toolspan._instrument.scopes import make_scope
+from toolspan._instrument.scopes import Scope, make_scope
 from toolspan.config import Config, get_config
 
 _logger = logging.getLogger(__name__)
@@ -55,6 +56,23 @@ class _AgentKind(Kind):
 AGENT = _AgentKind()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def agent(name: F, /) -> F: ...
+@overload
+def agent(
+    name: str | None = None,
+    *,
+    input: Any = None,
+    conversation_id: str | None = None,
+    description: str | None = None,
+    agent_id: str | None = None,
+    context: Context | None = None,
+    new_trace: bool = False,
+    tracer_provider: trace_api.TracerProvider | None = None,
+) -> Scope: ...
 def agent(
     name: Any = None,
     *,

@@ -6,14 +6,15 @@ arguments. Entered while a tool runs, a plan is a sub-plan of that tool call.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import semconv
 from toolspan._instrument.handle import Kind
-from toolspan._instrument.scopes import make_scope
+from toolspan._instrument.scopes import Scope, make_scope
 
 __all__ = ["PLAN", "plan"]
 
@@ -29,6 +30,20 @@ class _PlanKind(Kind):
 PLAN = _PlanKind()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def plan(name: F, /) -> F: ...
+@overload
+def plan(
+    name: str | None = None,
+    *,
+    input: Any = None,
+    context: Context | None = None,
+    new_trace: bool = False,
+    tracer_provider: trace_api.TracerProvider | None = None,
+) -> Scope: ...
 def plan(
     name: Any = None,
     *,
