@@ -202,7 +202,7 @@ def test_missing_swap_globals_fall_back_to_set_tracer_provider(monkeypatch: pyte
 def test_tool_spans_nest_and_carry_their_ids_on_every_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     import toolspan
     from toolspan._capture import serialize as _serialize
-    from toolspan._instrument import toolrun as _toolrun
+    from toolspan._instrument import tool as _toolrun
     from toolspan._instrument import tracer as _tracer
 
     public_provider, _ = internals.provider_functions(False)

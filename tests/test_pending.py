@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests._instrumentation import tool_attrs
 
 import toolspan
-from toolspan import cli
+from toolspan.cli import _main as cli
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 from toolspan.exporters.pending import PendingSpanProcessor
 from toolspan.testing import installed_tracer_provider

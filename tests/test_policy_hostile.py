@@ -297,7 +297,7 @@ def test_hostile_names_are_data_in_every_report_format(tmp_path: Path, tool: str
     trace.write_text(json.dumps(_trace(tool, agent)), "utf-8")  # lone surrogates as JSON escapes
     policy = tmp_path / "p.json"
     policy.write_text(json.dumps({**BASE, "rules": [{"id": "deny-all", "kind": "tools", "deny": "*"}]}))
-    from toolspan import cli
+    from toolspan.cli import _main as cli
 
     for fmt in ("text", "json", "html"):
         out = tmp_path / f"report.{fmt}"

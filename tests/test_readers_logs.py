@@ -17,10 +17,10 @@ from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
-from toolspan import cli
 from toolspan.bridge.model import SpanEvent
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
+from toolspan.cli import _main as cli
 from toolspan.exporters.otlp_file import encode_otlp_json_line
 from toolspan.testing import capture_spans
 

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from tests._server import HOST, Server, otlp_body, running_server, sdk_env
 
 import toolspan
-from toolspan import cli
+from toolspan.cli import _main as cli
 from toolspan.testing import capture_spans
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service
 from tests._server import HOST, Server, otlp_body, running_server, sse_stream
 
 import toolspan
-from toolspan import cli
+from toolspan.cli import _main as cli
 from toolspan.exporters.otlp_file import encode_otlp_json_line
 from toolspan.testing import capture_spans
 
