@@ -4,6 +4,7 @@ SIGKILLs, reset for a cursor older than retention, per-trace filtering, heartbea
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import socket
@@ -140,19 +141,24 @@ def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Pat
             _post_until_stored(server, body, stop)
             time.sleep(random.uniform(0, 0.05))
 
+    failures: list[BaseException] = []
+
     def client() -> None:
         last: str | None = None
-        while len(received) < 10_000 and not stop.is_set():
-            try:
-                for event in sse_stream(server, "/api/stream?from=start", last_event_id=last, timeout=5):
-                    if event.event in ("act", "observe"):
-                        assert event.id is not None
-                        received.append((event.id, event.event, event.json()["execution_id"]))
-                        last = event.id
-                        if len(received) >= 10_000:
-                            return
-            except (OSError, AssertionError):
-                time.sleep(0.05)
+        try:
+            while len(received) < 10_000 and not stop.is_set():
+                try:
+                    for event in sse_stream(server, "/api/stream?from=start", last_event_id=last, timeout=5):
+                        if event.event in ("act", "observe"):
+                            assert event.id is not None
+                            received.append((event.id, event.event, event.json()["execution_id"]))
+                            last = event.id
+                            if len(received) >= 10_000:
+                                return
+                except (OSError, http.client.HTTPException):  # the server was killed mid-stream: resume
+                    time.sleep(0.05)
+        except BaseException as exc:  # an assertion fails the test, in the main thread
+            failures.append(exc)
 
     rng = random.Random(10)
     threads = [threading.Thread(target=sender), threading.Thread(target=client)]
@@ -171,6 +177,7 @@ def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Pat
             thread.join(10)
         full = _take(server, "/api/stream?from=start", 10_000)
         server.stop()
+    assert failures == []
     assert len(full) == 10_000
     assert received == full
     ids = {f"exec_{s.context.span_id:016x}" for s in spans}

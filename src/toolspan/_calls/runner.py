@@ -104,7 +104,7 @@ def _identity(fn: Any) -> tuple[Any, ...]:
 
 
 def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None) -> Callable[..., Any]:
-    """``fn`` instrumented as tool ``name`` (kept if decorated; its approval is step 2 of ``_chain``)."""
+    """``fn`` instrumented as tool ``name`` (kept if decorated; its approval is step 2 of ``chain``)."""
     objects = _identity(fn)
     key = (*map(id, objects), name, id(provider))
     with _CACHE_LOCK:
@@ -249,7 +249,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _approving(approve: Approver | None) -> Any:
-    """While calls with an approver run, every tool call goes through the decision chain (``_chain``)."""
+    """While calls with an approver run, every tool call goes through the decision chain (``chain``)."""
     if approve is None:
         yield
         return

@@ -1,7 +1,7 @@
 """The shapes of a model's tool calls and of the results it expects back (OpenAI Chat Completions,
 OpenAI Responses, Anthropic Messages, Google Gemini), as dicts or SDK objects (the ``openai``,
 ``anthropic`` and ``google-genai`` pydantic models, read by attribute and never iterated). Used by
-``run_tool_calls`` (``_calls``)."""
+``run_tool_calls`` (``runner``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conversions of single values the JSON encoder cannot take as they are (see ``_serialize``)."""
+"""Conversions of single values the JSON encoder cannot take as they are (see ``serialize``)."""
 
 from __future__ import annotations
 

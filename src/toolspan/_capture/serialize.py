@@ -1,7 +1,7 @@
 """One serializer for every captured value: JSON text that is always valid and never raises.
 
-``dumps(value, config)`` is for telemetry: redacted (``_redact``), within ``config.max_attribute_bytes``
-UTF-8 bytes (``_truncate``: what was cut is marked). ``to_json_text(value)`` is for tool results
+``dumps(value, config)`` is for telemetry: redacted (``redact``), within ``config.max_attribute_bytes``
+UTF-8 bytes (``truncate``: what was cut is marked). ``to_json_text(value)`` is for tool results
 returned to a model: same conversion, no redaction, no budget. Output uses ``json.dumps``' separators
 (``", "``, ``": "``) and keeps non-ASCII text as is.
 

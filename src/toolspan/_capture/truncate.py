@@ -8,7 +8,7 @@ Every cut says how much it left out, with the marker ``...[truncated`` (``N``: h
 - when structure alone cannot fit, the whole value becomes
   ``{"toolspan.truncated": true, "preview": "<start of the JSON text>...[truncated N chars]"}``.
 
-The walker of ``_serialize`` marks what it stopped early on with ``CutStr``/``CutList``/``CutDict``
+The walker of ``serialize`` marks what it stopped early on with ``CutStr``/``CutList``/``CutDict``
 (their ``omitted`` count); ``fit`` renders those marks and cuts further until the JSON text fits.
 """
 

@@ -1,4 +1,4 @@
-"""Approvals of ``run_tool_calls``: step 2 of the decision chain (``_chain``). The ``approve`` callback runs
+"""Approvals of ``run_tool_calls``: step 2 of the decision chain (``chain``). The ``approve`` callback runs
 inside the tool's span, records ``permission_required`` / ``permission_decided`` (who decided, the wait, the
 note), and a denied call raises ``ToolDenied`` before the tool body runs. An ``Approval`` with ``arguments``
 runs the body with those edited arguments (the span keeps the model's arguments and records the edit; the

@@ -1,5 +1,5 @@
 """Live policy checks: with ``configure(policy=...)`` every tool call is checked against the policy before its
-body runs (steps 1 and 3 of the decision chain, ``_chain``), with the same checker ``toolspan audit`` uses
+body runs (steps 1 and 3 of the decision chain, ``chain``), with the same checker ``toolspan audit`` uses
 offline (``toolspan.policy``).
 
 The guard judges the real call: the arguments the body will receive, as whole JSON values, whatever the

@@ -17,7 +17,7 @@ compared with the digest recorded beside a captured copy that was cut, redacted 
 (``toolspan.tool.call.arguments.digest``), else with the captured copy itself, so neither the recording's
 byte budget nor the replaying process's changes which calls match. A recording that cannot tell calls apart
 (a cut or redacted copy with no digest: recorded by an older toolspan) says so when such a call is reached.
-Replay is step 4 of the decision chain (``_chain``): the policy and the approver decide first.
+Replay is step 4 of the decision chain (``chain``): the policy and the approver decide first.
 
 A tool called from a thread that did not inherit the replay's context (a plain ``ThreadPoolExecutor``,
 ``loop.run_in_executor`` with threading not instrumented) is replayed by the one replay active in the

@@ -1,7 +1,7 @@
 """What agents and plans share: their kind, the ``Run`` handle, and a started run.
 
 A ``Kind`` says what differs between an agent and a plan (span name, start attributes, how input and
-output are recorded, what a decorated function's input is); ``Scope`` (``_scopes``) does the rest.
+output are recorded, what a decorated function's input is); ``Scope`` (``scopes``) does the rest.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Active:
         self.ctx = ctx
         self.token: Token[Context] | None = None
 
-    # The GeneratorRun protocol of ``_gen``: the span stays open for the whole iteration.
+    # The GeneratorRun protocol of ``generators``: the span stays open for the whole iteration.
     def item(self, value: Any) -> None:
         pass
 

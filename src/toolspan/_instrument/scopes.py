@@ -1,4 +1,4 @@
-"""``Scope``: the machinery of ``agent(...)`` and ``plan(...)`` (``_agent``, ``_plan``).
+"""``Scope``: the machinery of ``agent(...)`` and ``plan(...)`` (``agent``, ``plan``).
 
 A scope works as a decorator and as an (async) context manager yielding a ``Run`` handle. A plan or
 agent whose parent is a tool span (started inside a running tool, or under a ``context=`` extracted
@@ -203,7 +203,7 @@ class Scope:
 
 
 class _ScopeWrapper(PicklableWrapper):
-    """A function decorated by ``agent``/``plan``; pickles and copies like it (see ``_wrappers``)."""
+    """A function decorated by ``agent``/``plan``; pickles and copies like it (see ``wrappers``)."""
 
     def __init__(self, wrapped: Any, wrapper: Callable[..., Any], scope: Scope) -> None:
         super().__init__(wrapped, wrapper)

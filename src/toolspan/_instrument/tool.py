@@ -553,7 +553,7 @@ class _ToolWrapper(PicklableWrapper):
 
     A tool on the global provider is switched off (wrapt's ``enabled``) while no provider is installed,
     so it costs a plain call plus one check; a tool given its own ``tracer_provider=`` is always on.
-    It pickles and copies like what it wraps (see ``_wrappers``).
+    It pickles and copies like what it wraps (see ``wrappers``).
     """
 
     def __init__(self, wrapped: Any, info: ToolInfo) -> None:

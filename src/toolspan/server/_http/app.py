@@ -1,7 +1,7 @@
 """The Starlette application: OTLP/HTTP ingest (traces and logs), the read API and the live streams.
 
 Every handler is a thin shell: bytes in -> bridge readers -> store; store -> bridge views -> bytes out.
-The trace page and the trace list (``_pages``) are routes like the others.
+The trace page and the trace list (``_http.pages``) are routes like the others.
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ class ServerHandlers:
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
             cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
-        if trace_id is not None:  # resumable on any replica (``_trace_stream``)
+        if trace_id is not None:  # resumable on any replica (``_streams.trace``)
             heartbeat_s = self.config.heartbeat_s
             remote = self.remote_reader(trace_id)
             chunks = trace_chunks(

@@ -1,5 +1,5 @@
 """Spans as the store's rows: the index columns (ids, times, role, tool state, service, conversation) and
-the stored form (``_codec``).
+the stored form (``_ingest.codec``).
 
 A span received as OTLP protobuf is not turned into a full neutral span at ingest: its columns are read
 from a partial span (only the attributes in ``INDEX_KEYS``, its events, no links) through the same bridge

@@ -3,9 +3,9 @@
 - ``spans``: one row per span (a rowid table: its rows, about a kilobyte each, are too large for
   ``WITHOUT ROWID``) (a record sent twice is stored once; a started record and its ended record
   merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``). ``data`` holds
-  the span as received over OTLP protobuf, or as JSON (``_codec``); its other columns index it
-  (``_records``). Written by ``_writes``.
-- ``traces``: a summary row per trace, kept up to date in the same transaction (``_summaries``).
+  the span as received over OTLP protobuf, or as JSON (``_ingest.codec``); its other columns index it
+  (``_ingest.records``). Written by ``writes``.
+- ``traces``: a summary row per trace, kept up to date in the same transaction (``summaries``).
 - ``logs``: OTLP log records tied to spans (log-based GenAI events), one row per record, keyed by trace,
   span and a digest of the record (with its rank among equal records of one request), so a resend is stored
   once. They are joined to their spans as span events when a trace is read (``attach_logs``, exactly as

@@ -86,7 +86,7 @@ def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: It
             found.add(row)
     rows: list[tuple[Any, ...]] = []
     if sums:
-        # One result row (one step of SQLite, see ``_bulk``) holding every summary row as JSON.
+        # One result row (one step of SQLite, see ``bulk``) holding every summary row as JSON.
         found = db.execute(
             "SELECT json_group_array(json_array(t.trace_id, t.service, t.conversation_id, t.root_name,"
             " t.root_ended, t.start_ns, t.end_ns, t.last_seen_ns, t.spans, t.tools, t.errors, t.open_tools))"

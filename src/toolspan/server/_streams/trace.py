@@ -1,7 +1,7 @@
 """One trace's act/observe stream (``/api/traces/{id}/stream``), resumable on any replica.
 
 Events are those of the all-traces stream, filtered to the trace, with the per-trace cursor of
-``_cursor`` as ``id``: ``<commit ns>-<trace>-<span>-<phase>-<seen>-<key ns>-<key span>-<key phase>``.
+``_streams.cursor`` as ``id``: ``<commit ns>-<trace>-<span>-<phase>-<seen>-<key ns>-<key span>-<key phase>``.
 
 - A replica that holds the trace reads its store, in commit order. A cursor naming an event it holds is
   re-anchored to that event's commit there (on the replica that wrote it, the same cursor: resume is as
