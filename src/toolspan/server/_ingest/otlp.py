@@ -2,7 +2,7 @@
 (``/v1/traces``, ``/v1/logs``).
 
 Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, its
-spans kept as protobuf bytes with their index columns, see ``_ingest.records``; JSON via the bridge's OTLP JSON
+spans kept as protobuf bytes with their index columns, see ``records``; JSON via the bridge's OTLP JSON
 reader). A gzip body is inflated as a stream with a cap, so a small body that
 inflates past the size limit is refused without being unpacked into memory.
 """
