@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._server import Server, running_server
 
 from _bridge_data import validate
 from toolspan.bridge.classify import LLM, TOOL, classify
@@ -20,6 +21,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
 from toolspan.bridge.views import to_events, to_plans, to_progress, to_timelines, to_trees
+from toolspan.cli import main as cli_main
 
 CORPUS = Path(__file__).parent / "corpus"
 FRAMEWORKS = (
@@ -31,6 +33,8 @@ FRAMEWORKS = (
     "smolagents",
     "strands_default",
     "strands_latest",
+    "google_adk_default",
+    "google_adk_legacy",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 # Gaps no trace data could close, each checked to still be a gap (the data is really absent).
@@ -174,6 +178,8 @@ FINISH_REASONS = {
     "strands_default": ["tool_use", "end_turn"],
     "strands_latest": ["tool_use", "end_turn"],
     "smolagents": ["tool_calls", "tool_calls"],  # its final answer is a tool call too
+    "google_adk_default": ["stop", "stop"],  # Gemini's STOP ends a turn of function calls too
+    "google_adk_legacy": ["stop", "stop"],
 }
 
 
@@ -244,3 +250,105 @@ def test_every_view_of_the_corpus_is_valid_and_plans_carry_the_model_calls(frame
             *(sum(u[k] for u in _truth(framework)["usage"]) for k in ("input_tokens", "output_tokens")),
         )
     ]
+
+
+# --- every path gives the same tool calls: the CLI's stream (default), --sorted, the tree, the server ------
+
+
+def _cli(tmp_path: Path, framework: str, encoding: str, *flags: str) -> bytes:
+    out = tmp_path / f"{framework}-{encoding}-{'-'.join(flags)}.out"
+    logs = ["--logs", str(CORPUS / framework / LOGS[encoding])] if framework in WITH_LOGS else []
+    argv = ["convert", str(CORPUS / framework / encoding), *flags, *logs, "-o", str(out)]
+    assert cli_main(argv) == 0
+    return out.read_bytes()
+
+
+def _lines(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def _calls_of(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each tool call of an event stream: id, name, arguments, result or error, model call, span."""
+    acts = {e["span_id"]: e for e in events if e["type"] == "act"}
+    out = []
+    for e in events:
+        if e["type"] == "observe":
+            act = acts[e["span_id"]]
+            assert (act["call_id"], act["requested_by"]) == (e["call_id"], e["requested_by"])
+            out.append(
+                (
+                    e["call_id"],
+                    e["tool_name"],
+                    json.dumps(act["tool_input"], sort_keys=True),
+                    json.dumps(e["observation"], sort_keys=True),
+                    e["is_error"],
+                    e["requested_by"],
+                    e["span_id"],
+                )
+            )
+    assert len(out) == len(acts)
+    return sorted(out)
+
+
+def _tree_tools(node: dict[str, Any]) -> list[dict[str, Any]]:
+    own = [node] if node["type"] == "tool" else []
+    return own + [t for child in node["children"] for t in _tree_tools(child)]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_cli_stream_sorted_and_tree_give_the_linked_calls(
+    framework: str, encoding: str, tmp_path: Path
+) -> None:
+    expected = _calls_of(to_events(_spans(framework, encoding)))
+    truth = _truth(framework)
+    assert [c[0] for c in expected] == [t["call_id"] for t in truth["tool_calls"]]
+    streamed = _calls_of(_lines(_cli(tmp_path, framework, encoding, "--to", "events")))
+    ordered = _calls_of(_lines(_cli(tmp_path, framework, encoding, "--to", "events", "--sorted")))
+    assert streamed == expected
+    assert ordered == expected
+    tree = json.loads(_cli(tmp_path, framework, encoding, "--to", "tree"))
+    docs = tree if isinstance(tree, list) else [tree]
+    nodes = [n for doc in docs for n in _tree_tools(doc["execution_tree"])]
+    assert (
+        sorted(
+            (
+                n["call_id"],
+                n["tool_name"],
+                json.dumps(n["input"], sort_keys=True),
+                json.dumps(n["output"], sort_keys=True),
+                n["is_error"],
+                n["requested_by"],
+                n["span_id"],
+            )
+            for n in nodes
+        )
+        == expected
+    )
+
+
+@pytest.fixture(scope="module")
+def corpus_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with running_server(tmp_path_factory.mktemp("corpus-server")) as server:
+        for framework in FRAMEWORKS:
+            status, _, body = server.post_otlp((CORPUS / framework / "traces.pb").read_bytes())
+            assert status == 200, body
+            if framework in WITH_LOGS:
+                status, _, body = server.request(
+                    "POST",
+                    "/v1/logs",
+                    (CORPUS / framework / "logs.pb").read_bytes(),
+                    {"Content-Type": "application/x-protobuf"},
+                )
+                assert status == 200, body
+        yield server
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_servers_events_give_the_linked_calls(framework: str, corpus_server: Server) -> None:
+    spans = _spans(framework, "traces.pb")
+    expected = _calls_of(to_events(spans))
+    got = []
+    for trace_id in sorted({s.trace_id for s in spans}):
+        got.extend(_lines(corpus_server.get(f"/api/traces/{trace_id}/events")))
+    assert _calls_of(got) == expected

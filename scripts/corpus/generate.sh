@@ -19,6 +19,8 @@ RUNS=(
   "strands_latest|strands|run_strands.py latest"
   "smolagents|smolagents|run_smolagents.py"
   "openai_v2|openai_v2|run_openai_v2.py"
+  "google_adk_default|google_adk|run_google_adk.py default"
+  "google_adk_legacy|google_adk|run_google_adk.py legacy"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

@@ -24,6 +24,7 @@ import gc
 import os
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +40,8 @@ TARGETS = ("events", "timeline", "tree", "plans", "progress", "html")
 STREAMS = frozenset({"events", "progress"})
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
+# Ended tool spans remembered by the streaming events path (an open record arriving after its completion).
+_MAX_ENDED = 65_536
 
 
 class _Bar:
@@ -125,27 +128,33 @@ def _add_convert(sub: Any) -> None:
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
     """Act and observe events, span by span; an open act record and its completion give one act, in
     either order (a pending record exported at tool start may be written after the ended span)."""
-    from toolspan.bridge.classify import TOOL, classify
+    from toolspan.bridge.link import link_stream
     from toolspan.bridge.views import act_event, observe_event
 
+    # Each tool call linked to the model call that asked for it, from a bounded per-trace index of the
+    # model requests read so far (a model call ends before the tools it asked for start; a file may hold
+    # it a little later than its tools: the stream reads a bounded number of spans ahead).
     open_acts: set[tuple[str, str]] = set()
-    ended: set[tuple[str, str]] = set()
-    for span in spans:
-        if classify(span) != TOOL:
+    # The tool spans that ended, the latest ones only: memory stays bounded on a file of any size.
+    ended: OrderedDict[tuple[str, str], None] = OrderedDict()
+    for span, call in link_stream(spans):
+        if call is None:
             continue
         if span.end_ns is None:
             key = (span.trace_id, span.span_id)
             if key not in open_acts and key not in ended:
                 open_acts.add(key)
-                yield act_event(span)
+                yield act_event(span, call)
             continue
         key = (span.trace_id, span.span_id)
-        ended.add(key)
+        ended[key] = None
+        if len(ended) > _MAX_ENDED:
+            ended.popitem(last=False)
         if open_acts and key in open_acts:
             open_acts.discard(key)
         else:
-            yield act_event(span)
-        yield observe_event(span)
+            yield act_event(span, call)
+        yield observe_event(span, call)
 
 
 def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iterator[Any] | None, Any]:

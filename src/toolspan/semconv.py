@@ -223,3 +223,23 @@ TRACELOOP_COMPLETION_PREFIX: Final = "gen_ai.completion."
 # The MCP SDK's own spans: "MCP send tools/call {name}" (CLIENT) and "tools/call {name}" (SERVER, which
 # also says gen_ai.operation.name = execute_tool).
 MCP_METHOD_NAME: Final = "mcp.method.name"
+
+# --- Read by the bridge only: the frameworks' own conventions (issue 20, docs/frameworks.md) --------
+# Google ADK: its legacy schema (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) keeps content in these; its
+# ``call_llm`` span (the model call) holds the model's response, ``execute_tool`` spans the tool's.
+ADK_LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+# ADK's span of merged parallel responses (for its web UI; runs no tool) and its placeholder value.
+ADK_MERGED_TOOLS: Final = "(merged tools)"
+ADK_NOT_SPECIFIED: Final = "<not specified>"
+ADK_NOT_APPLICABLE: Final = "N/A"
+# Haystack's own tracer (haystack.tracing, OpenTelemetry backend).
+HAYSTACK_TOOL_NAME: Final = "haystack.tool.name"
+HAYSTACK_TOOL_INPUT: Final = "haystack.agent.step.tool.input"
+HAYSTACK_TOOL_OUTPUT: Final = "haystack.agent.step.tool.output"
+HAYSTACK_TOOL_ERROR: Final = "haystack.tool.error"
+HAYSTACK_AGENT_RUN: Final = "haystack.agent.run"
+HAYSTACK_LLM_STEP: Final = "haystack.agent.step.llm"
+HAYSTACK_TOOL_STEP: Final = "haystack.agent.step.tool"

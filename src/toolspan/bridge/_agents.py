@@ -70,6 +70,8 @@ _LC_ROLES: Final[Mapping[str, str]] = {
 def _lc_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
     """A LangChain message (serialised, ``{"type", "data"}`` or plain) as ``{"role", "content"}``."""
     if "role" in message:
+        if message["role"] == "model":  # Gemini's name for the assistant
+            return {**message, "role": "assistant"}
         return message
     kind: Any = message.get("type")
     inner: Any = message
@@ -103,6 +105,10 @@ def _unwrap(value: Any) -> Any:
             ]
         elif isinstance(value.get("task"), str):  # smolagents' run(task=...)
             return value["task"]
+        elif isinstance(value.get("contents"), list):  # a Gemini request (Google ADK's llm_request)
+            value = value["contents"]
+        elif isinstance(value.get("content"), dict) and "parts" in value["content"]:  # a Gemini response
+            value = [value["content"]]
         else:
             break
     if isinstance(value, list):
@@ -136,7 +142,7 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
 def agent_input_text(span: Span) -> str | None:
     """What the user asked this agent (the last user message of its input), if recorded."""
     attrs = content_attributes(span, is_tool=False)
-    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
+    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.ADK_LLM_REQUEST):
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "user", last_only=True)
@@ -146,7 +152,12 @@ def agent_input_text(span: Span) -> str | None:
 def agent_output_text(span: Span) -> str | None:
     """What this agent answered (the text of its assistant output messages), if recorded."""
     attrs = content_attributes(span, is_tool=False)
-    for key in (sc.GEN_AI_OUTPUT_MESSAGES, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
+    for key in (
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.OI_OUTPUT_VALUE,
+        sc.TRACELOOP_ENTITY_OUTPUT,
+        sc.ADK_LLM_RESPONSE,
+    ):
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "assistant", last_only=False)

@@ -56,6 +56,9 @@ def classify(span: Span) -> str:
     attrs = span.attributes
     if sc.TOOLSPAN_PLAN_NAME in attrs:
         return PLAN
+    if attrs.get(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
+        # Google ADK's record of merged parallel responses, for its web UI: every call has its own span.
+        return OTHER
     op = attrs.get(sc.GEN_AI_OPERATION_NAME)
     if op is not None:
         kind = _OP_KINDS.get(op) if isinstance(op, str) else None
@@ -73,6 +76,15 @@ def classify(span: Span) -> str:
             return kind
     if sc.GEN_AI_TOOL_NAME in attrs or span.name.startswith(sc.TOOL_SPAN_PREFIX):
         return TOOL
+    if sc.HAYSTACK_TOOL_NAME in attrs or span.name == sc.HAYSTACK_TOOL_STEP:
+        return TOOL
+    if span.name == sc.HAYSTACK_AGENT_RUN:
+        return AGENT
+    if span.name == sc.HAYSTACK_LLM_STEP:
+        return LLM
+    if sc.ADK_LLM_RESPONSE in attrs:
+        # Google ADK's legacy ``call_llm`` span (its own model call, with the model's response).
+        return LLM
     return OTHER
 
 

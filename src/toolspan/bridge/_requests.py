@@ -85,6 +85,9 @@ def _one_call(call: Mapping[str, Any]) -> Requested | None:
     use = call.get("toolUse")
     if isinstance(use, Mapping):  # Bedrock / Strands
         call = {"id": use.get("toolUseId"), "name": use.get("name"), "args": use.get("input")}
+    gemini = call.get("function_call")
+    if isinstance(gemini, Mapping):  # Gemini parts (Google ADK)
+        call = gemini
     function = call.get("function")
     if isinstance(function, Mapping):  # OpenAI
         name, arguments = function.get("name"), function.get("arguments")
@@ -102,7 +105,7 @@ def _walk_calls(value: Any, depth: int = 0) -> Iterator[Requested]:
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, Mapping):
-        if isinstance(value.get("toolUse"), Mapping):
+        if isinstance(value.get("toolUse"), Mapping) or isinstance(value.get("function_call"), Mapping):
             found = _one_call(value)
             if found is not None:
                 yield found
@@ -134,7 +137,11 @@ def requested_calls(span: Span) -> list[Requested]:
     if not found:
         found = _flattened(attrs, _TL_CALL, "name", "arguments")
     if not found:
-        for source in (outputs, parse_json(attrs.get(sc.OI_OUTPUT_VALUE))):
+        for source in (
+            outputs,
+            parse_json(attrs.get(sc.OI_OUTPUT_VALUE)),
+            parse_json(attrs.get(sc.ADK_LLM_RESPONSE)),
+        ):
             found = list(_walk_calls(source, 1))
             if found:
                 break

@@ -1,26 +1,34 @@
 """Link each executed tool call to the model call (generation) that asked for it.
 
-For one trace: the requests of every LLM span (``_requests.requested_calls``) are matched to the tool spans,
-each request used once. A tool span is matched, in this order, to
+One implementation for every path: a ``RequestIndex`` per trace holds the tool calls its model calls
+asked for (``_requests.requested_calls``), each used once, and the parent links of the spans it has seen
+(for the agent scope below). The views build one over a whole trace (``link_tool_calls``); a stream
+(``toolspan convert --to events``, the live processor) keeps one per trace in a bounded ``StreamLinker``
+and feeds it spans as they come: a model call ends before the tools it asked for start, so its requests
+are known when their tool spans arrive, without holding the file.
+
+A tool span is matched, in this order, to
 1. the request with its own model call id (on the span, in a ToolMessage it returned, or on the span that
    dispatched it: LangGraph's ``tools`` task records ``{"tool_call": {"id": ...}}`` as its input);
 2. the first unused request of the same name and arguments;
 3. the first unused request of the same name, when the span's arguments are lossy (a bare value for a
    one-argument tool, or none at all).
 Candidates are requests of model calls that started before the tool span, under the same agent run (the
-nearest agent ancestor), latest model call first. A match fills in the model's call id and the arguments
-as the model sent them when the span lacks them, and sets ``requested_by`` to the model call's span id.
+nearest agent ancestor the index knows of; a stream that has not seen the agent span yet scopes to the
+trace), latest model call first. A match fills in the model's call id and the arguments as the model sent
+them when the span lacks them, and sets ``requested_by`` to the model call's span id.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final
 
 from toolspan import _ids as ids
 from toolspan import semconv as sc
-from toolspan.bridge._kinds import AGENT, LLM, TOOL, parse_json
+from toolspan.bridge._kinds import AGENT, LLM, TOOL, classify, parse_json
 from toolspan.bridge._requests import (
     Requested,
     normal_arguments,
@@ -31,14 +39,23 @@ from toolspan.bridge._requests import (
 from toolspan.bridge._tools import ToolCallRecord, tool_call
 from toolspan.bridge.model import Span
 
-__all__ = ["link_tool_calls"]
+__all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls"]
+
+# A stream's bounds: traces whose index is kept (least recently used dropped first), and per trace the
+# model requests and parent links kept (the oldest dropped first).
+MAX_TRACES: Final = 256
+MAX_REQUESTS: Final = 4096
+MAX_PARENTS: Final = 16384
+# Spans a stream reads ahead before it links a tool span (its model call may come later in the file).
+LOOKAHEAD: Final = 1024
 
 
 def _own_id(call: ToolCallRecord) -> str | None:
     return None if call.call_id == ids.synthetic_call_id(call.span.span_id) else call.call_id
 
 
-def _dispatch_id(parent: Span | None) -> str | None:
+def dispatch_id(parent: Span | None) -> str | None:
+    """The model's call id recorded by the span that dispatched a tool (LangGraph's ``tools`` task)."""
     if parent is None:
         return None
     for key in (sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
@@ -67,33 +84,22 @@ def _lossy(tool_args: Any) -> bool:
     return not isinstance(tool_args, Mapping)
 
 
-def _agents(i: int, parent: Sequence[int | None], kinds: Sequence[str]) -> list[int | None]:
-    """The agent spans above ``i``, nearest first, ending with ``None`` (the trace itself)."""
-    out: list[int | None] = []
-    p = parent[i]
-    seen = 0
-    while p is not None and seen <= len(parent):
-        if kinds[p] == AGENT:
-            out.append(p)
-        p = parent[p]
-        seen += 1
-    out.append(None)
-    return out
+@dataclasses.dataclass(slots=True)
+class _Request:
+    llm: str  # the model call's span id
+    start_ns: int
+    order: int
+    request: Requested
 
 
-def _pick(
-    candidates: list[tuple[int, int, Requested]],
-    test: Callable[[Requested], bool],
-) -> tuple[int, int, Requested] | None:
+def _pick(candidates: list[_Request], test: Callable[[Requested], bool]) -> _Request | None:
     for item in candidates:
-        if test(item[2]):
+        if test(item.request):
             return item
     return None
 
 
-def _match(
-    candidates: list[tuple[int, int, Requested]], name: str, args: Any, known_id: str | None
-) -> tuple[int, int, Requested] | None:
+def _match(candidates: list[_Request], name: str, args: Any, known_id: str | None) -> _Request | None:
     match = None
     if known_id is not None:
         match = _pick(candidates, lambda r: r.id == known_id)
@@ -104,48 +110,206 @@ def _match(
     return match
 
 
+class RequestIndex:
+    """The model requests of one trace, each used once, and the parent links of the spans seen."""
+
+    def __init__(self, max_requests: int | None = None, max_parents: int | None = None) -> None:
+        self._requests: list[_Request] = []
+        self._parents: OrderedDict[str, tuple[str | None, bool]] = OrderedDict()
+        self._dispatched: dict[str, str] = {}
+        self._max_requests = max_requests
+        self._max_parents = max_parents
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+    def see(self, span: Span, kind: str) -> None:
+        """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
+        self._parents[span.span_id] = (span.parent_span_id, kind == AGENT)
+        if kind not in (TOOL, LLM):
+            found = dispatch_id(span)
+            if found is not None:
+                self._dispatched[span.span_id] = found
+        if self._max_parents is not None and len(self._parents) > self._max_parents:
+            dropped, _ = self._parents.popitem(last=False)
+            self._dispatched.pop(dropped, None)
+
+    def dispatched(self, span: Span) -> str | None:
+        """The model's call id recorded by the span that dispatched ``span``, if it was seen."""
+        pid = span.parent_span_id
+        return None if pid is None else self._dispatched.get(pid)
+
+    def add_model_call(self, span: Span) -> None:
+        """Index the requests of the model call ``span`` (an LLM span)."""
+        for order, req in enumerate(requested_calls(span)):
+            self._requests.append(_Request(span.span_id, span.start_ns, order, req))
+        if self._max_requests is not None and len(self._requests) > self._max_requests:
+            del self._requests[: len(self._requests) - self._max_requests]
+
+    def _agents(self, span_id: str) -> list[str | None]:
+        """The agent spans above ``span_id``, nearest first, ending with ``None`` (the trace itself)."""
+        out: list[str | None] = []
+        entry = self._parents.get(span_id)
+        seen = 0
+        while entry is not None and entry[0] is not None and seen <= len(self._parents):
+            pid = entry[0]
+            entry = self._parents.get(pid)
+            if entry is not None and entry[1]:
+                out.append(pid)
+            seen += 1
+        out.append(None)
+        return out
+
+    def link(self, call: ToolCallRecord, dispatched: str | None = None) -> ToolCallRecord:
+        """``call`` with its arguments and result unwrapped, linked to the request it answers (used up).
+
+        ``dispatched``: the model's call id recorded by the span that dispatched the tool, if known.
+        """
+        return self.linked(call, dispatched)[0]
+
+    def linked(
+        self, call: ToolCallRecord, dispatched: str | None = None
+    ) -> tuple[ToolCallRecord, _Request | None]:
+        """``link``, and the request it used up (``None`` when none matched)."""
+        args = normal_arguments(call.input)
+        known_id = _own_id(call) or result_call_id(call.output) or dispatched
+        span = call.span
+        agent = self._agents(span.span_id)[0]
+        scopes: dict[str, list[str | None]] = {}
+        candidates = []
+        for r in self._requests:
+            if r.start_ns > span.start_ns:
+                continue
+            scope = scopes.get(r.llm)
+            if scope is None:
+                scope = scopes[r.llm] = self._agents(r.llm)
+            if agent in scope:
+                candidates.append(r)
+        candidates.sort(key=lambda r: (-r.start_ns, r.order))
+        match = _match(candidates, call.name, args, known_id)
+        if match is not None:
+            self._requests.remove(match)
+        return _applied(call, match, dispatched), match
+
+
+def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | None) -> ToolCallRecord:
+    """``call`` unwrapped, with what the request ``match`` fills in."""
+    args = normal_arguments(call.input)
+    known_id = _own_id(call) or result_call_id(call.output) or dispatched
+    changes: dict[str, Any] = {"input": args, "output": normal_result(call.output)}
+    if match is not None:
+        req = match.request
+        changes["requested_by"] = match.llm
+        if _lossy(args) and req.arguments is not None:
+            changes["input"] = req.arguments
+        if known_id is None and req.id is not None:
+            known_id = req.id
+    if known_id is not None:
+        changes["call_id"] = known_id
+    return dataclasses.replace(call, **changes)
+
+
 def link_tool_calls(
     spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]
 ) -> dict[int, ToolCallRecord]:
     """The tool call of every tool span of one trace (by index), linked to the model call that asked."""
-    calls = {i: tool_call(span) for i, span in enumerate(spans) if kinds[i] == TOOL}
-    llms = sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (spans[i].start_ns, i))
-    requests: list[tuple[int, int, Requested]] = [
-        (llm, order, req) for llm in llms for order, req in enumerate(requested_calls(spans[llm]))
-    ]
-    used: set[tuple[int, int]] = set()
-    llm_agents = {i: _agents(i, parent, kinds) for i in llms}
+    index = RequestIndex()
+    for i, span in enumerate(spans):
+        index.see(span, kinds[i])
+    for i in sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (spans[i].start_ns, i)):
+        index.add_model_call(spans[i])
     out: dict[int, ToolCallRecord] = {}
-    for i in sorted(calls, key=lambda i: (spans[i].start_ns, i)):
-        call = calls[i]
-        args = normal_arguments(call.input)
-        output = normal_result(call.output)
+    for i in sorted((i for i, k in enumerate(kinds) if k == TOOL), key=lambda i: (spans[i].start_ns, i)):
         p = parent[i]
-        known_id = (
-            _own_id(call) or result_call_id(call.output) or _dispatch_id(None if p is None else spans[p])
-        )
-        start = spans[i].start_ns
-        # Same agent run: the tool's nearest agent is the model call's agent or one above it.
-        agent = _agents(i, parent, kinds)[0]
-        candidates = sorted(
-            (
-                r
-                for r in requests
-                if (r[0], r[1]) not in used and spans[r[0]].start_ns <= start and agent in llm_agents[r[0]]
-            ),
-            key=lambda r: (-spans[r[0]].start_ns, r[1]),
-        )
-        match = _match(candidates, call.name, args, known_id)
-        changes: dict[str, Any] = {"input": args, "output": output}
-        if match is not None:
-            used.add((match[0], match[1]))
-            req = match[2]
-            changes["requested_by"] = spans[match[0]].span_id
-            if _lossy(args) and req.arguments is not None:
-                changes["input"] = req.arguments
-            if known_id is None and req.id is not None:
-                known_id = req.id
-        if known_id is not None:
-            changes["call_id"] = known_id
-        out[i] = dataclasses.replace(call, **changes)
+        out[i] = index.link(tool_call(spans[i]), None if p is None else dispatch_id(spans[p]))
     return out
+
+
+class StreamLinker:
+    """Links the tool calls of a stream of spans as they come, in bounded memory.
+
+    ``feed(span)`` indexes a model call's requests and every span's parent link; for a tool span it returns
+    its call linked to the model call that asked for it (``None`` for any other span). A span fed again (an
+    open record, then its completion) is linked once: the second time it gets the same link.
+    At most ``max_traces`` traces are kept (the least recently fed dropped first).
+    """
+
+    def __init__(
+        self,
+        max_traces: int = MAX_TRACES,
+        max_requests: int = MAX_REQUESTS,
+        max_parents: int = MAX_PARENTS,
+    ) -> None:
+        self._traces: OrderedDict[str, tuple[RequestIndex, dict[str, _Request]]] = OrderedDict()
+        self._max_traces = max_traces
+        self._max_requests = max_requests
+        self._max_parents = max_parents
+
+    def __len__(self) -> int:
+        return len(self._traces)
+
+    def _trace(self, trace_id: str) -> tuple[RequestIndex, dict[str, _Request]]:
+        entry = self._traces.get(trace_id)
+        if entry is None:
+            entry = (RequestIndex(self._max_requests, self._max_parents), {})
+            self._traces[trace_id] = entry
+            if len(self._traces) > self._max_traces:
+                self._traces.popitem(last=False)
+        else:
+            self._traces.move_to_end(trace_id)
+        return entry
+
+    def note(self, span: Span, kind: str | None = None) -> None:
+        """Index ``span``: its parent link, and a model call's requests."""
+        kind = classify(span) if kind is None else kind
+        index, _ = self._trace(span.trace_id)
+        index.see(span, kind)
+        if kind == LLM and span.end_ns is not None:
+            index.add_model_call(span)
+
+    def link(self, span: Span, kind: str | None = None) -> ToolCallRecord | None:
+        """The tool call of ``span`` linked to the request it answers (``None`` if not a tool span)."""
+        kind = classify(span) if kind is None else kind
+        if kind != TOOL:
+            return None
+        index, linked = self._trace(span.trace_id)
+        call = tool_call(span)
+        done = linked.get(span.span_id)
+        if done is not None:
+            # Its open record was linked: the completion gets the same request, not another one.
+            return _applied(call, done, None)
+        out, match = index.linked(call, index.dispatched(span))
+        if match is not None:
+            linked[span.span_id] = match
+            if len(linked) > self._max_parents:
+                linked.pop(next(iter(linked)))
+        return out
+
+    def feed(self, span: Span, kind: str | None = None) -> ToolCallRecord | None:
+        """``note`` then ``link``: for spans that come in time order (a live processor)."""
+        kind = classify(span) if kind is None else kind
+        self.note(span, kind)
+        return self.link(span, kind)
+
+
+def link_stream(
+    spans: Iterable[Span], linker: StreamLinker | None = None, lookahead: int = LOOKAHEAD
+) -> Iterator[tuple[Span, ToolCallRecord | None]]:
+    """Every span of ``spans`` in input order with its linked tool call (``None`` for other spans).
+
+    A file's records are not in time order: one export request groups its spans by instrumentation
+    scope, so a tool span may come before the model call that asked for it. Each span is indexed as it
+    is read and linked ``lookahead`` spans later (or at the end), so memory stays bounded.
+    """
+    linker = StreamLinker() if linker is None else linker
+    pending: deque[tuple[Span, str]] = deque()
+    for span in spans:
+        kind = classify(span)
+        linker.note(span, kind)
+        pending.append((span, kind))
+        if len(pending) > lookahead:
+            first, first_kind = pending.popleft()
+            yield first, linker.link(first, first_kind)
+    while pending:
+        first, first_kind = pending.popleft()
+        yield first, linker.link(first, first_kind)

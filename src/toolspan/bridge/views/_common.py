@@ -108,6 +108,7 @@ class TraceIndex:
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
         self._demote_mcp_legs()
+        self._demote_inner_model_calls()
         self._calls: dict[int, ToolCallRecord] | None = None
         self._models: dict[int, ModelCall] | None = None
 
@@ -121,6 +122,14 @@ class TraceIndex:
                 and sc.MCP_METHOD_NAME in span.attributes
                 and self.nearest(i, frozenset({TOOL})) is not None
             ):
+                self.kinds[i] = OTHER
+
+    def _demote_inner_model_calls(self) -> None:
+        """A model call recorded inside another model call (Google ADK's ``generate_content`` under its
+        legacy ``call_llm``) is the same call: the outer one counts it, the inner one becomes ``other``."""
+        for i in range(len(self.spans)):
+            p = self.parent[i]
+            if self.kinds[i] == LLM and p is not None and self.kinds[p] == LLM:
                 self.kinds[i] = OTHER
 
     def model_calls(self) -> dict[int, ModelCall]:
