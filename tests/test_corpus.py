@@ -35,6 +35,7 @@ FRAMEWORKS = (
     "strands_latest",
     "google_adk_default",
     "google_adk_legacy",
+    "semantic_kernel",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 # Gaps no trace data could close, each checked to still be a gap (the data is really absent).
@@ -43,7 +44,7 @@ REDACTED_ERRORS = {"openai_agents"}
 
 
 # Frameworks whose content arrives as OTLP logs (log-based events) tied to the spans.
-WITH_LOGS = {"openai_v2"}
+WITH_LOGS = {"openai_v2", "semantic_kernel"}
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
 
 
@@ -180,6 +181,7 @@ FINISH_REASONS = {
     "smolagents": ["tool_calls", "tool_calls"],  # its final answer is a tool call too
     "google_adk_default": ["stop", "stop"],  # Gemini's STOP ends a turn of function calls too
     "google_adk_legacy": ["stop", "stop"],
+    "semantic_kernel": ["tool_calls", "stop"],
 }
 
 

@@ -21,6 +21,7 @@ RUNS=(
   "openai_v2|openai_v2|run_openai_v2.py"
   "google_adk_default|google_adk|run_google_adk.py default"
   "google_adk_legacy|google_adk|run_google_adk.py legacy"
+  "semantic_kernel|semantic_kernel|run_semantic_kernel.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

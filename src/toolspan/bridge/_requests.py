@@ -11,7 +11,6 @@ Requests are read from (first that has any wins):
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
+from toolspan.bridge._pyliteral import NotALiteral, python_literal
 from toolspan.bridge.model import Span
 
 __all__ = ["Requested", "normal_arguments", "normal_result", "requested_calls", "result_call_id"]
@@ -29,7 +29,6 @@ _OI_CALL: Final = re.compile(
 )
 _TL_CALL: Final = re.compile(re.escape(sc.TRACELOOP_COMPLETION_PREFIX) + r"(\d+)\.tool_calls\.(\d+)\.(.+)")
 _MAX_DEPTH: Final = 8
-_MAX_LITERAL: Final = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +151,11 @@ def requested_calls(span: Span) -> list[Requested]:
 
 
 def _literal(text: str) -> Any:
-    """A Python literal (``"{'city': 'Paris'}"``, as LangChain's ``input_str`` has it), else ``text``."""
-    if len(text) > _MAX_LITERAL:
-        return text
+    """A Python literal (``"{'city': 'Paris'}"``, as LangChain's ``input_str`` and Semantic Kernel's
+    results have it), else ``text``."""
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return python_literal(text)
+    except NotALiteral:
         return text
 
 
@@ -213,4 +211,8 @@ def normal_result(value: Any) -> Any:
         block = value[0]
         if set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text"):
             value = block["text"]
-    return parse_json(value)
+    value = parse_json(value)
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        # ``str()`` of a dict or list (Semantic Kernel's ``gen_ai.tool.call.result``), read as a literal.
+        value = _literal(value)
+    return value
