@@ -36,6 +36,7 @@ FRAMEWORKS = (
     "google_adk_default",
     "google_adk_legacy",
     "semantic_kernel",
+    "llamaindex_openinference",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 # Gaps no trace data could close, each checked to still be a gap (the data is really absent).
@@ -182,6 +183,7 @@ FINISH_REASONS = {
     "google_adk_default": ["stop", "stop"],  # Gemini's STOP ends a turn of function calls too
     "google_adk_legacy": ["stop", "stop"],
     "semantic_kernel": ["tool_calls", "stop"],
+    "llamaindex_openinference": ["tool_calls", "stop"],
 }
 
 

@@ -243,3 +243,5 @@ HAYSTACK_TOOL_ERROR: Final = "haystack.tool.error"
 HAYSTACK_AGENT_RUN: Final = "haystack.agent.run"
 HAYSTACK_LLM_STEP: Final = "haystack.agent.step.llm"
 HAYSTACK_TOOL_STEP: Final = "haystack.agent.step.tool"
+# LlamaIndex (via OpenInference): the LLM-kind span of the method that only prepares a request.
+LLAMAINDEX_PREPARE_CHAT: Final = "._prepare_chat_with_tools"

@@ -117,8 +117,19 @@ def _unwrap(value: Any) -> Any:
     return value
 
 
+def _workflow_record(value: Any) -> bool:
+    """A LlamaIndex workflow's own record of a run (its start state, its ``StopEvent`` repr): no message in
+    it; the run's messages are those of its model calls."""
+    if isinstance(value, str):
+        return value.startswith("StopEvent(")
+    return isinstance(value, dict) and "start_event" in value and "init_state" in value
+
+
 def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
-    value = _unwrap(parse_json(value))
+    value = parse_json(value)
+    if _workflow_record(value):
+        return None
+    value = _unwrap(value)
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "role" in value:
@@ -139,9 +150,30 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _oi_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    """OpenInference's flattened ``<prefix>.<i>.message.{role,content}`` as message dicts."""
+    found: dict[int, dict[str, Any]] = {}
+    head = prefix + "."
+    for key, value in attrs.items():
+        if not key.startswith(head):
+            continue
+        index, _, field = key[len(head) :].partition(".message.")
+        if index.isdigit() and field in ("role", "content"):
+            found.setdefault(int(index), {})[field] = value
+    return [found[i] for i in sorted(found)] or None
+
+
 def agent_input_text(span: Span) -> str | None:
     """What the user asked this agent (the last user message of its input), if recorded."""
     attrs = content_attributes(span, is_tool=False)
+    messages = (
+        _oi_messages(attrs, sc.OI_LLM_INPUT_MESSAGES) if sc.GEN_AI_INPUT_MESSAGES not in attrs else None
+    )
+    if messages is not None and any(m.get("content") for m in messages):
+        # A model call's own messages (LlamaIndex's input.value holds Python reprs of its messages).
+        text = _messages_text(messages, "user", last_only=True)
+        if text:
+            return text
     for key in (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.ADK_LLM_REQUEST):
         value = attrs.get(key)
         if value is not None:
@@ -152,6 +184,12 @@ def agent_input_text(span: Span) -> str | None:
 def agent_output_text(span: Span) -> str | None:
     """What this agent answered (the text of its assistant output messages), if recorded."""
     attrs = content_attributes(span, is_tool=False)
+    messages = (
+        _oi_messages(attrs, sc.OI_LLM_OUTPUT_MESSAGES) if sc.GEN_AI_OUTPUT_MESSAGES not in attrs else None
+    )
+    if messages is not None and any(m.get("content") for m in messages):
+        # A model call's own messages (LlamaIndex's output.value is a text rendering: "assistant: ...").
+        return _messages_text(messages, "assistant", last_only=False)
     for key in (
         sc.GEN_AI_OUTPUT_MESSAGES,
         sc.OI_OUTPUT_VALUE,

@@ -6,6 +6,7 @@ See ``toolspan.bridge.classify`` for the order the conventions are read in.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from json.scanner import make_scanner
 from typing import Any, Final
@@ -47,6 +48,7 @@ _TRACELOOP_KINDS: Final[Mapping[str, str]] = {
     sc.TRACELOOP_KIND_WORKFLOW: CHAIN,
     sc.TRACELOOP_KIND_TASK: CHAIN,
 }
+_LLAMAINDEX_AGENT_RUN: Final = re.compile(r"\w{0,100}(?:Agent|AgentWorkflow)\.run")
 _JSON_START: Final = frozenset('{["-0123456789tfn')
 _scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
@@ -67,6 +69,12 @@ def classify(span: Span) -> str:
     oi = attrs.get(sc.OPENINFERENCE_SPAN_KIND)
     if isinstance(oi, str):
         kind = _OI_KINDS.get(oi.upper())
+        if kind == LLM and span.name.endswith(sc.LLAMAINDEX_PREPARE_CHAT):
+            # LlamaIndex's step that builds the request (messages and tools): no model is called in it.
+            return CHAIN
+        if kind == CHAIN and _LLAMAINDEX_AGENT_RUN.fullmatch(span.name):
+            # LlamaIndex's agent workflows (``FunctionAgent.run``, ``AgentWorkflow.run``) are CHAIN spans.
+            return AGENT
         if kind is not None:
             return kind
     tl = attrs.get(sc.TRACELOOP_SPAN_KIND)

@@ -163,13 +163,16 @@ def normal_arguments(value: Any) -> Any:
     """Unwrap a framework's record of a call into its arguments where the wrapper is recognisable.
 
     smolagents: ``{"args": [], "kwargs": {...}, "sanitize_inputs_outputs": ...}``; LangChain callbacks via
-    OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``.
+    OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``; LlamaIndex via
+    OpenInference: ``{"kwargs": {...}}``.
     """
     if isinstance(value, dict):
         if "input_str" in value and isinstance(value["input_str"], str):
             inner = parse_json(value["input_str"])
             return _literal(inner) if isinstance(inner, str) else inner
         if isinstance(value.get("kwargs"), dict) and not value.get("args") and "args" in value:
+            return value["kwargs"]
+        if value.keys() == {"kwargs"} and isinstance(value["kwargs"], dict):  # LlamaIndex via OpenInference
             return value["kwargs"]
     return value
 
@@ -202,8 +205,14 @@ def result_call_id(value: Any) -> str | None:
     return None if cid in (None, "") else str(cid)
 
 
+_TOOL_OUTPUT: Final = frozenset({"tool_name", "raw_input", "raw_output"})
+
+
 def normal_result(value: Any) -> Any:
-    """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks."""
+    """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks;
+    LlamaIndex's ``ToolOutput`` (its ``raw_output``, the value the function returned)."""
+    if isinstance(value, Mapping) and value.keys() >= _TOOL_OUTPUT:
+        return value["raw_output"]
     message = _tool_message(value)
     if message is not None:
         value = message.get("content")

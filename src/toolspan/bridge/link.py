@@ -22,6 +22,7 @@ them when the span lacks them, and sets ``requested_by`` to the model call's spa
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -54,12 +55,21 @@ def _own_id(call: ToolCallRecord) -> str | None:
     return None if call.call_id == ids.synthetic_call_id(call.span.span_id) else call.call_id
 
 
+# LlamaIndex's ``call_tool`` step records its event as a Python repr: ``ToolCall(..., tool_id='call_1')``.
+_LLAMAINDEX_TOOL_ID: Final = re.compile(r"^ToolCall\(.*?\btool_id='([^'\\]{1,256})'", re.DOTALL)
+
+
 def dispatch_id(parent: Span | None) -> str | None:
-    """The model's call id recorded by the span that dispatched a tool (LangGraph's ``tools`` task)."""
+    """The model's call id recorded by the span that dispatched a tool: LangGraph's ``tools`` task,
+    LlamaIndex's ``call_tool`` workflow step."""
     if parent is None:
         return None
     for key in (sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
         value = parse_json(parent.attributes.get(key))
+        if isinstance(value, Mapping) and isinstance(value.get("ev"), str):
+            found = _LLAMAINDEX_TOOL_ID.match(value["ev"][:4096])
+            if found:
+                return found[1]
         if isinstance(value, Mapping) and isinstance(value.get("inputs"), Mapping):
             value = value["inputs"]
         call = value.get("tool_call") if isinstance(value, Mapping) else None
