@@ -37,6 +37,7 @@ FRAMEWORKS = (
     "google_adk_legacy",
     "semantic_kernel",
     "llamaindex_openinference",
+    "haystack",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 # Gaps no trace data could close, each checked to still be a gap (the data is really absent).
@@ -184,6 +185,7 @@ FINISH_REASONS = {
     "google_adk_legacy": ["stop", "stop"],
     "semantic_kernel": ["tool_calls", "stop"],
     "llamaindex_openinference": ["tool_calls", "stop"],
+    "haystack": ["tool_calls", "stop"],
 }
 
 

@@ -23,6 +23,7 @@ RUNS=(
   "google_adk_legacy|google_adk|run_google_adk.py legacy"
   "semantic_kernel|semantic_kernel|run_semantic_kernel.py"
   "llamaindex_openinference|llamaindex_openinference|run_llamaindex.py"
+  "haystack|haystack|run_haystack.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

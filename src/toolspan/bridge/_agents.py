@@ -96,6 +96,8 @@ def _unwrap(value: Any) -> Any:
             value = value.get("outputs") if isinstance(value.get("outputs"), dict) else value["inputs"]
         elif isinstance(value.get("messages"), list):
             value = value["messages"]
+        elif isinstance(value.get("replies"), list):  # a Haystack chat generator's output
+            value = value["replies"]
         elif isinstance(value.get("generations"), list):
             rows = [g for row in value["generations"] for g in (row if isinstance(row, list) else [row])]
             value = [
@@ -174,7 +176,13 @@ def agent_input_text(span: Span) -> str | None:
         text = _messages_text(messages, "user", last_only=True)
         if text:
             return text
-    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.ADK_LLM_REQUEST):
+    for key in (
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.OI_INPUT_VALUE,
+        sc.TRACELOOP_ENTITY_INPUT,
+        sc.ADK_LLM_REQUEST,
+        sc.HAYSTACK_AGENT_INPUT,
+    ):
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "user", last_only=True)
@@ -195,6 +203,8 @@ def agent_output_text(span: Span) -> str | None:
         sc.OI_OUTPUT_VALUE,
         sc.TRACELOOP_ENTITY_OUTPUT,
         sc.ADK_LLM_RESPONSE,
+        sc.HAYSTACK_AGENT_OUTPUT,
+        sc.HAYSTACK_LLM_OUTPUT,
     ):
         value = attrs.get(key)
         if value is not None:

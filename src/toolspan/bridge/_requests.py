@@ -87,6 +87,9 @@ def _one_call(call: Mapping[str, Any]) -> Requested | None:
     gemini = call.get("function_call")
     if isinstance(gemini, Mapping):  # Gemini parts (Google ADK)
         call = gemini
+    haystack = call.get("tool_call")
+    if isinstance(haystack, Mapping) and "tool_name" in haystack:  # Haystack ChatMessage content
+        call = {"id": haystack.get("id"), "name": haystack["tool_name"], "args": haystack.get("arguments")}
     function = call.get("function")
     if isinstance(function, Mapping):  # OpenAI
         name, arguments = function.get("name"), function.get("arguments")
@@ -104,7 +107,11 @@ def _walk_calls(value: Any, depth: int = 0) -> Iterator[Requested]:
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, Mapping):
-        if isinstance(value.get("toolUse"), Mapping) or isinstance(value.get("function_call"), Mapping):
+        if (
+            isinstance(value.get("toolUse"), Mapping)
+            or isinstance(value.get("function_call"), Mapping)
+            or (isinstance(value.get("tool_call"), Mapping) and "tool_name" in value["tool_call"])
+        ):
             found = _one_call(value)
             if found is not None:
                 yield found
@@ -140,6 +147,7 @@ def requested_calls(span: Span) -> list[Requested]:
             outputs,
             parse_json(attrs.get(sc.OI_OUTPUT_VALUE)),
             parse_json(attrs.get(sc.ADK_LLM_RESPONSE)),
+            parse_json(attrs.get(sc.HAYSTACK_LLM_OUTPUT)),
         ):
             found = list(_walk_calls(source, 1))
             if found:
