@@ -38,6 +38,7 @@ FRAMEWORKS = (
     "semantic_kernel",
     "llamaindex_openinference",
     "haystack",
+    "crewai_openinference",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 # Gaps no trace data could close, each checked to still be a gap (the data is really absent).
@@ -186,6 +187,7 @@ FINISH_REASONS = {
     "semantic_kernel": ["tool_calls", "stop"],
     "llamaindex_openinference": ["tool_calls", "stop"],
     "haystack": ["tool_calls", "stop"],
+    "crewai_openinference": ["tool_calls", "stop"],
 }
 
 

@@ -24,6 +24,7 @@ RUNS=(
   "semantic_kernel|semantic_kernel|run_semantic_kernel.py"
   "llamaindex_openinference|llamaindex_openinference|run_llamaindex.py"
   "haystack|haystack|run_haystack.py"
+  "crewai_openinference|crewai_openinference|run_crewai.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

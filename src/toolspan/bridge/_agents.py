@@ -165,9 +165,25 @@ def _oi_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] 
     return [found[i] for i in sorted(found)] or None
 
 
+_CREWAI_TASK_OUTPUT: Final = frozenset({"description", "raw", "expected_output", "agent"})
+
+
+def _crewai_task(attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """CrewAI's ``TaskOutput`` an agent span recorded as its output (via OpenInference): the task it was
+    given (``description``) and its answer (``raw``). Its input is CrewAI's own record of the agent's
+    configuration, no message."""
+    value = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
+    if isinstance(value, dict) and value.keys() >= _CREWAI_TASK_OUTPUT:
+        return value
+    return None
+
+
 def agent_input_text(span: Span) -> str | None:
     """What the user asked this agent (the last user message of its input), if recorded."""
     attrs = content_attributes(span, is_tool=False)
+    task = _crewai_task(attrs)
+    if task is not None and isinstance(task["description"], str):
+        return str(task["description"])
     messages = (
         _oi_messages(attrs, sc.OI_LLM_INPUT_MESSAGES) if sc.GEN_AI_INPUT_MESSAGES not in attrs else None
     )
@@ -192,6 +208,9 @@ def agent_input_text(span: Span) -> str | None:
 def agent_output_text(span: Span) -> str | None:
     """What this agent answered (the text of its assistant output messages), if recorded."""
     attrs = content_attributes(span, is_tool=False)
+    task = _crewai_task(attrs)
+    if task is not None and isinstance(task["raw"], str):
+        return str(task["raw"])
     messages = (
         _oi_messages(attrs, sc.OI_LLM_OUTPUT_MESSAGES) if sc.GEN_AI_OUTPUT_MESSAGES not in attrs else None
     )
