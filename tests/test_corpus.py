@@ -39,6 +39,7 @@ FRAMEWORKS = (
     "llamaindex_openinference",
     "haystack",
     "crewai_openinference",
+    "agno_openinference",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 # Gaps no trace data could close, each checked to still be a gap (the data is really absent).
@@ -172,7 +173,8 @@ def test_every_view_carries_the_recovered_ids(framework: str) -> None:
 # (smolagents gives it only inside the text of the SDK's response object, ``raw``: read from there.)
 # (langgraph_openllmetry names the model ``unknown`` on the model span: its name and finish reason come from
 # the chain span above, whose output is the model's message.)
-NO_FINISH_REASON = {"openai_agents"}
+# agno_openinference: Agno's model span records the model's messages and token counts, not why it stopped.
+NO_FINISH_REASON = {"openai_agents", "agno_openinference"}
 NO_MODEL_NAME: set[str] = set()
 FINISH_REASONS = {
     "openai_v2": ["tool_calls", "stop"],

@@ -72,6 +72,12 @@ class ScriptedChat:
 
         return legacy.MockTransport(lambda request: self._answer(request, legacy))
 
+    def legacy_client(self) -> Any:
+        """A classic ``httpx.Client`` over the script (for a framework that accepts no other kind)."""
+        import httpx as legacy
+
+        return legacy.Client(transport=self.legacy_transport())
+
     def async_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.MockTransport(self))
 

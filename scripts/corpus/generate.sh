@@ -25,6 +25,7 @@ RUNS=(
   "llamaindex_openinference|llamaindex_openinference|run_llamaindex.py"
   "haystack|haystack|run_haystack.py"
   "crewai_openinference|crewai_openinference|run_crewai.py"
+  "agno_openinference|agno_openinference|run_agno.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "
