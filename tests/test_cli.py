@@ -145,7 +145,9 @@ def test_events_stream_reads_a_bounded_number_of_spans_ahead() -> None:
     # A tool span may come before its model call in a file: the stream reads LOOKAHEAD spans ahead, no more.
     pulled: list[str] = []
     tool = next(s for s in parity_trace() if s.name.startswith("execute_tool"))
-    trace = [dataclasses.replace(tool, span_id=f"{i + 1:016x}") for i in range(LOOKAHEAD + 5)]
+    trace = [
+        dataclasses.replace(tool, span_id=f"{0xABC0_0000_0000_0000 + i:016x}") for i in range(LOOKAHEAD + 5)
+    ]
 
     def source() -> Iterator[Span]:
         for span in trace:

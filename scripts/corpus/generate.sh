@@ -26,6 +26,7 @@ RUNS=(
   "haystack|haystack|run_haystack.py"
   "crewai_openinference|crewai_openinference|run_crewai.py"
   "agno_openinference|agno_openinference|run_agno.py"
+  "autogen_agentchat|autogen|run_autogen.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

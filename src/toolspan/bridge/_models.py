@@ -82,6 +82,9 @@ def _finish(attrs: Mapping[str, Any]) -> str | None:
     # smolagents records the provider's response only as the text of the SDK object (``raw``) in its
     # output message: read the one field the OpenAI SDK prints in a fixed form, ``finish_reason='...'``.
     output = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
+    reason = output.get("finish_reason") if isinstance(output, Mapping) else None
+    if isinstance(reason, str) and reason:  # a model client's result object (AutoGen's CreateResult)
+        return reason
     raw = output.get("raw") if isinstance(output, Mapping) else None
     if isinstance(raw, str):
         found = _RAW_FINISH.findall(raw)

@@ -37,10 +37,10 @@ from toolspan.bridge._requests import (
     requested_calls,
     result_call_id,
 )
-from toolspan.bridge._tools import ToolCallRecord, tool_call
+from toolspan.bridge._tools import ToolCallRecord, tool_call, tool_error, tool_name, tool_state
 from toolspan.bridge.model import Span
 
-__all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls"]
+__all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]
 
 # A stream's bounds: traces whose index is kept (least recently used dropped first), and per trace the
 # model requests and parent links kept (the oldest dropped first).
@@ -127,6 +127,10 @@ class RequestIndex:
         self._requests: list[_Request] = []
         self._parents: OrderedDict[str, tuple[str | None, bool]] = OrderedDict()
         self._dispatched: dict[str, str] = {}
+        # Tool spans seen: name and parent; the failed ones' error (for a call recorded twice, nested).
+        self._tools: dict[str, tuple[str | None, str]] = {}
+        self._tool_children: dict[str, list[str]] = {}
+        self._tool_errors: dict[str, tuple[str, str]] = {}
         self._max_requests = max_requests
         self._max_parents = max_parents
 
@@ -136,6 +140,14 @@ class RequestIndex:
     def see(self, span: Span, kind: str) -> None:
         """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
         self._parents[span.span_id] = (span.parent_span_id, kind == AGENT)
+        if kind == TOOL and span.span_id not in self._tools:
+            self._tools[span.span_id] = (span.parent_span_id, tool_name(span))
+            if span.parent_span_id is not None:
+                self._tool_children.setdefault(span.parent_span_id, []).append(span.span_id)
+            state = tool_state(span)
+            error = tool_error(span, state)
+            if error is not None:
+                self._tool_errors[span.span_id] = (error, state)
         if kind not in (TOOL, LLM):
             found = dispatch_id(span)
             if found is not None:
@@ -143,6 +155,26 @@ class RequestIndex:
         if self._max_parents is not None and len(self._parents) > self._max_parents:
             dropped, _ = self._parents.popitem(last=False)
             self._dispatched.pop(dropped, None)
+            self._tool_errors.pop(dropped, None)
+            self._tool_children.pop(dropped, None)
+            if self._tools.pop(dropped, None) is not None:
+                self._tool_children.pop(dropped, None)
+
+    def is_leg(self, span: Span) -> bool:
+        """Whether tool span ``span`` records its parent tool span's call a second time (same tool name)."""
+        pid = span.parent_span_id
+        parent = None if pid is None else self._tools.get(pid)
+        own = self._tools.get(span.span_id)
+        return parent is not None and own is not None and parent[1] == own[1]
+
+    def leg_error(self, span: Span) -> tuple[str, str] | None:
+        """The error and state of a nested record of ``span``'s call that failed, if one was seen."""
+        own = self._tools.get(span.span_id)
+        for child in self._tool_children.get(span.span_id, ()):
+            entry = self._tools.get(child)
+            if own is not None and entry is not None and entry[1] == own[1] and child in self._tool_errors:
+                return self._tool_errors[child]
+        return None
 
     def dispatched(self, span: Span) -> str | None:
         """The model's call id recorded by the span that dispatched ``span``, if it was seen."""
@@ -219,19 +251,52 @@ def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | Non
     return dataclasses.replace(call, **changes)
 
 
+def tool_legs(spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]) -> dict[int, int]:
+    """``{inner: outer}``: a tool span under a tool span of the same tool name is that call recorded a second
+    time (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call."""
+    out = {}
+    for i, kind in enumerate(kinds):
+        p = parent[i]
+        if kind == TOOL and p is not None and kinds[p] == TOOL and tool_name(spans[i]) == tool_name(spans[p]):
+            out[i] = p
+    return out
+
+
+def _with_leg_error(call: ToolCallRecord, leg: tuple[str, str] | None) -> ToolCallRecord:
+    # The outer record of a call that failed inside (its own record shows no failure: AutoGen hands the
+    # error back to the model as the result, and OpenInference records that result).
+    if leg is None or call.error is not None:
+        return call
+    return dataclasses.replace(call, error=leg[0], state=leg[1], is_error=True)
+
+
 def link_tool_calls(
-    spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]
+    spans: Sequence[Span],
+    kinds: Sequence[str],
+    parent: Sequence[int | None],
+    legs: Mapping[int, int] | None = None,
 ) -> dict[int, ToolCallRecord]:
-    """The tool call of every tool span of one trace (by index), linked to the model call that asked."""
+    """The tool call of every tool span of one trace (by index), linked to the model call that asked.
+
+    ``legs``: ``{inner: outer}`` of calls recorded twice (``tool_legs``; the inner ones are no tool in
+    ``kinds``): a failure the inner record shows is the outer call's.
+    """
     index = RequestIndex()
     for i, span in enumerate(spans):
         index.see(span, kinds[i])
     for i in sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (spans[i].start_ns, i)):
         index.add_model_call(spans[i])
+    errors: dict[int, tuple[str, str]] = {}
+    for inner, outer in (legs or {}).items():
+        state = tool_state(spans[inner])
+        error = tool_error(spans[inner], state)
+        if error is not None:
+            errors.setdefault(outer, (error, state))
     out: dict[int, ToolCallRecord] = {}
     for i in sorted((i for i, k in enumerate(kinds) if k == TOOL), key=lambda i: (spans[i].start_ns, i)):
         p = parent[i]
-        out[i] = index.link(tool_call(spans[i]), None if p is None else dispatch_id(spans[p]))
+        call = index.link(tool_call(spans[i]), None if p is None else dispatch_id(spans[p]))
+        out[i] = _with_leg_error(call, errors.get(i))
     return out
 
 
@@ -283,17 +348,19 @@ class StreamLinker:
         if kind != TOOL:
             return None
         index, linked = self._trace(span.trace_id)
+        if index.is_leg(span):
+            return None
         call = tool_call(span)
         done = linked.get(span.span_id)
         if done is not None:
             # Its open record was linked: the completion gets the same request, not another one.
-            return _applied(call, done, None)
+            return _with_leg_error(_applied(call, done, None), index.leg_error(span))
         out, match = index.linked(call, index.dispatched(span))
         if match is not None:
             linked[span.span_id] = match
             if len(linked) > self._max_parents:
                 linked.pop(next(iter(linked)))
-        return out
+        return _with_leg_error(out, index.leg_error(span))
 
     def feed(self, span: Span, kind: str | None = None) -> ToolCallRecord | None:
         """``note`` then ``link``: for spans that come in time order (a live processor)."""
