@@ -108,7 +108,10 @@ class Recording:
         self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
         return self.logger_provider
 
-    def write(self, out_dir: str | Path, framework: str, versions: dict[str, str]) -> None:
+    def write(
+        self, out_dir: str | Path, framework: str, versions: dict[str, str], ended_by: str | None = None
+    ) -> None:
+        """``ended_by``: the error that ended the run before the model's final answer (one model call)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.tracer_provider.force_flush()
@@ -129,9 +132,10 @@ class Recording:
             "framework": framework,
             "versions": versions,
             "user_request": USER_REQUEST,
-            "final_answer": FINAL_ANSWER,
+            "final_answer": FINAL_ANSWER if ended_by is None else None,
+            "ended_by": ended_by,
             "model": MODEL,
-            "usage": USAGE,
+            "usage": USAGE if ended_by is None else USAGE[:1],
             "tool_calls": sorted(
                 ({"call_id": _call_id(r["name"], r["arguments"]), **r} for r in _ran),
                 key=lambda r: r["call_id"],

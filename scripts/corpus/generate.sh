@@ -21,6 +21,8 @@ RUNS=(
   "openai_v2|openai_v2|run_openai_v2.py"
   "google_adk_default|google_adk|run_google_adk.py default"
   "google_adk_legacy|google_adk|run_google_adk.py legacy"
+  "google_adk_default_raising|google_adk|run_google_adk.py default_raising"
+  "google_adk_legacy_raising|google_adk|run_google_adk.py legacy_raising"
   "semantic_kernel|semantic_kernel|run_semantic_kernel.py"
   "llamaindex_openinference|llamaindex_openinference|run_llamaindex.py"
   "haystack|haystack|run_haystack.py"

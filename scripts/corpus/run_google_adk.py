@@ -3,7 +3,10 @@ model interface (a ``BaseLlm``): ``run_google_adk.py OUT default|legacy``.
 
 ``default``: ADK's current schema (GenAI semantic conventions), message content captured in spans;
 ``legacy``: ``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1``, the ``gcp.vertex.agent.*`` attributes of ADK's web UI.
-The failing tool's error goes back to the model through ``on_tool_error_callback`` (the run goes on).
+The failing tool's error goes back to the model through ``on_tool_error_callback`` (the run goes on);
+``default_raising`` / ``legacy_raising``: either schema without that callback, where the tool's exception
+ends the run (ADK's failure path: the failed call's id and result are the placeholder ``<not specified>``).
+Usage: ``run_google_adk.py OUT default|legacy|default_raising|legacy_raising``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import _record as rec
 
 
 def main(out: str, flavour: str) -> None:
-    if flavour == "legacy":
+    if flavour.startswith("legacy"):
         os.environ["ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN"] = "1"
     else:
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
@@ -82,7 +85,7 @@ def main(out: str, flavour: str) -> None:
         model=ScriptedLlm(model=rec.MODEL),
         instruction="Answer with the tools.",
         tools=[get_weather, get_population],
-        on_tool_error_callback=tool_error,
+        on_tool_error_callback=None if flavour.endswith("raising") else tool_error,
     )
     runner = InMemoryRunner(agent=agent, app_name="weather")
 
@@ -95,11 +98,18 @@ def main(out: str, flavour: str) -> None:
                 answer = event.content.parts[0].text
         return answer
 
+    versions = rec.versions("google-adk", "google-genai", "opentelemetry-sdk")
+    if flavour.endswith("raising"):
+        # No error callback: the tool's exception ends the run (ADK's failure path), after the other calls.
+        try:
+            asyncio.run(run())
+        except ValueError as e:
+            recording.write(out, f"google_adk_{flavour}", versions, ended_by=f"{type(e).__name__}: {e}")
+            return
+        raise AssertionError("the failing tool did not end the run")
     answer = asyncio.run(run())
     assert answer == rec.FINAL_ANSWER, answer
-    recording.write(
-        out, f"google_adk_{flavour}", rec.versions("google-adk", "google-genai", "opentelemetry-sdk")
-    )
+    recording.write(out, f"google_adk_{flavour}", versions)
 
 
 if __name__ == "__main__":
