@@ -41,7 +41,7 @@ STREAMS = frozenset({"events", "progress"})
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
 # Ended tool spans remembered by the streaming events path (an open record arriving after its completion).
-_MAX_ENDED = 65_536
+_MAX_ENDED = 4096
 
 
 class _Bar:

@@ -42,13 +42,16 @@ from toolspan.bridge.model import Span
 
 __all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]
 
-# A stream's bounds: traces whose index is kept (least recently used dropped first), and per trace the
-# model requests and parent links kept (the oldest dropped first).
-MAX_TRACES: Final = 256
-MAX_REQUESTS: Final = 4096
-MAX_PARENTS: Final = 16384
-# Spans a stream reads ahead before it links a tool span (its model call may come later in the file).
-LOOKAHEAD: Final = 1024
+# Spans a stream reads ahead before it links a tool span: its model call may come later in the file, in
+# the same export request (the SDK's batch processor sends up to 512 spans a request, grouped by scope).
+LOOKAHEAD = 1024
+# A stream's bounds: traces whose index is kept (the least recently noted dropped first; more than one
+# read-ahead can touch), entries (parent links, requests) over all of them, and per trace the model
+# requests and parent links kept (the oldest dropped first). Read when a stream starts.
+MAX_TRACES = 2 * LOOKAHEAD
+MAX_ENTRIES = 1 << 17
+MAX_REQUESTS = 4096
+MAX_PARENTS = 16384
 
 
 def _own_id(call: ToolCallRecord) -> str | None:
@@ -137,17 +140,23 @@ class RequestIndex:
     def __len__(self) -> int:
         return len(self._requests)
 
+    def size(self) -> int:
+        """Entries held: parent links and requests."""
+        return len(self._parents) + len(self._requests)
+
     def see(self, span: Span, kind: str) -> None:
         """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
         self._parents[span.span_id] = (span.parent_span_id, kind == AGENT)
-        if kind == TOOL and span.span_id not in self._tools:
-            self._tools[span.span_id] = (span.parent_span_id, tool_name(span))
-            if span.parent_span_id is not None:
-                self._tool_children.setdefault(span.parent_span_id, []).append(span.span_id)
-            state = tool_state(span)
-            error = tool_error(span, state)
-            if error is not None:
-                self._tool_errors[span.span_id] = (error, state)
+        if kind == TOOL:
+            if span.span_id not in self._tools:
+                self._tools[span.span_id] = (span.parent_span_id, tool_name(span))
+                if span.parent_span_id is not None:
+                    self._tool_children.setdefault(span.parent_span_id, []).append(span.span_id)
+            if span.end_ns is not None:
+                state = tool_state(span)
+                error = tool_error(span, state)
+                if error is not None:
+                    self._tool_errors[span.span_id] = (error, state)
         if kind not in (TOOL, LLM):
             found = dispatch_id(span)
             if found is not None:
@@ -303,51 +312,71 @@ def link_tool_calls(
 class StreamLinker:
     """Links the tool calls of a stream of spans as they come, in bounded memory.
 
-    ``feed(span)`` indexes a model call's requests and every span's parent link; for a tool span it returns
-    its call linked to the model call that asked for it (``None`` for any other span). A span fed again (an
-    open record, then its completion) is linked once: the second time it gets the same link.
-    At most ``max_traces`` traces are kept (the least recently fed dropped first).
+    ``note(span)`` indexes every span's parent link and a model call's requests; ``link(span)`` returns a
+    tool span's call linked to the model call that asked for it (``None`` for any other span); ``feed``
+    does both. A span linked again (an open record, then its completion) gets the same link.
+    Traces are dropped, the least recently noted first, past ``max_traces`` traces or ``max_entries``
+    indexed entries (parent links and requests) in all.
     """
 
     def __init__(
         self,
-        max_traces: int = MAX_TRACES,
-        max_requests: int = MAX_REQUESTS,
-        max_parents: int = MAX_PARENTS,
+        max_traces: int | None = None,
+        max_requests: int | None = None,
+        max_parents: int | None = None,
+        max_entries: int | None = None,
     ) -> None:
         self._traces: OrderedDict[str, tuple[RequestIndex, dict[str, _Request]]] = OrderedDict()
-        self._max_traces = max_traces
-        self._max_requests = max_requests
-        self._max_parents = max_parents
+        self._max_traces = MAX_TRACES if max_traces is None else max_traces
+        self._max_requests = MAX_REQUESTS if max_requests is None else max_requests
+        self._max_parents = MAX_PARENTS if max_parents is None else max_parents
+        self._max_entries = MAX_ENTRIES if max_entries is None else max_entries
+        self._entries = 0
 
     def __len__(self) -> int:
         return len(self._traces)
 
-    def _trace(self, trace_id: str) -> tuple[RequestIndex, dict[str, _Request]]:
-        entry = self._traces.get(trace_id)
-        if entry is None:
-            entry = (RequestIndex(self._max_requests, self._max_parents), {})
-            self._traces[trace_id] = entry
-            if len(self._traces) > self._max_traces:
-                self._traces.popitem(last=False)
-        else:
-            self._traces.move_to_end(trace_id)
+    @property
+    def entries(self) -> int:
+        """Parent links and requests indexed, over all the traces kept."""
+        return self._entries
+
+    def _new(self, trace_id: str) -> tuple[RequestIndex, dict[str, _Request]]:
+        entry: tuple[RequestIndex, dict[str, _Request]] = (
+            RequestIndex(self._max_requests, self._max_parents),
+            {},
+        )
+        self._traces[trace_id] = entry
         return entry
 
     def note(self, span: Span, kind: str | None = None) -> None:
         """Index ``span``: its parent link, and a model call's requests."""
         kind = classify(span) if kind is None else kind
-        index, _ = self._trace(span.trace_id)
+        entry = self._traces.get(span.trace_id)
+        if entry is None:
+            entry = self._new(span.trace_id)
+        else:
+            self._traces.move_to_end(span.trace_id)
+        index = entry[0]
+        before = index.size()
         index.see(span, kind)
         if kind == LLM and span.end_ns is not None:
             index.add_model_call(span)
+        self._entries += index.size() - before
+        while len(self._traces) > 1 and (
+            len(self._traces) > self._max_traces or self._entries > self._max_entries
+        ):
+            _, (dropped, _) = self._traces.popitem(last=False)
+            self._entries -= dropped.size()
 
     def link(self, span: Span, kind: str | None = None) -> ToolCallRecord | None:
         """The tool call of ``span`` linked to the request it answers (``None`` if not a tool span)."""
         kind = classify(span) if kind is None else kind
         if kind != TOOL:
             return None
-        index, linked = self._trace(span.trace_id)
+        # Linking does not count as use: a stream links spans it noted a while ago (its read-ahead).
+        entry = self._traces.get(span.trace_id)
+        index, linked = self._new(span.trace_id) if entry is None else entry
         if index.is_leg(span):
             return None
         call = tool_call(span)
@@ -357,6 +386,7 @@ class StreamLinker:
             return _with_leg_error(_applied(call, done, None), index.leg_error(span))
         out, match = index.linked(call, index.dispatched(span))
         if match is not None:
+            self._entries -= 1  # the request is used up
             linked[span.span_id] = match
             if len(linked) > self._max_parents:
                 linked.pop(next(iter(linked)))
@@ -370,7 +400,7 @@ class StreamLinker:
 
 
 def link_stream(
-    spans: Iterable[Span], linker: StreamLinker | None = None, lookahead: int = LOOKAHEAD
+    spans: Iterable[Span], linker: StreamLinker | None = None, lookahead: int | None = None
 ) -> Iterator[tuple[Span, ToolCallRecord | None]]:
     """Every span of ``spans`` in input order with its linked tool call (``None`` for other spans).
 
@@ -379,6 +409,7 @@ def link_stream(
     is read and linked ``lookahead`` spans later (or at the end), so memory stays bounded.
     """
     linker = StreamLinker() if linker is None else linker
+    lookahead = LOOKAHEAD if lookahead is None else lookahead
     pending: deque[tuple[Span, str]] = deque()
     for span in spans:
         kind = classify(span)
