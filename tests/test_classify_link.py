@@ -3,6 +3,7 @@ executed tool call to the model call that requested it (``toolspan.bridge.link``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -415,3 +416,63 @@ def test_a_chain_span_above_completes_a_model_call_that_lacks_name_and_finish_re
         "reasoning_tokens": None,
         "finish_reason": "tool_calls",
     }
+
+
+# --- the stream's linker: the same links, in any input order within its read-ahead, in bounded memory ---
+
+
+def _stream(spans: list[Span], **bounds: Any) -> dict[str, Any]:
+    from toolspan.bridge.link import StreamLinker, link_stream
+
+    linker = StreamLinker(**bounds)
+    return {s.span_id: c for s, c in link_stream(spans, linker) if c is not None}
+
+
+def test_the_stream_links_as_the_views_whatever_the_order_of_the_records() -> None:
+    agent = span(1, None, "invoke_agent a", 0, 10, AGENT_ATTRS)
+    llm = span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE})
+    tools = [_oi_tool(3, 3, "Tokyo"), _oi_tool(4, 4, "Paris")]
+    batch = {
+        c.span.span_id: (c.call_id, c.input, c.requested_by) for c in _trace(agent, llm, *tools).values()
+    }
+    for order in ([agent, llm, *tools], [*tools, llm, agent], [tools[1], llm, tools[0], agent]):
+        streamed = {k: (c.call_id, c.input, c.requested_by) for k, c in _stream(order).items()}
+        assert streamed == batch
+
+
+def test_an_open_record_and_its_completion_get_the_same_request() -> None:
+    from toolspan.bridge.link import StreamLinker
+
+    llm = span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE})
+    ended = _oi_tool(3, 3, "Tokyo")
+    opened = span(3, 1, "get_weather", 3, None, dict(ended.attributes))
+    linker = StreamLinker()
+    assert linker.feed(llm) is None
+    first, second = linker.feed(opened), linker.feed(ended)
+    assert first is not None
+    assert second is not None
+    assert (
+        (first.call_id, first.requested_by)
+        == (second.call_id, second.requested_by)
+        == ("call_2", "0000000000000002")
+    )
+
+
+def test_the_stream_keeps_a_bounded_number_of_traces_and_entries() -> None:
+    from toolspan.bridge.link import StreamLinker
+
+    linker = StreamLinker(max_traces=8, max_entries=40)
+    for n in range(100):
+        trace = f"{n + 1:032x}"
+        for s in (
+            span(1, None, "invoke_agent a", 0, 10, AGENT_ATTRS),
+            span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE}),
+        ):
+            linker.note(dataclasses.replace(s, trace_id=trace))
+        assert len(linker) <= 8
+        assert linker.entries <= 40
+    # The latest traces are still linked.
+    tool = dataclasses.replace(_oi_tool(3, 3, "Tokyo"), trace_id=f"{100:032x}")
+    call = linker.link(tool)
+    assert call is not None
+    assert call.call_id == "call_2"
