@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import Server, running_server
+from tests._server import Server, running_server, sse_stream
 
 from _bridge_data import validate
 from toolspan.bridge._coalesce import coalesce
@@ -388,3 +388,30 @@ def test_the_servers_events_give_the_linked_calls(framework: str, corpus_server:
     for trace_id in sorted({s.trace_id for s in spans}):
         got.extend(_lines(corpus_server.get(f"/api/traces/{trace_id}/events")))
     assert _calls_of(got) == expected
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_servers_live_trace_stream_gives_the_linked_calls(framework: str, corpus_server: Server) -> None:
+    spans = _spans(framework, "traces.pb")
+    expected = {(e["type"], e["span_id"]): e for e in to_events(spans)}
+    counted = {key for key in expected}
+    for trace_id in sorted({s.trace_id for s in spans}):
+        got = []
+        want = sum(1 for e in expected.values() if e["trace_id"] == trace_id)
+        if not want:
+            continue
+        for event in sse_stream(corpus_server, f"/api/traces/{trace_id}/stream"):
+            data = event.json()
+            if (data["type"], data["span_id"]) in counted:  # a nested second record streams on its own
+                got.append(data)
+            if len(got) == want:
+                break
+        for data in got:
+            linked = expected[(data["type"], data["span_id"])]
+            assert (data["call_id"], data["requested_by"], data["tool_name"]) == (
+                linked["call_id"],
+                linked["requested_by"],
+                linked["tool_name"],
+            )
+            key = "tool_input" if data["type"] == "act" else "observation"
+            assert data[key] == linked[key]
