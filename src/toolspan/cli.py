@@ -6,8 +6,10 @@ document otherwise (``timeline``: an array of conversation documents; ``tree``: 
 an array of them for several traces; ``plans``: one object). ``html``: the self-contained trace page, one
 file for all traces of the input (a trace picker when there are several).
 
-``--to events`` streams: each span is turned into its events as it is read, in input order, without
-holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
+``--to events`` streams: each span is turned into its events in input order, without holding the spans
+in memory, each tool call linked to the model call that asked for it (a bounded per-trace index of model
+requests, read up to 1024 spans ahead: a file may hold a tool span before its model call); ``--sorted``
+buffers and orders them by time like ``to_events``, with the same links.
 ``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
 run leaves FILE as it was. An output that is also an input is refused; an output inside an input
 directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
