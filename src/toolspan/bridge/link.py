@@ -68,7 +68,10 @@ def dispatch_id(parent: Span | None) -> str | None:
     if parent is None:
         return None
     for key in (sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
-        value = parse_json(parent.attributes.get(key))
+        raw = parent.attributes.get(key)
+        if not isinstance(raw, str) or ("tool_call" not in raw and "ToolCall(" not in raw):
+            continue  # parsed only when it may hold a call (most spans' inputs hold none)
+        value = parse_json(raw)
         if isinstance(value, Mapping) and isinstance(value.get("ev"), str):
             found = _LLAMAINDEX_TOOL_ID.match(value["ev"][:4096])
             if found:
@@ -147,6 +150,16 @@ class RequestIndex:
     def see(self, span: Span, kind: str) -> None:
         """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
         self._parents[span.span_id] = (span.parent_span_id, kind == AGENT)
+        if self._max_parents is not None and len(self._parents) > self._max_parents:
+            dropped, _ = self._parents.popitem(last=False)
+            self._dispatched.pop(dropped, None)
+            self._tool_errors.pop(dropped, None)
+            self._tool_children.pop(dropped, None)
+            self._tools.pop(dropped, None)
+
+    def see_streamed(self, span: Span, kind: str) -> None:
+        """What a stream needs besides ``see`` (the views read it off the whole trace): the model's call id
+        a dispatching span recorded, and the tool spans (a call recorded twice, nested)."""
         if kind == TOOL:
             if span.span_id not in self._tools:
                 self._tools[span.span_id] = (span.parent_span_id, tool_name(span))
@@ -157,17 +170,10 @@ class RequestIndex:
                 error = tool_error(span, state)
                 if error is not None:
                     self._tool_errors[span.span_id] = (error, state)
-        if kind not in (TOOL, LLM):
+        elif kind != LLM:
             found = dispatch_id(span)
             if found is not None:
                 self._dispatched[span.span_id] = found
-        if self._max_parents is not None and len(self._parents) > self._max_parents:
-            dropped, _ = self._parents.popitem(last=False)
-            self._dispatched.pop(dropped, None)
-            self._tool_errors.pop(dropped, None)
-            self._tool_children.pop(dropped, None)
-            if self._tools.pop(dropped, None) is not None:
-                self._tool_children.pop(dropped, None)
 
     def is_leg(self, span: Span) -> bool:
         """Whether tool span ``span`` records its parent tool span's call a second time (same tool name)."""
@@ -360,6 +366,7 @@ class StreamLinker:
         index = entry[0]
         before = index.size()
         index.see(span, kind)
+        index.see_streamed(span, kind)
         if kind == LLM and span.end_ns is not None:
             index.add_model_call(span)
         self._entries += index.size() - before
