@@ -476,3 +476,20 @@ def test_the_stream_keeps_a_bounded_number_of_traces_and_entries() -> None:
     call = linker.link(tool)
     assert call is not None
     assert call.call_id == "call_2"
+
+
+def test_a_call_recorded_twice_by_two_instrumentations_is_one_call_a_tool_calling_itself_is_two() -> None:
+    from toolspan.bridge.views import to_events
+
+    genai = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "get_weather"}
+    outer = _oi_tool(3, 3, '{"city": "Paris"}')
+    inner = dataclasses.replace(span(4, 3, "execute_tool get_weather", 3, 4, genai), scope="autogen-core")
+    outer = dataclasses.replace(outer, scope="openinference.instrumentation.autogen_agentchat")
+    observes = [e for e in to_events([outer, inner]) if e["type"] == "observe"]
+    assert [e["span_id"] for e in observes] == [outer.span_id]
+    streamed = _stream([inner, outer])
+    assert list(streamed) == [outer.span_id]
+    # The same instrumentation twice, nested: a tool that called itself, two calls.
+    recursive = dataclasses.replace(inner, scope=outer.scope)
+    assert len([e for e in to_events([outer, recursive]) if e["type"] == "observe"]) == 2
+    assert len(_stream([recursive, outer])) == 2

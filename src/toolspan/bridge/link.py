@@ -38,6 +38,7 @@ from toolspan.bridge._requests import (
     result_call_id,
 )
 from toolspan.bridge._tools import ToolCallRecord, tool_call, tool_error, tool_name, tool_state
+from toolspan.bridge._tools import call_id as tool_call_id
 from toolspan.bridge.model import Span
 
 __all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]
@@ -134,7 +135,7 @@ class RequestIndex:
         self._parents: OrderedDict[str, tuple[str | None, bool]] = OrderedDict()
         self._dispatched: dict[str, str] = {}
         # Tool spans seen: name and parent; the failed ones' error (for a call recorded twice, nested).
-        self._tools: dict[str, tuple[str | None, str]] = {}
+        self._tools: dict[str, _ToolSeen] = {}
         self._tool_children: dict[str, list[str]] = {}
         self._tool_errors: dict[str, tuple[str, str]] = {}
         self._max_requests = max_requests
@@ -162,7 +163,7 @@ class RequestIndex:
         a dispatching span recorded, and the tool spans (a call recorded twice, nested)."""
         if kind == TOOL:
             if span.span_id not in self._tools:
-                self._tools[span.span_id] = (span.parent_span_id, tool_name(span))
+                self._tools[span.span_id] = _seen(span)
                 if span.parent_span_id is not None:
                     self._tool_children.setdefault(span.parent_span_id, []).append(span.span_id)
             if span.end_ns is not None:
@@ -176,18 +177,23 @@ class RequestIndex:
                 self._dispatched[span.span_id] = found
 
     def is_leg(self, span: Span) -> bool:
-        """Whether tool span ``span`` records its parent tool span's call a second time (same tool name)."""
+        """Whether tool span ``span`` records its parent tool span's call a second time (``tool_legs``)."""
         pid = span.parent_span_id
         parent = None if pid is None else self._tools.get(pid)
         own = self._tools.get(span.span_id)
-        return parent is not None and own is not None and parent[1] == own[1]
+        return parent is not None and own is not None and _same_call(own, parent)
 
     def leg_error(self, span: Span) -> tuple[str, str] | None:
         """The error and state of a nested record of ``span``'s call that failed, if one was seen."""
         own = self._tools.get(span.span_id)
         for child in self._tool_children.get(span.span_id, ()):
             entry = self._tools.get(child)
-            if own is not None and entry is not None and entry[1] == own[1] and child in self._tool_errors:
+            if (
+                own is not None
+                and entry is not None
+                and _same_call(entry, own)
+                and child in self._tool_errors
+            ):
                 return self._tool_errors[child]
         return None
 
@@ -266,13 +272,43 @@ def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | Non
     return dataclasses.replace(call, **changes)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ToolSeen:
+    parent: str | None
+    name: str
+    scope: str
+    own_id: str | None
+
+
+def _seen(span: Span) -> _ToolSeen:
+    call_id = tool_call_id(span)
+    own = None if call_id == ids.synthetic_call_id(span.span_id) else call_id
+    return _ToolSeen(span.parent_span_id, tool_name(span), span.scope, own)
+
+
+def _same_call(inner: _ToolSeen, outer: _ToolSeen) -> bool:
+    # Another instrumentation's record of the same call: same tool, another scope, no other id. (A tool
+    # that calls itself is traced by one instrumentation: both spans have its scope.)
+    return (
+        inner.name == outer.name
+        and inner.scope != outer.scope
+        and (inner.own_id is None or outer.own_id is None or inner.own_id == outer.own_id)
+    )
+
+
 def tool_legs(spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]) -> dict[int, int]:
-    """``{inner: outer}``: a tool span under a tool span of the same tool name is that call recorded a second
-    time (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call."""
+    """``{inner: outer}``: a tool span right under a tool span of the same tool, written by another
+    instrumentation (another scope), with no other call id, is that call recorded a second time
+    (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call."""
     out = {}
     for i, kind in enumerate(kinds):
         p = parent[i]
-        if kind == TOOL and p is not None and kinds[p] == TOOL and tool_name(spans[i]) == tool_name(spans[p]):
+        if (
+            kind == TOOL
+            and p is not None
+            and kinds[p] == TOOL
+            and _same_call(_seen(spans[i]), _seen(spans[p]))
+        ):
             out[i] = p
     return out
 
