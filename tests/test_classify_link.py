@@ -493,3 +493,19 @@ def test_a_call_recorded_twice_by_two_instrumentations_is_one_call_a_tool_callin
     recursive = dataclasses.replace(inner, scope=outer.scope)
     assert len([e for e in to_events([outer, recursive]) if e["type"] == "observe"]) == 2
     assert len(_stream([recursive, outer])) == 2
+
+
+def test_a_placeholder_is_no_value_and_an_empty_text_is_one() -> None:
+    from toolspan.bridge._tools import call_id, tool_output
+
+    genai = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "t"}
+    placeholder = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_ID: sc.ADK_NOT_SPECIFIED})
+    assert call_id(placeholder) == "call_0000000000000003"
+    legacy = span(
+        3, 1, "execute_tool t", 3, 4, {**genai, sc.ADK_TOOL_RESPONSE: '{"result": "<not specified>"}'}
+    )
+    assert tool_output(legacy) is None
+    empty = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_RESULT: ""})
+    assert tool_output(empty) == ""
+    na = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_RESULT: "N/A"})
+    assert tool_output(na) == "N/A"

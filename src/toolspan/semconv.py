@@ -234,7 +234,6 @@ ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
 # ADK's span of merged parallel responses (for its web UI; runs no tool) and its placeholder value.
 ADK_MERGED_TOOLS: Final = "(merged tools)"
 ADK_NOT_SPECIFIED: Final = "<not specified>"
-ADK_NOT_APPLICABLE: Final = "N/A"
 # Haystack's own tracer (haystack.tracing, OpenTelemetry backend).
 HAYSTACK_TOOL_NAME: Final = "haystack.tool.name"
 HAYSTACK_TOOL_INPUT: Final = "haystack.agent.step.tool.input"

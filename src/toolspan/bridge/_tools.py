@@ -57,18 +57,23 @@ def execution_id(span: Span) -> str:
 
 
 # Values frameworks write where they have none (Google ADK's failure path): taken as absent.
-_PLACEHOLDERS: Final = frozenset({sc.ADK_NOT_SPECIFIED, sc.ADK_NOT_APPLICABLE})
+_PLACEHOLDERS: Final = frozenset({sc.ADK_NOT_SPECIFIED})
+
+
+def _placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value in _PLACEHOLDERS
 
 
 def _absent(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, str) and value in _PLACEHOLDERS)
+    """No value: none at all, or a placeholder (an empty text is a value, a tool may return it)."""
+    return value is None or _placeholder(value)
 
 
 def call_id(span: Span) -> str:
     attrs = content_attributes(span, is_tool=True)
     for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
         value = attrs.get(key)
-        if not _absent(value):
+        if not _absent(value) and value != "":
             return str(value)
     return ids.synthetic_call_id(span.span_id)
 
@@ -133,7 +138,7 @@ def tool_output(span: Span) -> Any:
         if not _absent(value):
             value = parse_json(value)
             # ADK's failure path: {"result": "<not specified>"} where no response was made.
-            if isinstance(value, dict) and len(value) == 1 and value.get("result") in _PLACEHOLDERS:
+            if isinstance(value, dict) and len(value) == 1 and _placeholder(value.get("result")):
                 return None
             return value
     return None
@@ -187,9 +192,6 @@ def tool_error(span: Span, state: str | None = None) -> str | None:
             if etype or message:
                 return str(etype or message)
     error_type = span.attributes.get(sc.ERROR_TYPE)
-    haystack = span.attributes.get(sc.HAYSTACK_TOOL_ERROR)
-    if isinstance(haystack, str) and haystack:
-        return haystack
     detail = _result_error(span)
     if detail is not None:
         # The error went back to the model as the tool's result (an error handler's ``{"error": ...}``).
