@@ -509,3 +509,24 @@ def test_a_placeholder_is_no_value_and_an_empty_text_is_one() -> None:
     assert tool_output(empty) == ""
     na = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_RESULT: "N/A"})
     assert tool_output(na) == "N/A"
+
+
+def test_an_open_record_without_id_or_arguments_does_not_use_up_a_request() -> None:
+    from toolspan.bridge.link import StreamLinker
+
+    # Parallel calls of one tool whose spans get their arguments only when they end: the open records
+    # must not take each other's requests by name.
+    llm = span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE})
+    tokyo_open = span(
+        3, 1, "get_weather", 3, None, {sc.OPENINFERENCE_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather"}
+    )
+    paris_open = span(4, 1, "get_weather", 3, None, dict(tokyo_open.attributes))
+    linker = StreamLinker()
+    linker.feed(llm)
+    assert linker.feed(tokyo_open) is not None  # by name alone it would take Paris's request
+    assert linker.feed(paris_open) is not None
+    tokyo = linker.feed(_oi_tool(3, 3, '{"city": "Tokyo"}'))
+    paris = linker.feed(_oi_tool(4, 3, '{"city": "Paris"}'))
+    assert tokyo is not None
+    assert paris is not None
+    assert (tokyo.call_id, paris.call_id) == ("call_2", "call_1")

@@ -231,9 +231,10 @@ class RequestIndex:
         return self.linked(call, dispatched)[0]
 
     def linked(
-        self, call: ToolCallRecord, dispatched: str | None = None
+        self, call: ToolCallRecord, dispatched: str | None = None, *, consume: bool = True
     ) -> tuple[ToolCallRecord, _Request | None]:
-        """``link``, and the request it used up (``None`` when none matched)."""
+        """``link``, and the request it used up (``None`` when none matched); ``consume=False``: matched
+        but left for a later call."""
         args = normal_arguments(call.input)
         known_id = _own_id(call) or result_call_id(call.output) or dispatched
         span = call.span
@@ -250,7 +251,7 @@ class RequestIndex:
                 candidates.append(r)
         candidates.sort(key=lambda r: (-r.start_ns, r.order))
         match = _match(candidates, call.name, args, known_id)
-        if match is not None:
+        if match is not None and consume:
             self._requests.remove(match)
         return _applied(call, match, dispatched), match
 
@@ -427,8 +428,17 @@ class StreamLinker:
         if done is not None:
             # Its open record was linked: the completion gets the same request, not another one.
             return _with_leg_error(_applied(call, done, None), index.leg_error(span))
-        out, match = index.linked(call, index.dispatched(span))
-        if match is not None:
+        dispatched = index.dispatched(span)
+        # An open record with neither the model's id nor its arguments yet (set later by some frameworks)
+        # could only be matched by name: it gets that link provisionally, its completion the real one.
+        provisional = (
+            span.end_ns is None
+            and _own_id(call) is None
+            and dispatched is None
+            and _lossy(normal_arguments(call.input))
+        )
+        out, match = index.linked(call, dispatched, consume=not provisional)
+        if match is not None and not provisional:
             self._entries -= 1  # the request is used up
             linked[span.span_id] = match
             if len(linked) > self._max_parents:
