@@ -357,7 +357,9 @@ class StreamLinker:
 
     ``note(span)`` indexes every span's parent link and a model call's requests; ``link(span)`` returns a
     tool span's call linked to the model call that asked for it (``None`` for any other span); ``feed``
-    does both. A span linked again (an open record, then its completion) gets the same link.
+    does both. A span linked again (an open record, then its completion) gets the same link, unless the
+    open record's was provisional (it had neither the model's id nor its arguments: matched by name, it
+    used up no request).
     Traces are dropped, the least recently noted first, past ``max_traces`` traces or ``max_entries``
     indexed entries (parent links and requests) in all.
     """
