@@ -29,7 +29,17 @@ from starlette.concurrency import run_in_threadpool
 from toolspan.bridge.classify import TOOL, classify
 from toolspan.bridge.model import Span
 from toolspan.server._cursor import Cursor, DataKey
-from toolspan.server._sse import CONNECTED, HEARTBEAT, PAGE, Notifier, format_event, render_event, tail
+from toolspan.server._sse import (
+    CONNECTED,
+    HEARTBEAT,
+    PAGE,
+    Notifier,
+    format_event,
+    linked_calls,
+    render_event,
+    tail,
+    trace_links,
+)
 from toolspan.server._store import ACT, OBSERVE, Store
 
 __all__ = ["data_key", "trace_chunks"]
@@ -116,8 +126,9 @@ async def trace_chunks(
                 yield HEARTBEAT
                 continue
             out = bytearray()
+            links = await run_in_threadpool(trace_links, store, rows)
             for row_cursor, phase, span in rows:
-                event = render_event(phase, span)
+                event = render_event(phase, span, links)
                 if event is None:
                     continue
                 seen += 1
@@ -129,11 +140,12 @@ async def trace_chunks(
 
 def _remote_events(trace_id: str, spans: Sequence[Span]) -> list[tuple[DataKey, str, Any]]:
     out: list[tuple[DataKey, str, Any]] = []
+    links = linked_calls(spans)
     for span in spans:
         if span.trace_id != trace_id or classify(span) != TOOL:
             continue
         for phase in (ACT, OBSERVE):
-            event = render_event(phase, span)
+            event = render_event(phase, span, links)
             if event is not None:
                 out.append((data_key(phase, span), *event))
     out.sort(key=lambda e: e[0])
