@@ -3,6 +3,7 @@ executed tool call to the model call that requested it (``toolspan.bridge.link``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -415,3 +416,117 @@ def test_a_chain_span_above_completes_a_model_call_that_lacks_name_and_finish_re
         "reasoning_tokens": None,
         "finish_reason": "tool_calls",
     }
+
+
+# --- the stream's linker: the same links, in any input order within its read-ahead, in bounded memory ---
+
+
+def _stream(spans: list[Span], **bounds: Any) -> dict[str, Any]:
+    from toolspan.bridge.link import StreamLinker, link_stream
+
+    linker = StreamLinker(**bounds)
+    return {s.span_id: c for s, c in link_stream(spans, linker) if c is not None}
+
+
+def test_the_stream_links_as_the_views_whatever_the_order_of_the_records() -> None:
+    agent = span(1, None, "invoke_agent a", 0, 10, AGENT_ATTRS)
+    llm = span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE})
+    tools = [_oi_tool(3, 3, "Tokyo"), _oi_tool(4, 4, "Paris")]
+    batch = {
+        c.span.span_id: (c.call_id, c.input, c.requested_by) for c in _trace(agent, llm, *tools).values()
+    }
+    for order in ([agent, llm, *tools], [*tools, llm, agent], [tools[1], llm, tools[0], agent]):
+        streamed = {k: (c.call_id, c.input, c.requested_by) for k, c in _stream(order).items()}
+        assert streamed == batch
+
+
+def test_an_open_record_and_its_completion_get_the_same_request() -> None:
+    from toolspan.bridge.link import StreamLinker
+
+    llm = span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE})
+    ended = _oi_tool(3, 3, "Tokyo")
+    opened = span(3, 1, "get_weather", 3, None, dict(ended.attributes))
+    linker = StreamLinker()
+    assert linker.feed(llm) is None
+    first, second = linker.feed(opened), linker.feed(ended)
+    assert first is not None
+    assert second is not None
+    assert (
+        (first.call_id, first.requested_by)
+        == (second.call_id, second.requested_by)
+        == ("call_2", "0000000000000002")
+    )
+
+
+def test_the_stream_keeps_a_bounded_number_of_traces_and_entries() -> None:
+    from toolspan.bridge.link import StreamLinker
+
+    linker = StreamLinker(max_traces=8, max_entries=40)
+    for n in range(100):
+        trace = f"{n + 1:032x}"
+        for s in (
+            span(1, None, "invoke_agent a", 0, 10, AGENT_ATTRS),
+            span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE}),
+        ):
+            linker.note(dataclasses.replace(s, trace_id=trace))
+        assert len(linker) <= 8
+        assert linker.entries <= 40
+    # The latest traces are still linked.
+    tool = dataclasses.replace(_oi_tool(3, 3, "Tokyo"), trace_id=f"{100:032x}")
+    call = linker.link(tool)
+    assert call is not None
+    assert call.call_id == "call_2"
+
+
+def test_a_call_recorded_twice_by_two_instrumentations_is_one_call_a_tool_calling_itself_is_two() -> None:
+    from toolspan.bridge.views import to_events
+
+    genai = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "get_weather"}
+    outer = _oi_tool(3, 3, '{"city": "Paris"}')
+    inner = dataclasses.replace(span(4, 3, "execute_tool get_weather", 3, 4, genai), scope="autogen-core")
+    outer = dataclasses.replace(outer, scope="openinference.instrumentation.autogen_agentchat")
+    observes = [e for e in to_events([outer, inner]) if e["type"] == "observe"]
+    assert [e["span_id"] for e in observes] == [outer.span_id]
+    streamed = _stream([inner, outer])
+    assert list(streamed) == [outer.span_id]
+    # The same instrumentation twice, nested: a tool that called itself, two calls.
+    recursive = dataclasses.replace(inner, scope=outer.scope)
+    assert len([e for e in to_events([outer, recursive]) if e["type"] == "observe"]) == 2
+    assert len(_stream([recursive, outer])) == 2
+
+
+def test_a_placeholder_is_no_value_and_an_empty_text_is_one() -> None:
+    from toolspan.bridge._tools import call_id, tool_output
+
+    genai = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "t"}
+    placeholder = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_ID: sc.ADK_NOT_SPECIFIED})
+    assert call_id(placeholder) == "call_0000000000000003"
+    legacy = span(
+        3, 1, "execute_tool t", 3, 4, {**genai, sc.ADK_TOOL_RESPONSE: '{"result": "<not specified>"}'}
+    )
+    assert tool_output(legacy) is None
+    empty = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_RESULT: ""})
+    assert tool_output(empty) == ""
+    na = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_RESULT: "N/A"})
+    assert tool_output(na) == "N/A"
+
+
+def test_an_open_record_without_id_or_arguments_does_not_use_up_a_request() -> None:
+    from toolspan.bridge.link import StreamLinker
+
+    # Parallel calls of one tool whose spans get their arguments only when they end: the open records
+    # must not take each other's requests by name.
+    llm = span(2, 1, "chat m", 1, 2, {**CHAT, **OPENINFERENCE})
+    tokyo_open = span(
+        3, 1, "get_weather", 3, None, {sc.OPENINFERENCE_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather"}
+    )
+    paris_open = span(4, 1, "get_weather", 3, None, dict(tokyo_open.attributes))
+    linker = StreamLinker()
+    linker.feed(llm)
+    assert linker.feed(tokyo_open) is not None  # by name alone it would take Paris's request
+    assert linker.feed(paris_open) is not None
+    tokyo = linker.feed(_oi_tool(3, 3, '{"city": "Tokyo"}'))
+    paris = linker.feed(_oi_tool(4, 3, '{"city": "Paris"}'))
+    assert tokyo is not None
+    assert paris is not None
+    assert (tokyo.call_id, paris.call_id) == ("call_2", "call_1")

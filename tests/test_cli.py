@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -19,6 +20,7 @@ import pytest
 import toolspan
 from _formats import parity_trace, render
 from toolspan.bridge import views
+from toolspan.bridge.link import LOOKAHEAD
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.cli import main
@@ -140,9 +142,13 @@ def test_an_open_act_record_and_its_completion_stream_as_one_act_and_one_observe
     assert events[1]["duration_ms"] == 250
 
 
-def test_events_stream_span_by_span_without_reading_ahead() -> None:
+def test_events_stream_reads_a_bounded_number_of_spans_ahead() -> None:
+    # A tool span may come before its model call in a file: the stream reads LOOKAHEAD spans ahead, no more.
     pulled: list[str] = []
-    trace = [s for s in parity_trace() if s.name.startswith("execute_tool")]
+    tool = next(s for s in parity_trace() if s.name.startswith("execute_tool"))
+    trace = [
+        dataclasses.replace(tool, span_id=f"{0xABC0_0000_0000_0000 + i:016x}") for i in range(LOOKAHEAD + 5)
+    ]
 
     def source() -> Iterator[Span]:
         for span in trace:
@@ -151,12 +157,15 @@ def test_events_stream_span_by_span_without_reading_ahead() -> None:
 
     stream = _events_stream(source())
     first = next(stream)
-    assert first["type"] == "act"
-    assert pulled == [trace[0].span_id]
+    assert (first["type"], first["span_id"]) == ("act", trace[0].span_id)
+    assert pulled == [s.span_id for s in trace[: LOOKAHEAD + 1]]
     second = next(stream)
-    assert second["type"] == "observe"
-    assert pulled == [trace[0].span_id]
-    assert len(list(stream)) == 2 * (len(trace) - 1)
+    assert (second["type"], second["span_id"]) == ("observe", trace[0].span_id)
+    assert len(pulled) == LOOKAHEAD + 1
+    third = next(stream)
+    assert third["span_id"] == trace[1].span_id
+    assert len(pulled) == LOOKAHEAD + 2
+    assert len(list(stream)) == 2 * len(trace) - 3
 
 
 def test_stdin_and_the_module_entry_point(tmp_path: Path) -> None:

@@ -195,6 +195,37 @@ def test_the_act_carries_the_models_call_id_handed_over_at_start(rig: Rig) -> No
     assert got[2]["call_id"] == "call_" + got[2]["span_id"]
 
 
+def test_act_and_observe_are_linked_to_the_model_call_that_asked_as_the_views_link_them(rig: Rig) -> None:
+    # The model call ends before the tools it asked for start: the processor indexes its requests, so the
+    # tool spans (which carry no id of the model's) get the model's ids, as to_events gives them.
+    got: list[Event] = []
+    rig.processor.subscribe(got.append)
+    calls = [
+        {"type": "tool_call", "id": "call_paris", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"type": "tool_call", "id": "call_oslo", "name": "get_weather", "arguments": {"city": "Oslo"}},
+    ]
+    with rig.tracer.start_as_current_span(
+        "invoke_agent planner", attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
+    ):
+        with rig.tracer.start_as_current_span(
+            "chat model",
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: "chat",
+                sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": calls}]),
+            },
+        ) as llm:
+            llm_id = format(llm.get_span_context().span_id, "016x")
+        for city in ("Oslo", "Paris"):  # not in the order asked: matched by arguments
+            rig.tool("get_weather", {"city": city}, lambda: {"ok": True})
+    assert [(e["type"], e["call_id"], e["requested_by"]) for e in got] == [
+        ("act", "call_oslo", llm_id),
+        ("observe", "call_oslo", llm_id),
+        ("act", "call_paris", llm_id),
+        ("observe", "call_paris", llm_id),
+    ]
+    assert got == to_events(from_readable_spans(rig.finished()))
+
+
 async def test_async_and_async_generator_tools_emit_act_before_and_observe_after(rig: Rig) -> None:
     got: list[Event] = []
     rig.processor.subscribe(got.append)

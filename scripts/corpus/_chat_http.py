@@ -55,12 +55,28 @@ class ScriptedChat:
         self.requests: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        return self._answer(request, httpx)
+
+    def _answer(self, request: Any, module: Any) -> Any:
         if not request.url.path.endswith("/chat/completions"):
-            return httpx.Response(404, json={"error": {"message": f"not scripted: {request.url.path}"}})
+            return module.Response(404, json={"error": {"message": f"not scripted: {request.url.path}"}})
         self.requests.append(json.loads(request.content))
         body = _completion(min(self.turn, len(rec.USAGE) - 1), self.final_call)
         self.turn += 1
-        return httpx.Response(200, json=body)
+        return module.Response(200, json=body)
+
+    def legacy_transport(self) -> Any:
+        """The script as a transport of the classic ``httpx`` package (for a framework that builds its own
+        ``httpx.Client`` and hands it to the OpenAI SDK, as Haystack does)."""
+        import httpx as legacy
+
+        return legacy.MockTransport(lambda request: self._answer(request, legacy))
+
+    def legacy_client(self) -> Any:
+        """A classic ``httpx.Client`` over the script (for a framework that accepts no other kind)."""
+        import httpx as legacy
+
+        return legacy.Client(transport=self.legacy_transport())
 
     def async_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.MockTransport(self))

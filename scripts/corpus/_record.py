@@ -41,6 +41,15 @@ USAGE = [
 
 _lock = threading.Lock()
 _ran: list[dict[str, Any]] = []
+# A framework that names the tools the model sees its own way (Semantic Kernel: ``Plugin-function``).
+_names: dict[str, str] = {}
+
+
+def rename_tools(names: dict[str, str]) -> None:
+    """The model asks for (and the ground truth records) each tool under the framework's own name."""
+    _names.update(names)
+    for call in CALLS:
+        call["name"] = names.get(call["name"], call["name"])
 
 
 def _call_id(name: str, arguments: dict[str, Any]) -> str:
@@ -60,7 +69,8 @@ def get_weather(city: str) -> dict[str, Any]:
     """The tool body every framework wraps: records what it really ran with."""
     result = {"city": city, **WEATHER[city]}
     with _lock:
-        _ran.append({"name": "get_weather", "arguments": {"city": city}, "result": result, "error": None})
+        name = _names.get("get_weather", "get_weather")
+        _ran.append({"name": name, "arguments": {"city": city}, "result": result, "error": None})
     return result
 
 
@@ -70,7 +80,7 @@ def get_population(city: str, error: type[Exception] = ValueError) -> int:
     with _lock:
         _ran.append(
             {
-                "name": "get_population",
+                "name": _names.get("get_population", "get_population"),
                 "arguments": {"city": city},
                 "result": None,
                 "error": {"type": error.__name__, "message": message},
@@ -98,7 +108,10 @@ class Recording:
         self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
         return self.logger_provider
 
-    def write(self, out_dir: str | Path, framework: str, versions: dict[str, str]) -> None:
+    def write(
+        self, out_dir: str | Path, framework: str, versions: dict[str, str], ended_by: str | None = None
+    ) -> None:
+        """``ended_by``: the error that ended the run before the model's final answer (one model call)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.tracer_provider.force_flush()
@@ -119,9 +132,10 @@ class Recording:
             "framework": framework,
             "versions": versions,
             "user_request": USER_REQUEST,
-            "final_answer": FINAL_ANSWER,
+            "final_answer": FINAL_ANSWER if ended_by is None else None,
+            "ended_by": ended_by,
             "model": MODEL,
-            "usage": USAGE,
+            "usage": USAGE if ended_by is None else USAGE[:1],
             "tool_calls": sorted(
                 ({"call_id": _call_id(r["name"], r["arguments"]), **r} for r in _ran),
                 key=lambda r: r["call_id"],

@@ -19,6 +19,16 @@ RUNS=(
   "strands_latest|strands|run_strands.py latest"
   "smolagents|smolagents|run_smolagents.py"
   "openai_v2|openai_v2|run_openai_v2.py"
+  "google_adk_default|google_adk|run_google_adk.py default"
+  "google_adk_legacy|google_adk|run_google_adk.py legacy"
+  "google_adk_default_raising|google_adk|run_google_adk.py default_raising"
+  "google_adk_legacy_raising|google_adk|run_google_adk.py legacy_raising"
+  "semantic_kernel|semantic_kernel|run_semantic_kernel.py"
+  "llamaindex_openinference|llamaindex_openinference|run_llamaindex.py"
+  "haystack|haystack|run_haystack.py"
+  "crewai_openinference|crewai_openinference|run_crewai.py"
+  "agno_openinference|agno_openinference|run_agno.py"
+  "autogen_agentchat|autogen|run_autogen.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

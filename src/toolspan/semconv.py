@@ -236,3 +236,26 @@ MCP_METHOD_NAME: Final = "mcp.method.name"
 TRUNCATION_MARKER: Final = "...[truncated"
 TRUNCATION_FALLBACK_KEY: Final = "toolspan.truncated"
 REDACTED_VALUE: Final = "[REDACTED]"
+# --- Read by the bridge only: the frameworks' own conventions (issue 20, docs/frameworks.md) --------
+# Google ADK: its legacy schema (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) keeps content in these; its
+# ``call_llm`` span (the model call) holds the model's response, ``execute_tool`` spans the tool's.
+ADK_LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+# ADK's span of merged parallel responses (for its web UI; runs no tool) and its placeholder value.
+ADK_MERGED_TOOLS: Final = "(merged tools)"
+ADK_NOT_SPECIFIED: Final = "<not specified>"
+# Haystack's own tracer (haystack.tracing, OpenTelemetry backend).
+HAYSTACK_TOOL_NAME: Final = "haystack.tool.name"
+HAYSTACK_TOOL_INPUT: Final = "haystack.agent.step.tool.input"
+HAYSTACK_TOOL_OUTPUT: Final = "haystack.agent.step.tool.output"
+HAYSTACK_TOOL_ERROR: Final = "haystack.tool.error"
+HAYSTACK_AGENT_RUN: Final = "haystack.agent.run"
+HAYSTACK_AGENT_INPUT: Final = "haystack.agent.input"
+HAYSTACK_AGENT_OUTPUT: Final = "haystack.agent.output"
+HAYSTACK_LLM_OUTPUT: Final = "haystack.agent.step.llm.output"
+HAYSTACK_LLM_STEP: Final = "haystack.agent.step.llm"
+HAYSTACK_TOOL_STEP: Final = "haystack.agent.step.tool"
+# LlamaIndex (via OpenInference): the LLM-kind span of the method that only prepares a request.
+LLAMAINDEX_PREPARE_CHAT: Final = "._prepare_chat_with_tools"

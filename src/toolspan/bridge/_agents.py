@@ -70,6 +70,8 @@ _LC_ROLES: Final[Mapping[str, str]] = {
 def _lc_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
     """A LangChain message (serialised, ``{"type", "data"}`` or plain) as ``{"role", "content"}``."""
     if "role" in message:
+        if message["role"] == "model":  # Gemini's name for the assistant
+            return {**message, "role": "assistant"}
         return message
     kind: Any = message.get("type")
     inner: Any = message
@@ -94,6 +96,8 @@ def _unwrap(value: Any) -> Any:
             value = value.get("outputs") if isinstance(value.get("outputs"), dict) else value["inputs"]
         elif isinstance(value.get("messages"), list):
             value = value["messages"]
+        elif isinstance(value.get("replies"), list):  # a Haystack chat generator's output
+            value = value["replies"]
         elif isinstance(value.get("generations"), list):
             rows = [g for row in value["generations"] for g in (row if isinstance(row, list) else [row])]
             value = [
@@ -103,6 +107,10 @@ def _unwrap(value: Any) -> Any:
             ]
         elif isinstance(value.get("task"), str):  # smolagents' run(task=...)
             return value["task"]
+        elif isinstance(value.get("contents"), list):  # a Gemini request (Google ADK's llm_request)
+            value = value["contents"]
+        elif isinstance(value.get("content"), dict) and "parts" in value["content"]:  # a Gemini response
+            value = [value["content"]]
         else:
             break
     if isinstance(value, list):
@@ -111,8 +119,19 @@ def _unwrap(value: Any) -> Any:
     return value
 
 
+def _workflow_record(value: Any) -> bool:
+    """A LlamaIndex workflow's own record of a run (its start state, its ``StopEvent`` repr): no message in
+    it; the run's messages are those of its model calls."""
+    if isinstance(value, str):
+        return value.startswith("StopEvent(")
+    return isinstance(value, dict) and "start_event" in value and "init_state" in value
+
+
 def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
-    value = _unwrap(parse_json(value))
+    value = parse_json(value)
+    if _workflow_record(value):
+        return None
+    value = _unwrap(value)
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "role" in value:
@@ -133,10 +152,53 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _oi_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    """OpenInference's flattened ``<prefix>.<i>.message.{role,content}`` as message dicts."""
+    found: dict[int, dict[str, Any]] = {}
+    head = prefix + "."
+    for key, value in attrs.items():
+        if not key.startswith(head):
+            continue
+        index, _, field = key[len(head) :].partition(".message.")
+        if index.isdigit() and field in ("role", "content"):
+            found.setdefault(int(index), {})[field] = value
+    return [found[i] for i in sorted(found)] or None
+
+
+_CREWAI_TASK_OUTPUT: Final = frozenset({"description", "raw", "expected_output", "agent"})
+
+
+def _crewai_task(attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """CrewAI's ``TaskOutput`` an agent span recorded as its output (via OpenInference): the task it was
+    given (``description``) and its answer (``raw``). Its input is CrewAI's own record of the agent's
+    configuration, no message."""
+    value = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
+    if isinstance(value, dict) and value.keys() >= _CREWAI_TASK_OUTPUT:
+        return value
+    return None
+
+
 def agent_input_text(span: Span) -> str | None:
     """What the user asked this agent (the last user message of its input), if recorded."""
     attrs = content_attributes(span, is_tool=False)
-    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
+    task = _crewai_task(attrs)
+    if task is not None and isinstance(task["description"], str):
+        return str(task["description"])
+    messages = (
+        _oi_messages(attrs, sc.OI_LLM_INPUT_MESSAGES) if sc.GEN_AI_INPUT_MESSAGES not in attrs else None
+    )
+    if messages is not None and any(m.get("content") for m in messages):
+        # A model call's own messages (LlamaIndex's input.value holds Python reprs of its messages).
+        text = _messages_text(messages, "user", last_only=True)
+        if text:
+            return text
+    for key in (
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.OI_INPUT_VALUE,
+        sc.TRACELOOP_ENTITY_INPUT,
+        sc.ADK_LLM_REQUEST,
+        sc.HAYSTACK_AGENT_INPUT,
+    ):
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "user", last_only=True)
@@ -146,7 +208,23 @@ def agent_input_text(span: Span) -> str | None:
 def agent_output_text(span: Span) -> str | None:
     """What this agent answered (the text of its assistant output messages), if recorded."""
     attrs = content_attributes(span, is_tool=False)
-    for key in (sc.GEN_AI_OUTPUT_MESSAGES, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
+    task = _crewai_task(attrs)
+    if task is not None and isinstance(task["raw"], str):
+        return str(task["raw"])
+    messages = (
+        _oi_messages(attrs, sc.OI_LLM_OUTPUT_MESSAGES) if sc.GEN_AI_OUTPUT_MESSAGES not in attrs else None
+    )
+    if messages is not None and any(m.get("content") for m in messages):
+        # A model call's own messages (LlamaIndex's output.value is a text rendering: "assistant: ...").
+        return _messages_text(messages, "assistant", last_only=False)
+    for key in (
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.OI_OUTPUT_VALUE,
+        sc.TRACELOOP_ENTITY_OUTPUT,
+        sc.ADK_LLM_RESPONSE,
+        sc.HAYSTACK_AGENT_OUTPUT,
+        sc.HAYSTACK_LLM_OUTPUT,
+    ):
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "assistant", last_only=False)

@@ -6,6 +6,7 @@ See ``toolspan.bridge.facts`` for the order the conventions are read in.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from json.scanner import make_scanner
 from typing import Any, Final
@@ -47,6 +48,7 @@ _TRACELOOP_KINDS: Final[Mapping[str, str]] = {
     sc.TRACELOOP_KIND_WORKFLOW: CHAIN,
     sc.TRACELOOP_KIND_TASK: CHAIN,
 }
+_LLAMAINDEX_AGENT_RUN: Final = re.compile(r"\w{0,100}(?:Agent|AgentWorkflow)\.run")
 _JSON_START: Final = frozenset('{["-0123456789tfn')
 _scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
@@ -56,6 +58,9 @@ def classify(span: Span) -> str:
     attrs = span.attributes
     if sc.TOOLSPAN_PLAN_NAME in attrs:
         return PLAN
+    if attrs.get(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
+        # Google ADK's record of merged parallel responses, for its web UI: every call has its own span.
+        return OTHER
     op = attrs.get(sc.GEN_AI_OPERATION_NAME)
     if op is not None:
         kind = _OP_KINDS.get(op) if isinstance(op, str) else None
@@ -64,6 +69,12 @@ def classify(span: Span) -> str:
     oi = attrs.get(sc.OPENINFERENCE_SPAN_KIND)
     if isinstance(oi, str):
         kind = _OI_KINDS.get(oi.upper())
+        if kind == LLM and span.name.endswith(sc.LLAMAINDEX_PREPARE_CHAT):
+            # LlamaIndex's step that builds the request (messages and tools): no model is called in it.
+            return CHAIN
+        if kind == CHAIN and _LLAMAINDEX_AGENT_RUN.fullmatch(span.name):
+            # LlamaIndex's agent workflows (``FunctionAgent.run``, ``AgentWorkflow.run``) are CHAIN spans.
+            return AGENT
         if kind is not None:
             return kind
     tl = attrs.get(sc.TRACELOOP_SPAN_KIND)
@@ -73,6 +84,15 @@ def classify(span: Span) -> str:
             return kind
     if sc.GEN_AI_TOOL_NAME in attrs or span.name.startswith(sc.TOOL_SPAN_PREFIX):
         return TOOL
+    if sc.HAYSTACK_TOOL_NAME in attrs or span.name == sc.HAYSTACK_TOOL_STEP:
+        return TOOL
+    if span.name == sc.HAYSTACK_AGENT_RUN:
+        return AGENT
+    if span.name == sc.HAYSTACK_LLM_STEP:
+        return LLM
+    if sc.ADK_LLM_RESPONSE in attrs:
+        # Google ADK's legacy ``call_llm`` span (its own model call, with the model's response).
+        return LLM
     return OTHER
 
 

@@ -82,6 +82,9 @@ def _finish(attrs: Mapping[str, Any]) -> str | None:
     # smolagents records the provider's response only as the text of the SDK object (``raw``) in its
     # output message: read the one field the OpenAI SDK prints in a fixed form, ``finish_reason='...'``.
     output = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
+    reason = output.get("finish_reason") if isinstance(output, Mapping) else None
+    if isinstance(reason, str) and reason:  # a model client's result object (AutoGen's CreateResult)
+        return reason
     raw = output.get("raw") if isinstance(output, Mapping) else None
     if isinstance(raw, str):
         found = _RAW_FINISH.findall(raw)
@@ -113,6 +116,17 @@ def _response_metadata(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
     return found
 
 
+def _haystack_meta(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``meta`` of the last reply a Haystack agent's llm step recorded (model, finish reason, usage)."""
+    output = parse_json(attrs.get(sc.HAYSTACK_LLM_OUTPUT))
+    replies = output.get("replies") if isinstance(output, Mapping) else None
+    if isinstance(replies, list) and replies and isinstance(replies[-1], Mapping):
+        meta = replies[-1].get("meta")
+        if isinstance(meta, Mapping):
+            return meta
+    return {}
+
+
 def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:
     """The model call recorded by the LLM span ``span`` (fields ``None`` where the span says nothing).
 
@@ -141,6 +155,23 @@ def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:
         reasoning_tokens=_int(attrs, sc.GEN_AI_USAGE_REASONING_TOKENS, sc.OI_TOKEN_COUNT_REASONING),
     )
     finish = _finish(attrs)
+    haystack = _haystack_meta(attrs) if sc.HAYSTACK_LLM_OUTPUT in attrs else {}
+    if haystack:
+        found = haystack.get("usage")
+        counts: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        usage = Usage(
+            input_tokens=usage.input_tokens
+            if usage.input_tokens is not None
+            else _int(counts, "prompt_tokens", "input_tokens"),
+            output_tokens=usage.output_tokens
+            if usage.output_tokens is not None
+            else _int(counts, "completion_tokens", "output_tokens"),
+            cached_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+        )
+        name, reason = haystack.get("model"), haystack.get("finish_reason")
+        model = model or (name if isinstance(name, str) and name else None)
+        finish = finish or (reason if isinstance(reason, str) and reason else None)
     for source in (span, *enclosing):
         if model is not None and finish is not None:
             break

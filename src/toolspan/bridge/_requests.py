@@ -11,7 +11,6 @@ Requests are read from (first that has any wins):
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
+from toolspan.bridge._pyliteral import NotALiteral, python_literal
 from toolspan.bridge.model import Span
 
 __all__ = ["Requested", "normal_arguments", "normal_result", "requested_calls", "result_call_id"]
@@ -29,7 +29,6 @@ _OI_CALL: Final = re.compile(
 )
 _TL_CALL: Final = re.compile(re.escape(sc.TRACELOOP_COMPLETION_PREFIX) + r"(\d+)\.tool_calls\.(\d+)\.(.+)")
 _MAX_DEPTH: Final = 8
-_MAX_LITERAL: Final = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +84,12 @@ def _one_call(call: Mapping[str, Any]) -> Requested | None:
     use = call.get("toolUse")
     if isinstance(use, Mapping):  # Bedrock / Strands
         call = {"id": use.get("toolUseId"), "name": use.get("name"), "args": use.get("input")}
+    gemini = call.get("function_call")
+    if isinstance(gemini, Mapping):  # Gemini parts (Google ADK)
+        call = gemini
+    haystack = call.get("tool_call")
+    if isinstance(haystack, Mapping) and "tool_name" in haystack:  # Haystack ChatMessage content
+        call = {"id": haystack.get("id"), "name": haystack["tool_name"], "args": haystack.get("arguments")}
     function = call.get("function")
     if isinstance(function, Mapping):  # OpenAI
         name, arguments = function.get("name"), function.get("arguments")
@@ -102,7 +107,11 @@ def _walk_calls(value: Any, depth: int = 0) -> Iterator[Requested]:
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, Mapping):
-        if isinstance(value.get("toolUse"), Mapping):
+        if (
+            isinstance(value.get("toolUse"), Mapping)
+            or isinstance(value.get("function_call"), Mapping)
+            or (isinstance(value.get("tool_call"), Mapping) and "tool_name" in value["tool_call"])
+        ):
             found = _one_call(value)
             if found is not None:
                 yield found
@@ -134,7 +143,12 @@ def requested_calls(span: Span) -> list[Requested]:
     if not found:
         found = _flattened(attrs, _TL_CALL, "name", "arguments")
     if not found:
-        for source in (outputs, parse_json(attrs.get(sc.OI_OUTPUT_VALUE))):
+        for source in (
+            outputs,
+            parse_json(attrs.get(sc.OI_OUTPUT_VALUE)),
+            parse_json(attrs.get(sc.ADK_LLM_RESPONSE)),
+            parse_json(attrs.get(sc.HAYSTACK_LLM_OUTPUT)),
+        ):
             found = list(_walk_calls(source, 1))
             if found:
                 break
@@ -145,12 +159,11 @@ def requested_calls(span: Span) -> list[Requested]:
 
 
 def _literal(text: str) -> Any:
-    """A Python literal (``"{'city': 'Paris'}"``, as LangChain's ``input_str`` has it), else ``text``."""
-    if len(text) > _MAX_LITERAL:
-        return text
+    """A Python literal (``"{'city': 'Paris'}"``, as LangChain's ``input_str`` and Semantic Kernel's
+    results have it), else ``text``."""
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return python_literal(text)
+    except NotALiteral:
         return text
 
 
@@ -158,13 +171,16 @@ def normal_arguments(value: Any) -> Any:
     """Unwrap a framework's record of a call into its arguments where the wrapper is recognisable.
 
     smolagents: ``{"args": [], "kwargs": {...}, "sanitize_inputs_outputs": ...}``; LangChain callbacks via
-    OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``.
+    OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``; LlamaIndex via
+    OpenInference: ``{"kwargs": {...}}``.
     """
     if isinstance(value, dict):
         if "input_str" in value and isinstance(value["input_str"], str):
             inner = parse_json(value["input_str"])
             return _literal(inner) if isinstance(inner, str) else inner
         if isinstance(value.get("kwargs"), dict) and not value.get("args") and "args" in value:
+            return value["kwargs"]
+        if value.keys() == {"kwargs"} and isinstance(value["kwargs"], dict):  # LlamaIndex via OpenInference
             return value["kwargs"]
     return value
 
@@ -197,8 +213,14 @@ def result_call_id(value: Any) -> str | None:
     return None if cid in (None, "") else str(cid)
 
 
+_TOOL_OUTPUT: Final = frozenset({"tool_name", "raw_input", "raw_output"})
+
+
 def normal_result(value: Any) -> Any:
-    """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks."""
+    """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks;
+    LlamaIndex's ``ToolOutput`` (its ``raw_output``, the value the function returned)."""
+    if isinstance(value, Mapping) and value.keys() >= _TOOL_OUTPUT:
+        return value["raw_output"]
     message = _tool_message(value)
     if message is not None:
         value = message.get("content")
@@ -206,4 +228,8 @@ def normal_result(value: Any) -> Any:
         block = value[0]
         if set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text"):
             value = block["text"]
-    return parse_json(value)
+    value = parse_json(value)
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        # ``str()`` of a dict or list (Semantic Kernel's ``gen_ai.tool.call.result``), read as a literal.
+        value = _literal(value)
+    return value

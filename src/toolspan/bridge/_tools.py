@@ -56,18 +56,31 @@ def execution_id(span: Span) -> str:
     return ids.execution_id(span.span_id)
 
 
+# Values frameworks write where they have none (Google ADK's failure path): taken as absent.
+_PLACEHOLDERS: Final = frozenset({sc.ADK_NOT_SPECIFIED})
+
+
+def _placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value in _PLACEHOLDERS
+
+
+def _absent(value: Any) -> bool:
+    """No value: none at all, or a placeholder (an empty text is a value, a tool may return it)."""
+    return value is None or _placeholder(value)
+
+
 def call_id(span: Span) -> str:
     attrs = content_attributes(span, is_tool=True)
     for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
         value = attrs.get(key)
-        if value is not None and value != "":
+        if not _absent(value) and value != "":
             return str(value)
     return ids.synthetic_call_id(span.span_id)
 
 
 def tool_name(span: Span) -> str:
     attrs = span.attributes
-    for key in (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME, sc.TRACELOOP_ENTITY_NAME):
+    for key in (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME, sc.TRACELOOP_ENTITY_NAME, sc.HAYSTACK_TOOL_NAME):
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)
@@ -90,12 +103,15 @@ def _unwrap_traceloop_input(value: Any) -> Any:
 def tool_input(span: Span) -> Any:
     """The tool's arguments as a value (``None`` when the span has none)."""
     attrs = content_attributes(span, is_tool=True)
-    value = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
-    if value is not None:
-        return parse_json(value)
-    value = attrs.get(sc.OI_INPUT_VALUE)
-    if value is not None:
-        return parse_json(value)
+    for key in (
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+        sc.ADK_TOOL_CALL_ARGS,
+        sc.OI_INPUT_VALUE,
+        sc.HAYSTACK_TOOL_INPUT,
+    ):
+        value = attrs.get(key)
+        if not _absent(value):
+            return parse_json(value)
     value = attrs.get(sc.TRACELOOP_ENTITY_INPUT)
     if value is not None:
         return _unwrap_traceloop_input(parse_json(value))
@@ -111,10 +127,20 @@ def edited_input(span: Span) -> Any:
 def tool_output(span: Span) -> Any:
     """The tool's result as a value (``None`` when the span has none)."""
     attrs = content_attributes(span, is_tool=True)
-    for key in (sc.GEN_AI_TOOL_CALL_RESULT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
+    for key in (
+        sc.GEN_AI_TOOL_CALL_RESULT,
+        sc.ADK_TOOL_RESPONSE,
+        sc.OI_OUTPUT_VALUE,
+        sc.TRACELOOP_ENTITY_OUTPUT,
+        sc.HAYSTACK_TOOL_OUTPUT,
+    ):
         value = attrs.get(key)
-        if value is not None:
-            return parse_json(value)
+        if not _absent(value):
+            value = parse_json(value)
+            # ADK's failure path: {"result": "<not specified>"} where no response was made.
+            if isinstance(value, dict) and len(value) == 1 and _placeholder(value.get("result")):
+                return None
+            return value
     return None
 
 
@@ -147,7 +173,7 @@ def tool_state(span: Span) -> str:
         return sc.STATE_CANCELLED
     if span.events and _decision(span) == "deny":
         return sc.STATE_DENIED
-    if span.status == "ERROR" or _legacy_error(attrs):
+    if span.status == "ERROR" or _legacy_error(attrs) or attrs.get(sc.HAYSTACK_TOOL_ERROR):
         return sc.STATE_FAILED
     return sc.STATE_COMPLETED
 
@@ -165,9 +191,14 @@ def tool_error(span: Span, state: str | None = None) -> str | None:
                 return f"{etype}: {message}"
             if etype or message:
                 return str(etype or message)
+    error_type = span.attributes.get(sc.ERROR_TYPE)
+    detail = _result_error(span)
+    if detail is not None:
+        # The error went back to the model as the tool's result (an error handler's ``{"error": ...}``).
+        kind = span.status_message or error_type
+        return f"{kind}: {detail}" if kind and kind != detail else detail
     if span.status_message:
         return span.status_message
-    error_type = span.attributes.get(sc.ERROR_TYPE)
     if state == sc.STATE_DENIED:
         note = None
         for event in span.events:
@@ -181,6 +212,13 @@ def tool_error(span: Span, state: str | None = None) -> str | None:
     if state == sc.STATE_SEALED:
         return "The tool call never finished"
     return "Tool call failed"
+
+
+def _result_error(span: Span) -> str | None:
+    value = tool_output(span)
+    if isinstance(value, dict) and isinstance(value.get("error"), str) and value["error"]:
+        return str(value["error"])
+    return None
 
 
 def parent_tool_ids(span: Span) -> tuple[str | None, str | None]:

@@ -9,6 +9,12 @@ Conventions read (first match wins, in this order):
 3. OpenInference: ``openinference.span.kind`` TOOL / AGENT / LLM / EMBEDDING / CHAIN / RETRIEVER.
 4. OpenLLMetry: ``traceloop.span.kind`` tool / agent / workflow / task (the last two -> ``chain``).
 5. Older GenAI spans with only ``gen_ai.tool.name``, or a span named ``execute_tool {name}`` -> ``tool``.
+6. Frameworks' own tracers (``docs/frameworks.md``): Haystack's ``haystack.agent.run`` / ``.step.llm`` /
+   ``.step.tool`` -> ``agent`` / ``llm`` / ``tool``; Google ADK's legacy ``call_llm`` (with
+   ``gcp.vertex.agent.llm_response``) -> ``llm``. ADK's ``execute_tool (merged)`` span, named
+   ``(merged tools)``, runs no tool (each call has its own span): ``other``. A model call recorded inside
+   another (ADK's ``generate_content`` under its ``call_llm``) is counted once, by the outer one (the
+   views' ``TraceIndex``).
 
 Everything else is ``other``. MCP transport spans (``POST /mcp/tools/call`` in the Jaeger agent fixture) carry
 no tool attributes: they are the HTTP leg of the ``execute_tool`` span above them, so they stay ``other``

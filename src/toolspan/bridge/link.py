@@ -1,26 +1,35 @@
 """Link each executed tool call to the model call (generation) that asked for it.
 
-For one trace: the requests of every LLM span (``_requests.requested_calls``) are matched to the tool spans,
-each request used once. A tool span is matched, in this order, to
+One implementation for every path: a ``RequestIndex`` per trace holds the tool calls its model calls
+asked for (``_requests.requested_calls``), each used once, and the parent links of the spans it has seen
+(for the agent scope below). The views build one over a whole trace (``link_tool_calls``); a stream
+(``toolspan convert --to events``, the live processor) keeps one per trace in a bounded ``StreamLinker``
+and feeds it spans as they come: a model call ends before the tools it asked for start, so its requests
+are known when their tool spans arrive, without holding the file.
+
+A tool span is matched, in this order, to
 1. the request with its own model call id (on the span, in a ToolMessage it returned, or on the span that
    dispatched it: LangGraph's ``tools`` task records ``{"tool_call": {"id": ...}}`` as its input);
 2. the first unused request of the same name and arguments;
 3. the first unused request of the same name, when the span's arguments are lossy (a bare value for a
    one-argument tool, or none at all).
 Candidates are requests of model calls that started before the tool span, under the same agent run (the
-nearest agent ancestor), latest model call first. A match fills in the model's call id and the arguments
-as the model sent them when the span lacks them, and sets ``requested_by`` to the model call's span id.
+nearest agent ancestor the index knows of; a stream that has not seen the agent span yet scopes to the
+trace), latest model call first. A match fills in the model's call id and the arguments as the model sent
+them when the span lacks them, and sets ``requested_by`` to the model call's span id.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import re
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan._kernel import ids
-from toolspan.bridge._kinds import AGENT, LLM, TOOL, parse_json
+from toolspan.bridge._kinds import AGENT, LLM, TOOL, classify, parse_json
 from toolspan.bridge._requests import (
     Requested,
     normal_arguments,
@@ -28,21 +37,46 @@ from toolspan.bridge._requests import (
     requested_calls,
     result_call_id,
 )
-from toolspan.bridge._tools import ToolCallRecord, tool_call
+from toolspan.bridge._tools import ToolCallRecord, tool_call, tool_error, tool_name, tool_state
+from toolspan.bridge._tools import call_id as tool_call_id
 from toolspan.bridge.model import Span
 
-__all__ = ["link_tool_calls"]
+__all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]
+
+# Spans a stream reads ahead before it links a tool span: its model call may come later in the file, in
+# the same export request (the SDK's batch processor sends up to 512 spans a request, grouped by scope).
+LOOKAHEAD = 1024
+# A stream's bounds: traces whose index is kept (the least recently noted dropped first; more than one
+# read-ahead can touch), entries (parent links, requests) over all of them, and per trace the model
+# requests and parent links kept (the oldest dropped first). Read when a stream starts.
+MAX_TRACES = 2 * LOOKAHEAD
+MAX_ENTRIES = 1 << 17
+MAX_REQUESTS = 4096
+MAX_PARENTS = 16384
 
 
 def _own_id(call: ToolCallRecord) -> str | None:
     return None if call.call_id == ids.synthetic_call_id(call.span.span_id) else call.call_id
 
 
-def _dispatch_id(parent: Span | None) -> str | None:
+# LlamaIndex's ``call_tool`` step records its event as a Python repr: ``ToolCall(..., tool_id='call_1')``.
+_LLAMAINDEX_TOOL_ID: Final = re.compile(r"^ToolCall\(.*?\btool_id='([^'\\]{1,256})'", re.DOTALL)
+
+
+def dispatch_id(parent: Span | None) -> str | None:
+    """The model's call id recorded by the span that dispatched a tool: LangGraph's ``tools`` task,
+    LlamaIndex's ``call_tool`` workflow step."""
     if parent is None:
         return None
     for key in (sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
-        value = parse_json(parent.attributes.get(key))
+        raw = parent.attributes.get(key)
+        if not isinstance(raw, str) or ("tool_call" not in raw and "ToolCall(" not in raw):
+            continue  # parsed only when it may hold a call (most spans' inputs hold none)
+        value = parse_json(raw)
+        if isinstance(value, Mapping) and isinstance(value.get("ev"), str):
+            found = _LLAMAINDEX_TOOL_ID.match(value["ev"][:4096])
+            if found:
+                return found[1]
         if isinstance(value, Mapping) and isinstance(value.get("inputs"), Mapping):
             value = value["inputs"]
         call = value.get("tool_call") if isinstance(value, Mapping) else None
@@ -67,33 +101,22 @@ def _lossy(tool_args: Any) -> bool:
     return not isinstance(tool_args, Mapping)
 
 
-def _agents(i: int, parent: Sequence[int | None], kinds: Sequence[str]) -> list[int | None]:
-    """The agent spans above ``i``, nearest first, ending with ``None`` (the trace itself)."""
-    out: list[int | None] = []
-    p = parent[i]
-    seen = 0
-    while p is not None and seen <= len(parent):
-        if kinds[p] == AGENT:
-            out.append(p)
-        p = parent[p]
-        seen += 1
-    out.append(None)
-    return out
+@dataclasses.dataclass(slots=True)
+class _Request:
+    llm: str  # the model call's span id
+    start_ns: int
+    order: int
+    request: Requested
 
 
-def _pick(
-    candidates: list[tuple[int, int, Requested]],
-    test: Callable[[Requested], bool],
-) -> tuple[int, int, Requested] | None:
+def _pick(candidates: list[_Request], test: Callable[[Requested], bool]) -> _Request | None:
     for item in candidates:
-        if test(item[2]):
+        if test(item.request):
             return item
     return None
 
 
-def _match(
-    candidates: list[tuple[int, int, Requested]], name: str, args: Any, known_id: str | None
-) -> tuple[int, int, Requested] | None:
+def _match(candidates: list[_Request], name: str, args: Any, known_id: str | None) -> _Request | None:
     match = None
     if known_id is not None:
         match = _pick(candidates, lambda r: r.id == known_id)
@@ -104,48 +127,352 @@ def _match(
     return match
 
 
-def link_tool_calls(
-    spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]
-) -> dict[int, ToolCallRecord]:
-    """The tool call of every tool span of one trace (by index), linked to the model call that asked."""
-    calls = {i: tool_call(span) for i, span in enumerate(spans) if kinds[i] == TOOL}
-    llms = sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (spans[i].start_ns, i))
-    requests: list[tuple[int, int, Requested]] = [
-        (llm, order, req) for llm in llms for order, req in enumerate(requested_calls(spans[llm]))
-    ]
-    used: set[tuple[int, int]] = set()
-    llm_agents = {i: _agents(i, parent, kinds) for i in llms}
-    out: dict[int, ToolCallRecord] = {}
-    for i in sorted(calls, key=lambda i: (spans[i].start_ns, i)):
-        call = calls[i]
+class RequestIndex:
+    """The model requests of one trace, each used once, and the parent links of the spans seen."""
+
+    def __init__(self, max_requests: int | None = None, max_parents: int | None = None) -> None:
+        self._requests: list[_Request] = []
+        self._parents: OrderedDict[str, tuple[str | None, bool]] = OrderedDict()
+        self._dispatched: dict[str, str] = {}
+        # Tool spans seen: name and parent; the failed ones' error (for a call recorded twice, nested).
+        self._tools: dict[str, _ToolSeen] = {}
+        self._tool_children: dict[str, list[str]] = {}
+        self._tool_errors: dict[str, tuple[str, str]] = {}
+        self._max_requests = max_requests
+        self._max_parents = max_parents
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+    def size(self) -> int:
+        """Entries held: parent links and requests."""
+        return len(self._parents) + len(self._requests)
+
+    def see(self, span: Span, kind: str) -> None:
+        """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
+        self._parents[span.span_id] = (span.parent_span_id, kind == AGENT)
+        if self._max_parents is not None and len(self._parents) > self._max_parents:
+            dropped, _ = self._parents.popitem(last=False)
+            self._dispatched.pop(dropped, None)
+            self._tool_errors.pop(dropped, None)
+            self._tool_children.pop(dropped, None)
+            self._tools.pop(dropped, None)
+
+    def see_streamed(self, span: Span, kind: str) -> None:
+        """What a stream needs besides ``see`` (the views read it off the whole trace): the model's call id
+        a dispatching span recorded, and the tool spans (a call recorded twice, nested)."""
+        if kind == TOOL:
+            if span.span_id not in self._tools:
+                self._tools[span.span_id] = _seen(span)
+                if span.parent_span_id is not None:
+                    self._tool_children.setdefault(span.parent_span_id, []).append(span.span_id)
+            if span.end_ns is not None:
+                state = tool_state(span)
+                error = tool_error(span, state)
+                if error is not None:
+                    self._tool_errors[span.span_id] = (error, state)
+        elif kind != LLM:
+            found = dispatch_id(span)
+            if found is not None:
+                self._dispatched[span.span_id] = found
+
+    def is_leg(self, span: Span) -> bool:
+        """Whether tool span ``span`` records its parent tool span's call a second time (``tool_legs``)."""
+        pid = span.parent_span_id
+        parent = None if pid is None else self._tools.get(pid)
+        own = self._tools.get(span.span_id)
+        return parent is not None and own is not None and _same_call(own, parent)
+
+    def leg_error(self, span: Span) -> tuple[str, str] | None:
+        """The error and state of a nested record of ``span``'s call that failed, if one was seen."""
+        own = self._tools.get(span.span_id)
+        for child in self._tool_children.get(span.span_id, ()):
+            entry = self._tools.get(child)
+            if (
+                own is not None
+                and entry is not None
+                and _same_call(entry, own)
+                and child in self._tool_errors
+            ):
+                return self._tool_errors[child]
+        return None
+
+    def dispatched(self, span: Span) -> str | None:
+        """The model's call id recorded by the span that dispatched ``span``, if it was seen."""
+        pid = span.parent_span_id
+        return None if pid is None else self._dispatched.get(pid)
+
+    def add_model_call(self, span: Span) -> None:
+        """Index the requests of the model call ``span`` (an LLM span)."""
+        for order, req in enumerate(requested_calls(span)):
+            self._requests.append(_Request(span.span_id, span.start_ns, order, req))
+        if self._max_requests is not None and len(self._requests) > self._max_requests:
+            del self._requests[: len(self._requests) - self._max_requests]
+
+    def _agents(self, span_id: str) -> list[str | None]:
+        """The agent spans above ``span_id``, nearest first, ending with ``None`` (the trace itself)."""
+        out: list[str | None] = []
+        entry = self._parents.get(span_id)
+        seen = 0
+        while entry is not None and entry[0] is not None and seen <= len(self._parents):
+            pid = entry[0]
+            entry = self._parents.get(pid)
+            if entry is not None and entry[1]:
+                out.append(pid)
+            seen += 1
+        out.append(None)
+        return out
+
+    def link(self, call: ToolCallRecord, dispatched: str | None = None) -> ToolCallRecord:
+        """``call`` with its arguments and result unwrapped, linked to the request it answers (used up).
+
+        ``dispatched``: the model's call id recorded by the span that dispatched the tool, if known.
+        """
+        return self.linked(call, dispatched)[0]
+
+    def linked(
+        self, call: ToolCallRecord, dispatched: str | None = None, *, consume: bool = True
+    ) -> tuple[ToolCallRecord, _Request | None]:
+        """``link``, and the request it used up (``None`` when none matched); ``consume=False``: matched
+        but left for a later call."""
         args = normal_arguments(call.input)
-        output = normal_result(call.output)
-        p = parent[i]
-        known_id = (
-            _own_id(call) or result_call_id(call.output) or _dispatch_id(None if p is None else spans[p])
-        )
-        start = spans[i].start_ns
-        # Same agent run: the tool's nearest agent is the model call's agent or one above it.
-        agent = _agents(i, parent, kinds)[0]
-        candidates = sorted(
-            (
-                r
-                for r in requests
-                if (r[0], r[1]) not in used and spans[r[0]].start_ns <= start and agent in llm_agents[r[0]]
-            ),
-            key=lambda r: (-spans[r[0]].start_ns, r[1]),
-        )
+        known_id = _own_id(call) or result_call_id(call.output) or dispatched
+        span = call.span
+        agent = self._agents(span.span_id)[0]
+        scopes: dict[str, list[str | None]] = {}
+        candidates = []
+        for r in self._requests:
+            if r.start_ns > span.start_ns:
+                continue
+            scope = scopes.get(r.llm)
+            if scope is None:
+                scope = scopes[r.llm] = self._agents(r.llm)
+            if agent in scope:
+                candidates.append(r)
+        candidates.sort(key=lambda r: (-r.start_ns, r.order))
         match = _match(candidates, call.name, args, known_id)
-        changes: dict[str, Any] = {"input": args, "output": output}
-        if match is not None:
-            used.add((match[0], match[1]))
-            req = match[2]
-            changes["requested_by"] = spans[match[0]].span_id
-            if _lossy(args) and req.arguments is not None:
-                changes["input"] = req.arguments
-            if known_id is None and req.id is not None:
-                known_id = req.id
-        if known_id is not None:
-            changes["call_id"] = known_id
-        out[i] = dataclasses.replace(call, **changes)
+        if match is not None and consume:
+            self._requests.remove(match)
+        return _applied(call, match, dispatched), match
+
+
+def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | None) -> ToolCallRecord:
+    """``call`` unwrapped, with what the request ``match`` fills in."""
+    args = normal_arguments(call.input)
+    known_id = _own_id(call) or result_call_id(call.output) or dispatched
+    changes: dict[str, Any] = {"input": args, "output": normal_result(call.output)}
+    if match is not None:
+        req = match.request
+        changes["requested_by"] = match.llm
+        if _lossy(args) and req.arguments is not None:
+            changes["input"] = req.arguments
+        if known_id is None and req.id is not None:
+            known_id = req.id
+    if known_id is not None:
+        changes["call_id"] = known_id
+    return dataclasses.replace(call, **changes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ToolSeen:
+    parent: str | None
+    name: str
+    scope: str
+    own_id: str | None
+
+
+def _seen(span: Span) -> _ToolSeen:
+    call_id = tool_call_id(span)
+    own = None if call_id == ids.synthetic_call_id(span.span_id) else call_id
+    return _ToolSeen(span.parent_span_id, tool_name(span), span.scope, own)
+
+
+def _same_call(inner: _ToolSeen, outer: _ToolSeen) -> bool:
+    # Another instrumentation's record of the same call: same tool, another scope, no other id. (A tool
+    # that calls itself is traced by one instrumentation: both spans have its scope.)
+    return (
+        inner.name == outer.name
+        and inner.scope != outer.scope
+        and (inner.own_id is None or outer.own_id is None or inner.own_id == outer.own_id)
+    )
+
+
+def tool_legs(spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]) -> dict[int, int]:
+    """``{inner: outer}``: a tool span right under a tool span of the same tool, written by another
+    instrumentation (another scope), with no other call id, is that call recorded a second time
+    (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call."""
+    out = {}
+    for i, kind in enumerate(kinds):
+        p = parent[i]
+        if (
+            kind == TOOL
+            and p is not None
+            and kinds[p] == TOOL
+            and _same_call(_seen(spans[i]), _seen(spans[p]))
+        ):
+            out[i] = p
     return out
+
+
+def _with_leg_error(call: ToolCallRecord, leg: tuple[str, str] | None) -> ToolCallRecord:
+    # The outer record of a call that failed inside (its own record shows no failure: AutoGen hands the
+    # error back to the model as the result, and OpenInference records that result).
+    if leg is None or call.error is not None:
+        return call
+    return dataclasses.replace(call, error=leg[0], state=leg[1], is_error=True)
+
+
+def link_tool_calls(
+    spans: Sequence[Span],
+    kinds: Sequence[str],
+    parent: Sequence[int | None],
+    legs: Mapping[int, int] | None = None,
+) -> dict[int, ToolCallRecord]:
+    """The tool call of every tool span of one trace (by index), linked to the model call that asked.
+
+    ``legs``: ``{inner: outer}`` of calls recorded twice (``tool_legs``; the inner ones are no tool in
+    ``kinds``): a failure the inner record shows is the outer call's.
+    """
+    index = RequestIndex()
+    for i, span in enumerate(spans):
+        index.see(span, kinds[i])
+    for i in sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (spans[i].start_ns, i)):
+        index.add_model_call(spans[i])
+    errors: dict[int, tuple[str, str]] = {}
+    for inner, outer in (legs or {}).items():
+        state = tool_state(spans[inner])
+        error = tool_error(spans[inner], state)
+        if error is not None:
+            errors.setdefault(outer, (error, state))
+    out: dict[int, ToolCallRecord] = {}
+    for i in sorted((i for i, k in enumerate(kinds) if k == TOOL), key=lambda i: (spans[i].start_ns, i)):
+        p = parent[i]
+        call = index.link(tool_call(spans[i]), None if p is None else dispatch_id(spans[p]))
+        out[i] = _with_leg_error(call, errors.get(i))
+    return out
+
+
+class StreamLinker:
+    """Links the tool calls of a stream of spans as they come, in bounded memory.
+
+    ``note(span)`` indexes every span's parent link and a model call's requests; ``link(span)`` returns a
+    tool span's call linked to the model call that asked for it (``None`` for any other span); ``feed``
+    does both. A span linked again (an open record, then its completion) gets the same link, unless the
+    open record's was provisional (it had neither the model's id nor its arguments: matched by name, it
+    used up no request).
+    Traces are dropped, the least recently noted first, past ``max_traces`` traces or ``max_entries``
+    indexed entries (parent links and requests) in all.
+    """
+
+    def __init__(
+        self,
+        max_traces: int | None = None,
+        max_requests: int | None = None,
+        max_parents: int | None = None,
+        max_entries: int | None = None,
+    ) -> None:
+        self._traces: OrderedDict[str, tuple[RequestIndex, dict[str, _Request]]] = OrderedDict()
+        self._max_traces = MAX_TRACES if max_traces is None else max_traces
+        self._max_requests = MAX_REQUESTS if max_requests is None else max_requests
+        self._max_parents = MAX_PARENTS if max_parents is None else max_parents
+        self._max_entries = MAX_ENTRIES if max_entries is None else max_entries
+        self._entries = 0
+
+    def __len__(self) -> int:
+        return len(self._traces)
+
+    @property
+    def entries(self) -> int:
+        """Parent links and requests indexed, over all the traces kept."""
+        return self._entries
+
+    def _new(self, trace_id: str) -> tuple[RequestIndex, dict[str, _Request]]:
+        entry: tuple[RequestIndex, dict[str, _Request]] = (
+            RequestIndex(self._max_requests, self._max_parents),
+            {},
+        )
+        self._traces[trace_id] = entry
+        return entry
+
+    def note(self, span: Span, kind: str | None = None) -> None:
+        """Index ``span``: its parent link, and a model call's requests."""
+        kind = classify(span) if kind is None else kind
+        entry = self._traces.get(span.trace_id)
+        if entry is None:
+            entry = self._new(span.trace_id)
+        else:
+            self._traces.move_to_end(span.trace_id)
+        index = entry[0]
+        before = index.size()
+        index.see(span, kind)
+        index.see_streamed(span, kind)
+        if kind == LLM and span.end_ns is not None:
+            index.add_model_call(span)
+        self._entries += index.size() - before
+        while len(self._traces) > 1 and (
+            len(self._traces) > self._max_traces or self._entries > self._max_entries
+        ):
+            _, (dropped, _) = self._traces.popitem(last=False)
+            self._entries -= dropped.size()
+
+    def link(self, span: Span, kind: str | None = None) -> ToolCallRecord | None:
+        """The tool call of ``span`` linked to the request it answers (``None`` if not a tool span)."""
+        kind = classify(span) if kind is None else kind
+        if kind != TOOL:
+            return None
+        # Linking does not count as use: a stream links spans it noted a while ago (its read-ahead).
+        entry = self._traces.get(span.trace_id)
+        index, linked = self._new(span.trace_id) if entry is None else entry
+        if index.is_leg(span):
+            return None
+        call = tool_call(span)
+        done = linked.get(span.span_id)
+        if done is not None:
+            # Its open record was linked: the completion gets the same request, not another one.
+            return _with_leg_error(_applied(call, done, None), index.leg_error(span))
+        dispatched = index.dispatched(span)
+        # An open record with neither the model's id nor its arguments yet (set later by some frameworks)
+        # could only be matched by name: it gets that link provisionally, its completion the real one.
+        provisional = (
+            span.end_ns is None
+            and _own_id(call) is None
+            and dispatched is None
+            and _lossy(normal_arguments(call.input))
+        )
+        out, match = index.linked(call, dispatched, consume=not provisional)
+        if match is not None and not provisional:
+            self._entries -= 1  # the request is used up
+            linked[span.span_id] = match
+            if len(linked) > self._max_parents:
+                linked.pop(next(iter(linked)))
+        return _with_leg_error(out, index.leg_error(span))
+
+    def feed(self, span: Span, kind: str | None = None) -> ToolCallRecord | None:
+        """``note`` then ``link``: for spans that come in time order (a live processor)."""
+        kind = classify(span) if kind is None else kind
+        self.note(span, kind)
+        return self.link(span, kind)
+
+
+def link_stream(
+    spans: Iterable[Span], linker: StreamLinker | None = None, lookahead: int | None = None
+) -> Iterator[tuple[Span, ToolCallRecord | None]]:
+    """Every span of ``spans`` in input order with its linked tool call (``None`` for other spans).
+
+    A file's records are not in time order: one export request groups its spans by instrumentation
+    scope, so a tool span may come before the model call that asked for it. Each span is indexed as it
+    is read and linked ``lookahead`` spans later (or at the end), so memory stays bounded.
+    """
+    linker = StreamLinker() if linker is None else linker
+    lookahead = LOOKAHEAD if lookahead is None else lookahead
+    pending: deque[tuple[Span, str]] = deque()
+    for span in spans:
+        kind = classify(span)
+        linker.note(span, kind)
+        pending.append((span, kind))
+        if len(pending) > lookahead:
+            first, first_kind = pending.popleft()
+            yield first, linker.link(first, first_kind)
+    while pending:
+        first, first_kind = pending.popleft()
+        yield first, linker.link(first, first_kind)

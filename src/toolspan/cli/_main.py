@@ -6,8 +6,10 @@ document otherwise (``timeline``: an array of conversation documents; ``tree``: 
 an array of them for several traces; ``plans``: one object). ``html``: the self-contained trace page, one
 file for all traces of the input (a trace picker when there are several).
 
-``--to events`` streams: each span is turned into its events as it is read, in input order, without
-holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
+``--to events`` streams: each span is turned into its events in input order, without holding the spans
+in memory, each tool call linked to the model call that asked for it (a bounded per-trace index of model
+requests, read up to 1024 spans ahead: a file may hold a tool span before its model call); ``--sorted``
+buffers and orders them by time like ``to_events``, with the same links.
 ``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
 run leaves FILE as it was. An output that is also an input is refused; an output inside an input
 directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
@@ -24,6 +26,7 @@ import gc
 import os
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -47,6 +50,8 @@ TARGETS = tuple(VIEWS)
 STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
+# Ended tool spans remembered by the streaming events path (an open record arriving after its completion).
+_MAX_ENDED = 4096
 
 
 class _Bar:
@@ -132,27 +137,33 @@ def _add_convert(sub: Any) -> None:
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:
     """Act and observe events, span by span; an open act record and its completion give one act, in
     either order (a pending record exported at tool start may be written after the ended span)."""
-    from toolspan.bridge.facts import TOOL, classify
+    from toolspan.bridge.link import link_stream
     from toolspan.bridge.views import act_event, observe_event
 
+    # Each tool call linked to the model call that asked for it, from a bounded per-trace index of the
+    # model requests read so far (a model call ends before the tools it asked for start; a file may hold
+    # it a little later than its tools: the stream reads a bounded number of spans ahead).
     open_acts: set[tuple[str, str]] = set()
-    ended: set[tuple[str, str]] = set()
-    for span in spans:
-        if classify(span) != TOOL:
+    # The tool spans that ended, the latest ones only: memory stays bounded on a file of any size.
+    ended: OrderedDict[tuple[str, str], None] = OrderedDict()
+    for span, call in link_stream(spans):
+        if call is None:
             continue
         if span.end_ns is None:
             key = (span.trace_id, span.span_id)
             if key not in open_acts and key not in ended:
                 open_acts.add(key)
-                yield act_event(span)
+                yield act_event(span, call)
             continue
         key = (span.trace_id, span.span_id)
-        ended.add(key)
+        ended[key] = None
+        if len(ended) > _MAX_ENDED:
+            ended.popitem(last=False)
         if open_acts and key in open_acts:
             open_acts.discard(key)
         else:
-            yield act_event(span)
-        yield observe_event(span)
+            yield act_event(span, call)
+        yield observe_event(span, call)
 
 
 def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iterator[Any] | None, Any]:

@@ -3,8 +3,10 @@
 An exporter only sees ended spans; ``LiveEventProcessor`` is a ``SpanProcessor`` and so sees a tool
 span when it *starts*: it emits the bridge's ``act`` event then (before the tool body runs) and the
 ``observe`` event when the span ends. Events go to callbacks (``subscribe``) and to async iterators
-(``stream``) a web server can forward as SSE or WebSocket messages. Every act/observe event is exactly
-what ``toolspan.bridge.views.act_event`` / ``observe_event`` return for the same span.
+(``stream``) a web server can forward as SSE or WebSocket messages. Every act/observe event is what
+``toolspan.bridge.views.act_event`` / ``observe_event`` return for the same span, linked (while there are
+subscribers) to the model call that asked for it, as the views link it: the model's call id and
+``requested_by``.
 
     processor = LiveEventProcessor()
     provider.add_span_processor(processor)
@@ -33,6 +35,7 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from toolspan._instrument import hooks
 from toolspan._instrument.deltas import text_delta
 from toolspan.bridge.facts import TOOL
+from toolspan.bridge.link import StreamLinker
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event, classify, observe_event
@@ -84,6 +87,9 @@ class LiveEventProcessor(SpanProcessor):
         self._dropped = 0
         self._shutdown = False
         self._durable = DurableLog(os.fspath(durable_path), durable_fsync) if durable_path else None
+        # The bridge's bounded per-trace index of model requests (toolspan.bridge.link.StreamLinker).
+        self._linker = StreamLinker()
+        self._link_lock = threading.Lock()
         hooks.register(self)  # on_text_delta: text deltas of the spans it saw start
 
     @property
@@ -135,7 +141,9 @@ class LiveEventProcessor(SpanProcessor):
             if self._has_subscribers():
                 converted = from_readable_spans([span])
                 if converted and _is_tool(converted[0]):
-                    self._publish(act_event(converted[0]))
+                    with self._link_lock:
+                        call = self._linker.feed(converted[0], TOOL)
+                    self._publish(act_event(converted[0], call))
         except Exception:
             _logger.exception("toolspan: live act event failed for span %r", getattr(span, "name", "?"))
 
@@ -147,8 +155,14 @@ class LiveEventProcessor(SpanProcessor):
                 self._durable.write(span, sync=False)
             if self._has_subscribers():
                 converted = from_readable_spans([span])
-                if converted and _is_tool(converted[0]):
-                    self._publish(observe_event(converted[0]))
+                if converted:
+                    # Model calls are indexed as they end (before the tools they ask for start), so a
+                    # tool's act and observe carry the model's call id and the model call that asked.
+                    kind = classify(converted[0])
+                    with self._link_lock:
+                        call = self._linker.feed(converted[0], kind)
+                    if kind == TOOL:
+                        self._publish(observe_event(converted[0], call))
         except Exception:
             _logger.exception("toolspan: live observe event failed for span %r", span.name)
         finally:

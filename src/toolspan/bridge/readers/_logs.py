@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolspan import semconv as sc
+from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers._values import any_value, attributes, nanos, span_id, trace_id
 
@@ -155,6 +156,10 @@ def logs_from_bytes(data: bytes) -> list[LogRecord]:
 def _event(record: LogRecord) -> SpanEvent:
     attrs = dict(record.attributes)
     body = record.body
+    if isinstance(body, str) and body.startswith("{"):
+        # A body written as JSON text of an object (Semantic Kernel's GenAI events): its fields.
+        parsed = parse_json(body)
+        body = parsed if isinstance(parsed, Mapping) else body
     if isinstance(body, Mapping):
         for key, value in body.items():
             attrs.setdefault(str(key), value)

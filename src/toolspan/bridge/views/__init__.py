@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from toolspan.bridge.facts import classify
     from toolspan.bridge.views._audit import audit, mark_pages
-    from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION
+    from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, group_traces
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
     from toolspan.bridge.views._page import to_page, to_pages
     from toolspan.bridge.views._plans import to_plans
@@ -49,6 +49,8 @@ _WHERE = {
     "mark_pages": "toolspan.bridge.views._audit",
     "SCHEMA_VERSION": "toolspan.bridge.views._common",
     "NS_PER_MS": "toolspan.bridge.views._common",
+    "TraceIndex": "toolspan.bridge.views._common",
+    "group_traces": "toolspan.bridge.views._common",
     "act_event": "toolspan.bridge.views._events",
     "match_observe": "toolspan.bridge.views._events",
     "observe_event": "toolspan.bridge.views._events",
@@ -70,11 +72,13 @@ __all__ = [
     "AUTO_SEAL_RESULT",
     "SCHEMA_NAMES",
     "SCHEMA_VERSION",
+    "TraceIndex",
     "VIEWS",
     "View",
     "act_event",
     "audit",
     "classify",
+    "group_traces",
     "load_schema",
     "mark_pages",
     "match_observe",

@@ -20,7 +20,7 @@ from toolspan.bridge.facts import (
     agent_output_text,
     classify,
 )
-from toolspan.bridge.link import link_tool_calls
+from toolspan.bridge.link import link_tool_calls, tool_legs
 from toolspan.bridge.model import Span
 
 SCHEMA_VERSION: Final = "1.1"
@@ -108,6 +108,11 @@ class TraceIndex:
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
         self._demote_mcp_legs()
+        self._demote_inner_model_calls()
+        # A call recorded twice, nested (AutoGen's own span inside OpenInference's): the outer one counts.
+        self.legs = tool_legs(spans, self.kinds, self.parent)
+        for inner in self.legs:
+            self.kinds[inner] = OTHER
         self._calls: dict[int, ToolCallRecord] | None = None
         self._models: dict[int, ModelCall] | None = None
 
@@ -121,6 +126,14 @@ class TraceIndex:
                 and sc.MCP_METHOD_NAME in span.attributes
                 and self.nearest(i, frozenset({TOOL})) is not None
             ):
+                self.kinds[i] = OTHER
+
+    def _demote_inner_model_calls(self) -> None:
+        """A model call recorded inside another model call (Google ADK's ``generate_content`` under its
+        legacy ``call_llm``) is the same call: the outer one counts it, the inner one becomes ``other``."""
+        for i in range(len(self.spans)):
+            p = self.parent[i]
+            if self.kinds[i] == LLM and p is not None and self.kinds[p] == LLM:
                 self.kinds[i] = OTHER
 
     def model_calls(self) -> dict[int, ModelCall]:
@@ -141,7 +154,7 @@ class TraceIndex:
     def tool_calls(self) -> dict[int, ToolCallRecord]:
         """The tool call of every tool record, linked to the model call that asked for it (computed once)."""
         if self._calls is None:
-            self._calls = link_tool_calls(self.spans, self.kinds, self.parent)
+            self._calls = link_tool_calls(self.spans, self.kinds, self.parent, self.legs)
         return self._calls
 
     def _break_cycles(self) -> None:

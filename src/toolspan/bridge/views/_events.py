@@ -19,66 +19,70 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import (
-    TOOL,
-    ToolCallRecord,
-    act_status,
-    call_id,
-    classify,
-    execution_id,
-    tool_error,
-    tool_input,
-    tool_name,
-    tool_output,
-    tool_state,
-)
+from toolspan.bridge._tools import tool_call
+from toolspan.bridge.facts import TOOL, ToolCallRecord, act_status, classify
+from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, duration_ms
 
 __all__ = ["act_event", "match_observe", "observe_event", "to_events"]
 
 
-def act_event(span: Span) -> dict[str, Any]:
-    """The ``act`` event of a tool span; works on a span that has not ended."""
-    value = tool_input(span)
-    sid = span.span_id
+def act_event(span: Span, call: ToolCallRecord | None = None) -> dict[str, Any]:
+    """The ``act`` event of a tool span; works on a span that has not ended.
+
+    ``call``: the span's tool call as linked (``StreamLinker.feed``, ``TraceIndex.tool_calls``); without
+    it, the call is read from the span alone (no model call to link it to).
+    """
+    return _act(_unlinked(span) if call is None else call)
+
+
+def observe_event(span: Span, call: ToolCallRecord | None = None) -> dict[str, Any]:
+    """The ``observe`` event of an ended tool span (``ValueError`` if ``span.end_ns`` is ``None``)."""
+    if span.end_ns is None:
+        raise ValueError(f"span {span.span_id} has not ended: it has no observe event")
+    return _observe(_unlinked(span) if call is None else call)
+
+
+def _unlinked(span: Span) -> ToolCallRecord:
+    return RequestIndex().link(tool_call(span))
+
+
+def _act(tc: ToolCallRecord) -> dict[str, Any]:
+    span = tc.span
     return {
         "schema_version": SCHEMA_VERSION,
         "type": "act",
-        "execution_id": execution_id(span),
-        "tool_name": tool_name(span),
-        "call_id": call_id(span),
-        "tool_input": {} if value is None else value,
+        "execution_id": tc.execution_id,
+        "tool_name": tc.name,
+        "call_id": tc.call_id,
+        "tool_input": {} if tc.input is None else tc.input,
         "status": act_status(span),
         "timestamp": span.start_ns // NS_PER_MS,
         "trace_id": span.trace_id,
-        "span_id": sid,
-        # One span alone cannot say which model call asked for it: ``to_events`` links whole traces.
-        "requested_by": None,
+        "span_id": span.span_id,
+        "requested_by": tc.requested_by,
     }
 
 
-def observe_event(span: Span) -> dict[str, Any]:
-    """The ``observe`` event of an ended tool span (``ValueError`` if ``span.end_ns`` is ``None``)."""
+def _observe(tc: ToolCallRecord) -> dict[str, Any]:
+    span = tc.span
     end = span.end_ns
-    if end is None:
-        raise ValueError(f"span {span.span_id} has not ended: it has no observe event")
-    state = tool_state(span)
-    error = tool_error(span, state)
+    assert end is not None
     return {
         "schema_version": SCHEMA_VERSION,
         "type": "observe",
-        "execution_id": execution_id(span),
-        "tool_name": tool_name(span),
-        "call_id": call_id(span),
-        "observation": tool_output(span) if error is None else {"error": error},
+        "execution_id": tc.execution_id,
+        "tool_name": tc.name,
+        "call_id": tc.call_id,
+        "observation": tc.output if tc.error is None else {"error": tc.error},
         "duration_ms": duration_ms(span.start_ns, end),
-        "is_error": error is not None,
-        "state": state,
+        "is_error": tc.is_error,
+        "state": tc.state,
         "timestamp": end // NS_PER_MS,
         "trace_id": span.trace_id,
         "span_id": span.span_id,
-        "requested_by": None,
+        "requested_by": tc.requested_by,
     }
 
 
@@ -93,38 +97,10 @@ def to_events(spans: Iterable[Span]) -> list[dict[str, Any]]:
     for i, tc in _linked_calls(coalesce(spans)):
         span = tc.span
         start = span.start_ns
-        act = {
-            "schema_version": SCHEMA_VERSION,
-            "type": "act",
-            "execution_id": tc.execution_id,
-            "tool_name": tc.name,
-            "call_id": tc.call_id,
-            "tool_input": {} if tc.input is None else tc.input,
-            "status": act_status(span),
-            "timestamp": start // NS_PER_MS,
-            "trace_id": span.trace_id,
-            "span_id": span.span_id,
-            "requested_by": tc.requested_by,
-        }
-        acts.append((start, 1, i, act))
+        acts.append((start, 1, i, _act(tc)))
         end = span.end_ns
         if end is not None:
-            observe = {
-                "schema_version": SCHEMA_VERSION,
-                "type": "observe",
-                "execution_id": tc.execution_id,
-                "tool_name": tc.name,
-                "call_id": tc.call_id,
-                "observation": tc.output if tc.error is None else {"error": tc.error},
-                "duration_ms": duration_ms(start, end),
-                "is_error": tc.is_error,
-                "state": tc.state,
-                "timestamp": end // NS_PER_MS,
-                "trace_id": span.trace_id,
-                "span_id": span.span_id,
-                "requested_by": tc.requested_by,
-            }
-            observes.append((max(end, start), 0 if end > start else 2, i, observe))
+            observes.append((max(end, start), 0 if end > start else 2, i, _observe(tc)))
     observes.sort(key=_key)
     return [item[3] for item in heapq.merge(acts, observes, key=_key)]
 

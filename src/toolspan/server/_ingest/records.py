@@ -39,6 +39,9 @@ INDEX_KEYS: Final = frozenset(
         sc.LEGACY_ERROR_TAG,
         sc.GEN_AI_CONVERSATION_ID,
         sc.OI_SESSION_ID,
+        sc.HAYSTACK_TOOL_NAME,
+        sc.HAYSTACK_TOOL_ERROR,
+        sc.ADK_LLM_RESPONSE,
     }
 )
 

@@ -9,6 +9,9 @@ queued per client: a client that stops reading fills its socket buffer, and once
     event: act | observe
     data: <the bridge's act/observe event, JSON>
 
+Each event is linked to the model call that asked for it as the trace's ``/events`` view links it (the
+model's call id, ``requested_by``): the trace's spans are read once per page of events that has them.
+
 A client reconnecting with ``Last-Event-ID`` (or ``?cursor=``) older than the retained events first gets
 ``event: reset`` and then every event still kept (a snapshot) before the live tail.
 """
@@ -17,17 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from toolspan.bridge import coalesce
+from toolspan.bridge.facts import ToolCallRecord, tool_call
+from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import act_event, observe_event
+from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
 from toolspan.server._store.db import ACT, Cursor, Store
 
 __all__ = [
@@ -38,7 +45,9 @@ __all__ = [
     "Notifier",
     "event_chunks",
     "format_event",
+    "linked_calls",
     "render_event",
+    "trace_links",
     "tail",
 ]
 
@@ -68,12 +77,48 @@ def format_event(cursor: Cursor, kind: str, data: Any) -> bytes:
     return f"id: {cursor}\nevent: {kind}\ndata: {text}\n\n".encode()
 
 
-def render_event(phase: int, span: Span) -> tuple[str, Any] | None:
-    """``(kind, data)`` of a log entry: the span's act, or its observe once it ended (else ``None``)."""
+Links = Mapping[tuple[str, str], ToolCallRecord]
+
+
+def linked_calls(spans: Iterable[Span]) -> dict[tuple[str, str], ToolCallRecord]:
+    """``{(trace id, span id): tool call}`` of every tool span, linked as the views link them."""
+    out: dict[tuple[str, str], ToolCallRecord] = {}
+    for trace in group_traces(coalesce(spans)):
+        for call in TraceIndex(trace).tool_calls().values():
+            out[(call.span.trace_id, call.span.span_id)] = call
+    return out
+
+
+def trace_links(
+    store: Store, rows: Sequence[tuple[Cursor, int, Span]]
+) -> dict[tuple[str, str], ToolCallRecord]:
+    """The linked tool calls of the traces of ``rows`` (one read of each trace from the store)."""
+    out: dict[tuple[str, str], ToolCallRecord] = {}
+    for trace_id in sorted({span.trace_id for _, _, span in rows}):
+        out.update(linked_calls(store.trace_spans(trace_id)))
+    return out
+
+
+def _call(span: Span, links: Links | None) -> ToolCallRecord | None:
+    linked = None if links is None else links.get((span.trace_id, span.span_id))
+    if linked is None:
+        return None
+    if span.end_ns is not None and linked.span.end_ns == span.end_ns:
+        return linked  # the ended call, as the trace's views read it (with a nested record's failure)
+    # This record's own state (an act may be the open record), with the link the whole trace gives.
+    own = RequestIndex().link(tool_call(span))
+    return dataclasses.replace(
+        own, call_id=linked.call_id, requested_by=linked.requested_by, input=linked.input
+    )
+
+
+def render_event(phase: int, span: Span, links: Links | None = None) -> tuple[str, Any] | None:
+    """``(kind, data)`` of a log entry: the span's act, or its observe once it ended (else ``None``);
+    ``links``: the linked tool calls of its trace (``trace_links``)."""
     if phase == ACT:
-        return "act", act_event(span)
+        return "act", act_event(span, _call(span, links))
     if span.end_ns is not None:
-        return "observe", observe_event(span)
+        return "observe", observe_event(span, _call(span, links))
     return None
 
 
@@ -131,8 +176,9 @@ async def event_chunks(
                 yield HEARTBEAT
                 continue
             chunk = bytearray()
+            links = await run_in_threadpool(trace_links, store, rows)
             for row_cursor, phase, span in rows:
-                event = render_event(phase, span)
+                event = render_event(phase, span, links)
                 if event is not None:
                     chunk += format_event(row_cursor, *event)
             if chunk:

@@ -36,8 +36,10 @@ from toolspan.server._streams.sse import (
     PAGE,
     Notifier,
     format_event,
+    linked_calls,
     render_event,
     tail,
+    trace_links,
 )
 
 __all__ = ["data_key", "trace_chunks"]
@@ -124,8 +126,9 @@ async def trace_chunks(
                 yield HEARTBEAT
                 continue
             out = bytearray()
+            links = await run_in_threadpool(trace_links, store, rows)
             for row_cursor, phase, span in rows:
-                event = render_event(phase, span)
+                event = render_event(phase, span, links)
                 if event is None:
                     continue
                 seen += 1
@@ -137,11 +140,12 @@ async def trace_chunks(
 
 def _remote_events(trace_id: str, spans: Sequence[Span]) -> list[tuple[DataKey, str, Any]]:
     out: list[tuple[DataKey, str, Any]] = []
+    links = linked_calls(spans)
     for span in spans:
         if span.trace_id != trace_id or classify(span) != TOOL:
             continue
         for phase in (ACT, OBSERVE):
-            event = render_event(phase, span)
+            event = render_event(phase, span, links)
             if event is not None:
                 out.append((data_key(phase, span), *event))
     out.sort(key=lambda e: e[0])

@@ -1,0 +1,76 @@
+"""Python literals some frameworks record instead of JSON (``str()`` of a dict: ``{'city': 'Paris'}``).
+
+Parsed with ``ast.literal_eval`` (which builds values from literal syntax only and never runs code), after
+limits checked on the text itself: its length and its nesting depth (so the parser never recurses deep or
+builds a large value). Only values JSON can hold come back (tuples as lists); anything else (sets, bytes,
+complex numbers, non-string keys) or any text over the limits is not a literal: the caller keeps the text.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Final
+
+__all__ = ["MAX_DEPTH", "MAX_LENGTH", "python_literal"]
+
+MAX_LENGTH: Final = 100_000
+MAX_DEPTH: Final = 32
+_OPEN: Final = frozenset("([{")
+_CLOSE: Final = frozenset(")]}")
+
+
+class NotALiteral(ValueError):
+    """The text is not a Python literal of a JSON value within the limits."""
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting outside string quotes (an upper bound: escapes are honoured)."""
+    depth = deepest = 0
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in _CLOSE:
+            depth -= 1
+    return deepest
+
+
+def _json_value(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise NotALiteral("too deep")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotALiteral("a key that is not a string")
+            out[key] = _json_value(item, depth + 1)
+        return out
+    raise NotALiteral(f"a {type(value).__name__}, which JSON cannot hold")
+
+
+def python_literal(text: str) -> Any:
+    """The JSON value the Python literal ``text`` writes (``NotALiteral`` if it is none, or over limits)."""
+    if len(text) > MAX_LENGTH:
+        raise NotALiteral("too long")
+    if _depth(text) > MAX_DEPTH:
+        raise NotALiteral("too deep")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
+        raise NotALiteral(str(e)) from None
+    return _json_value(value)
