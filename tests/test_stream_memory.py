@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from toolspan import cli
 from toolspan.bridge import link
 from toolspan.bridge.readers import iter_spans
-from toolspan.cli import _events_stream
+from toolspan.cli import _main as cli
+from toolspan.cli._main import _events_stream
 
 LOOKAHEAD = 64
 MAX_TRACES = 2 * LOOKAHEAD
