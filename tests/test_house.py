@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import toolspan
 from toolspan._decisions import chain
 from toolspan.server._auth import bearer_token, token_matches
-from toolspan.testing import installed_tracer_provider
+from toolspan.testing import capture_spans, installed_tracer_provider
 
 
 def test_a_provider_named_by_the_environment_traces_tools_from_their_first_call() -> None:
@@ -75,12 +75,13 @@ def test_configure_without_a_policy_removes_an_earlier_one(
         json.dumps({"id": "p", "version": 1, "rules": [{"id": "x", "kind": "tools", "deny": "*"}]})
     )
     try:
-        toolspan.configure(policy=policy, instrument_threading=False)
-        assert chain.GUARD[0] is not None
-        assert chain.ACTIVE[0] == 1
-        toolspan.configure(instrument_threading=False)
-        assert chain.GUARD[0] is None
-        assert chain.ACTIVE[0] == 0
+        with capture_spans():  # the application's provider: configure() installs none, none is left behind
+            toolspan.configure(policy=policy, instrument_threading=False)
+            assert chain.GUARD[0] is not None
+            assert chain.ACTIVE[0] == 1
+            toolspan.configure(instrument_threading=False)
+            assert chain.GUARD[0] is None
+            assert chain.ACTIVE[0] == 0
     finally:
         chain.install_guard(None)
 
