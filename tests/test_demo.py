@@ -1,4 +1,5 @@
-"""Smoke test of the demo command: ``python examples/demo_agent.py --out DIR`` in a real subprocess."""
+"""Smoke test of the demo command: ``python examples/demo_agent.py --out DIR`` in a real subprocess, and
+``scripts/demo.sh`` itself (no reinstall once set up, a server that died noticed)."""
 
 from __future__ import annotations
 
