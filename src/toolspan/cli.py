@@ -10,8 +10,9 @@ file for all traces of the input (a trace picker when there are several).
 holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
 ``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
 run leaves FILE as it was. An output that is also an input is refused; an output inside an input
-directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
-``"Infinity"``, ``"-Infinity"``).
+directory is not read, nor is any file toolspan wrote there before (its first key is ``schema_version``),
+so ``toolspan convert .`` reads only the traces of the current directory. Output is always strict JSON
+(non-finite numbers as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``).
 Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage (also an
 output that is an input).
 """
@@ -31,6 +32,7 @@ from typing import IO, Any
 
 from toolspan import _cli_audit, _cli_serve
 from toolspan import _cli_output as _outputs
+from toolspan._cli_help import HelpFormatter, plain
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
 from toolspan.bridge.readers._json import dumps_document, write_json_lines
@@ -84,7 +86,12 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
+    parser = argparse.ArgumentParser(
+        prog="toolspan",
+        description="Agent tool calls as OpenTelemetry spans, and those spans back as the views agent\n"
+        "frontends draw. 'toolspan COMMAND --help' describes each command.",
+        formatter_class=HelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_convert(sub)
@@ -97,8 +104,8 @@ def _add_convert(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
         help="convert spans (OTLP JSON/protobuf, Jaeger, Tempo, ...) into a frontend format",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=plain(__doc__),
+        formatter_class=HelpFormatter,
     )
     convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
     convert.add_argument(
