@@ -4,20 +4,15 @@ and the right parents."""
 
 from __future__ import annotations
 
-import ast
-import functools
-import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
-from packaging.requirements import Requirement
+from tests._installs import distribution, import_groups, installed_by, third_party
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
@@ -395,135 +390,36 @@ def test_mcp_client_server(tmp_path: Path) -> None:
 # --- what the README's set-up installs is what the examples import ---------------------------------
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "toolspan"
-
-
-def _import_groups(path: Path) -> list[set[str]]:
-    """The modules ``path`` imports, as groups of alternatives: a ``try: import a`` / ``except ImportError:
-    import b`` is one group (either will do); every other import is a group of one."""
-    tree = ast.parse(path.read_text("utf-8"))
-    groups: list[set[str]] = []
-    guarded: set[int] = set()
-
-    def names(nodes: list[ast.stmt]) -> set[str]:
-        found = set()
-        for node in nodes:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Import):
-                    found |= {alias.name for alias in sub.names}
-                    guarded.add(id(sub))
-                elif isinstance(sub, ast.ImportFrom) and sub.level == 0 and sub.module:
-                    # ``from google import genai`` imports the module google.genai
-                    found |= {f"{sub.module}.{alias.name}" for alias in sub.names}
-                    guarded.add(id(sub))
-        return found
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(
-            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
-            for h in node.handlers
-        ):
-            groups.append(names(node.body) | names([s for h in node.handlers for s in h.body]))
-    for node in ast.walk(tree):
-        if id(node) in guarded:
-            continue
-        if isinstance(node, ast.Import):
-            groups += [{alias.name} for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            groups += [{f"{node.module}.{alias.name}"} for alias in node.names]
-    return groups
-
-
-def _third_party(module: str) -> bool:
-    top = module.split(".", maxsplit=1)[0]
-    local = {p.stem for p in EXAMPLES.glob("*.py")}
-    return top not in sys.stdlib_module_names and top not in local and top not in ("toolspan", "__future__")
-
-
-@functools.cache
-def _top_level_distributions() -> dict[str, list[str]]:
-    return dict(metadata.packages_distributions())
-
-
-@functools.cache
-def _distribution(module: str) -> str | None:
-    """The distribution that provides ``module`` (or the package of ``from package import name``)."""
-    top = module.split(".", maxsplit=1)[0]
-    candidates = _top_level_distributions().get(top, [])
-    if len(set(candidates)) <= 1:
-        return candidates[0].lower() if candidates else None
-    spec = None
-    for name in (module, module.rpartition(".")[0]):  # a namespace package: whose files hold it
-        try:
-            spec = importlib.util.find_spec(name) if name else None
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.origin not in (None, "namespace"):
-            break
-    if spec is None or spec.origin in (None, "namespace"):
-        return None
-    target = Path(spec.origin).resolve()
-    for name in sorted(set(candidates)):
-        dist = metadata.distribution(name)
-        if any(Path(str(dist.locate_file(f))).resolve() == target for f in dist.files or ()):
-            return name.lower()
-    return None
-
-
-def _installed_by(extras: set[str]) -> set[str]:
-    """Every distribution ``pip install ".[extras]"`` brings in: toolspan's requirements for those extras,
-    and theirs, markers evaluated here (``extra`` set along the way)."""
-
-    def norm(name: str) -> str:
-        return re.sub(r"[-_.]+", "-", name).lower()
-
-    seen: set[str] = set()
-    todo: list[tuple[str, set[str]]] = [("toolspan", extras)]
-    while todo:
-        name, wanted = todo.pop()
-        try:
-            requires = metadata.requires(name) or []
-        except metadata.PackageNotFoundError:
-            continue
-        for line in requires:
-            req = Requirement(line)
-            envs = [{"extra": e} for e in wanted] or [{"extra": ""}]
-            if req.marker is not None and not any(req.marker.evaluate(env) for env in envs):
-                continue
-            key = (norm(req.name), frozenset(req.extras))
-            if f"{key[0]}[{','.join(sorted(key[1]))}]" in seen:
-                continue
-            seen.add(f"{key[0]}[{','.join(sorted(key[1]))}]")
-            todo.append((req.name, set(req.extras)))
-    return {entry.split("[")[0] for entry in seen}
+LOCAL = {p.stem for p in EXAMPLES.glob("*.py")}  # the examples' own modules (_offline, ...)
 
 
 def _example_needs(path: Path) -> list[set[str]]:
     """Import groups of an example, with what it starts in subprocesses: ``-m pytest`` needs pytest;
     ``toolspan serve`` needs what toolspan.server imports."""
-    groups = _import_groups(path)
+    groups = import_groups(path)
     text = path.read_text("utf-8")
     if '"-m", "pytest"' in text:
         groups.append({"pytest"})
     if '"toolspan", "serve"' in text:
         for module in sorted(SRC.joinpath("server").glob("*.py")):
-            groups += _import_groups(module)
+            groups += import_groups(module)
     return groups
 
 
 def test_the_examples_extra_installs_everything_the_examples_import() -> None:
     """`pip install ".[examples]"` (the README's set-up) brings every module the examples import or start:
     each third-party import of every example maps to a distribution in that install."""
-    provided = _installed_by({"examples"})
+    provided = installed_by({"examples"})
     assert {"openai", "anthropic", "google-genai", "mcp", "pytest", "starlette", "uvicorn"} <= provided
     missing = []
     checked = 0
     for path in sorted(EXAMPLES.glob("*.py")):
         for needs in _example_needs(path):
-            group = {m for m in needs if _third_party(m)}
+            group = {m for m in needs if third_party(m, LOCAL)}
             if not group:
                 continue
             checked += 1
-            dists = {_distribution(m) for m in group} - {None}
+            dists = {distribution(m) for m in group} - {None}
             if not dists & provided:
                 missing.append(f"{path.name}: {sorted(group)} -> {sorted(d for d in dists if d)}")
     assert checked >= 10
@@ -532,7 +428,7 @@ def test_the_examples_extra_installs_everything_the_examples_import() -> None:
 
 def test_the_core_alone_does_not_cover_the_examples() -> None:
     """The check above can fail: without the extra, the SDK loops' imports are not installed."""
-    provided = _installed_by(set())
+    provided = installed_by(set())
     assert "openai" not in provided
-    assert _distribution("openai") == "openai"
-    assert _distribution("google.genai") == "google-genai"
+    assert distribution("openai") == "openai"
+    assert distribution("google.genai") == "google-genai"
