@@ -368,3 +368,44 @@ def test_demo_sh_serve_notices_a_server_that_died(tmp_path: Path) -> None:
     assert (
         log.read_text().splitlines()[-1] == "-m pip install -q -c constraints/test.txt -e .[threading,server]"
     )
+
+
+def test_demo_sh_serve_prints_the_trace_list_and_serves_it(tmp_path: Path) -> None:
+    import signal
+    import urllib.request
+
+    from tests._server import free_port
+
+    repo, _log = _checkout(tmp_path)
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_", "PORT", "GRPC"))}
+    proc = subprocess.Popen(
+        ["bash", str(repo / "scripts" / "demo.sh"), "--serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**clean, "PORT": str(port), "GRPC_PORT": "-1"},
+        start_new_session=True,  # its own process group: the script, its server and the demo
+    )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Ctrl-C to stop."):
+                break
+        base = f"http://127.0.0.1:{port}"
+        assert (
+            f"  trace list      {base}/traces            (open in a browser: every run, its live trace page)"
+            in lines
+        )
+        pages = [line.split()[1] for line in lines if line.strip().startswith("page ")]
+        assert len(pages) == 2
+        assert all(page.startswith(f"{base}/traces/") for page in pages)
+        with urllib.request.urlopen(f"{base}/", timeout=10) as response:  # / leads to the list
+            listing = response.read().decode("utf-8")
+        assert "What&#x27;s the weather in Paris and what is 25 + 30?</a>" in listing
+        assert '<td class="DENIED">DENIED</td>' in listing  # the second turn's denied call
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)

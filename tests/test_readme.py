@@ -232,3 +232,35 @@ def test_the_quickstart_blocks_need_only_the_core_install() -> None:
                 if third_party(module, set()):
                     assert distribution(module) in core, module
     assert checked >= 3
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_contents_list_every_section_and_every_link_lands() -> None:
+    text = README.read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    contents = text[text.index("**Contents.**") : text.index("## Quickstart")]
+    linked = re.findall(r"\]\(#([\w-]+)\)", contents)
+    assert linked == [_anchor(h) for h in headings]
+    anchors = {_anchor(h) for h in re.findall(r"^#{2,3} (.+)$", text, re.MULTILINE)}
+    assert set(re.findall(r"\]\(#([\w-]+)\)", text)) <= anchors  # every in-page link of the README
+
+
+def test_jargon_is_explained_before_or_where_it_is_first_used() -> None:
+    text = README.read_text(encoding="utf-8")
+    words = text.index("## Words used here")
+    explained = text[words : text.index("\n## ", words + 1)]
+    for term in ("seed", "SEALED", "bookmark", "live tail", "act/observe", "DENIED"):
+        assert term.lower() in explained.lower(), term
+        first = text.lower().index(term.lower())
+        assert first >= words or term in ("act/observe", "live tail"), (term, text[first - 80 : first + 20])
+
+
+def test_the_readme_uses_the_cli_s_own_flag_names() -> None:
+    """`--to` is the flag (`--format` only as its old name), as `toolspan audit --help` says."""
+    text = README.read_text(encoding="utf-8")
+    assert re.findall(r"--format (?:json|text|html)", text) == []
+    assert "--to json" in text
