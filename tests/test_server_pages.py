@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,29 @@ def test_trace_list_page_escapes_everything_and_links_each_trace(tmp_path: Path)
     assert '<td class="COMPLETED">COMPLETED</td>' in text
 
 
+def test_trace_list_shows_a_hostile_input_and_search_as_text(tmp_path: Path) -> None:
+    @toolspan.tool
+    def lookup(city: str) -> str:
+        return city
+
+    with capture_spans() as finished:
+        with toolspan.agent("assistant", input=HOSTILE + ' "quoted"'):
+            lookup("Paris")
+        spans = list(finished())
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(spans))[0] == 200
+        text = _html(server, "/traces")[2]
+        searched = _html(server, "/traces?q=" + urllib.parse.quote('"><script>x()</script>'))[2]
+    assert "<script" not in text
+    assert "<img" not in text
+    assert (
+        "&lt;script&gt;window.__pwn()&lt;/script&gt;&lt;img src=x onerror=&quot;window.__pwn()&quot;&gt;"
+        in text
+    )
+    assert "<script" not in searched
+    assert 'value="&quot;&gt;&lt;script&gt;x()&lt;/script&gt;"' in searched
+
+
 def test_trace_page_and_its_live_data(tmp_path: Path) -> None:
     spans = _run()
     body = otlp_body(spans)
@@ -89,6 +113,7 @@ def test_a_token_is_passed_on_to_the_page_links_stream_and_data(tmp_path: Path) 
         listing = _html(server, "/traces?access_token=s3cret")[2]
         page = _html(server, f"/traces/{trace_id}?access_token=s3cret")[2]
     assert f'href="/traces/{trace_id}?access_token=s3cret"' in listing
+    assert '<input type=hidden name=access_token value="s3cret">' in listing  # the form keeps it
     assert f"/api/traces/{trace_id}/stream?access_token=s3cret" in page
 
 
@@ -276,3 +301,38 @@ def test_trace_list_in_chromium_searches_filters_and_refreshes(tmp_path: Path, b
             assert problems == []  # no policy violation (the form posts to the page itself)
         finally:
             context.close()
+
+
+def test_hostile_list_parameters_are_a_page_or_a_400_never_a_500(tmp_path: Path) -> None:
+    """Any search text, state or refresh value (control characters, surrogates as URL escapes, SQL and
+    LIKE syntax, very long): the JSON listing and the list page answer 200 or a 400 with a reason."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(_two_runs()))[0] == 200
+        texts = st.one_of(
+            st.text(max_size=300),
+            st.sampled_from(
+                ["%", "_", "\\\\", "'; DROP TABLE traces; --", "\\x00", "%ED%A0%80", "DENIED", "x" * 5000]
+            ),
+        )
+
+        @settings(
+            max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        )
+        @given(q=texts, state=texts, refresh=texts)
+        def probe(q: str, state: str, refresh: str) -> None:
+            query = urllib.parse.urlencode(
+                {"q": q, "state": state, "refresh": refresh}, quote_via=urllib.parse.quote
+            )
+            for path in (f"/traces?{query}", f"/api/traces?{urllib.parse.urlencode({'q': q})}"):
+                status, _, body = server.request("GET", path)
+                assert status in (200, 400), (path, status, body[:200])
+                if status == 400:
+                    assert json.loads(body)["error"]
+
+        probe()
+        for raw in ("%ED%A0%80", "%FF%FE", "%00", "%C0%AF"):  # a lone surrogate, bytes that are no UTF-8
+            for path in (f"/traces?q={raw}", f"/api/traces?q={raw}", f"/traces?refresh={raw}"):
+                assert server.request("GET", path)[0] in (200, 400), path
