@@ -41,6 +41,8 @@ def bind_http(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as e:
         raise ListenError(f"cannot resolve --host {host!r}: {e}") from None
+    # A name with both (localhost): IPv4 first, the address clients try when one fails.
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
