@@ -76,6 +76,10 @@ if [ "$up" = 0 ]; then
 fi
 OTEL_EXPORTER_OTLP_ENDPOINT="$BASE" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf TOOLSPAN_PENDING_SPANS=true \
   .venv/bin/python examples/demo_agent.py "${ARGS[@]}"
+if ! kill -0 "$SERVER" 2>/dev/null; then
+  echo "demo: toolspan serve stopped while the demo ran; its error is above" >&2
+  exit 1
+fi
 .venv/bin/python - "$BASE" <<'PY'
 import json
 import sys

@@ -43,6 +43,7 @@ _STYLE: Final = (
     "padding:.3rem .5rem}label{white-space:nowrap}"
     "table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35rem .6rem;"
     "border-bottom:1px solid #d0d7de;vertical-align:top}th{font-weight:600}td.n{text-align:right}"
+    "td{white-space:nowrap}td.run{white-space:normal;overflow-wrap:anywhere}"
     "td.run small{display:block;color:#59636e}"
     "a{color:#0969da}.FAILED{color:#cf222e}.SEALED{color:#9a6700}.RUNNING{color:#0969da}"
     ".DENIED{color:#8250df}"
