@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         from toolspan.server import ServerConfig, run
     except ImportError as e:
         sys.stderr.write(
-            f"toolspan: error: serve needs the server extra (pip install 'toolspan[server]'): {e}\n"
+            "toolspan: error: serve needs the server extra (in a checkout of toolspan:"
+            f" pip install '.[server]'): {e}\n"
         )
         return 1
     config = ServerConfig(

@@ -284,7 +284,7 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read a policy from a JSON or YAML file (YAML needs PyYAML: ``pip install 'toolspan[policy]'``)."""
+    """Read a policy from a JSON or YAML file (YAML needs PyYAML: the ``policy`` extra)."""
     path = Path(path)
     name = str(path)
     try:
@@ -296,7 +296,8 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
             import yaml
         except ImportError:
             raise PolicyError(
-                f"{name}: YAML policies need PyYAML: pip install 'toolspan[policy]' (or use JSON)"
+                f"{name}: YAML policies need PyYAML (the policy extra; in a checkout of toolspan:"
+                " pip install '.[policy]'), or use JSON"
             ) from None
         try:
             data = yaml.safe_load(text)

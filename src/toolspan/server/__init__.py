@@ -1,6 +1,7 @@
 """``toolspan serve``: receive OTLP, keep spans in SQLite, serve every bridge format over HTTP and SSE.
 
-Install with ``pip install toolspan[server]`` (Starlette + uvicorn for HTTP/SSE, grpcio for OTLP/gRPC).
+Needs the ``server`` extra (in a checkout: ``pip install '.[server]'``; Starlette + uvicorn for HTTP/SSE,
+grpcio for OTLP/gRPC).
 ``build_app`` gives the ASGI application (to mount elsewhere or test); ``run`` serves until a signal.
 """
 
