@@ -1,6 +1,6 @@
 """An offline example agent: a scripted model, decorated tools, and the act/observe timeline of its spans.
 
-    python examples/demo_agent.py [--out DIR]
+    python examples/demo_agent.py [OUT_DIR]        # or --out OUT_DIR; default demo-output
 
 No network and no API key: the "model" replays pre-scripted assistant turns in the Anthropic Messages
 shape (``tool_use`` blocks). The agent loop is the one of seed 003: call the model, run the tool calls
@@ -229,9 +229,14 @@ def write_json(path: Path, value: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="output directory")
+    parser.add_argument(
+        "out_dir", nargs="?", type=Path, metavar="OUT_DIR", help="output directory (default: demo-output)"
+    )
+    parser.add_argument("--out", type=Path, metavar="OUT_DIR", help="the same, as an option")
     args = parser.parse_args(argv)
-    out: Path = args.out
+    if args.out_dir is not None and args.out is not None and args.out_dir != args.out:
+        parser.error("give the output directory once: OUT_DIR or --out OUT_DIR")
+    out: Path = args.out_dir or args.out or Path("demo-output")
     out.mkdir(parents=True, exist_ok=True)
     traces = out / "traces.jsonl"
     traces.unlink(missing_ok=True)

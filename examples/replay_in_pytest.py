@@ -65,6 +65,7 @@ def run_agent() -> list[dict[str, Any]]:
 
 def main(out: Path) -> None:
     global OUTBOX
+    out = out.resolve()  # pytest below runs in OUT_DIR: relative paths would point elsewhere there
     out.mkdir(parents=True, exist_ok=True)
     OUTBOX = out / "outbox.txt"
     OUTBOX.write_text("", encoding="utf-8")

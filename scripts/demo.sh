@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Set everything up and run the offline demo agent: prints its act/observe timeline and writes its
-# trace files (OTLP JSON Lines, events, timeline, tree) to demo-output/.
+# trace files (OTLP JSON Lines, events, timeline, tree, plans, the trace page) to demo-output/.
 #
 #   bash scripts/demo.sh [--out DIR]
 #   bash scripts/demo.sh --serve [--out DIR]   # also start `toolspan serve` on 127.0.0.1, send the demo's
-#                                              # spans to it over OTLP, print the URLs, serve until Ctrl-C
-# With --serve, PORT (default 4318) and GRPC_PORT (default 4317) choose the server's ports.
+#                                              # spans to it over OTLP, print the URLs (the trace list:
+#                                              # /traces), serve until Ctrl-C
+# With --serve, PORT (default 4318) and GRPC_PORT (default 4317; -1: no gRPC) choose the server's ports.
+#
+# The first run creates .venv and installs toolspan from this checkout with the versions the tests pin
+# (constraints/test.txt). Later runs install nothing (so they work offline) until pyproject.toml or the
+# constraints change; FORCE_INSTALL=1 installs again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -17,14 +22,31 @@ done
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-# The versions the test suite runs with (constraints/test.txt), so an upstream release never breaks it.
-.venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
+
+# What is installed is recorded in a stamp inside .venv: the extras and a digest of the files that
+# decide the install. The same stamp means the same install: nothing to do.
+EXTRAS=threading
+if [ "$SERVE" = 1 ]; then EXTRAS=threading,server; fi
+STAMP=.venv/.toolspan-demo-installed
+WANT="$EXTRAS $(cat pyproject.toml constraints/test.txt | cksum)"
+installed() {
+  # a stamp for these extras, or one for a superset (the server extras include the plain demo's)
+  [ -f "$STAMP" ] || return 1
+  local have
+  have=$(cat "$STAMP")
+  [ "$have" = "$WANT" ] || { [ "$EXTRAS" = threading ] && [ "$have" = "threading,server ${WANT#* }" ]; }
+}
+if [ "${FORCE_INSTALL:-0}" = 1 ] || ! installed; then
+  echo "demo: installing toolspan[$EXTRAS] from this checkout into .venv (once)" >&2
+  .venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
+  .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[$EXTRAS]"
+  printf '%s' "$WANT" > "$STAMP"
+fi
+
 if [ "$SERVE" = 0 ]; then
-  .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[threading]"
   exec .venv/bin/python examples/demo_agent.py "${ARGS[@]}"
 fi
 
-.venv/bin/python -m pip install -q -c constraints/test.txt -e ".[threading,server]"
 PORT=${PORT:-4318}
 GRPC_PORT=${GRPC_PORT:-4317}
 BASE="http://127.0.0.1:$PORT"
@@ -32,14 +54,32 @@ mkdir -p demo-output
 .venv/bin/toolspan serve --db demo-output/toolspan.db --port "$PORT" --grpc-port "$GRPC_PORT" &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null' EXIT INT TERM
+up=0
 for _ in $(seq 1 100); do
+  if ! kill -0 "$SERVER" 2>/dev/null; then
+    status=0
+    wait "$SERVER" || status=$?
+    echo "demo: toolspan serve exited (status $status) before it answered; its error is above." \
+      "A busy port? Try PORT=... GRPC_PORT=... bash scripts/demo.sh --serve" >&2
+    trap - EXIT INT TERM
+    exit 1
+  fi
   if .venv/bin/python -c "import urllib.request; urllib.request.urlopen('$BASE/healthz', timeout=1)" 2>/dev/null; then
+    up=1
     break
   fi
   sleep 0.1
 done
+if [ "$up" = 0 ]; then
+  echo "demo: toolspan serve did not answer on $BASE/healthz within 10 s" >&2
+  exit 1
+fi
 OTEL_EXPORTER_OTLP_ENDPOINT="$BASE" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf TOOLSPAN_PENDING_SPANS=true \
   .venv/bin/python examples/demo_agent.py "${ARGS[@]}"
+if ! kill -0 "$SERVER" 2>/dev/null; then
+  echo "demo: toolspan serve stopped while the demo ran; its error is above" >&2
+  exit 1
+fi
 .venv/bin/python - "$BASE" <<'PY'
 import json
 import sys
@@ -48,11 +88,13 @@ import urllib.request
 base = sys.argv[1]
 rows = json.load(urllib.request.urlopen(f"{base}/api/traces"))["traces"]
 print(f"\ntoolspan serve is running: {base}")
-print(f"  traces          {base}/api/traces")
-print(f"  live stream     {base}/api/stream            (SSE; curl -N)")
+print(f"  trace list      {base}/traces            (open in a browser: every run, its live trace page)")
+print(f"  traces (JSON)   {base}/api/traces")
+print(f"  live stream     {base}/api/stream            (SSE; curl -N; starts at the live tail)")
 for row in rows:
     trace = row["trace_id"]
     print(f"  trace {trace}  {row['root_name']} ({row['state']}, {row['tool_calls']} tool calls)")
+    print(f"    page      {base}/traces/{trace}")
     for view in ("events", "tree", "plans", "progress", "stream"):
         print(f"    {view:<9} {base}/api/traces/{trace}/{view}")
     if row["conversation_id"]:

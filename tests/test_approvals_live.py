@@ -59,6 +59,14 @@ def _tool_spans(path: Path) -> dict[str, Span]:
     return {s.name: s for s in spans if s.name.startswith("execute_tool ")}
 
 
+def _decide(tmp_path: Path, decision: dict[str, Any]) -> None:
+    """The decision file the app's approver waits for, written whole (renamed into place): the app polls
+    for it and must never read it half written."""
+    draft = tmp_path / "decision.json.tmp"
+    draft.write_text(json.dumps(decision))
+    draft.replace(tmp_path / "decision.json")
+
+
 def test_a_waiting_call_is_awaiting_approval_on_the_stream_and_page_until_allowed(
     tmp_path: Path, browser: Browser
 ) -> None:
@@ -91,7 +99,7 @@ def test_a_waiting_call_is_awaiting_approval_on_the_stream_and_page_until_allowe
                 "by": "alice",
                 "arguments": {"path": "/srv/old/logs"},
             }
-            (tmp_path / "decision.json").write_text(json.dumps(decision))
+            _decide(tmp_path, decision)
             after = _until_observed(events, "delete_files", "list_files")
             body = [d for d in after if d["tool_name"] == "list_files"]
             assert [(d["type"], d.get("status"), d.get("state")) for d in body] == [
@@ -135,9 +143,7 @@ def test_a_denied_call_shows_no_running_body_on_the_stream(tmp_path: Path) -> No
         app = _app(server, tmp_path, "signal", "run")
         try:
             waiting = _until_waiting(events)
-            (tmp_path / "decision.json").write_text(
-                json.dumps({"decision": "deny", "note": "no", "by": "bob"})
-            )
+            _decide(tmp_path, {"decision": "deny", "note": "no", "by": "bob"})
             after = _until_observed(events, "delete_files")
             assert app.wait(60) == 0
         finally:

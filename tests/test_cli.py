@@ -412,3 +412,86 @@ def test_output_is_strict_json_with_non_finite_numbers_in_the_input(
         # orjson can only write null (documented).
         nonfinite = ["NaN", "Infinity", "-Infinity"] if backend == "stdlib" else [None, None, None]
         assert act["tool_input"] == {"q": nonfinite[0], "r": nonfinite[1:]}
+
+
+def test_a_directory_holding_convert_outputs_converts_its_traces_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`toolspan convert .` in the Quickstart's directory: the views it wrote there before (and the
+    timeline exporter's files) are not traces and are left out; the traces convert as alone."""
+    traces = tmp_path / "traces.json"
+    traces.write_bytes(AGENT.read_bytes())
+    policy = tmp_path.parent / f"{tmp_path.name}-policy.json"  # outside: a policy is no output
+    policy.write_text(json.dumps({"id": "p", "version": 1, "rules": []}))
+    audit = [
+        "audit",
+        str(traces),
+        "--policy",
+        str(policy),
+        "--to",
+        "json",
+        "-o",
+        str(tmp_path / "audit.json"),
+    ]
+    assert run(capsys, *audit)[0] == 0
+    for target, name, extra in [
+        ("timeline", "timeline.json", ("--indent", "2")),
+        ("tree", "tree.json", ()),
+        ("plans", "plans.json", ("--indent", "4")),
+        ("events", "events.jsonl", ()),
+        ("progress", "progress.jsonl", ()),
+        ("html", "run.html", ()),
+    ]:
+        assert run(capsys, "convert", str(traces), "--to", target, "-o", str(tmp_path / name), *extra)[0] == 0
+    sub = tmp_path / "toolspan-timeline"
+    sub.mkdir()
+    (sub / "events.jsonl").write_bytes((tmp_path / "events.jsonl").read_bytes())
+    assert run(capsys, "convert", str(traces), "--to", "tree", "-o", str(sub / "abc.tree.json"))[0] == 0
+    alone = run(capsys, "convert", str(traces), "--to", "events")
+    assert run(capsys, "convert", str(tmp_path), "--to", "events") == alone
+    assert alone[0] == 0
+    assert alone[1].count("\n") >= 2
+    # Named explicitly, an output file is still an error: the user asked for it.
+    code, out, err = run(capsys, "convert", str(tmp_path / "timeline.json"), "--to", "events")
+    assert (code, out) == (1, "")
+    assert "not a trace document of a known format" in err
+
+
+@pytest.mark.parametrize("command", ["convert", "audit", "serve"])
+def test_help_reads_as_text_with_defaults(command: str) -> None:
+    """`--help` of every command: no reST markup from the docstrings, each meaningful default shown."""
+    done = subprocess.run(
+        [sys.executable, "-m", "toolspan", command, "--help"], capture_output=True, text=True, check=True
+    )
+    text = done.stdout
+    assert "``" not in text
+    assert ":func:" not in text
+    flat = " ".join(text.split())
+    expected = {
+        "convert": ["Reads spans from files", "--to {events,timeline,tree,plans,progress,html}"],
+        "audit": ["(default: text)", "--format is its old name"],
+        "serve": [
+            "Open http://HOST:PORT/traces in a browser (/ leads there)",
+            "address to bind (default: 127.0.0.1)",
+            "(default: 4318)",
+            "(default: 4317)",
+            "SQLite file (WAL; created if missing) (default: toolspan.db)",
+            "(or TOOLSPAN_SERVER_TOKEN)",
+        ],
+    }[command]
+    for phrase in expected:
+        assert phrase in flat, phrase
+    assert "(default: None)" not in flat
+    assert "(default: False)" not in flat
+
+
+def test_the_top_level_help_points_at_each_command() -> None:
+    text = subprocess.run(
+        [sys.executable, "-m", "toolspan", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "'toolspan COMMAND --help' describes each command" in " ".join(text.split())
+    for command in ("convert", "audit", "serve"):
+        assert command in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("serve"))
+    assert "the trace list at /traces" in " ".join(" ".join(lines[at : at + 2]).split())

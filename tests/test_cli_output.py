@@ -157,10 +157,14 @@ def test_an_output_inside_an_input_directory_is_never_read_back(
     traces.mkdir()
     (traces / "a.jsonl").write_text(record())
     out = traces / "out.jsonl"
-    for run_number in (1, 2):  # the second run finds the first run's output in the directory
+    # The second run finds the first run's output in the directory: a file toolspan wrote, skipped as such.
+    # The third finds a trace there (the output path now holds one): not read either, and said so.
+    for run_number in (1, 2, 3):
+        if run_number == 3:
+            out.write_text(record())
         code, _, err = run(capsys, "convert", str(traces), "--to", "events", "-o", str(out))
         assert code == 0
-        assert err == ("" if run_number == 1 else f"toolspan: note: not reading {out}: it is the output\n")
+        assert err == ("" if run_number < 3 else f"toolspan: note: not reading {out}: it is the output\n")
         assert out.read_text() == want
         assert listing(traces) == ["a.jsonl", "out.jsonl"]
 

@@ -1,9 +1,11 @@
-"""Smoke test of the demo command: ``python examples/demo_agent.py --out DIR`` in a real subprocess."""
+"""Smoke test of the demo command: ``python examples/demo_agent.py --out DIR`` in a real subprocess, and
+``scripts/demo.sh`` itself (no reinstall once set up, a server that died noticed)."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -258,3 +260,152 @@ def test_content_is_the_same_on_every_run(demo: tuple[Path, str], tmp_path: Path
         )
 
     assert content(tmp_path / "again") == content(out)
+
+
+# --- examples/demo_agent.py's usage, and scripts/demo.sh itself ------------------------------------------
+
+ROOT = DEMO.parents[1]
+
+
+def test_the_output_directory_is_positional_like_the_other_examples(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_"))}
+    usage = subprocess.run(
+        [sys.executable, str(DEMO), "--help"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert usage.startswith("usage: demo_agent.py [-h] [--out OUT_DIR] [OUT_DIR]")
+    assert "python examples/demo_agent.py [OUT_DIR]" in (DEMO.read_text("utf-8"))  # the docstring agrees
+    done = subprocess.run(
+        [sys.executable, str(DEMO), "out"], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "run.html").is_file()
+    both = subprocess.run(
+        [sys.executable, str(DEMO), "a", "--out", "b"], capture_output=True, text=True, env=env, check=False
+    )
+    assert both.returncode == 2
+    assert "give the output directory once" in both.stderr
+
+
+def _checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of what demo.sh reads, with a .venv whose python is this interpreter except for pip, which
+    only records how it was called (a real install would change this test environment, and needs the
+    network). Returns the checkout and pip's log."""
+    repo = tmp_path / "repo"
+    for name in ("scripts/demo.sh", "pyproject.toml", "constraints/test.txt", "examples/demo_agent.py"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes((ROOT / name).read_bytes())
+    bin_dir = repo / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    log = tmp_path / "pip.log"
+    python = bin_dir / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "$*" >> "{log}"; exit 0; fi\n'
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    (bin_dir / "toolspan").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m toolspan "$@"\n')
+    for script in (python, bin_dir / "toolspan"):
+        script.chmod(0o755)
+    return repo, log
+
+
+def _demo_sh(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_", "PORT", "GRPC"))}
+    return subprocess.run(
+        ["bash", str(repo / "scripts" / "demo.sh"), *args],
+        capture_output=True,
+        text=True,
+        env={**clean, "PIP_NO_INDEX": "1", **env},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_demo_sh_installs_once_then_runs_offline(tmp_path: Path) -> None:
+    repo, log = _checkout(tmp_path)
+    first = _demo_sh(repo)
+    assert first.returncode == 0, first.stderr
+    installs = log.read_text().splitlines()
+    assert installs == [
+        "-m pip install -q -c constraints/test.txt --upgrade pip",
+        "-m pip install -q -c constraints/test.txt -e .[threading]",
+    ]
+    assert "installing toolspan[threading] from this checkout" in first.stderr
+    assert (repo / "demo-output" / "run.html").is_file()
+
+    again = _demo_sh(repo)  # the second run asks no index: it works offline
+    assert again.returncode == 0, again.stderr
+    assert log.read_text().splitlines() == installs
+    assert again.stderr == ""
+    assert "user:      What's the weather in Paris" in again.stdout
+
+    with (repo / "pyproject.toml").open("a") as pyproject:  # what decides the install changed
+        pyproject.write("\n# a new dependency, say\n")
+    third = _demo_sh(repo)
+    assert third.returncode == 0, third.stderr
+    assert len(log.read_text().splitlines()) == 4
+
+
+def test_demo_sh_serve_notices_a_server_that_died(tmp_path: Path) -> None:
+    repo, log = _checkout(tmp_path)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        done = _demo_sh(repo, "--serve", PORT=str(port), GRPC_PORT="-1")
+    finally:
+        holder.close()
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == "demo: installing toolspan[threading,server] from this checkout into .venv (once)"
+    assert lines[1].startswith(f"toolspan serve: error: port {port} on 127.0.0.1 (OTLP/HTTP and the API)")
+    assert lines[1].endswith("choose another with --port N")
+    assert lines[2].startswith("demo: toolspan serve exited (status 1) before it answered")
+    assert len(lines) == 3
+    assert not (repo / "demo-output" / "traces.jsonl").exists()  # the demo did not run against nothing
+    assert (
+        log.read_text().splitlines()[-1] == "-m pip install -q -c constraints/test.txt -e .[threading,server]"
+    )
+
+
+def test_demo_sh_serve_prints_the_trace_list_and_serves_it(tmp_path: Path) -> None:
+    import signal
+    import urllib.request
+
+    from tests._server import free_port
+
+    repo, _log = _checkout(tmp_path)
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_", "PORT", "GRPC"))}
+    proc = subprocess.Popen(
+        ["bash", str(repo / "scripts" / "demo.sh"), "--serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**clean, "PORT": str(port), "GRPC_PORT": "-1"},
+        start_new_session=True,  # its own process group: the script, its server and the demo
+    )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Ctrl-C to stop."):
+                break
+        base = f"http://127.0.0.1:{port}"
+        assert (
+            f"  trace list      {base}/traces            (open in a browser: every run, its live trace page)"
+            in lines
+        )
+        pages = [line.split()[1] for line in lines if line.strip().startswith("page ")]
+        assert len(pages) == 2
+        assert all(page.startswith(f"{base}/traces/") for page in pages)
+        with urllib.request.urlopen(f"{base}/", timeout=10) as response:  # / leads to the list
+            listing = response.read().decode("utf-8")
+        assert "What&#x27;s the weather in Paris and what is 25 + 30?</a>" in listing
+        assert '<td class="DENIED">DENIED</td>' in listing  # the second turn's denied call
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._installs import distribution, import_groups, installed_by, third_party
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
@@ -22,8 +23,9 @@ ANSWER = 'Here is what the tools said: {"city": "Paris", "temp_c": 18, "sky": "c
 OFFLINE_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
-def run_example(name: str, out: Path) -> list[str]:
-    """Run ``examples/<name>.py OUT`` offline (no OTLP endpoint, no model key); its stdout lines."""
+def run_example(name: str, out: Path, cwd: Path | None = None) -> list[str]:
+    """Run ``examples/<name>.py OUT`` offline (no OTLP endpoint, no model key) in ``cwd``; its stdout
+    lines."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -36,6 +38,7 @@ def run_example(name: str, out: Path) -> list[str]:
         timeout=120,
         env=env,
         check=False,
+        cwd=cwd,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
@@ -258,7 +261,9 @@ def test_existing_provider(tmp_path: Path) -> None:
 
 
 def test_replay_in_pytest(tmp_path: Path) -> None:
-    stdout = run_example("replay_in_pytest", tmp_path)
+    # A relative output directory, as a user types it: the example must not depend on its own cwd.
+    stdout = run_example("replay_in_pytest", Path("out"), cwd=tmp_path)
+    tmp_path = tmp_path / "out"
     result = '{"to": "ada@example.org", "status": "queued"}'
     assert stdout[:3] == [f"recorded: {result}", f"replayed: {result}", "same results: True"]
     assert stdout[3].startswith("pytest: 1 passed")
@@ -380,3 +385,50 @@ def test_mcp_client_server(tmp_path: Path) -> None:
     (mcp_call,) = root["children"][0]["children"]
     assert mcp_call["span_id"] == call.span_id
     assert tools(mcp_call) == ["plan_trip", "get_weather", "book_hotel"]
+
+
+# --- what the README's set-up installs is what the examples import ---------------------------------
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "toolspan"
+LOCAL = {p.stem for p in EXAMPLES.glob("*.py")}  # the examples' own modules (_offline, ...)
+
+
+def _example_needs(path: Path) -> list[set[str]]:
+    """Import groups of an example, with what it starts in subprocesses: ``-m pytest`` needs pytest;
+    ``toolspan serve`` needs what toolspan.server imports."""
+    groups = import_groups(path)
+    text = path.read_text("utf-8")
+    if '"-m", "pytest"' in text:
+        groups.append({"pytest"})
+    if '"toolspan", "serve"' in text:
+        for module in sorted(SRC.joinpath("server").glob("*.py")):
+            groups += import_groups(module)
+    return groups
+
+
+def test_the_examples_extra_installs_everything_the_examples_import() -> None:
+    """`pip install ".[examples]"` (the README's set-up) brings every module the examples import or start:
+    each third-party import of every example maps to a distribution in that install."""
+    provided = installed_by({"examples"})
+    assert {"openai", "anthropic", "google-genai", "mcp", "pytest", "starlette", "uvicorn"} <= provided
+    missing = []
+    checked = 0
+    for path in sorted(EXAMPLES.glob("*.py")):
+        for needs in _example_needs(path):
+            group = {m for m in needs if third_party(m, LOCAL)}
+            if not group:
+                continue
+            checked += 1
+            dists = {distribution(m) for m in group} - {None}
+            if not dists & provided:
+                missing.append(f"{path.name}: {sorted(group)} -> {sorted(d for d in dists if d)}")
+    assert checked >= 10
+    assert missing == []
+
+
+def test_the_core_alone_does_not_cover_the_examples() -> None:
+    """The check above can fail: without the extra, the SDK loops' imports are not installed."""
+    provided = installed_by(set())
+    assert "openai" not in provided
+    assert distribution("openai") == "openai"
+    assert distribution("google.genai") == "google-genai"

@@ -11,7 +11,13 @@ Markers (HTML comments, invisible on a rendered page; README.md repeats this in 
   expected stdout, compared like a doctest with ``ELLIPSIS`` (``...`` matches anything, ids and times).
   Without one, the block must print nothing.
 
-Blocks without a marker (installs, the test command itself, commands that need Jaeger) are not run.
+- ``<!-- readme-install ... -->`` before the Quickstart's install block: its ``pip install`` lines must
+  install this checkout (``.`` with extras the project provides) and are run as written with pip's
+  ``--dry-run`` (offline, nothing changed); the README may nowhere say ``pip install toolspan`` (not on
+  the index). The marked blocks above run with this interpreter, which has the test extra; so the
+  Quickstart's blocks are also checked to import only what the core install brings.
+
+Other blocks without a marker (the test command itself, commands that need Jaeger) are not run.
 """
 
 from __future__ import annotations
@@ -146,3 +152,115 @@ def test_a_failing_or_noisy_block_is_caught(tmp_path: Path, monkeypatch: pytest.
     assert (failing.returncode, failing.stdout, failing.stderr) == (3, "out\n", "oops\n")
     unset = run(Example(1, "bash", 'echo "${OTEL_SERVICE_NAME:-unset}"\n', None), tmp_path)
     assert unset.stdout == "unset\n"
+
+
+# --- the install the Quickstart gives works as written, from this checkout ------------------------------
+
+INSTALL_MARK = "<!-- readme-install"
+PIP_DRY_RUN = (
+    *(sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index"),
+    *("--no-build-isolation", "--disable-pip-version-check"),
+)
+ROOT = README.parent
+
+
+def install_lines(text: str) -> list[str]:
+    """The ``pip install`` commands of the block after the ``readme-install`` comment."""
+    at = text.index(INSTALL_MARK)
+    after = text.index("-->", at) + len("-->")
+    block = _FENCE.match(text, after + 1)
+    assert block is not None, "readme-install is not followed by a block"
+    assert block.group(1) == "bash"
+    commands = [line.split("#", 1)[0].strip() for line in block.group(2).splitlines()]
+    return [c for c in commands if c.startswith("pip install")]
+
+
+def test_the_install_names_no_package_the_index_does_not_have() -> None:
+    """toolspan is not on PyPI: no line of the README may tell a newcomer to install it from there."""
+    text = README.read_text(encoding="utf-8")
+    assert re.findall(r"pip install ['\"]?toolspan\b", text) == []
+    lines = install_lines(text)
+    assert lines[0] == "pip install ."
+    assert len(lines) >= 2
+
+
+def test_each_install_line_installs_from_this_checkout_with_extras_that_exist() -> None:
+    """Each pip line, run as written from the checkout (pip's dry run: offline, nothing changed), resolves
+    to this project; every extra it names is one the project provides."""
+    from importlib import metadata
+
+    provided = set(metadata.metadata("toolspan").get_all("Provides-Extra") or [])
+    assert {"server", "examples", "fast", "policy", "test"} <= provided
+    for line in install_lines(README.read_text(encoding="utf-8")):
+        args = [a.strip("\"'") for a in line.split()[2:]]
+        for arg in args:
+            extras = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", arg)
+            assert extras is not None, f"{line}: installs {arg!r}, not this checkout"
+            assert set((extras.group(1) or "").split(",")) - {""} <= provided, line
+        done = subprocess.run(
+            [*PIP_DRY_RUN, *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"{line}\n{done.stderr}"
+        assert "Would install toolspan-" in done.stdout, line
+
+
+def test_the_quickstart_blocks_need_only_the_core_install() -> None:
+    """The runnable blocks before the Server section import only what `pip install .` brings."""
+    import ast
+
+    from tests._installs import distribution, installed_by, third_party
+
+    text = README.read_text(encoding="utf-8")
+    core = installed_by(set())
+    checked = 0
+    for example in examples(text[: text.index("## Map of the packages")]):
+        if example.language != "python":
+            continue
+        for node in ast.walk(ast.parse(example.code)):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            for module in modules:
+                checked += 1
+                if third_party(module, set()):
+                    assert distribution(module) in core, module
+    assert checked >= 3
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_contents_list_every_section_and_every_link_lands() -> None:
+    text = README.read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    contents = text[text.index("**Contents.**") : text.index("## Quickstart")]
+    linked = re.findall(r"\]\(#([\w-]+)\)", contents)
+    assert linked == [_anchor(h) for h in headings]
+    anchors = {_anchor(h) for h in re.findall(r"^#{2,3} (.+)$", text, re.MULTILINE)}
+    assert set(re.findall(r"\]\(#([\w-]+)\)", text)) <= anchors  # every in-page link of the README
+
+
+def test_jargon_is_explained_before_or_where_it_is_first_used() -> None:
+    text = README.read_text(encoding="utf-8")
+    words = text.index("## Words used here")
+    explained = text[words : text.index("\n## ", words + 1)]
+    for term in ("seed", "SEALED", "bookmark", "live tail", "act/observe", "DENIED"):
+        assert term.lower() in explained.lower(), term
+        first = text.lower().index(term.lower())
+        assert first >= words or term in ("act/observe", "live tail"), (term, text[first - 80 : first + 20])
+
+
+def test_the_readme_uses_the_cli_s_own_flag_names() -> None:
+    """`--to` is the flag (`--format` only as its old name), as `toolspan audit --help` says."""
+    text = README.read_text(encoding="utf-8")
+    assert re.findall(r"--format (?:json|text|html)", text) == []
+    assert "--to json" in text

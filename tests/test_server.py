@@ -90,16 +90,29 @@ def test_listing_summarises_newest_first_with_filters_and_cursor(demo: tuple[Ser
     rows = server.get_json("/api/traces")["traces"]
     assert [r["start"] for r in rows] == sorted((r["start"] for r in rows), reverse=True)
     first, second = rows
+    # The second turn's delete_files call was denied by the approver: a denial, not an error, as the
+    # trace page counts it (COMPLETED 5, DENIED 1).
     assert {k: first[k] for k in first if k not in ("trace_id", "start", "duration_ms")} == {
         "root_name": "invoke_agent assistant",
+        "input": "Research OpenTelemetry for me, then clean up the scratch files.",
         "service": "toolspan-demo",
         "conversation_id": CONVERSATION,
         "spans": 6,
         "tool_calls": 3,
-        "errors": 1,
-        "state": "FAILED",
+        "errors": 0,
+        "denied": 1,
+        "state": "DENIED",
     }
-    assert (second["tool_calls"], second["errors"], second["state"]) == (2, 0, "COMPLETED")
+    assert (second["tool_calls"], second["errors"], second["denied"], second["state"]) == (
+        2,
+        0,
+        0,
+        "COMPLETED",
+    )
+    assert second["input"] == "What's the weather in Paris and what is 25 + 30?"
+    page = json.loads(server.get(f"/api/traces/{first['trace_id']}/page"))
+    assert page["counts"].get("DENIED") == 1
+    assert not page["counts"].get("FAILED")
     page = server.get_json("/api/traces?limit=1")
     assert [r["trace_id"] for r in page["traces"]] == [first["trace_id"]]
     rest = server.get_json(f"/api/traces?limit=1&cursor={page['next_cursor']}")
@@ -112,8 +125,22 @@ def test_listing_summarises_newest_first_with_filters_and_cursor(demo: tuple[Ser
     assert ids("tool=delete_files") == [first["trace_id"]]
     assert ids("tool=get_weather") == [second["trace_id"]]
     assert ids("state=COMPLETED") == [second["trace_id"]]
-    assert ids("state=failed") == [first["trace_id"]]
+    assert ids("state=DENIED") == [first["trace_id"]]
+    assert ids("state=denied") == [first["trace_id"]]
+    assert ids("state=failed") == []
     assert ids("state=RUNNING") == []
+    assert ids("state=SEALED") == []
+    # Search: ids, names and the words the user typed, in any case.
+    assert ids("q=DELETE_FILES") == [first["trace_id"]]
+    assert ids("q=Paris") == [second["trace_id"]]
+    assert ids("q=paris") == [second["trace_id"]]
+    assert ids(f"q={first['trace_id'][5:20]}") == [first["trace_id"]]
+    assert ids("q=INVOKE_agent") == [first["trace_id"], second["trace_id"]]
+    # LIKE's wildcards are literal: as wildcards both would match "invoke_agent assistant".
+    assert ids("q=invoke%25assistant") == []
+    assert ids("q=invoke_agen_") == []
+    assert ids("q=nothing-like-it") == []
+    assert ids("q=clean&state=DENIED") == [first["trace_id"]]
     assert ids("service=toolspan-demo") == [first["trace_id"], second["trace_id"]]
     assert ids("service=other") == []
     assert ids(f"conversation_id={CONVERSATION}") == [first["trace_id"], second["trace_id"]]
@@ -122,7 +149,7 @@ def test_listing_summarises_newest_first_with_filters_and_cursor(demo: tuple[Ser
     status, _, body = server.request("GET", "/api/traces?state=NOPE")
     assert (status, json.loads(body)["error"]) == (
         400,
-        "state: expected one of RUNNING, COMPLETED, FAILED, SEALED, got 'NOPE'",
+        "state: expected one of RUNNING, COMPLETED, FAILED, DENIED, SEALED, got 'NOPE'",
     )
 
 

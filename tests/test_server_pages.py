@@ -7,12 +7,13 @@ import json
 import re
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from playwright.sync_api import Browser, expect
-from tests._server import Server, otlp_body, running_server, sdk_env, wait_for
+from tests._server import Server, otlp_body, running_server, sdk_env, sse_stream, wait_for
 
 import toolspan
 from toolspan.bridge.readers import read_spans
@@ -56,6 +57,29 @@ def test_trace_list_page_escapes_everything_and_links_each_trace(tmp_path: Path)
     assert '<td class="COMPLETED">COMPLETED</td>' in text
 
 
+def test_trace_list_shows_a_hostile_input_and_search_as_text(tmp_path: Path) -> None:
+    @toolspan.tool
+    def lookup(city: str) -> str:
+        return city
+
+    with capture_spans() as finished:
+        with toolspan.agent("assistant", input=HOSTILE + ' "quoted"'):
+            lookup("Paris")
+        spans = list(finished())
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(spans))[0] == 200
+        text = _html(server, "/traces")[2]
+        searched = _html(server, "/traces?q=" + urllib.parse.quote('"><script>x()</script>'))[2]
+    assert "<script" not in text
+    assert "<img" not in text
+    assert (
+        "&lt;script&gt;window.__pwn()&lt;/script&gt;&lt;img src=x onerror=&quot;window.__pwn()&quot;&gt;"
+        in text
+    )
+    assert "<script" not in searched
+    assert 'value="&quot;&gt;&lt;script&gt;x()&lt;/script&gt;"' in searched
+
+
 def test_trace_page_and_its_live_data(tmp_path: Path) -> None:
     spans = _run()
     body = otlp_body(spans)
@@ -89,6 +113,7 @@ def test_a_token_is_passed_on_to_the_page_links_stream_and_data(tmp_path: Path) 
         listing = _html(server, "/traces?access_token=s3cret")[2]
         page = _html(server, f"/traces/{trace_id}?access_token=s3cret")[2]
     assert f'href="/traces/{trace_id}?access_token=s3cret"' in listing
+    assert '<input type=hidden name=access_token value="s3cret">' in listing  # the form keeps it
     assert f"/api/traces/{trace_id}/stream?access_token=s3cret" in page
 
 
@@ -122,3 +147,192 @@ def test_served_page_follows_a_running_tool_until_it_completes(tmp_path: Path, b
         finally:
             context.close()
             app.kill()
+
+
+# --- a newcomer's first look: /, the list's names, search, state filter and refresh --------------------
+
+
+def _two_runs() -> list[ReadableSpan]:
+    """Two runs of one conversation: a completed one, and one whose second call the approver denied."""
+
+    @toolspan.tool
+    def get_weather(city: str) -> dict[str, Any]:
+        return {"city": city, "temp_c": 18}
+
+    @toolspan.tool
+    def delete_files(pattern: str) -> str:
+        return "deleted"
+
+    calls = [
+        {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {"city": "Paris"}},
+        {"type": "tool_use", "id": "toolu_d", "name": "delete_files", "input": {"pattern": "*"}},
+    ]
+    with capture_spans() as finished:
+        with toolspan.agent("assistant", input="Weather in Paris?", conversation_id="conv-first-hour"):
+            toolspan.run_tool_calls(calls[:1], [get_weather])
+        with toolspan.agent(
+            "assistant", input="Now clean up the scratch files.", conversation_id="conv-first-hour"
+        ):
+            toolspan.run_tool_calls(
+                calls, [get_weather, delete_files], approve=lambda c: c.name != "delete_files"
+            )
+        return list(finished())
+
+
+def _trace_of(spans: list[ReadableSpan], agent_input: str) -> str:
+    for span in spans:
+        if span.parent is None and span.attributes and agent_input in str(span.attributes.get("input.value")):
+            return format(span.context.trace_id, "032x")
+    raise AssertionError(agent_input)
+
+
+def test_root_leads_to_the_trace_list_and_the_banner_names_it(tmp_path: Path) -> None:
+    import http.client
+
+    with running_server(tmp_path) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        conn.request("GET", "/?access_token=t")
+        response = conn.getresponse()
+        status, location = response.status, response.getheader("location")
+        conn.close()
+        assert server.request("GET", "/")[0] == 200  # followed: the list itself
+    assert (status, location) == (307, "/traces?access_token=t")
+    banner = (tmp_path / "server.log").read_text("utf-8").splitlines()
+    assert (
+        banner[0] == f"toolspan serve: trace list {server.url}/traces (open it in a browser; / leads there)"
+    )
+    assert f"OTLP/HTTP {server.url}/v1/traces, OTLP/gRPC 127.0.0.1:{server.grpc_port}" in banner[1]
+
+
+def test_the_all_traces_stream_says_it_starts_at_the_live_tail(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        live = sse_stream(server, "/api/stream", comments=True)
+        first, second = next(live), next(live)
+        live.close()
+        everything = sse_stream(server, "/api/stream?from=start", comments=True, timeout=5)
+        start = [next(everything).data]
+        everything.close()
+    assert (first.data, second.event) == ("connected", "comment")
+    assert second.data == "live tail: events from now on; ?from=start for every event kept"
+    assert start == ["connected"]  # from the start: no such note (the next comment is a heartbeat)
+
+
+def test_trace_list_names_runs_counts_denials_and_filters(tmp_path: Path) -> None:
+    spans = _two_runs()
+    done, denied = _trace_of(spans, "Weather in Paris?"), _trace_of(spans, "Now clean up")
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(spans))[0] == 200
+        listing = {r["trace_id"]: r for r in server.get_json("/api/traces")["traces"]}
+        page = server.get_json(f"/api/traces/{denied}/page")
+        everything = _html(server, "/traces")[2]
+        only_denied = _html(server, "/traces?state=DENIED")[2]
+        searched = _html(server, "/traces?q=paris&state=&refresh=")[2]
+        refreshing = _html(server, "/traces?refresh=15")[2]
+        bogus_refresh = _html(server, "/traces?refresh=0;url=https://evil.example")[2]
+        nothing = _html(server, "/traces?q=no-such-run")[2]
+        bad_state = server.request("GET", "/traces?state=LOST")
+    # The same run is DENIED everywhere: the JSON listing, the list page and the trace page's counts.
+    assert (listing[denied]["state"], listing[denied]["errors"], listing[denied]["denied"]) == (
+        "DENIED",
+        0,
+        1,
+    )
+    assert (listing[done]["state"], listing[done]["denied"]) == ("COMPLETED", 0)
+    assert page["counts"]["DENIED"] == 1
+    assert not page["counts"].get("FAILED")
+    # Rows are named by what the user asked, with the root's name and the conversation under it.
+    assert f'<a href="/traces/{denied}">Now clean up the scratch files.</a>' in everything
+    assert "<small>invoke_agent assistant \u00b7 conv-first-hour</small>" in everything
+    assert '<td class="DENIED">DENIED</td>' in everything
+    assert "FAILED</td>" not in everything
+    assert denied in only_denied
+    assert done not in only_denied
+    assert done in searched
+    assert denied not in searched
+    assert '<option value="DENIED" selected>DENIED</option>' in only_denied
+    assert 'value="paris"' in searched
+    assert '<meta http-equiv="refresh" content="15">' in refreshing
+    assert '<option value="15" selected>every 15 s</option>' in refreshing
+    assert 'http-equiv="refresh"' not in bogus_refresh
+    assert "No trace matches these filters." in nothing
+    assert bad_state[0] == 400
+    assert "DENIED" in json.loads(bad_state[2])["error"]
+
+
+def test_trace_list_in_chromium_searches_filters_and_refreshes(tmp_path: Path, browser: Browser) -> None:
+    spans = _two_runs()
+    done, denied = _trace_of(spans, "Weather in Paris?"), _trace_of(spans, "Now clean up")
+    later = _run()  # posted after the page was opened: the refresh button shows it
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(spans))[0] == 200
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            problems: list[str] = []
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.goto(f"{server.url}/")  # the server's address leads to the list
+            assert page.url == f"{server.url}/traces"
+            expect(page.locator("tbody tr")).to_have_count(2)
+            expect(page.locator("td.run a").first).to_have_text("Now clean up the scratch files.")
+
+            page.get_by_label("Search traces").fill("paris")
+            page.get_by_role("button", name="Refresh").click()
+            expect(page.locator("tbody tr")).to_have_count(1)
+            expect(page.locator("td.run a")).to_have_text("Weather in Paris?")
+            assert f"/traces/{done}" in (page.locator("td.run a").get_attribute("href") or "")
+
+            page.get_by_label("Search traces").fill("")
+            page.get_by_label("State").select_option("DENIED")
+            page.get_by_role("button", name="Refresh").click()
+            expect(page.locator("tbody tr")).to_have_count(1)
+            expect(page.locator("td.DENIED")).to_have_text("DENIED")
+            assert "state=DENIED" in page.url
+
+            page.get_by_label("State").select_option("")
+            page.get_by_role("button", name="Refresh").click()
+            expect(page.locator("tbody tr")).to_have_count(2)
+            assert server.post_otlp(otlp_body(later))[0] == 200
+            page.get_by_role("button", name="Refresh").click()
+            expect(page.locator("tbody tr")).to_have_count(3)
+
+            page.locator("td.run a", has_text="Now clean up").click()
+            page.wait_for_selector("body[data-ready='1']")
+            assert page.url == f"{server.url}/traces/{denied}"
+            assert problems == []  # no policy violation (the form posts to the page itself)
+        finally:
+            context.close()
+
+
+def test_hostile_list_parameters_are_a_page_or_a_400_never_a_500(tmp_path: Path) -> None:
+    """Any search text, state or refresh value (control characters, surrogates as URL escapes, SQL and
+    LIKE syntax, very long): the JSON listing and the list page answer 200 or a 400 with a reason."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(_two_runs()))[0] == 200
+        texts = st.one_of(
+            st.text(max_size=300),
+            st.sampled_from(
+                ["%", "_", "\\\\", "'; DROP TABLE traces; --", "\\x00", "%ED%A0%80", "DENIED", "x" * 5000]
+            ),
+        )
+
+        @settings(
+            max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        )
+        @given(q=texts, state=texts, refresh=texts)
+        def probe(q: str, state: str, refresh: str) -> None:
+            query = urllib.parse.urlencode(
+                {"q": q, "state": state, "refresh": refresh}, quote_via=urllib.parse.quote
+            )
+            for path in (f"/traces?{query}", f"/api/traces?{urllib.parse.urlencode({'q': q})}"):
+                status, _, body = server.request("GET", path)
+                assert status in (200, 400), (path, status, body[:200])
+                if status == 400:
+                    assert json.loads(body)["error"]
+
+        probe()
+        for raw in ("%ED%A0%80", "%FF%FE", "%00", "%C0%AF"):  # a lone surrogate, bytes that are no UTF-8
+            for path in (f"/traces?q={raw}", f"/api/traces?q={raw}", f"/traces?refresh={raw}"):
+                assert server.request("GET", path)[0] in (200, 400), path

@@ -35,8 +35,11 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie (ended, not yet reaped by its parent) counts as ended.
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    # A zombie (ended, not yet reaped by its parent) counts as ended; so does one reaped meanwhile.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def _wait_gone(pids: list[int], timeout_s: float = 20.0) -> list[int]:

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import IO, Any, Final
 
+from toolspan.cli._help import HelpFormatter, plain
+
 __all__ = ["add_parser", "run"]
 
 
@@ -24,8 +26,8 @@ def add_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "audit",
         help="check the tool calls of recorded runs against a policy (exit 1 on a violation)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=plain(__doc__),
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
     parser.add_argument("--policy", required=True, metavar="FILE", help="policy file (JSON or YAML)")
@@ -35,7 +37,7 @@ def add_parser(sub: Any) -> None:
         dest="format",
         choices=("text", "json", "html"),
         default="text",
-        help="report format (html: the trace page with the violations marked)",
+        help="report format (html: the trace page with the violations marked; --format is its old name)",
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of stdout")
     parser.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")

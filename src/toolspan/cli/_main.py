@@ -12,8 +12,9 @@ requests, read up to 1024 spans ahead: a file may hold a tool span before its mo
 buffers and orders them by time like ``to_events``, with the same links.
 ``-o FILE`` is written to a temporary file beside FILE and renamed over it only on success: a failed
 run leaves FILE as it was. An output that is also an input is refused; an output inside an input
-directory is not read. Output is always strict JSON (non-finite numbers as the strings ``"NaN"``,
-``"Infinity"``, ``"-Infinity"``).
+directory is not read, nor is any file toolspan wrote there before (its first key is ``schema_version``),
+so ``toolspan convert .`` reads only the traces of the current directory. Output is always strict JSON
+(non-finite numbers as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``).
 Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage (also an
 output that is an input).
 """
@@ -45,6 +46,7 @@ from toolspan.bridge.views.registry import VIEWS
 from toolspan.cli import _audit as _cli_audit
 from toolspan.cli import _output as _outputs
 from toolspan.cli import _serve as _cli_serve
+from toolspan.cli._help import HelpFormatter, plain
 
 TARGETS = tuple(VIEWS)
 STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
@@ -97,7 +99,12 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolspan", description="Agent tool calls as OpenTelemetry spans.")
+    parser = argparse.ArgumentParser(
+        prog="toolspan",
+        description="Agent tool calls as OpenTelemetry spans, and those spans back as the views agent\n"
+        "frontends draw. 'toolspan COMMAND --help' describes each command.",
+        formatter_class=HelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_convert(sub)
@@ -110,8 +117,8 @@ def _add_convert(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
         help="convert spans (OTLP JSON/protobuf, Jaeger, Tempo, ...) into a frontend format",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=plain(__doc__),
+        formatter_class=HelpFormatter,
     )
     convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
     convert.add_argument(

@@ -8,6 +8,8 @@ import dataclasses
 import sys
 from typing import Any
 
+from toolspan.cli._help import HelpFormatter
+
 __all__ = ["add_parser", "run"]
 
 
@@ -15,14 +17,24 @@ def add_parser(sub: Any) -> None:
     """``toolspan serve``: the live bridge server (needs ``toolspan[server]``)."""
     serve = sub.add_parser(
         "serve",
-        help="receive OTLP and serve the bridge formats over HTTP and SSE",
-        description="Receive OTLP (HTTP and gRPC) into SQLite and serve every bridge format over HTTP/SSE.",
+        help="receive OTLP and serve the bridge formats over HTTP and SSE; the trace list at /traces",
+        description="Receive OTLP (HTTP and gRPC) into SQLite and serve every bridge format over HTTP/SSE.\n"
+        "Open http://HOST:PORT/traces in a browser (/ leads there): every run, each with its live trace\n"
+        "page. Send spans with OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT and\n"
+        "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (or gRPC on --grpc-port). The defaults are OTLP's own\n"
+        "ports, so an OpenTelemetry Collector or Jaeger running here holds them already: then choose\n"
+        "others with --port and --grpc-port.",
+        formatter_class=HelpFormatter,
     )
     serve.add_argument("--db", default="toolspan.db", help="SQLite file (WAL; created if missing)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=4318, help="HTTP port: OTLP/HTTP, API, streams")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind")
+    serve.add_argument(
+        "--port", type=int, default=4318, help="HTTP port: OTLP/HTTP, the API, streams, the pages"
+    )
     serve.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (-1: no gRPC)")
-    serve.add_argument("--token", default=None, help="bearer token for ingest and reads (or the env var)")
+    serve.add_argument(
+        "--token", default=None, help="bearer token for ingest and reads (or TOOLSPAN_SERVER_TOKEN)"
+    )
     serve.add_argument("--cors-origin", action="append", default=[], help="allowed frontend origin (repeat)")
     serve.add_argument("--max-body-bytes", type=int, default=16 << 20, help="request size limit (413)")
     serve.add_argument(
@@ -58,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         from toolspan.server import ServerConfig, serve
     except ImportError as e:
         sys.stderr.write(
-            f"toolspan: error: serve needs the server extra (pip install 'toolspan[server]'): {e}\n"
+            "toolspan: error: serve needs the server extra (in a checkout of toolspan:"
+            f" pip install '.[server]'): {e}\n"
         )
         return 1
     config = ServerConfig(

@@ -353,7 +353,7 @@ def _parse_policy(data: Any, source: str) -> Policy:
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read a policy from a JSON or YAML file (YAML needs PyYAML: ``pip install 'toolspan[policy]'``)."""
+    """Read a policy from a JSON or YAML file (YAML needs PyYAML: the ``policy`` extra)."""
     path = Path(path)
     name = str(path)
     try:
@@ -368,9 +368,19 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     except UnicodeDecodeError as e:
         raise PolicyError(f"{name}: not UTF-8 text (byte {e.start})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
-        from toolspan.policy._yaml import load_yaml
-
-        data = load_yaml(text, name)
+        try:
+            import yaml
+        except ImportError:
+            raise PolicyError(
+                f"{name}: YAML policies need PyYAML (the policy extra; in a checkout of toolspan:"
+                " pip install '.[policy]'), or use JSON"
+            ) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{name}:{mark.line + 1}" if mark is not None else name
+            raise PolicyError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
     else:
         data = _load_json(text, name)
     return parse_policy(data, name)

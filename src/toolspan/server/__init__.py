@@ -1,11 +1,11 @@
 """``toolspan serve``: receive OTLP, keep spans in SQLite, serve every bridge format over HTTP and SSE.
 
-Install with ``pip install toolspan[server]`` (Starlette + uvicorn for HTTP/SSE, grpcio for OTLP/gRPC).
-``build_app`` gives the ASGI application (to mount elsewhere or test) and the ``ServerHandlers`` behind it
-(the server's state and request handlers); ``serve`` serves until a signal. The package is layered as
-ingest (``otlp``: OTLP bodies to rows), store (``db``: SQLite, summaries, remote reads), streams
-(``_streams``: SSE, cursors, text deltas) and HTTP (``_http``: the application, routes, pages, OpenAPI);
-names load on first use.
+Needs the ``server`` extra (in a checkout: ``pip install '.[server]'``; Starlette + uvicorn for HTTP/SSE,
+grpcio for OTLP/gRPC). ``build_app`` gives the ASGI application (to mount elsewhere or test) and the
+``ServerHandlers`` behind it (the server's state and request handlers); ``serve`` serves until a signal.
+The package is layered as ingest (``_ingest``: OTLP bodies to rows), store (``_store``: SQLite, summaries,
+remote reads), streams (``_streams``: SSE, cursors, text deltas) and HTTP (``_http``: the application,
+routes, pages, OpenAPI, serving); names load on first use.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ import gzip
 import io
 import json
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Final, cast
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import iter_document
@@ -77,9 +78,26 @@ def _prepend(head: bytes, stream: IO[bytes]) -> IO[bytes]:
     return io.BufferedReader(_Prepend(head, stream), 1 << 16)
 
 
+# Every JSON document and JSON line toolspan's views write starts with this key (``--indent`` or not, one
+# document or an array of them); no trace format the readers take starts with it.
+_OUTPUT_START: Final = re.compile(rb'\A\s*\[?\s*\{\s*"schema_version"\s*:')
+
+
+def is_toolspan_output(path: Path) -> bool:
+    """Whether ``path`` is a file toolspan's views wrote (``convert -o``, the timeline exporter, ``audit
+    --to json``): in a directory given as input it is skipped, not read as a trace that is not one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False  # reading it reports the error
+    return _OUTPUT_START.match(head) is not None
+
+
 def resolve_inputs(inputs: list[str | os.PathLike[str]]) -> list[Path | str]:
-    """Expand paths: ``-`` stays, a directory gives its trace files recursively (sorted), a glob its
-    matches (sorted). A path that does not exist and matches nothing raises ``BridgeReadError``."""
+    """Expand paths: ``-`` stays, a directory gives its trace files recursively (sorted; toolspan's own
+    output files in it are left out, see ``is_toolspan_output``), a glob its matches (sorted). A path that
+    does not exist and matches nothing raises ``BridgeReadError``."""
     out: list[Path | str] = []
     for item in inputs:
         text = os.fspath(item)
@@ -91,7 +109,10 @@ def resolve_inputs(inputs: list[str | os.PathLike[str]]) -> list[Path | str]:
             out.extend(
                 p
                 for p in sorted(path.rglob("*"))
-                if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(TRACE_SUFFIXES)
+                if p.is_file()
+                and not p.name.startswith(".")
+                and p.name.lower().endswith(TRACE_SUFFIXES)
+                and not is_toolspan_output(p)
             )
         elif path.exists():
             out.append(path)

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from toolspan.bridge import to_otlp_json
@@ -173,10 +173,13 @@ class ServerHandlers:
             return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
         return trace_id, spans
 
-    async def _listing(self, request: Request) -> dict[str, Any] | Response:
+    async def _listing(
+        self, request: Request, params: dict[str, str] | None = None
+    ) -> dict[str, Any] | Response:
+        params = dict(request.query_params) if params is None else params
         try:
             page: dict[str, Any] = await run_in_threadpool(
-                _query.list_traces, self.store, dict(request.query_params), self.config.idle_timeout_s
+                _query.list_traces, self.store, params, self.config.idle_timeout_s
             )
         except _query.QueryError as e:
             return error(400, str(e))
@@ -220,11 +223,19 @@ class ServerHandlers:
         document = await run_in_threadpool(to_otlp_json, found[1])
         return Response(document_bytes(document), media_type="application/json")
 
+    async def home(self, request: Request) -> Response:
+        """``/``: the trace list (a browser pointed at the server's address lands on it)."""
+        query = request.url.query
+        return RedirectResponse("/traces" + (f"?{query}" if query else ""), status_code=307)
+
     async def trace_list(self, request: Request) -> Response:
-        page = await self._listing(request)
+        query = dict(request.query_params)
+        # The page's own parameter (auto-refresh) is not a filter; an empty form field filters nothing.
+        params = {k: v for k, v in query.items() if k != "refresh" and v != ""}
+        page = await self._listing(request, params)
         if isinstance(page, Response):
             return page
-        return HTMLResponse(_pages.trace_list_html(page, request.query_params.get("access_token")))
+        return HTMLResponse(_pages.trace_list_html(page, query.get("access_token"), query))
 
     async def conversation_timeline(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -270,6 +281,7 @@ class ServerHandlers:
         conversation_id = params.get("conversation_id")
         raw = request.headers.get("last-event-id") or request.query_params.get("cursor")
         cursor = None
+        live_tail = False
         if raw:
             cursor = Cursor.parse(raw)
             if cursor is None:
@@ -277,7 +289,8 @@ class ServerHandlers:
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
             cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
-        if trace_id is not None:  # resumable on any replica (``_streams.trace``)
+            live_tail = True
+        if trace_id is not None:  # resumable on any replica (``_trace_stream``)
             heartbeat_s = self.config.heartbeat_s
             remote = self.remote_reader(trace_id)
             chunks = trace_chunks(
@@ -292,6 +305,8 @@ class ServerHandlers:
                 conversation_id=conversation_id,
                 heartbeat_s=self.config.heartbeat_s,
             )
+        if live_tail:
+            chunks = _pages.said_after_first(chunks, _pages.LIVE_TAIL_NOTE)
         subscription = self.deltas.subscribe(
             trace_id=trace_id, conversation_id=conversation_id, kind="text_delta"
         )
@@ -337,6 +352,7 @@ class ServerHandlers:
             Route("/api/jobs/{job_id:str}/trace", self.job),
             Route("/api/jobs/{job_id:str}/replay", self.job),
             Route("/api/jobs/{job_id:str}/trace/page", self.trace_page),
+            Route("/", self.home),
             Route("/traces", self.trace_list),
             Route("/traces/{trace_id:str}", self.trace_page),
             Route("/api/traces/{trace_id:str}/page", self.page_data),

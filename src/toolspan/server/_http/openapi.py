@@ -33,7 +33,17 @@ def openapi_document() -> dict[str, Any]:
     lines = "application/x-ndjson"
     query = [
         {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
-        for name in ("service", "tool", "state", "from_ms", "to_ms", "conversation_id", "limit", "cursor")
+        for name in (
+            "service",
+            "tool",
+            "state",
+            "q",
+            "from_ms",
+            "to_ms",
+            "conversation_id",
+            "limit",
+            "cursor",
+        )
     ]
     listing = _get("Trace summaries, newest first, cursor-paginated")
     listing["get"]["parameters"] = query

@@ -8,6 +8,7 @@ import sys
 
 from toolspan.server._http.app import ServerHandlers, build_app
 from toolspan.server._http.config import ServerConfig
+from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
 from toolspan.server._store.db import Store
 
 __all__ = ["serve"]
@@ -29,17 +30,37 @@ async def _retention(app: ServerHandlers) -> None:
         await asyncio.sleep(every)
 
 
+def _refused(e: ListenError) -> int:
+    sys.stderr.write(f"toolspan serve: error: {e}\n")
+    return 1
+
+
 def serve(config: ServerConfig) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status."""
     import uvicorn
 
+    try:  # both ports first: a busy one is one line naming its flag, before anything is announced
+        sock = bind_http(config.host, config.port)
+    except ListenError as e:
+        return _refused(e)
+    try:
+        if config.grpc_port is not None:
+            check_grpc_port(config.host, config.grpc_port)
+    except ListenError as e:
+        sock.close()
+        return _refused(e)
     store = Store(config.db)
     starlette, app = build_app(config, store)
     grpc_server = None
     if config.grpc_port is not None:
         from toolspan.server._ingest.grpc import start_grpc
 
-        grpc_server = start_grpc(app, config.host, config.grpc_port, config.token, config.max_body_bytes)
+        try:
+            grpc_server = start_grpc(app, config.host, config.grpc_port, config.token, config.max_body_bytes)
+        except (RuntimeError, OSError) as e:
+            sock.close()
+            store.close()
+            return _refused(grpc_error(config.host, config.grpc_port, e))
     uv = uvicorn.Server(
         uvicorn.Config(
             starlette,
@@ -56,17 +77,15 @@ def serve(config: ServerConfig) -> int:
         if config.retention_s is not None or config.max_spans is not None:
             tasks.append(asyncio.create_task(_retention(app)))
         try:
-            await uv.serve()
+            await uv.serve(sockets=[sock])
         finally:
             for task in tasks:
                 task.cancel()
 
-    base = f"http://{config.host}:{config.port}"
-    sys.stderr.write(
-        f"toolspan serve: OTLP/HTTP {base}/v1/traces"
-        + (f", OTLP/gRPC {config.host}:{config.grpc_port}" if config.grpc_port is not None else "")
-        + f"; API {base}/api/traces; streams {base}/api/stream; store {config.db}\n"
-    )
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    base = f"http://{host}:{sock.getsockname()[1]}"
+    grpc_at = None if config.grpc_port is None else f"{host}:{config.grpc_port}"
+    sys.stderr.write(banner(base, grpc_at, config.db))
     sys.stderr.flush()
     try:
         asyncio.run(main())

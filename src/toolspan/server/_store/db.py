@@ -323,6 +323,24 @@ class Store:
             rows = self._db.execute(sql, (*args, limit)).fetchall()
         return [_trace_row(r) for r in rows]
 
+    def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, int], list[Span]]:
+        """What a page of the trace list shows beyond the summary rows: each trace's number of DENIED
+        tool calls, and the parentless spans of the traces (the rows name a run by its root's input)."""
+        ids = json.dumps(list(trace_ids))
+        with self._lock:
+            denied = self._db.execute(
+                "SELECT s.trace_id, count(*) FROM json_each(?) AS j CROSS JOIN spans AS s"
+                " ON s.trace_id = j.value WHERE s.is_tool = 1 AND s.tool_state = 'DENIED'"
+                " GROUP BY s.trace_id",
+                (ids,),
+            ).fetchall()
+        roots = self._spans(
+            "SELECT s.data, s.trace_id FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value"
+            " WHERE s.parent IS NULL",
+            (ids,),
+        )
+        return {str(r[0]): int(r[1]) for r in denied}, roots
+
     def clock(self) -> int:
         """The commit clock now: a cursor at the live tail."""
         with self._lock:

@@ -1,43 +1,96 @@
 """``GET /api/traces``: filters to parameterised SQL, summary rows, cursor pagination (newest first).
 
 Query parameters: ``service``, ``tool`` (a tool name called in the trace), ``state`` (the trace's state:
-``RUNNING``, ``COMPLETED``, ``FAILED``, ``SEALED``), ``from_ms`` / ``to_ms`` (trace start, ms since the
-epoch, inclusive / exclusive), ``conversation_id``, ``limit`` (1..500, default 50) and ``cursor`` (the
+``RUNNING``, ``COMPLETED``, ``FAILED``, ``DENIED``, ``SEALED``), ``q`` (search: a part of the trace id, the
+root span's name, the service, the conversation id, a tool name or (3 characters or more) the root's recorded
+input, ignoring the case of ASCII letters), ``from_ms`` / ``to_ms`` (trace start, ms since the epoch,
+inclusive / exclusive), ``conversation_id``, ``limit`` (1..500, default 50) and ``cursor`` (the
 ``next_cursor`` of the previous page).
 
 A trace is ``RUNNING`` until its root span has ended or nothing arrived for it for the idle timeout; then it
-is ``SEALED`` when a tool in it never ended, else ``FAILED`` when a span failed, else ``COMPLETED``.
+is ``SEALED`` when a tool in it never ended, else ``FAILED`` when a span failed, else ``DENIED`` when a tool
+call was denied (by an approver or the policy: the run went on as designed, the call's body never ran),
+else ``COMPLETED``. ``errors`` counts the spans that failed, ``denied`` the denied tool calls (a denied
+call is not an error), so the list agrees with the trace page's counts. ``input`` is what the user asked
+the run (its root's recorded input, the last user message, cut at 200 characters), or ``null``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Final
 
+from toolspan.bridge._agents import agent_input_text
+from toolspan.bridge.model import Span
 from toolspan.bridge.views import NS_PER_MS
 from toolspan.server._store.db import Store, TraceRow
 
 __all__ = ["STATES", "QueryError", "list_traces", "trace_state"]
 
-STATES: Final = ("RUNNING", "COMPLETED", "FAILED", "SEALED")
+STATES: Final = ("RUNNING", "COMPLETED", "FAILED", "DENIED", "SEALED")
 _DEFAULT_LIMIT: Final = 50
 _MAX_LIMIT: Final = 500
+_INPUT_CHARS: Final = 200
 _KNOWN: Final = frozenset(
-    {"service", "tool", "state", "from_ms", "to_ms", "conversation_id", "limit", "cursor", "access_token"}
+    {
+        "service",
+        "tool",
+        "state",
+        "q",
+        "from_ms",
+        "to_ms",
+        "conversation_id",
+        "limit",
+        "cursor",
+        "access_token",
+    }
 )
 _SEALED_SQL: Final = "(root_ended = 1 OR last_seen_ns < ?)"
+# Denied tool calls are stored as errors (``is_error``): a trace whose every error is a denial is DENIED.
+_DENIED_SQL: Final = (
+    "(SELECT count(*) FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
+    " AND s.tool_state = 'DENIED')"
+)
+_STATE_SQL: Final = {
+    "SEALED": "open_tools > 0",
+    "FAILED": f"open_tools = 0 AND errors > {_DENIED_SQL}",
+    "DENIED": f"open_tools = 0 AND errors > 0 AND errors = {_DENIED_SQL}",
+    "COMPLETED": "open_tools = 0 AND errors = 0",
+}
+_LIKE: Final = " LIKE ? ESCAPE '\\'"
+_SEARCH_SQL: Final = (
+    f"(lower(trace_id){_LIKE} OR lower(coalesce(root_name, '')){_LIKE}"
+    f" OR lower(coalesce(service, '')){_LIKE} OR lower(coalesce(conversation_id, '')){_LIKE}"
+    " OR EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
+    f"  AND lower(s.tool_name){_LIKE})"
+)
+# The root's stored record (JSON text or protobuf bytes) holds its recorded input; a needle that short
+# would match the binary fields of a protobuf record by chance, so words of 3 bytes or more only.
+_SEARCH_ROOT_SQL: Final = (
+    " OR EXISTS (SELECT 1 FROM spans r WHERE r.trace_id = traces.trace_id AND r.parent IS NULL"
+    "  AND instr(CAST(lower(r.data) AS BLOB), ?) > 0)"
+)
+_MIN_ROOT_NEEDLE: Final = 3
+_MAX_SEARCH: Final = 200
+
+
+_logger = logging.getLogger(__name__)
 
 
 class QueryError(ValueError):
     """A bad query parameter (answered with 400)."""
 
 
-def trace_state(row: TraceRow, idle_cut_ns: int) -> str:
+def trace_state(row: TraceRow, idle_cut_ns: int, denied: int = 0) -> str:
+    """The trace's state; ``denied``: its number of DENIED tool calls (counted among ``row.errors``)."""
     if not (row.root_ended or row.last_seen_ns < idle_cut_ns):
         return "RUNNING"
     if row.open_tools:
         return "SEALED"
-    return "FAILED" if row.errors else "COMPLETED"
+    if row.errors > denied:
+        return "FAILED"
+    return "DENIED" if denied else "COMPLETED"
 
 
 def _int(params: dict[str, str], name: str) -> int | None:
@@ -50,19 +103,59 @@ def _int(params: dict[str, str], name: str) -> int | None:
         raise QueryError(f"{name}: expected a whole number, got {raw!r}") from None
 
 
-def _summary(row: TraceRow, idle_cut_ns: int) -> dict[str, Any]:
+def _summary(row: TraceRow, idle_cut_ns: int, denied: int, asked: str | None) -> dict[str, Any]:
     return {
         "trace_id": row.trace_id,
         "root_name": row.root_name,
+        "input": asked,
         "service": row.service,
         "conversation_id": row.conversation_id,
         "start": row.start_ns // NS_PER_MS,
         "duration_ms": None if row.end_ns is None else (row.end_ns - row.start_ns) // NS_PER_MS,
         "spans": row.spans,
         "tool_calls": row.tools,
-        "errors": row.errors,
-        "state": trace_state(row, idle_cut_ns),
+        "errors": row.errors - denied,
+        "denied": denied,
+        "state": trace_state(row, idle_cut_ns, denied),
     }
+
+
+def _inputs(roots: list[Span]) -> dict[str, str]:
+    """Each trace's input: the first of its roots (in start order) that recorded what the user asked."""
+    found: dict[str, str] = {}
+    for span in sorted(roots, key=lambda s: (s.start_ns, s.span_id)):
+        if span.trace_id in found:
+            continue
+        try:
+            text = agent_input_text(span)
+        except Exception:  # a hostile attribute must not cost the whole listing its names
+            _logger.debug("toolspan serve: no input text for trace %s", span.trace_id, exc_info=True)
+            text = None
+        if text and text.strip():
+            text = " ".join(text.split())
+            found[span.trace_id] = text if len(text) <= _INPUT_CHARS else text[: _INPUT_CHARS - 1] + "…"
+    return found
+
+
+def _ascii_lower(text: str) -> str:
+    """``text`` with ASCII letters in lower case, as SQLite's ``lower()`` does (other letters kept)."""
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+def _search(q: str) -> tuple[str, list[Any]]:
+    """The SQL condition and arguments of ``q=``: a part of an id or a name, or of the root span's stored
+    record (its recorded input, in whatever encoding it arrived: the words match), ASCII case ignored."""
+    if len(q) > _MAX_SEARCH:
+        raise QueryError(f"q: at most {_MAX_SEARCH} characters, got {len(q)}")
+    lower = _ascii_lower(q)
+    try:
+        needle = lower.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError("q: not valid text (a lone surrogate)") from None
+    escaped = lower.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    if len(needle) < _MIN_ROOT_NEEDLE:
+        return _SEARCH_SQL + ")", [f"%{escaped}%"] * 5
+    return _SEARCH_SQL + _SEARCH_ROOT_SQL + ")", [f"%{escaped}%"] * 5 + [needle]
 
 
 def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> dict[str, Any]:
@@ -102,12 +195,12 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
             where.append(f"NOT {_SEALED_SQL}")
         else:
             where.append(_SEALED_SQL)
-            where.append(
-                {"SEALED": "open_tools > 0", "FAILED": "open_tools = 0 AND errors > 0"}.get(
-                    state, "open_tools = 0 AND errors = 0"
-                )
-            )
+            where.append(_STATE_SQL[state])
         args.append(idle_cut)
+    if params.get("q"):
+        condition, search_args = _search(params["q"])
+        where.append(condition)
+        args += search_args
     cursor = params.get("cursor")
     if cursor:
         ns, _, trace_id = cursor.partition("-")
@@ -123,4 +216,7 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = f"{rows[-1].start_ns}-{rows[-1].trace_id}" if more and rows else None
-    return {"traces": [_summary(r, idle_cut) for r in rows], "next_cursor": next_cursor}
+    denied, roots = store.listing_details([r.trace_id for r in rows]) if rows else ({}, [])
+    asked = _inputs(roots)
+    summaries = [_summary(r, idle_cut, denied.get(r.trace_id, 0), asked.get(r.trace_id)) for r in rows]
+    return {"traces": summaries, "next_cursor": next_cursor}

@@ -1,0 +1,100 @@
+"""Where ``toolspan serve`` listens, and what it says about it: the HTTP socket bound before anything is
+announced (so a busy port is one line naming the flag to change, not a traceback), the gRPC port's
+failure worded the same way, and the start-up banner naming the trace list first.
+
+The default ports are OTLP's (4318 HTTP, 4317 gRPC): an application whose OTLP exporter keeps the SDK's
+default endpoint reaches ``toolspan serve`` with no setting at all. The price is a clash with a
+Collector or Jaeger already listening there, hence the message.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+__all__ = ["ListenError", "banner", "bind_http", "check_grpc_port", "grpc_error"]
+
+_GRPC_FLAG = "--grpc-port N (-1: no gRPC)"
+
+
+class ListenError(Exception):
+    """A port ``toolspan serve`` cannot listen on; ``str()`` is the one-line message for the operator."""
+
+
+def _reason(host: str, port: int, what: str, flag: str, err: BaseException) -> str:
+    code = getattr(err, "errno", None)
+    if code == errno.EADDRINUSE or "in use" in str(err).lower():
+        return (
+            f"port {port} on {host} ({what}) is already in use, by another toolspan serve or an OpenTelemetry"
+            f" Collector or Jaeger (OTLP's default ports are 4317 and 4318); choose another with {flag}"
+        )
+    if code == errno.EACCES:
+        return f"no permission to listen on {host}:{port} ({what}); choose a port above 1023 with {flag}"
+    lines = str(err).splitlines()
+    detail = getattr(err, "strerror", None) or (lines[0] if lines else type(err).__name__)
+    return f"cannot listen on {host}:{port} ({what}): {detail}; check --host and {flag}"
+
+
+def bind_http(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` for uvicorn; ``ListenError`` when that fails."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as e:
+        raise ListenError(f"cannot resolve --host {host!r}: {e}") from None
+    # A name with both (localhost): IPv4 first, the address clients try when one fails.
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        raise ListenError(_reason(host, port, "OTLP/HTTP and the API", "--port N", e)) from None
+    return sock
+
+
+def _probe(host: str, port: int) -> OSError | None:
+    """Why binding ``host:port`` fails now, or ``None``: grpcio only says "Failed to bind" (and logs it)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as e:
+        return OSError(str(e))
+    family, kind, proto, _, address = infos[0]
+    probe = socket.socket(family, kind, proto)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
+    except OSError as e:
+        return e
+    finally:
+        probe.close()
+    return None
+
+
+def check_grpc_port(host: str, port: int) -> None:
+    """``ListenError`` when the gRPC port cannot be bound now (asked before grpcio tries and logs)."""
+    if port == 0:
+        return
+    err = _probe(host, port)
+    if err is not None:
+        raise ListenError(_reason(host, port, "OTLP/gRPC", _GRPC_FLAG, err))
+
+
+def grpc_error(host: str, port: int, err: BaseException) -> ListenError:
+    """The operator's message for a gRPC port grpcio failed to bind."""
+    return ListenError(_reason(host, port, "OTLP/gRPC", _GRPC_FLAG, _probe(host, port) or err))
+
+
+def banner(base: str, grpc: str | None, db: str) -> str:
+    """What ``toolspan serve`` prints on stderr once it listens: the page to open first, then the rest."""
+    return (
+        f"toolspan serve: trace list {base}/traces (open it in a browser; / leads there)\n"
+        f"  OTLP/HTTP {base}/v1/traces" + (f", OTLP/gRPC {grpc}" if grpc else ", no OTLP/gRPC") + "\n"
+        f"  API {base}/api/traces; live stream {base}/api/stream (SSE, from the live tail on);"
+        f" OpenAPI {base}/openapi.json\n"
+        f"  store {db}\n"
+    )

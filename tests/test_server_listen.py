@@ -1,0 +1,86 @@
+"""Where ``toolspan serve`` listens: a busy or forbidden port is one line on stderr naming the flag to
+change (no traceback, nothing announced), for the HTTP and the gRPC port alike; run as a real process."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from tests._server import free_port
+
+from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port
+
+
+@contextmanager
+def busy_port() -> Iterator[int]:
+    """A port some other program is listening on (as a Collector on 4317/4318 would be)."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    try:
+        yield holder.getsockname()[1]
+    finally:
+        holder.close()
+
+
+def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "toolspan", "serve", "--db", str(tmp_path / "t.db"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize(
+    ("flag", "what", "advice"),
+    [
+        ("--port", "OTLP/HTTP and the API", "--port N"),
+        ("--grpc-port", "OTLP/gRPC", "--grpc-port N (-1: no gRPC)"),
+    ],
+)
+def test_a_busy_port_is_one_line_naming_the_flag(tmp_path: Path, flag: str, what: str, advice: str) -> None:
+    with busy_port() as port:
+        other = "--grpc-port" if flag == "--port" else "--port"
+        done = serve(tmp_path, flag, str(port), other, str(free_port()))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"toolspan serve: error: port {port} on 127.0.0.1 ({what}) is already in use, by another"
+        " toolspan serve or an OpenTelemetry Collector or Jaeger (OTLP's default ports are 4317 and 4318);"
+        f" choose another with {advice}\n"
+    )
+
+
+def test_an_unknown_host_is_one_line(tmp_path: Path) -> None:
+    done = serve(tmp_path, "--host", "no-such-host.invalid", "--port", "0", "--grpc-port", "-1")
+    assert done.returncode == 1
+    assert done.stderr.startswith("toolspan serve: error: cannot resolve --host 'no-such-host.invalid': ")
+    assert done.stderr.count("\n") == 1
+
+
+def test_bind_http_reads_back_port_zero_and_refuses_a_busy_one() -> None:
+    sock = bind_http("127.0.0.1", 0)
+    try:
+        port = sock.getsockname()[1]
+        assert port > 0
+        with pytest.raises(ListenError, match=rf"port {port} on 127.0.0.1 .* already in use"):
+            bind_http("127.0.0.1", port)
+        with pytest.raises(ListenError, match=r"--grpc-port N \(-1: no gRPC\)"):
+            check_grpc_port("127.0.0.1", port)
+    finally:
+        sock.close()
+    check_grpc_port("127.0.0.1", 0)  # any free port: nothing to check
+
+
+def test_the_banner_names_the_trace_list_first() -> None:
+    text = banner("http://127.0.0.1:4318", None, "toolspan.db")
+    lines = text.splitlines()
+    assert (
+        lines[0]
+        == "toolspan serve: trace list http://127.0.0.1:4318/traces (open it in a browser; / leads there)"
+    )
+    assert lines[1] == "  OTLP/HTTP http://127.0.0.1:4318/v1/traces, no OTLP/gRPC"
+    assert "live stream http://127.0.0.1:4318/api/stream (SSE, from the live tail on)" in lines[2]
+    assert lines[3] == "  store toolspan.db"
