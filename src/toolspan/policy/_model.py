@@ -368,19 +368,9 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     except UnicodeDecodeError as e:
         raise PolicyError(f"{name}: not UTF-8 text (byte {e.start})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise PolicyError(
-                f"{name}: YAML policies need PyYAML (the policy extra; in a checkout of toolspan:"
-                " pip install '.[policy]'), or use JSON"
-            ) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"{name}:{mark.line + 1}" if mark is not None else name
-            raise PolicyError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        from toolspan.policy._yaml import load_yaml
+
+        data = load_yaml(text, name)
     else:
         data = _load_json(text, name)
     return parse_policy(data, name)

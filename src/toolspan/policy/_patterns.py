@@ -45,7 +45,8 @@ def _engine() -> Any:
         import re2
     except ImportError:
         raise PatternError(
-            "patterns need the linear-time RE2 engine: pip install 'toolspan[policy]' (google-re2)"
+            "patterns need the linear-time RE2 engine: google-re2 (the policy extra; in a checkout of"
+            " toolspan: pip install '.[policy]')"
         ) from None
     return re2
 

@@ -57,7 +57,10 @@ def load_yaml(text: str, name: str) -> Any:
     """The document in ``text``; every problem a one-line ``PolicyError`` naming ``name`` and the line."""
     loader = _loader_class()
     if loader is None:
-        raise PolicyError(f"{name}: YAML policies need PyYAML: pip install 'toolspan[policy]' (or use JSON)")
+        raise PolicyError(
+            f"{name}: YAML policies need PyYAML (the policy extra; in a checkout of toolspan:"
+            " pip install '.[policy]'), or use JSON"
+        )
     import yaml
 
     try:
