@@ -47,7 +47,7 @@ from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._deltas import DeltaDropped, DeltaHub, Subscription
 from toolspan.server._http import error, trace_id_param
-from toolspan.server._sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier
+from toolspan.server._sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier, within
 from toolspan.server._store import Store
 
 if TYPE_CHECKING:
@@ -224,17 +224,17 @@ async def _wait(
                 yield HEARTBEAT
             return
         if subscription is None:
-            try:
-                await asyncio.wait_for(waiter.wait(), left)
+            if await within(waiter.wait(), left):
                 return
-            except asyncio.TimeoutError:
-                continue
+            continue
         commit = asyncio.ensure_future(waiter.wait())
         delta = asyncio.ensure_future(subscription.get())
-        done, _ = await asyncio.wait({commit, delta}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-        for task in (commit, delta):
-            if task not in done:
-                task.cancel()
+        try:
+            done, _ = await asyncio.wait({commit, delta}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (commit, delta):
+                if not task.done():
+                    task.cancel()
         if delta in done:
             yield delta.result()
         if commit in done and local:

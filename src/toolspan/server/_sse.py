@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
@@ -40,12 +40,33 @@ __all__ = [
     "format_event",
     "render_event",
     "tail",
+    "within",
 ]
 
 _logger = logging.getLogger(__name__)
 PAGE: Final = 500
 HEARTBEAT: Final = b": heartbeat\n\n"
 CONNECTED: Final = b"retry: 1000\n: connected\n\n"
+
+
+async def within(awaitable: Awaitable[Any], timeout_s: float) -> bool:
+    """Await ``awaitable`` for at most ``timeout_s`` seconds: ``True`` when it finished (its exception
+    raised), ``False`` when the time ran out (it is cancelled then).
+
+    Unlike ``asyncio.wait_for`` on Python 3.11 and older, a cancellation of the caller is never swallowed
+    when the awaitable has just finished: a stream whose client hung up always ends.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except BaseException:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        return False
+    task.result()
+    return True
 
 
 class Notifier:
@@ -98,9 +119,7 @@ async def tail(
             yield rows
         if len(rows) == PAGE:
             continue
-        try:
-            await asyncio.wait_for(waiter.wait(), heartbeat_s)
-        except asyncio.TimeoutError:
+        if not await within(waiter.wait(), heartbeat_s):
             yield None
 
 
@@ -158,10 +177,15 @@ class EventStreamResponse(Response):
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         pump = asyncio.ensure_future(self._pump(send))
         watch = asyncio.ensure_future(_disconnected(receive))
+        stuck = False
         try:
             await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if pump.done() and not pump.cancelled() and pump.exception() is not None:
-                _logger.error("toolspan serve: stream failed", exc_info=pump.exception())
+            if pump.done() and not pump.cancelled():
+                failure = pump.exception()
+                if failure is not None:
+                    _logger.error("toolspan serve: stream failed", exc_info=failure)
+                else:
+                    stuck = pump.result()
         finally:
             for task in (pump, watch):
                 task.cancel()
@@ -169,16 +193,22 @@ class EventStreamResponse(Response):
             aclose = getattr(self._chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+        # End the response (a no-op once the client is gone); a client that stopped reading would never
+        # take it, so its connection is closed by ending the response with an error instead.
+        end: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+        if not stuck:
+            with contextlib.suppress(Exception):
+                await within(send(end), self._send_timeout_s)
 
-    async def _pump(self, send: Send) -> None:
+    async def _pump(self, send: Send) -> bool:
+        """Send every chunk; ``True`` when the client stopped reading (and was dropped)."""
         async for chunk in self._chunks:
             message: Message = {"type": "http.response.body", "body": chunk, "more_body": True}
-            try:
-                await asyncio.wait_for(send(message), self._send_timeout_s)
-            except asyncio.TimeoutError:
+            if not await within(send(message), self._send_timeout_s):
                 _logger.warning("toolspan serve: dropped a stream client that stopped reading")
                 self._on_drop()
-                return
+                return True
+        return False
 
 
 async def _disconnected(receive: Receive) -> None:
