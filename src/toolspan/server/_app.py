@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -27,14 +28,21 @@ from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
-from toolspan.server._http import BearerAuth, error, trace_id_param
+from toolspan.server._http import (
+    BearerAuth,
+    HostCheck,
+    SecurityHeaders,
+    allowed_hosts,
+    error,
+    trace_id_param,
+)
 from toolspan.server._openapi import openapi_document
 from toolspan.server._parsers import Parsers
 from toolspan.server._progress_stream import progress_response
 from toolspan.server._records import Row
 from toolspan.server._remote import RemoteError, fetch_remote
 from toolspan.server._render import LINES, document_bytes, render, tree_document
-from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks
+from toolspan.server._sse import EventStreamResponse, Notifier, event_chunks, within
 from toolspan.server._store import Cursor, IngestResult, Store
 from toolspan.server._trace_stream import trace_chunks
 
@@ -42,6 +50,18 @@ __all__ = ["App", "build_app"]
 
 _logger = logging.getLogger(__name__)
 _NDJSON: Final = "application/x-ndjson"
+_RETRY_AFTER_S: Final = 5
+
+
+async def _stored(store: Any, *args: Any) -> IngestResult:
+    """``store(*args)`` in the thread pool; a store that cannot take the request now (a full disk, an I/O
+    error, a locked or damaged file) is a retryable 503: OTLP exporters retry 503, never 500."""
+    try:
+        result: IngestResult = await run_in_threadpool(store, *args)
+    except sqlite3.Error as e:
+        _logger.error("toolspan serve: the store refused an export: %s", e)
+        raise _ingest.IngestError(503, f"the store cannot take this request now ({e}): retry") from None
+    return result
 
 
 class App:
@@ -85,16 +105,25 @@ class App:
     async def _read_body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise _ingest.IngestError(
                 413, f"body of {declared} bytes is over the size limit of {limit} bytes"
             )
         body = bytearray()
-        async for chunk in request.stream():
+        chunks = request.stream()
+        while True:
+            # A client that stops sending its body is cut off (``--read-timeout``), not waited on.
+            following = asyncio.ensure_future(anext(chunks, None))
+            if not await within(following, self.config.read_timeout_s):
+                raise _ingest.IngestError(
+                    408, f"no body bytes for {self.config.read_timeout_s:g} s: request timed out"
+                )
+            chunk = following.result()
+            if chunk is None:
+                return bytes(body)
             body += chunk
             if len(body) > limit:
                 raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
-        return bytes(body)
 
     async def _otlp_body(self, request: Request) -> tuple[str, bytes]:
         """``(media kind, inflated body)`` of an OTLP/HTTP export; ``IngestError`` (413, 415, 400)."""
@@ -113,24 +142,25 @@ class App:
         kind = _ingest.JSON if base == _ingest.JSON else _ingest.PROTOBUF
         # google.rpc codes: UNAVAILABLE (14) for a request to retry, else INVALID_ARGUMENT (3).
         code = 14 if e.status == 503 else 3
-        return Response(_ingest.status_body(kind, code, e.message), e.status, media_type=kind)
+        headers = {"retry-after": str(_RETRY_AFTER_S)} if e.status == 503 else None
+        return Response(_ingest.status_body(kind, code, e.message), e.status, headers, media_type=kind)
 
     async def otlp_traces(self, request: Request) -> Response:
         try:
             kind, body = await self._otlp_body(request)
             rows = await self.parsers.parse(body, kind)
+            result = await _stored(self.ingest_rows, rows)
         except _ingest.IngestError as e:
             return self._refused(request, e)
-        result = await run_in_threadpool(self.ingest_rows, rows)
         return Response(_ingest.response_body(kind, result.rejected, result.message), media_type=kind)
 
     async def otlp_logs(self, request: Request) -> Response:
         try:
             kind, body = await self._otlp_body(request)
             records, rejected, message = await run_in_threadpool(_ingest.parse_logs, body, kind)
+            result = await _stored(self.ingest_logs, records, rejected, message)
         except _ingest.IngestError as e:
             return self._refused(request, e)
-        result = await run_in_threadpool(self.ingest_logs, records, rejected, message)
         return Response(_ingest.logs_response_body(kind, result.rejected, result.message), media_type=kind)
 
     # --- reads ---
@@ -274,7 +304,8 @@ class App:
                 return error(400, f"not a stream cursor: {raw[:80]!r}")
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
-            cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
+            # (Past every event committed so far, yet not past the clock: not a cursor from the future.)
+            cursor = Cursor(await run_in_threadpool(self.store.clock), "f" * 32, "f" * 16, 1)
         if trace_id is not None:  # resumable on any replica (``_trace_stream``)
             heartbeat_s = self.config.heartbeat_s
             remote = self.remote_reader(trace_id)
@@ -351,7 +382,10 @@ class App:
 def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
     """The ASGI application of ``config`` over ``store``, and the ``App`` behind it."""
     app = App(config, store)
-    middleware: list[Middleware] = []
+    middleware: list[Middleware] = [
+        Middleware(SecurityHeaders),
+        Middleware(HostCheck, allowed=allowed_hosts(config.host, config.allowed_hosts)),
+    ]
     if config.cors_origins:
         middleware.append(
             Middleware(
@@ -367,6 +401,12 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")
 
+    async def store_failed(request: Request, exc: Exception) -> Response:
+        _logger.error("toolspan serve: the store failed a read: %s", exc)
+        response = error(503, f"the store cannot answer now ({exc}): retry")
+        response.headers["retry-after"] = str(_RETRY_AFTER_S)
+        return response
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         app.loop = asyncio.get_running_loop()
@@ -380,7 +420,7 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
     starlette = Starlette(
         routes=app.routes(),
         middleware=middleware,
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, sqlite3.Error: store_failed},
         lifespan=lifespan,
     )
     return starlette, app

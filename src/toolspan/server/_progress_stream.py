@@ -63,19 +63,24 @@ __all__ = [
 ]
 
 _REMOTE_POLL_S: Final = 1.0
+_MAX_SEQ: Final = (1 << 63) - 1
 
 
 def parse_since(raw: str) -> int | None:
-    """The seq a client resumes after: ``"12"`` or a bookmark ``{"seq": 12, ...}``; ``None`` if neither."""
+    """The seq a client resumes after: ``"12"`` or a bookmark ``{"seq": 12, ...}``; ``None`` if neither
+    (or a seq past 2**63-1: no view is that long)."""
     text = raw.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    seq = value.get("seq") if isinstance(value, dict) else None
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+    if text.isascii() and text.isdigit():
+        seq = int(text) if len(text) <= 19 else None
+    else:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        seq = value.get("seq") if isinstance(value, dict) else None
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return None
+    return seq if seq is not None and 0 <= seq <= _MAX_SEQ else None
 
 
 def _complete(spans: Sequence[Span]) -> bool:

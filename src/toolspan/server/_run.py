@@ -1,18 +1,39 @@
-"""Run the server: uvicorn for HTTP and SSE, grpcio for OTLP/gRPC, one store, until a signal."""
+"""Run the server: uvicorn for HTTP and SSE, grpcio for OTLP/gRPC, one store, until a signal.
+
+- The store is opened and checked first (``Store``): a file that cannot serve is one line on stderr
+  and exit status 2, before anything listens.
+- SIGINT and SIGTERM both run the shutdown path: streams and requests end, the parse workers exit, the
+  store is checkpointed and closed (no WAL left behind), status 0, no traceback. A second SIGINT
+  stops without waiting for open connections.
+- Connections: at most ``max_connections`` at once (uvicorn's ``limit_concurrency``: 503 beyond), idle
+  keep-alive connections closed after ``keep_alive_s``, and a connection whose request headers do not
+  arrive within ``read_timeout_s`` closed, so half-open sockets cannot lock clients out.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
 
 from toolspan.server._app import App, build_app
 from toolspan.server._config import ServerConfig
-from toolspan.server._store import Store
+from toolspan.server._store import Store, StoreError
 
-__all__ = ["run"]
+__all__ = ["run", "wildcard_host"]
 
 _logger = logging.getLogger(__name__)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def wildcard_host(host: str) -> bool:
+    """Whether ``host`` binds every address of the machine."""
+    return host.strip().strip("[]") in ("", "0.0.0.0", "::", "*")
 
 
 async def _retention(app: App) -> None:
@@ -29,22 +50,106 @@ async def _retention(app: App) -> None:
         await asyncio.sleep(every)
 
 
-def run(config: ServerConfig) -> int:
-    """Serve until SIGINT/SIGTERM; returns the exit status."""
+def _protocol(read_timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
+    (from its opening, or from the end of its previous response) to arrive."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_timer = self.loop.call_later(read_timeout_s, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.cycle is not None and not self.cycle.response_complete:
+                return  # a request is being served: its body has its own timeout (``App._read_body``)
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
+
+
+def _uvicorn_server(config: Any) -> Any:
+    """A ``uvicorn.Server`` whose SIGINT/SIGTERM only start the shutdown (uvicorn's own re-raises the
+    signal after it, which kills the process before the store is closed, or prints a traceback)."""
     import uvicorn
 
-    store = Store(config.db)
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            def stop(sig: int, frame: FrameType | None) -> None:
+                if self.should_exit and sig == signal.SIGINT:
+                    self.force_exit = True
+                self.should_exit = True
+
+            previous = {sig: signal.signal(sig, stop) for sig in _SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
+
+
+def run(config: ServerConfig) -> int:
+    """Serve until SIGINT/SIGTERM; returns the exit status (2: the store cannot be used)."""
+    import uvicorn
+
+    try:
+        store = Store(config.db)
+    except StoreError as e:
+        sys.stderr.write(f"toolspan serve: error: cannot use the store {e}\n")
+        return 2
+    try:
+        return _serve(config, store, uvicorn)
+    except KeyboardInterrupt:  # Ctrl-C before the server took over the signals
+        return 0
+    finally:
+        store.close()
+
+
+def _serve(config: ServerConfig, store: Store, uvicorn: Any) -> int:
     starlette, app = build_app(config, store)
     grpc_server = None
     if config.grpc_port is not None:
         from toolspan.server._grpc import start_grpc
 
         grpc_server = start_grpc(app, config.host, config.grpc_port, config.token, config.max_body_bytes)
-    uv = uvicorn.Server(
+    uv = _uvicorn_server(
         uvicorn.Config(
             starlette,
             host=config.host,
             port=config.port,
+            http=_protocol(config.read_timeout_s),
+            limit_concurrency=config.max_connections,
+            timeout_keep_alive=max(1, round(config.keep_alive_s)),
             log_level="warning",
             timeout_graceful_shutdown=2,
             access_log=False,
@@ -60,6 +165,7 @@ def run(config: ServerConfig) -> int:
         finally:
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     base = f"http://{config.host}:{config.port}"
     sys.stderr.write(
@@ -67,11 +173,16 @@ def run(config: ServerConfig) -> int:
         + (f", OTLP/gRPC {config.host}:{config.grpc_port}" if config.grpc_port is not None else "")
         + f"; API {base}/api/traces; streams {base}/api/stream; store {config.db}\n"
     )
+    if wildcard_host(config.host) and not config.token:
+        sys.stderr.write(
+            f"toolspan serve: warning: listening on every address of this machine ({config.host}) without"
+            " a token: anyone who can reach it can read every trace and send spans; set --token (or"
+            " TOOLSPAN_SERVER_TOKEN)\n"
+        )
     sys.stderr.flush()
     try:
         asyncio.run(main())
     finally:
         if grpc_server is not None:
             grpc_server.stop(grace=1).wait()
-        store.close()
     return 0

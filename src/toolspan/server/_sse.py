@@ -32,6 +32,7 @@ from toolspan.server._store import ACT, Cursor, Store
 
 __all__ = [
     "CONNECTED",
+    "FUTURE",
     "HEARTBEAT",
     "PAGE",
     "EventStreamResponse",
@@ -47,6 +48,8 @@ _logger = logging.getLogger(__name__)
 PAGE: Final = 500
 HEARTBEAT: Final = b": heartbeat\n\n"
 CONNECTED: Final = b"retry: 1000\n: connected\n\n"
+# A cursor past the store's commit clock: another replica's clock, a database restored from a backup.
+FUTURE: Final = "cursor from the future (another replica's clock or a restored database); a snapshot follows"
 
 
 async def within(awaitable: Awaitable[Any], timeout_s: float) -> bool:
@@ -139,6 +142,9 @@ async def event_chunks(
         reason = "cursor older than the retained events; a snapshot follows"
         reset = {"reason": reason, "horizon": str(horizon)}
         yield f"event: reset\ndata: {json.dumps(reset)}\n\n".encode()
+        cursor = None
+    elif cursor is not None and cursor.ns > await run_in_threadpool(store.clock):
+        yield f"event: reset\ndata: {json.dumps({'reason': FUTURE})}\n\n".encode()
         cursor = None
     position = cursor if cursor is not None else Cursor(0)
     pages = tail(
