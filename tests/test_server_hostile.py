@@ -261,8 +261,17 @@ def test_hostile_listing_numbers_and_cursors_are_400(server: Server, query: str)
     assert json.loads(reply)["error"].startswith(f"{name}: ")
 
 
+# Numbers as a hostile client writes them: huge, negative, Unicode digits (``str.isdigit`` accepts ``²``
+# and ``٣``; ``int`` refuses the first); listing cursors of such a number and a trace id.
+_DIGITS = st.text("0123456789\u00b2\u0663-", min_size=1, max_size=30)
+_NUMBERS = st.one_of(st.integers(-(1 << 70), 1 << 70).map(str), _DIGITS, st.text(max_size=30))
+_LISTING_VALUES = st.one_of(
+    _NUMBERS, st.tuples(_NUMBERS, st.sampled_from(["ab" * 16, "AB" * 16, "zz" * 16, "ab"])).map("-".join)
+)
+
+
 @PROBES
-@given(name=st.sampled_from(["from_ms", "to_ms", "limit", "cursor"]), value=st.text(max_size=40))
+@given(name=st.sampled_from(["from_ms", "to_ms", "limit", "cursor"]), value=_LISTING_VALUES)
 def test_any_listing_parameter_is_a_page_or_a_400(server: Server, name: str, value: str) -> None:
     status, _, reply = server.request("GET", "/api/traces?" + urllib.parse.urlencode({name: value}))
     assert status in (200, 400), reply
