@@ -129,7 +129,9 @@ class Store:
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as e:
-            raise StoreError(f"{path}: cannot open: {e}") from None
+            raise StoreError(
+                f"{path}: cannot open ({e}): does its directory exist, and may it be written?"
+            ) from None
         try:
             self._clock = self._open()
         except (sqlite3.Error, StoreError) as e:
