@@ -262,10 +262,10 @@ def test_sane_values_are_taken(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_token_from_the_environment_is_checked_too(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setenv("TOOLSPAN_SERVER_TOKEN", "t\u00f6ken")
-    assert cli.main(["serve", "--db", "unused.db"]) == 2
+    assert cli.main(["serve", "--db", str(tmp_path / "unused.db")]) == 2
     assert capsys.readouterr().err == (
         "toolspan serve: error: TOOLSPAN_SERVER_TOKEN: a token is visible ASCII without spaces"
         " (it travels in an Authorization header)\n"
