@@ -76,6 +76,13 @@ class App:
         self.streams = 0
         self.deltas = DeltaHub(config.delta_buffer, self._drop)
         self.parsers = Parsers(config.parse_workers)
+        # Set when the server shuts down: every stream ends its response then (``end_streams``).
+        self.ending: asyncio.Event | None = None
+
+    def end_streams(self) -> None:
+        """End every open stream, on the event loop (the server is shutting down)."""
+        if self.ending is not None:
+            self.ending.set()
 
     # --- ingest (shared with gRPC) ---
 
@@ -328,6 +335,7 @@ class App:
             self._counted(with_deltas(chunks, subscription)),
             send_timeout_s=self.config.send_timeout_s,
             on_drop=self._drop,
+            ending=self.ending,
         )
 
     def remote_reader(self, trace_id: str) -> Any:
@@ -410,6 +418,7 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, App]:
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         app.loop = asyncio.get_running_loop()
+        app.ending = asyncio.Event()
         await app.parsers.start()
         try:
             yield

@@ -272,5 +272,5 @@ async def progress_response(app: App, request: Request) -> Response:
         conversation_id=conversation_id,
     )
     return EventStreamResponse(
-        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop
+        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop, ending=app.ending
     )

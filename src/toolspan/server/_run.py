@@ -50,6 +50,15 @@ async def _retention(app: App) -> None:
         await asyncio.sleep(every)
 
 
+class _DroppedStreams(logging.Filter):
+    """uvicorn's error for a response ended early: only a stream whose client stopped reading ends so
+    (``EventStreamResponse``; ending it is what closes that client's connection), and that drop is
+    already logged once, as a warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("ASGI callable returned without completing response")
+
+
 def _protocol(read_timeout_s: float) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
     (from its opening, or from the end of its previous response) to arrive."""
@@ -95,12 +104,40 @@ def _protocol(read_timeout_s: float) -> type[asyncio.Protocol]:
     return HeaderTimeoutProtocol
 
 
-def _uvicorn_server(config: Any) -> Any:
+async def _reap_stuck(uv: Any, app: App, grace_s: float) -> None:
+    """Abort connections closed with bytes still unsent for ``grace_s`` (at once when the server shuts
+    down): a stream client that stopped reading was dropped, but closing its connection waits for its
+    buffer to drain, which it never does (it would hold the connection, and the shutdown, forever)."""
+    since: dict[Any, float] = {}
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(0.1)
+        now = loop.time()
+        wait = 0.0 if app.ending is not None and app.ending.is_set() else grace_s
+        live = set()
+        for connection in list(uv.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is None or not transport.is_closing() or not transport.get_write_buffer_size():
+                continue
+            live.add(connection)
+            if now - since.setdefault(connection, now) >= wait:
+                transport.abort()
+        for gone in set(since) - live:
+            del since[gone]
+
+
+def _uvicorn_server(config: Any, app: App) -> Any:
     """A ``uvicorn.Server`` whose SIGINT/SIGTERM only start the shutdown (uvicorn's own re-raises the
-    signal after it, which kills the process before the store is closed, or prints a traceback)."""
+    signal after it, which kills the process before the store is closed, or prints a traceback), and
+    whose shutdown first ends the app's streams (they never end on their own: uvicorn would wait out
+    its grace period and cancel them, with a traceback each)."""
     import uvicorn
 
     class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            app.end_streams()
+            await super().shutdown(sockets)
+
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             def stop(sig: int, frame: FrameType | None) -> None:
@@ -137,6 +174,7 @@ def run(config: ServerConfig) -> int:
 
 def _serve(config: ServerConfig, store: Store, uvicorn: Any) -> int:
     starlette, app = build_app(config, store)
+    logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     grpc_server = None
     if config.grpc_port is not None:
         from toolspan.server._grpc import start_grpc
@@ -153,11 +191,12 @@ def _serve(config: ServerConfig, store: Store, uvicorn: Any) -> int:
             log_level="warning",
             timeout_graceful_shutdown=2,
             access_log=False,
-        )
+        ),
+        app,
     )
 
     async def main() -> None:
-        tasks = []
+        tasks = [asyncio.create_task(_reap_stuck(uv, app, config.send_timeout_s))]
         if config.retention_s is not None or config.max_spans is not None:
             tasks.append(asyncio.create_task(_retention(app)))
         try:

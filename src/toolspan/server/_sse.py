@@ -171,21 +171,31 @@ class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
     def __init__(
-        self, chunks: AsyncIterator[bytes], *, send_timeout_s: float, on_drop: Callable[[], None]
+        self,
+        chunks: AsyncIterator[bytes],
+        *,
+        send_timeout_s: float,
+        on_drop: Callable[[], None],
+        ending: asyncio.Event | None = None,
     ) -> None:
         super().__init__(headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
         self._chunks = chunks
         self._send_timeout_s = send_timeout_s
         self._on_drop = on_drop
+        self._ending = ending
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         pump = asyncio.ensure_future(self._pump(send))
         watch = asyncio.ensure_future(_disconnected(receive))
+        # The server shutting down ends the stream as its client hanging up does.
+        end = asyncio.ensure_future(
+            self._ending.wait() if self._ending is not None else asyncio.Event().wait()
+        )
         stuck = False
         try:
-            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({pump, watch, end}, return_when=asyncio.FIRST_COMPLETED)
             if pump.done() and not pump.cancelled():
                 failure = pump.exception()
                 if failure is not None:
@@ -193,18 +203,24 @@ class EventStreamResponse(Response):
                 else:
                     stuck = pump.result()
         finally:
-            for task in (pump, watch):
+            for task in (pump, watch, end):
                 task.cancel()
-            await asyncio.gather(pump, watch, return_exceptions=True)
+            await asyncio.gather(pump, watch, end, return_exceptions=True)
             aclose = getattr(self._chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
         # End the response (a no-op once the client is gone); a client that stopped reading would never
         # take it, so its connection is closed by ending the response with an error instead.
-        end: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+        last: Message = {"type": "http.response.body", "body": b"", "more_body": False}
         if not stuck:
+            # (At shutdown a client not reading gets a moment only: the server is waiting.)
+            wait_s = (
+                min(self._send_timeout_s, 0.25)
+                if end.done() and not end.cancelled()
+                else self._send_timeout_s
+            )
             with contextlib.suppress(Exception):
-                await within(send(end), self._send_timeout_s)
+                await within(send(last), wait_s)
 
     async def _pump(self, send: Send) -> bool:
         """Send every chunk; ``True`` when the client stopped reading (and was dropped)."""
