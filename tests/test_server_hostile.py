@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
+from playwright.sync_api import Browser
 from tests._server import HOST, Server, otlp_body, running_server, sse_stream
 
 import toolspan
@@ -497,3 +498,43 @@ def test_every_response_carries_the_security_headers_and_pages_their_policy(
             assert policy == meta.group(1).replace("&#x27;", "'") + "; frame-ancestors 'none'"
         else:
             assert policy == "default-src 'none'; frame-ancestors 'none'"
+
+
+def test_another_origin_cannot_frame_the_trace_page_in_chromium(
+    stored: tuple[Server, list[ReadableSpan]], browser: Browser
+) -> None:
+    import http.server
+    import threading
+
+    server, spans = stored
+    trace_id = f"{spans[0].context.trace_id:032x}"
+    frame_html = f'<!doctype html><iframe src="{server.url}/traces/{trace_id}"></iframe>'.encode()
+
+    class Attacker(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(frame_html)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    # Another origin on this machine (another port), as a page of a local dev server would be.
+    attacker = http.server.ThreadingHTTPServer((HOST, 0), Attacker)
+    threading.Thread(target=attacker.serve_forever, daemon=True).start()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"http://{HOST}:{attacker.server_address[1]}/")
+        page.wait_for_load_state("load")
+        (framed,) = [f for f in page.frames if f is not page.main_frame]
+        # Chromium refuses to render it (an error page in its place): nothing of the trace is drawn.
+        assert framed.url == "chrome-error://chromewebdata/", framed.url
+        # The page itself, opened directly, renders.
+        page.goto(f"{server.url}/traces/{trace_id}")
+        page.wait_for_selector("body[data-ready='1']")
+    finally:
+        context.close()
+        attacker.shutdown()
+        attacker.server_close()
