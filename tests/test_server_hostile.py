@@ -538,3 +538,38 @@ def test_another_origin_cannot_frame_the_trace_page_in_chromium(
         context.close()
         attacker.shutdown()
         attacker.server_close()
+
+
+# --- the Host rule itself ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    address=st.one_of(st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(lambda a: f"[{a}]")),
+    port=st.one_of(st.none(), st.integers(0, 65535)),
+)
+def test_host_rule_serves_every_ip_address(address: str, port: int | None) -> None:
+    from toolspan.server._http import allowed_hosts, host_allowed
+
+    header = address if port is None else f"{address}:{port}"
+    assert host_allowed(header, allowed_hosts("127.0.0.1", ()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.from_regex(r"[a-z0-9-]{1,20}(\.[a-z0-9-]{1,12}){0,3}", fullmatch=True))
+def test_host_rule_serves_a_name_only_when_allowed(name: str) -> None:
+    import ipaddress
+
+    from toolspan.server._http import allowed_hosts, host_allowed
+
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        pass
+    else:
+        return  # an address (a name of digits and dots can be one): served, as above
+    loopback = name == "localhost" or name.endswith(".localhost")
+    assert host_allowed(f"{name}:4318", allowed_hosts("127.0.0.1", ())) == loopback
+    assert host_allowed(name.upper() + ".", allowed_hosts("127.0.0.1", [name]))
+    assert host_allowed(name, allowed_hosts(name, ()))  # the --host name itself
+    assert not host_allowed("x" + name + ".evil.example", allowed_hosts("0.0.0.0", [name]))

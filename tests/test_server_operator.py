@@ -428,3 +428,24 @@ def test_a_full_disk_is_a_retryable_503_with_the_real_error_and_the_retry_is_sto
     store._db.execute("PRAGMA max_page_count = 1000000")  # room again: the exporter's retry goes through
     assert _post(base + "/v1/traces", body, "application/x-protobuf")[0] == 200
     assert store.counts() == {"spans": len(spans), "traces": 1}
+
+
+def test_a_store_failing_under_the_server_is_a_json_503_on_reads(full_disk: tuple[str, Store, int]) -> None:
+    import sqlite3
+    import urllib.error
+    import urllib.request
+
+    base, store, _ = full_disk
+    other = sqlite3.connect(store.path)
+    other.execute("DROP TABLE traces")  # the store damaged behind the server's back
+    other.commit()
+    other.close()
+    for path in ("/api/traces", "/healthz"):
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(base + path, timeout=10)
+        assert failed.value.code == 503
+        assert failed.value.headers["retry-after"] == "5"
+        assert json.loads(failed.value.read()) == {
+            "error": "the store cannot answer now (no such table: traces): retry",
+            "status": 503,
+        }
