@@ -324,6 +324,27 @@ def test_half_open_and_slow_header_sockets_are_closed_and_clients_served(tmp_pat
                 sock.close()
 
 
+def test_1100_half_open_sockets_do_not_lock_clients_out(tmp_path: Path) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048 <= hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+    try:
+        with running_server(tmp_path, "--read-timeout", "1") as server:
+            idle = [socket.create_connection((HOST, server.port)) for _ in range(1100)]
+            try:
+                started = time.monotonic()
+                assert all(_closed_by_server(sock) for sock in idle)
+                assert time.monotonic() - started < 10
+                assert server.request("GET", "/api/traces")[0] == 200
+            finally:
+                for sock in idle:
+                    sock.close()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_over_the_connection_limit_requests_get_503_not_a_hang(tmp_path: Path) -> None:
     with running_server(tmp_path, "--max-connections", "3", "--read-timeout", "30") as server:
         held = [socket.create_connection((HOST, server.port)) for _ in range(3)]

@@ -126,6 +126,22 @@ async def _reap_stuck(uv: Any, app: App, grace_s: float) -> None:
             del since[gone]
 
 
+def _raise_open_files_limit(wanted: int) -> None:
+    """Lift the soft limit on open files towards the hard one (many systems start at 1,024: less than
+    ``--max-connections`` plus the store's files), as servers commonly do; quietly kept when not allowed."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError):
+        _logger.debug("toolspan serve: could not raise the open files limit", exc_info=True)
+
+
 def _uvicorn_server(config: Any, app: App) -> Any:
     """A ``uvicorn.Server`` whose SIGINT/SIGTERM only start the shutdown (uvicorn's own re-raises the
     signal after it, which kills the process before the store is closed, or prints a traceback), and
@@ -175,6 +191,7 @@ def run(config: ServerConfig) -> int:
 def _serve(config: ServerConfig, store: Store, uvicorn: Any) -> int:
     starlette, app = build_app(config, store)
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
+    _raise_open_files_limit(config.max_connections + 256)
     grpc_server = None
     if config.grpc_port is not None:
         from toolspan.server._grpc import start_grpc
