@@ -60,6 +60,8 @@ class Server:
     log: Path
     proc: subprocess.Popen[bytes] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # Its own process group (a terminal's Ctrl-C reaches the server and its parse workers together).
+    new_session: bool = False
 
     @property
     def url(self) -> str:
@@ -80,7 +82,7 @@ class Server:
             *self.args,
         ]
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=self.new_session)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -245,7 +245,7 @@ def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> N
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", server.port))
-        sock.sendall(b"GET /api/stream?from=start HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /api/stream?from=start HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         try:
             # Dropped and counted, and its stream closed (the two are not updated at the same instant).
             health = wait_for(

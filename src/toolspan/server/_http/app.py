@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -25,7 +26,14 @@ from toolspan.bridge import to_otlp_json
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._http import pages as _pages
-from toolspan.server._http.auth import BearerAuth, error, trace_id_param
+from toolspan.server._http.auth import (
+    BearerAuth,
+    HostCheck,
+    SecurityHeaders,
+    allowed_hosts,
+    error,
+    trace_id_param,
+)
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.openapi import openapi_document
 from toolspan.server._http.render import LINES, TARGETS, document_bytes, render, tree_document
@@ -37,13 +45,25 @@ from toolspan.server._store.db import Cursor, IngestResult, Store
 from toolspan.server._store.remote import RemoteError, fetch_remote
 from toolspan.server._streams.deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._streams.progress import progress_response
-from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks
+from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks, within
 from toolspan.server._streams.trace import trace_chunks
 
 __all__ = ["ServerHandlers", "build_app"]
 
 _logger = logging.getLogger(__name__)
 _NDJSON: Final = "application/x-ndjson"
+_RETRY_AFTER_S: Final = 5
+
+
+async def _stored(store: Any, *args: Any) -> IngestResult:
+    """``store(*args)`` in the thread pool; a store that cannot take the request now (a full disk, an I/O
+    error, a locked or damaged file) is a retryable 503: OTLP exporters retry 503, never 500."""
+    try:
+        result: IngestResult = await run_in_threadpool(store, *args)
+    except sqlite3.Error as e:
+        _logger.error("toolspan serve: the store refused an export: %s", e)
+        raise _ingest.IngestError(503, f"the store cannot take this request now ({e}): retry") from None
+    return result
 
 
 class ServerHandlers:
@@ -58,6 +78,13 @@ class ServerHandlers:
         self.streams = 0
         self.deltas = DeltaHub(config.delta_buffer, self._drop)
         self.parsers = Parsers(config.parse_workers)
+        # Set when the server shuts down: every stream ends its response then (``end_streams``).
+        self.ending: asyncio.Event | None = None
+
+    def end_streams(self) -> None:
+        """End every open stream, on the event loop (the server is shutting down)."""
+        if self.ending is not None:
+            self.ending.set()
 
     # --- ingest (shared with gRPC) ---
 
@@ -87,16 +114,25 @@ class ServerHandlers:
     async def _read_body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise _ingest.IngestError(
                 413, f"body of {declared} bytes is over the size limit of {limit} bytes"
             )
         body = bytearray()
-        async for chunk in request.stream():
+        chunks = request.stream()
+        while True:
+            # A client that stops sending its body is cut off (``--read-timeout``), not waited on.
+            following = asyncio.ensure_future(anext(chunks, None))
+            if not await within(following, self.config.read_timeout_s):
+                raise _ingest.IngestError(
+                    408, f"no body bytes for {self.config.read_timeout_s:g} s: request timed out"
+                )
+            chunk = following.result()
+            if chunk is None:
+                return bytes(body)
             body += chunk
             if len(body) > limit:
                 raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
-        return bytes(body)
 
     async def _otlp_body(self, request: Request) -> tuple[str, bytes]:
         """``(media kind, inflated body)`` of an OTLP/HTTP export; ``IngestError`` (413, 415, 400)."""
@@ -115,24 +151,25 @@ class ServerHandlers:
         kind = _ingest.JSON if base == _ingest.JSON else _ingest.PROTOBUF
         # google.rpc codes: UNAVAILABLE (14) for a request to retry, else INVALID_ARGUMENT (3).
         code = 14 if e.status == 503 else 3
-        return Response(_ingest.status_body(kind, code, e.message), e.status, media_type=kind)
+        headers = {"retry-after": str(_RETRY_AFTER_S)} if e.status == 503 else None
+        return Response(_ingest.status_body(kind, code, e.message), e.status, headers, media_type=kind)
 
     async def otlp_traces(self, request: Request) -> Response:
         try:
             kind, body = await self._otlp_body(request)
             rows = await self.parsers.parse(body, kind)
+            result = await _stored(self.ingest_rows, rows)
         except _ingest.IngestError as e:
             return self._refused(request, e)
-        result = await run_in_threadpool(self.ingest_rows, rows)
         return Response(_ingest.response_body(kind, result.rejected, result.message), media_type=kind)
 
     async def otlp_logs(self, request: Request) -> Response:
         try:
             kind, body = await self._otlp_body(request)
             records, rejected, message = await run_in_threadpool(_ingest.parse_logs, body, kind)
+            result = await _stored(self.ingest_logs, records, rejected, message)
         except _ingest.IngestError as e:
             return self._refused(request, e)
-        result = await run_in_threadpool(self.ingest_logs, records, rejected, message)
         return Response(_ingest.logs_response_body(kind, result.rejected, result.message), media_type=kind)
 
     # --- reads ---
@@ -288,8 +325,8 @@ class ServerHandlers:
                 return error(400, f"not a stream cursor: {raw[:80]!r}")
         elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
             # The all-traces stream starts at the live tail unless asked for everything kept.
-            cursor = Cursor(await run_in_threadpool(self.store.clock) + 1)
-            live_tail = True
+            # (Past every event committed so far, yet not past the clock: not a cursor from the future.)
+            cursor = Cursor(await run_in_threadpool(self.store.clock), "f" * 32, "f" * 16, 1)
         if trace_id is not None:  # resumable on any replica (``_trace_stream``)
             heartbeat_s = self.config.heartbeat_s
             remote = self.remote_reader(trace_id)
@@ -314,6 +351,7 @@ class ServerHandlers:
             self._counted(with_deltas(chunks, subscription)),
             send_timeout_s=self.config.send_timeout_s,
             on_drop=self._drop,
+            ending=self.ending,
         )
 
     def remote_reader(self, trace_id: str) -> Any:
@@ -370,7 +408,10 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHand
     """The ASGI application of ``config`` over ``store``, and the ``ServerHandlers`` behind it (the server's
     state and request handlers)."""
     app = ServerHandlers(config, store)
-    middleware: list[Middleware] = []
+    middleware: list[Middleware] = [
+        Middleware(SecurityHeaders),
+        Middleware(HostCheck, allowed=allowed_hosts(config.host, config.allowed_hosts)),
+    ]
     if config.cors_origins:
         middleware.append(
             Middleware(
@@ -386,9 +427,16 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHand
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")
 
+    async def store_failed(request: Request, exc: Exception) -> Response:
+        _logger.error("toolspan serve: the store failed a read: %s", exc)
+        response = error(503, f"the store cannot answer now ({exc}): retry")
+        response.headers["retry-after"] = str(_RETRY_AFTER_S)
+        return response
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         app.loop = asyncio.get_running_loop()
+        app.ending = asyncio.Event()
         await app.parsers.start()
         try:
             yield
@@ -399,7 +447,7 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHand
     starlette = Starlette(
         routes=app.routes(),
         middleware=middleware,
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, sqlite3.Error: store_failed},
         lifespan=lifespan,
     )
     return starlette, app

@@ -1,21 +1,36 @@
 """HTTP pieces of ``toolspan serve`` shared by its routes: the JSON error, bearer-token authentication
-(``--token``) and the trace id of a path."""
+(``--token``), the Host check against DNS rebinding (``--allowed-host``), the security headers of every
+response, and the trace id of a path."""
 
 from __future__ import annotations
 
 import base64
+import hmac
+import html
+import ipaddress
+import re
 import urllib.parse
+from collections.abc import Iterable
 from typing import Final
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolspan.bridge.model import pad_trace_id
-from toolspan.server._auth import bearer_token, token_matches
+from toolspan.server._auth import bearer_token
 
-__all__ = ["BearerAuth", "error", "trace_id_param"]
+__all__ = [
+    "BearerAuth",
+    "HostCheck",
+    "SecurityHeaders",
+    "allowed_hosts",
+    "error",
+    "host_allowed",
+    "trace_id_param",
+]
 
 _HEX: Final = frozenset("0123456789abcdef")
+_WILDCARDS: Final = frozenset({"", "0.0.0.0", "::", "[::]", "*"})
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -42,8 +57,9 @@ class BearerAuth:
                 given = bearer_token(value)
         if not given and scope["method"] == "GET":
             query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = query.get("access_token", [""])[0].encode("latin-1")
-        if not token_matches(given, self.token):
+            # Percent-escapes decode as UTF-8 (any text, never an error), as the token given is encoded.
+            given = query.get("access_token", [""])[0].encode("utf-8", "surrogatepass")
+        if not hmac.compare_digest(given, self.token):
             response = error(401, "missing or wrong bearer token")
             response.headers["www-authenticate"] = "Bearer"
             await response(scope, receive, send)
@@ -61,3 +77,130 @@ def trace_id_param(raw: str) -> str | None:
     except ValueError:
         return None
     return decoded.hex() if len(decoded) == 16 else None
+
+
+def _host_name(header: str) -> str:
+    """The host name of a ``Host`` header (no port, no brackets, lowercase, no trailing dot)."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text
+    return text.rsplit(":", 1)[0].rstrip(".") if text.count(":") <= 1 else text
+
+
+def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
+    """Whether a request's ``Host`` may be served. A DNS rebinding attack needs a name its attacker
+    controls, so an IP address, ``localhost`` (and ``*.localhost``, which resolve to loopback) and the
+    names in ``allowed`` (``*``: every name) pass; any other name does not."""
+    if header is None or "*" in allowed:
+        return True
+    name = _host_name(header)
+    if name == "localhost" or name.endswith(".localhost") or name in allowed:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def allowed_hosts(bound: str, extra: Iterable[str]) -> frozenset[str]:
+    """The names a server bound to ``bound`` serves besides IP addresses and ``localhost``: the bound
+    name itself (unless it is a wildcard address) and each ``--allowed-host``."""
+    names = {_host_name(h) if h.strip() != "*" else "*" for h in extra}
+    if bound.strip().lower() not in _WILDCARDS:
+        names.add(_host_name(bound))
+    return frozenset(names)
+
+
+class HostCheck:
+    """Refuse (403) a request whose ``Host`` names a host this server does not serve (``host_allowed``):
+    with the default setup (loopback, no token) a web page could otherwise read every trace and inject
+    spans through a name it rebinds to 127.0.0.1."""
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            header = None
+            for name, value in scope["headers"]:
+                if name == b"host":
+                    header = value.decode("latin-1")
+                    break
+            if not host_allowed(header, self.allowed):
+                shown = (header or "")[:100]
+                response = error(
+                    403,
+                    f"host {shown!r} is not served here (a DNS rebinding guard):"
+                    " start toolspan serve with --allowed-host NAME to serve a name",
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+_CSP_META: Final = re.compile(
+    rb'<meta\s+http-equiv="Content-Security-Policy"\s+content="([^"]*)"', re.IGNORECASE
+)
+_API_CSP: Final = b"default-src 'none'; frame-ancestors 'none'"
+_FIXED: Final = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+def _html_policy(body: bytes) -> bytes:
+    """The policy of an HTML page as a header: its ``<meta>`` policy plus ``frame-ancestors 'none'``
+    (which a ``<meta>`` policy cannot carry)."""
+    found = _CSP_META.search(body)
+    if found is None:
+        return b"frame-ancestors 'none'"
+    policy = html.unescape(found.group(1).decode("utf-8", "replace")).encode("utf-8")
+    return policy.rstrip(b"; ") + b"; frame-ancestors 'none'"
+
+
+class SecurityHeaders:
+    """Every response: ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``,
+    ``Referrer-Policy: no-referrer`` (a page's URL may carry ``?access_token``) and a
+    Content-Security-Policy header with ``frame-ancestors 'none'``: an HTML page's own policy from its
+    ``<meta>`` tag, ``default-src 'none'`` for everything else. No other origin can frame a page."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        body = bytearray()
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() != b"content-security-policy"
+                ]
+                headers += _FIXED
+                html_page = any(
+                    k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers
+                )
+                if not html_page:
+                    await send({**message, "headers": [*headers, (b"content-security-policy", _API_CSP)]})
+                    return
+                start = {**message, "headers": headers}
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            # An HTML page (never streamed here): held until complete, then sent with its policy.
+            body.extend(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            policy = _html_policy(bytes(body))
+            await send({**start, "headers": [*start["headers"], (b"content-security-policy", policy)]})
+            await send({"type": "http.response.body", "body": bytes(body), "more_body": False})
+
+        await self.app(scope, receive, send_with_headers)

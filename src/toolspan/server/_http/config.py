@@ -40,3 +40,11 @@ class ServerConfig:
     parse_workers: int = field(default_factory=default_parse_workers)
     tempo_url: str | None = None
     jaeger_url: str | None = None
+    # Host names served besides IP addresses, localhost and the bound host ("*": any); others get 403.
+    allowed_hosts: tuple[str, ...] = ()
+    # Open HTTP connections (streams included) served at most; beyond, requests are answered 503.
+    max_connections: int = 1000
+    # A client must send its request headers, and each piece of a body, within this many seconds.
+    read_timeout_s: float = 10.0
+    # An idle keep-alive connection is closed after this many seconds.
+    keep_alive_s: float = 5.0

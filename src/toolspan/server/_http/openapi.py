@@ -59,8 +59,10 @@ def openapi_document() -> dict[str, Any]:
                             "description": "ExportTraceServiceResponse (partial_success when spans rejected)"
                         },
                         "400": {"description": "malformed body; nothing stored"},
+                        "408": {"description": "the body stopped coming for --read-timeout; nothing stored"},
                         "413": {"description": "body (or inflated body) over the size limit"},
                         "415": {"description": "unsupported content type or encoding"},
+                        "503": {"description": "the store cannot take it now (a full disk): retry"},
                     },
                 }
             },
@@ -74,8 +76,10 @@ def openapi_document() -> dict[str, Any]:
                             " without a trace id or span id were rejected)"
                         },
                         "400": {"description": "malformed body; nothing stored"},
+                        "408": {"description": "the body stopped coming for --read-timeout; nothing stored"},
                         "413": {"description": "body (or inflated body) over the size limit"},
                         "415": {"description": "unsupported content type or encoding"},
+                        "503": {"description": "the store cannot take it now (a full disk): retry"},
                     },
                 }
             },

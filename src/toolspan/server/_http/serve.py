@@ -1,19 +1,41 @@
-"""Run the server: uvicorn for HTTP and SSE, grpcio for OTLP/gRPC, one store, until a signal."""
+"""Run the server: uvicorn for HTTP and SSE, grpcio for OTLP/gRPC, one store, until a signal.
+
+- The store is opened and checked first (``Store``): a file that cannot serve is one line on stderr
+  and exit status 2, before anything listens.
+- SIGINT and SIGTERM both run the shutdown path: streams and requests end, the parse workers exit, the
+  store is checkpointed and closed (no WAL left behind), status 0, no traceback. A second SIGINT
+  stops without waiting for open connections.
+- Connections: at most ``max_connections`` at once (uvicorn's ``limit_concurrency``: 503 beyond), idle
+  keep-alive connections closed after ``keep_alive_s``, and a connection whose request headers do not
+  arrive within ``read_timeout_s`` closed, so half-open sockets cannot lock clients out.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
+import socket
 import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
 
 from toolspan.server._http.app import ServerHandlers, build_app
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
-from toolspan.server._store.db import Store
+from toolspan.server._store.db import Store, StoreError
 
-__all__ = ["serve"]
+__all__ = ["serve", "wildcard_host"]
 
 _logger = logging.getLogger(__name__)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def wildcard_host(host: str) -> bool:
+    """Whether ``host`` binds every address of the machine."""
+    return host.strip().strip("[]") in ("", "0.0.0.0", "::", "*")
 
 
 async def _retention(app: ServerHandlers) -> None:
@@ -30,13 +52,135 @@ async def _retention(app: ServerHandlers) -> None:
         await asyncio.sleep(every)
 
 
+class _DroppedStreams(logging.Filter):
+    """uvicorn's error for a response ended early: only a stream whose client stopped reading ends so
+    (``EventStreamResponse``; ending it is what closes that client's connection), and that drop is
+    already logged once, as a warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("ASGI callable returned without completing response")
+
+
+def _protocol(read_timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
+    (from its opening, or from the end of its previous response) to arrive."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_timer = self.loop.call_later(read_timeout_s, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.cycle is not None and not self.cycle.response_complete:
+                return  # a request is being served: its body has its own timeout (``App._read_body``)
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
+
+
+async def _reap_stuck(uv: Any, app: ServerHandlers, grace_s: float) -> None:
+    """Abort connections closed with bytes still unsent for ``grace_s`` (at once when the server shuts
+    down): a stream client that stopped reading was dropped, but closing its connection waits for its
+    buffer to drain, which it never does (it would hold the connection, and the shutdown, forever)."""
+    since: dict[Any, float] = {}
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(0.1)
+        now = loop.time()
+        wait = 0.0 if app.ending is not None and app.ending.is_set() else grace_s
+        live = set()
+        for connection in list(uv.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is None or not transport.is_closing() or not transport.get_write_buffer_size():
+                continue
+            live.add(connection)
+            if now - since.setdefault(connection, now) >= wait:
+                transport.abort()
+        for gone in set(since) - live:
+            del since[gone]
+
+
+def _raise_open_files_limit(wanted: int) -> None:
+    """Lift the soft limit on open files towards the hard one (many systems start at 1,024: less than
+    ``--max-connections`` plus the store's files), as servers commonly do; quietly kept when not allowed."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError):
+        _logger.debug("toolspan serve: could not raise the open files limit", exc_info=True)
+
+
+def _uvicorn_server(config: Any, app: ServerHandlers) -> Any:
+    """A ``uvicorn.Server`` whose SIGINT/SIGTERM only start the shutdown (uvicorn's own re-raises the
+    signal after it, which kills the process before the store is closed, or prints a traceback), and
+    whose shutdown first ends the app's streams (they never end on their own: uvicorn would wait out
+    its grace period and cancel them, with a traceback each)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            app.end_streams()
+            await super().shutdown(sockets)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            def stop(sig: int, frame: FrameType | None) -> None:
+                if self.should_exit and sig == signal.SIGINT:
+                    self.force_exit = True
+                self.should_exit = True
+
+            previous = {sig: signal.signal(sig, stop) for sig in _SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
+
+
 def _refused(e: ListenError) -> int:
     sys.stderr.write(f"toolspan serve: error: {e}\n")
     return 1
 
 
 def serve(config: ServerConfig) -> int:
-    """Serve until SIGINT/SIGTERM; returns the exit status."""
+    """Serve until SIGINT/SIGTERM; returns the exit status (1: a port is busy; 2: the store cannot be
+    used)."""
     import uvicorn
 
     try:  # both ports first: a busy one is one line naming its flag, before anything is announced
@@ -49,8 +193,24 @@ def serve(config: ServerConfig) -> int:
     except ListenError as e:
         sock.close()
         return _refused(e)
-    store = Store(config.db)
+    try:
+        store = Store(config.db)
+    except StoreError as e:
+        sock.close()
+        sys.stderr.write(f"toolspan serve: error: cannot use the store {e}\n")
+        return 2
+    try:
+        return _serve(config, store, uvicorn, sock)
+    except KeyboardInterrupt:  # Ctrl-C before the server took over the signals
+        return 0
+    finally:
+        store.close()
+
+
+def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket) -> int:
     starlette, app = build_app(config, store)
+    logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
+    _raise_open_files_limit(config.max_connections + 256)
     grpc_server = None
     if config.grpc_port is not None:
         from toolspan.server._ingest.grpc import start_grpc
@@ -59,21 +219,24 @@ def serve(config: ServerConfig) -> int:
             grpc_server = start_grpc(app, config.host, config.grpc_port, config.token, config.max_body_bytes)
         except (RuntimeError, OSError) as e:
             sock.close()
-            store.close()
             return _refused(grpc_error(config.host, config.grpc_port, e))
-    uv = uvicorn.Server(
+    uv = _uvicorn_server(
         uvicorn.Config(
             starlette,
             host=config.host,
             port=config.port,
+            http=_protocol(config.read_timeout_s),
+            limit_concurrency=config.max_connections,
+            timeout_keep_alive=max(1, round(config.keep_alive_s)),
             log_level="warning",
             timeout_graceful_shutdown=2,
             access_log=False,
-        )
+        ),
+        app,
     )
 
     async def main() -> None:
-        tasks = []
+        tasks = [asyncio.create_task(_reap_stuck(uv, app, config.send_timeout_s))]
         if config.retention_s is not None or config.max_spans is not None:
             tasks.append(asyncio.create_task(_retention(app)))
         try:
@@ -81,16 +244,22 @@ def serve(config: ServerConfig) -> int:
         finally:
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{sock.getsockname()[1]}"
     grpc_at = None if config.grpc_port is None else f"{host}:{config.grpc_port}"
     sys.stderr.write(banner(base, grpc_at, config.db))
+    if wildcard_host(config.host) and not config.token:
+        sys.stderr.write(
+            f"toolspan serve: warning: listening on every address of this machine ({config.host}) without"
+            " a token: anyone who can reach it can read every trace and send spans; set --token (or"
+            " TOOLSPAN_SERVER_TOKEN)\n"
+        )
     sys.stderr.flush()
     try:
         asyncio.run(main())
     finally:
         if grpc_server is not None:
             grpc_server.stop(grace=1).wait()
-        store.close()
     return 0

@@ -4,6 +4,8 @@ generated in ``opentelemetry-proto``), storing through the same path as OTLP/HTT
 from __future__ import annotations
 
 import logging
+import sqlite3
+from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -11,7 +13,7 @@ import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from toolspan.bridge.readers import Ctx, ReadReport
+from toolspan.bridge.readers import BridgeReadError, Ctx, ReadReport
 from toolspan.server._auth import bearer_token, token_matches
 from toolspan.server._ingest.otlp import parse_logs_request
 from toolspan.server._ingest.records import rows_of_request
@@ -31,6 +33,18 @@ def _check_token(token: bytes | None, context: grpc.ServicerContext) -> None:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
 
+def _checked(context: grpc.ServicerContext, work: Callable[[], Any]) -> Any:
+    """``work()``; a request the readers refuse is INVALID_ARGUMENT (never retried), a store that cannot
+    take it now UNAVAILABLE (exporters retry it), as OTLP/gRPC asks."""
+    try:
+        return work()
+    except BridgeReadError as e:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e).replace("\n", " "))
+    except sqlite3.Error as e:
+        _logger.error("toolspan serve: the store refused an export: %s", e)
+        context.abort(grpc.StatusCode.UNAVAILABLE, f"the store cannot take this request now: {e}")
+
+
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, app: Any, token: str | None) -> None:
         self._app = app
@@ -38,8 +52,8 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
 
     def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         _check_token(self._token, context)
-        rows = rows_of_request(request, Ctx("grpc request", False, ReadReport()))
-        result = self._app.ingest_rows(rows)
+        rows = _checked(context, lambda: rows_of_request(request, Ctx("grpc request", False, ReadReport())))
+        result = _checked(context, lambda: self._app.ingest_rows(rows))
         response = trace_service_pb2.ExportTraceServiceResponse()
         if result.rejected:
             response.partial_success.rejected_spans = result.rejected
@@ -54,8 +68,8 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
 
     def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
         _check_token(self._token, context)
-        records, rejected, message = parse_logs_request(request)
-        result = self._app.ingest_logs(records, rejected, message)
+        records, rejected, message = _checked(context, lambda: parse_logs_request(request))
+        result = _checked(context, lambda: self._app.ingest_logs(records, rejected, message))
         response = logs_service_pb2.ExportLogsServiceResponse()
         if result.rejected:
             response.partial_success.rejected_log_records = result.rejected

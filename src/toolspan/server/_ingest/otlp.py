@@ -27,13 +27,14 @@ from toolspan.bridge.readers import (
 from toolspan.bridge.readers import logs_from_json as _from_json
 from toolspan.bridge.readers import logs_from_proto as _from_proto
 from toolspan.bridge.readers import parse_trace_request as parse_request
-from toolspan.server._ingest.records import Row, row_of_span, rows_of_request
+from toolspan.server._ingest.records import MAX_STORED_NS, Row, row_of_span, rows_of_request
 
 __all__ = [
     "JSON",
     "PROTOBUF",
     "IngestError",
     "inflate",
+    "load_json",
     "logs_response_body",
     "media_type",
     "parse_logs",
@@ -77,22 +78,66 @@ def media_type(content_type: str | None) -> str:
 
 
 def inflate(body: bytes, limit: int) -> bytes:
-    """The gunzipped ``body``; 413 as soon as the output would pass ``limit`` bytes, 400 if not gzip."""
-    inflater = zlib.decompressobj(wbits=31)
+    """The gunzipped ``body``: every member of it, one after the other, as ``gunzip`` and the Collector's
+    Go reader decode them (a gzip file is a series of members, RFC 1952); 413 as soon as the output
+    would pass ``limit`` bytes, 400 if not gzip, truncated, or followed by bytes that are no member."""
     out = bytearray()
     data = body
+    members = 0
     try:
-        while data:
-            room = limit + 1 - len(out)
-            out += inflater.decompress(data, min(room, _CHUNK))
-            if len(out) > limit:
-                raise IngestError(413, f"gzip body inflates past the size limit of {limit} bytes")
-            data = inflater.unconsumed_tail
-        if not inflater.eof:
-            raise IngestError(400, "gzip body is truncated")
+        while True:
+            inflater = zlib.decompressobj(wbits=31)
+            members += 1
+            while data:
+                room = limit + 1 - len(out)
+                out += inflater.decompress(data, min(room, _CHUNK))
+                if len(out) > limit:
+                    raise IngestError(413, f"gzip body inflates past the size limit of {limit} bytes")
+                data = inflater.unconsumed_tail
+            if not inflater.eof:
+                raise IngestError(400, "gzip body is truncated")
+            data = inflater.unused_data
+            if not data:
+                return bytes(out)
+            if data[:2] != b"\x1f\x8b":
+                raise IngestError(
+                    400, f"gzip body has {len(data)} byte(s) of trailing garbage after member {members}"
+                )
     except zlib.error as e:
         raise IngestError(400, f"gzip body is not valid: {e}") from None
-    return bytes(out)
+
+
+def load_json(body: bytes) -> Any:
+    """The JSON document of a request body; 400 if it is not JSON, or holds a lone surrogate escape
+    (``"\\ud800"``: JSON allows it, but it is no Unicode text and cannot be stored)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as e:
+        raise IngestError(400, f"request body is not valid JSON: {e}") from None
+    # Raw UTF-8 cannot hold a surrogate: only a \u escape can, so a body without one needs no check.
+    if b"\\ud" in body or b"\\uD" in body:
+        try:
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            escape = "".join(f"\\u{ord(c):04x}" for c in e.object[e.start : e.end])
+            raise IngestError(
+                400, f"request body holds a lone surrogate {escape} in a string: not Unicode text"
+            ) from None
+    return doc
+
+
+def _json_rows(doc: Any) -> list[Row]:
+    rows = []
+    for span in spans_from_document(doc, origin="request body"):
+        for name, value in (("start_time_unix_nano", span.start_ns), ("end_time_unix_nano", span.end_ns)):
+            if value is not None and value > MAX_STORED_NS:
+                raise IngestError(
+                    400,
+                    f"request body: span {span.span_id} of trace {span.trace_id}: {name} {value} is past"
+                    " 2**63-1 ns (the year 2262), the latest time the server stores",
+                )
+        rows.append(row_of_span(span))
+    return rows
 
 
 def parse_body(body: bytes, kind: str) -> list[Row]:
@@ -102,22 +147,26 @@ def parse_body(body: bytes, kind: str) -> list[Row]:
             ctx = Ctx("request body", False, ReadReport())
             request = parse_request(body, ctx)
             return [] if request is None else rows_of_request(request, ctx)
-        try:
-            doc = json.loads(body)
-        except (ValueError, RecursionError) as e:
-            raise IngestError(400, f"request body is not valid JSON: {e}") from None
+        doc = load_json(body)
         if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
             raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")
-        return [row_of_span(s) for s in spans_from_document(doc, origin="request body")]
+        return _json_rows(doc)
     except BridgeReadError as e:
         raise IngestError(400, str(e).replace("\n", " ")) from None
 
 
 def _tied(records: Sequence[LogRecord], total: int) -> tuple[list[LogRecord], int, str]:
     good = [r for r in records if r.trace_id != ZERO_TRACE and r.span_id != ZERO_SPAN]
-    rejected = total - len(good)
-    message = f"{rejected} log record(s) without a trace id or span id" if rejected else ""
-    return good, rejected, message
+    untied = total - len(good)
+    # Ids of the wrong length (protobuf bytes fields take any length) name no span: never joined.
+    tied = [r for r in good if len(r.trace_id) == len(ZERO_TRACE) and len(r.span_id) == len(ZERO_SPAN)]
+    malformed = len(good) - len(tied)
+    reasons = []
+    if untied:
+        reasons.append(f"{untied} log record(s) without a trace id or span id")
+    if malformed:
+        reasons.append(f"{malformed} log record(s) with a trace id or span id not of 16 and 8 bytes")
+    return tied, untied + malformed, "; ".join(reasons)
 
 
 def parse_logs_request(request: Any) -> tuple[list[LogRecord], int, str]:
@@ -143,10 +192,7 @@ def parse_logs(body: bytes, kind: str) -> tuple[list[LogRecord], int, str]:
                 400, f"request body is not a valid OTLP protobuf logs request: {reason}"
             ) from None
         return parse_logs_request(request)
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError) as e:
-        raise IngestError(400, f"request body is not valid JSON: {e}") from None
+    doc = load_json(body)
     if not is_logs_document(doc) or not (set(doc) <= {"resourceLogs"}):
         raise IngestError(400, "request body is not an OTLP ExportLogsServiceRequest (resourceLogs)")
     try:

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -46,7 +47,9 @@ def _orphaned(parent: int) -> None:
 
 def _watch_parent(parent: int) -> None:
     """In each worker: exit as soon as the server process is gone (a killed server cannot say so; the
-    worker's task pipe stays open because the worker holds both of its ends)."""
+    worker's task pipe stays open because the worker holds both of its ends). Ctrl-C reaches the whole
+    process group: a worker leaves it to the server, which shuts the workers down."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_orphaned, args=(parent,), daemon=True, name="toolspan-parent-watch").start()
 
 

@@ -21,7 +21,11 @@ from toolspan.bridge.readers import proto_resource_attributes as resource_attrib
 from toolspan.bridge.readers import proto_span as span_of
 from toolspan.server._ingest.codec import encode, proto_header
 
-__all__ = ["INDEX_KEYS", "Row", "merge", "row_of_span", "rows_of_request"]
+__all__ = ["INDEX_KEYS", "MAX_STORED_NS", "Row", "bad_id_or_time", "merge", "row_of_span", "rows_of_request"]
+
+# SQLite integers are signed 64-bit: times from 2**63 ns on (the year 2262) cannot be stored.
+MAX_STORED_NS: Final = (1 << 63) - 1
+_ID_BYTES: Final = (("trace_id", 16), ("span_id", 8), ("parent_span_id", 8))
 
 # Every attribute ``classify``, ``tool_name``, ``tool_state``, ``tool_error`` and the conversation id read
 # (tests/test_server_records.py checks the columns of partial and full spans agree on the whole corpus).
@@ -108,9 +112,24 @@ def merge(old: Span, new: Span) -> Span | None:
     return merged[0] if len(merged) == 1 else None
 
 
+def bad_id_or_time(sp: Any) -> tuple[str, str] | None:
+    """``(field, reason)`` when a protobuf ``Span`` has an id of the wrong length (OTLP: a trace id of 16
+    bytes, span ids of 8; an empty one means missing) or a time the store cannot keep, else ``None``."""
+    for name, size in _ID_BYTES:
+        length = len(getattr(sp, name))
+        if length not in (0, size):
+            return name, f"{length} bytes, expected {size}"
+    for name in ("start_time_unix_nano", "end_time_unix_nano"):
+        value = getattr(sp, name)
+        if value > MAX_STORED_NS:
+            return name, f"{value} is past 2**63-1 ns (the year 2262), the latest time the server stores"
+    return None
+
+
 def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
     """The rows of a parsed ``ExportTraceServiceRequest``, each span stored as its protobuf bytes; a span
-    that ends before it starts fails ``ctx`` as the bridge reader does."""
+    that ends before it starts fails ``ctx`` as the bridge reader does, and so does one with an id of the
+    wrong length or a time past what SQLite stores (``bad_id_or_time``)."""
     rows: list[Row] = []
     keys = INDEX_KEYS
     for r, rs in enumerate(request.resource_spans):
@@ -123,6 +142,10 @@ def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
                 end = sp.end_time_unix_nano
                 if end and end < sp.start_time_unix_nano:
                     ctx.fail(*(bad_times(sp, r, s, i) or ("", "")))
+                    continue
+                bad = bad_id_or_time(sp)
+                if bad is not None:
+                    ctx.fail(f"resource_spans[{r}].scope_spans[{s}].spans[{i}].{bad[0]}", bad[1])
                     continue
                 partial = span_of(sp, resource, scope, "", keys)
                 rows.append(_row(partial, header + sp.SerializeToString()))

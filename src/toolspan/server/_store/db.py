@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -40,7 +41,7 @@ from toolspan.server._ingest.records import Row, merge, row_of_span
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, put_rows
 from toolspan.server._streams.cursor import Cursor
 
-__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "TraceRow"]
+__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "TraceRow"]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
@@ -107,29 +108,61 @@ def _log_record(text: str) -> LogRecord:
     return LogRecord(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
+class StoreError(Exception):
+    """The database cannot serve as the store: a one-line reason (``toolspan serve`` exits with it)."""
+
+
 class Store:
-    """Thread-safe access to one SQLite database (one connection, one lock: SQLite has one writer)."""
+    """Thread-safe access to one SQLite database (one connection, one lock: SQLite has one writer).
+
+    Opening checks the file is a healthy, writable store (``StoreError`` otherwise): not a directory,
+    an SQLite database, ``PRAGMA quick_check`` clean (zeroed or truncated pages are found here, not by
+    every later request), and a write goes through (a read-only file is refused here, not at each
+    ingest).
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute("PRAGMA cache_size=-32768")
-        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
-        # own connection, so a commit only appends to the WAL: still durable when the process is killed.
-        self._db.execute("PRAGMA wal_autocheckpoint=0")
-        self._db.executescript(_SCHEMA)
-        row = self._db.execute("SELECT max(ns) FROM events").fetchone()
-        clock = self._meta("clock")
-        self._clock = max(row[0] or 0, clock or 0)
+        if os.path.isdir(path):
+            raise StoreError(f"{path}: is a directory, not a database file")
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StoreError(
+                f"{path}: cannot open ({e}): does its directory exist, and may it be written?"
+            ) from None
+        try:
+            self._clock = self._open()
+        except (sqlite3.Error, StoreError) as e:
+            self._db.close()
+            reason = str(e) if isinstance(e, StoreError) else f"{path}: {_reason(e)}"
+            raise StoreError(reason) from None
         self._stop = threading.Event()
         self._checkpointer = threading.Thread(
             target=self._checkpoints, name="toolspan-checkpoint", daemon=True
         )
         self._checkpointer.start()
+
+    def _open(self) -> int:
+        """Set the connection up, check the file and create the schema; returns the commit clock."""
+        db = self._db
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute("PRAGMA cache_size=-32768")
+        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
+        # own connection, so a commit only appends to the WAL: still durable when the process is killed.
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+        if problems != ["ok"]:
+            raise StoreError(f"{self.path}: the database is damaged ({'; '.join(problems)})")
+        db.executescript(_SCHEMA)
+        row = db.execute("SELECT max(ns) FROM events").fetchone()
+        clock = max(row[0] or 0, self._meta("clock") or 0)
+        with self._transaction():  # a read-only file fails here, before the server answers anything
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('clock', ?)", (clock,))
+        return int(clock)
 
     def _checkpoints(self) -> None:
         db = sqlite3.connect(self.path, isolation_level=None)
@@ -168,7 +201,11 @@ class Store:
             yield db
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk, an I/O error): a second ROLLBACK would
+            # fail and hide the error that matters.
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
             raise
 
     @contextlib.contextmanager
@@ -409,6 +446,15 @@ class Store:
         """The number of stored log records."""
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM logs").fetchone()[0])
+
+
+def _reason(e: sqlite3.Error) -> str:
+    text = str(e)
+    if "readonly" in text:
+        return f"the database is read-only ({text}): toolspan serve needs to write its store"
+    if "not a database" in text or "malformed" in text:
+        return f"the database is damaged or not an SQLite file ({text})"
+    return text
 
 
 def _trace_row(row: Sequence[Any]) -> TraceRow:

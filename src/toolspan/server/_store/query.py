@@ -21,7 +21,7 @@ import logging
 import time
 from typing import Any, Final
 
-from toolspan.bridge._agents import agent_input_text
+from toolspan.bridge.facts import agent_input_text
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import NS_PER_MS
 from toolspan.server._store.db import Store, TraceRow
@@ -74,6 +74,11 @@ _SEARCH_ROOT_SQL: Final = (
 _MIN_ROOT_NEEDLE: Final = 3
 _MAX_SEARCH: Final = 200
 
+# Trace start times are SQLite integers (signed 64-bit nanoseconds).
+_MAX_NS: Final = (1 << 63) - 1
+_MAX_MS: Final = _MAX_NS // NS_PER_MS
+_HEX: Final = frozenset("0123456789abcdef")
+
 
 _logger = logging.getLogger(__name__)
 
@@ -93,14 +98,22 @@ def trace_state(row: TraceRow, idle_cut_ns: int, denied: int = 0) -> str:
     return "DENIED" if denied else "COMPLETED"
 
 
-def _int(params: dict[str, str], name: str) -> int | None:
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _int(params: dict[str, str], name: str, low: int, high: int) -> int | None:
+    """Query parameter ``name`` as a whole number in ``low..high`` (``None`` when absent)."""
     raw = params.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise QueryError(f"{name}: expected a whole number, got {raw!r}") from None
+    text = raw.strip()
+    if not (_digits(text) or (text[:1] == "-" and _digits(text[1:]))) or len(text) > 20:
+        raise QueryError(f"{name}: expected a whole number, got {raw[:40]!r}")
+    value = int(text)
+    if not low <= value <= high:
+        raise QueryError(f"{name}: expected {low}..{high}, got {text}")
+    return value
 
 
 def _summary(row: TraceRow, idle_cut_ns: int, denied: int, asked: str | None) -> dict[str, Any]:
@@ -178,11 +191,11 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
             " AND s.tool_name = ?)"
         )
         args.append(params["tool"])
-    start_from = _int(params, "from_ms")
+    start_from = _int(params, "from_ms", 0, _MAX_MS)
     if start_from is not None:
         where.append("start_ns >= ?")
         args.append(start_from * NS_PER_MS)
-    start_to = _int(params, "to_ms")
+    start_to = _int(params, "to_ms", 0, _MAX_MS)
     if start_to is not None:
         where.append("start_ns < ?")
         args.append(start_to * NS_PER_MS)
@@ -204,14 +217,14 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
     cursor = params.get("cursor")
     if cursor:
         ns, _, trace_id = cursor.partition("-")
-        if not ns.isdigit() or len(trace_id) != 32:
+        if not (_digits(ns) and len(ns) <= 19 and int(ns) <= _MAX_NS and len(trace_id) == 32):
+            raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
+        if not set(trace_id) <= _HEX:
             raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
         where.append("(start_ns, trace_id) < (?, ?)")
         args += [int(ns), trace_id]
-    limit = _int(params, "limit")
+    limit = _int(params, "limit", 1, _MAX_LIMIT)
     limit = _DEFAULT_LIMIT if limit is None else limit
-    if not 1 <= limit <= _MAX_LIMIT:
-        raise QueryError(f"limit: expected 1..{_MAX_LIMIT}, got {limit}")
     rows = store.list_traces(" AND ".join(where), args, limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]

@@ -11,8 +11,21 @@ resumes a foreign cursor when exactly ``seen`` events of the trace have a data k
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 __all__ = ["Cursor", "DataKey"]
+
+_HEX: Final = frozenset("0123456789abcdef")
+_MAX_DIGITS: Final = 20  # nanoseconds up to 2**64-1 (OTLP's range); the stream resets what is past its clock
+
+
+def _number(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= _MAX_DIGITS
+
+
+def _id(text: str, size: int) -> bool:
+    return len(text) == size and set(text) <= _HEX
+
 
 # (event time ns, span id, phase): the order of a trace's events in its data.
 DataKey = tuple[int, str, int]
@@ -38,16 +51,17 @@ class Cursor:
 
     @classmethod
     def parse(cls, text: str) -> Cursor | None:
-        """The cursor an ``id:`` line carried, or ``None`` for text that is not one."""
+        """The cursor an ``id:`` line carried, or ``None`` for text that is not one (ids in lowercase
+        hex, numbers in ASCII digits of at most 20)."""
         parts = text.strip().split("-")
-        if len(parts) not in (4, 8) or not parts[0].isdigit() or parts[3] not in ("0", "1"):
+        if len(parts) not in (4, 8) or not _number(parts[0]) or parts[3] not in ("0", "1"):
             return None
-        if len(parts[1]) != 32 or len(parts[2]) != 16:
+        if not (_id(parts[1], 32) and _id(parts[2], 16)):
             return None
         if len(parts) == 4:
             return cls(int(parts[0]), parts[1], parts[2], int(parts[3]))
         seen, key_ns, key_span, key_phase = parts[4:]
-        if not (seen.isdigit() and key_ns.isdigit() and len(key_span) == 16 and key_phase in ("0", "1")):
+        if not (_number(seen) and _number(key_ns) and _id(key_span, 16) and key_phase in ("0", "1")):
             return None
         key = (int(key_ns), key_span, int(key_phase))
         return cls(int(parts[0]), parts[1], parts[2], int(parts[3]), int(seen), key)

@@ -47,7 +47,7 @@ from toolspan.bridge.views import to_progress
 from toolspan.server._http.auth import error, trace_id_param
 from toolspan.server._store.db import Store
 from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription
-from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier
+from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier, within
 
 if TYPE_CHECKING:
     from toolspan.server._http.app import ServerHandlers
@@ -62,19 +62,24 @@ __all__ = [
 ]
 
 _REMOTE_POLL_S: Final = 1.0
+_MAX_SEQ: Final = (1 << 63) - 1
 
 
 def parse_since(raw: str) -> int | None:
-    """The seq a client resumes after: ``"12"`` or a bookmark ``{"seq": 12, ...}``; ``None`` if neither."""
+    """The seq a client resumes after: ``"12"`` or a bookmark ``{"seq": 12, ...}``; ``None`` if neither
+    (or a seq past 2**63-1: no view is that long)."""
     text = raw.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    seq = value.get("seq") if isinstance(value, dict) else None
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+    if text.isascii() and text.isdigit():
+        seq = int(text) if len(text) <= 19 else None
+    else:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        seq = value.get("seq") if isinstance(value, dict) else None
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return None
+    return seq if seq is not None and 0 <= seq <= _MAX_SEQ else None
 
 
 def _complete(spans: Sequence[Span]) -> bool:
@@ -223,17 +228,17 @@ async def _wait(
                 yield HEARTBEAT
             return
         if subscription is None:
-            try:
-                await asyncio.wait_for(waiter.wait(), left)
+            if await within(waiter.wait(), left):
                 return
-            except asyncio.TimeoutError:
-                continue
+            continue
         commit = asyncio.ensure_future(waiter.wait())
         delta = asyncio.ensure_future(subscription.get())
-        done, _ = await asyncio.wait({commit, delta}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-        for task in (commit, delta):
-            if task not in done:
-                task.cancel()
+        try:
+            done, _ = await asyncio.wait({commit, delta}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (commit, delta):
+                if not task.done():
+                    task.cancel()
         if delta in done:
             yield delta.result()
         if commit in done and local:
@@ -266,5 +271,5 @@ async def progress_response(app: ServerHandlers, request: Request) -> Response:
         conversation_id=conversation_id,
     )
     return EventStreamResponse(
-        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop
+        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop, ending=app.ending
     )

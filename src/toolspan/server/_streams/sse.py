@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
@@ -39,6 +39,7 @@ from toolspan.server._store.db import ACT, Cursor, Store
 
 __all__ = [
     "CONNECTED",
+    "FUTURE",
     "HEARTBEAT",
     "PAGE",
     "EventStreamResponse",
@@ -49,12 +50,35 @@ __all__ = [
     "render_event",
     "trace_links",
     "tail",
+    "within",
 ]
 
 _logger = logging.getLogger(__name__)
 PAGE: Final = 500
 HEARTBEAT: Final = b": heartbeat\n\n"
 CONNECTED: Final = b"retry: 1000\n: connected\n\n"
+# A cursor past the store's commit clock: another replica's clock, a database restored from a backup.
+FUTURE: Final = "cursor from the future (another replica's clock or a restored database); a snapshot follows"
+
+
+async def within(awaitable: Awaitable[Any], timeout_s: float) -> bool:
+    """Await ``awaitable`` for at most ``timeout_s`` seconds: ``True`` when it finished (its exception
+    raised), ``False`` when the time ran out (it is cancelled then).
+
+    Unlike ``asyncio.wait_for`` on Python 3.11 and older, a cancellation of the caller is never swallowed
+    when the awaitable has just finished: a stream whose client hung up always ends.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except BaseException:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        return False
+    task.result()
+    return True
 
 
 class Notifier:
@@ -143,9 +167,7 @@ async def tail(
             yield rows
         if len(rows) == PAGE:
             continue
-        try:
-            await asyncio.wait_for(waiter.wait(), heartbeat_s)
-        except asyncio.TimeoutError:
+        if not await within(waiter.wait(), heartbeat_s):
             yield None
 
 
@@ -165,6 +187,9 @@ async def event_chunks(
         reason = "cursor older than the retained events; a snapshot follows"
         reset = {"reason": reason, "horizon": str(horizon)}
         yield f"event: reset\ndata: {json.dumps(reset)}\n\n".encode()
+        cursor = None
+    elif cursor is not None and cursor.ns > await run_in_threadpool(store.clock):
+        yield f"event: reset\ndata: {json.dumps({'reason': FUTURE})}\n\n".encode()
         cursor = None
     position = cursor if cursor is not None else Cursor(0)
     pages = tail(
@@ -192,39 +217,66 @@ class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
     def __init__(
-        self, chunks: AsyncIterator[bytes], *, send_timeout_s: float, on_drop: Callable[[], None]
+        self,
+        chunks: AsyncIterator[bytes],
+        *,
+        send_timeout_s: float,
+        on_drop: Callable[[], None],
+        ending: asyncio.Event | None = None,
     ) -> None:
         super().__init__(headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
         self._chunks = chunks
         self._send_timeout_s = send_timeout_s
         self._on_drop = on_drop
+        self._ending = ending
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         pump = asyncio.ensure_future(self._pump(send))
         watch = asyncio.ensure_future(_disconnected(receive))
+        # The server shutting down ends the stream as its client hanging up does.
+        end = asyncio.ensure_future(
+            self._ending.wait() if self._ending is not None else asyncio.Event().wait()
+        )
+        stuck = False
         try:
-            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if pump.done() and not pump.cancelled() and pump.exception() is not None:
-                _logger.error("toolspan serve: stream failed", exc_info=pump.exception())
+            await asyncio.wait({pump, watch, end}, return_when=asyncio.FIRST_COMPLETED)
+            if pump.done() and not pump.cancelled():
+                failure = pump.exception()
+                if failure is not None:
+                    _logger.error("toolspan serve: stream failed", exc_info=failure)
+                else:
+                    stuck = pump.result()
         finally:
-            for task in (pump, watch):
+            for task in (pump, watch, end):
                 task.cancel()
-            await asyncio.gather(pump, watch, return_exceptions=True)
+            await asyncio.gather(pump, watch, end, return_exceptions=True)
             aclose = getattr(self._chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+        # End the response (a no-op once the client is gone); a client that stopped reading would never
+        # take it, so its connection is closed by ending the response with an error instead.
+        last: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+        if not stuck:
+            # (At shutdown a client not reading gets a moment only: the server is waiting.)
+            wait_s = (
+                min(self._send_timeout_s, 0.25)
+                if end.done() and not end.cancelled()
+                else self._send_timeout_s
+            )
+            with contextlib.suppress(Exception):
+                await within(send(last), wait_s)
 
-    async def _pump(self, send: Send) -> None:
+    async def _pump(self, send: Send) -> bool:
+        """Send every chunk; ``True`` when the client stopped reading (and was dropped)."""
         async for chunk in self._chunks:
             message: Message = {"type": "http.response.body", "body": chunk, "more_body": True}
-            try:
-                await asyncio.wait_for(send(message), self._send_timeout_s)
-            except asyncio.TimeoutError:
+            if not await within(send(message), self._send_timeout_s):
                 _logger.warning("toolspan serve: dropped a stream client that stopped reading")
                 self._on_drop()
-                return
+                return True
+        return False
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -32,6 +32,7 @@ from toolspan.server._store.db import ACT, OBSERVE, Store
 from toolspan.server._streams.cursor import Cursor, DataKey
 from toolspan.server._streams.sse import (
     CONNECTED,
+    FUTURE,
     HEARTBEAT,
     PAGE,
     Notifier,
@@ -81,9 +82,10 @@ def _tally(rows: Sequence[tuple[Cursor, int, Span]]) -> tuple[int, DataKey | Non
 
 
 def _anchor(
-    log: list[tuple[Cursor, int, Span]], cursor: Cursor | None, horizon: Cursor
+    log: list[tuple[Cursor, int, Span]], cursor: Cursor | None, horizon: Cursor, clock: int | None = None
 ) -> tuple[Cursor, int, DataKey | None, bool]:
-    """``(position, seen, key, reset)`` to resume ``cursor`` from on this replica's log of the trace."""
+    """``(position, seen, key, reset)`` to resume ``cursor`` from on this replica's log of the trace
+    (whose commit clock is at ``clock``: a cursor past it names no position here)."""
     if cursor is None:
         return Cursor(0), 0, None, False
     for n, (row_cursor, phase, _) in enumerate(log):
@@ -92,7 +94,7 @@ def _anchor(
             if cursor.seen >= 0 and (cursor.seen, cursor.key) != (seen, key):
                 return Cursor(0), 0, None, True
             return row_cursor, seen, key, False
-    if cursor.seen >= 0 or cursor < horizon:
+    if cursor.seen >= 0 or cursor < horizon or (clock is not None and cursor.ns > clock):
         return Cursor(0), 0, None, True
     seen, key = _tally([row for row in log if row[0] <= cursor])
     return cursor, seen, key, False
@@ -116,9 +118,11 @@ async def trace_chunks(
     yield CONNECTED
     log = await run_in_threadpool(_log, store, trace_id)
     horizon = await run_in_threadpool(store.horizon)
-    position, seen, key, reset = _anchor(log, cursor, horizon)
+    clock = await run_in_threadpool(store.clock)
+    position, seen, key, reset = _anchor(log, cursor, horizon, clock)
     if reset:
-        yield _reset(_NOT_HERE)
+        future = cursor is not None and cursor.seen < 0 and cursor.ns > clock
+        yield _reset(FUTURE if future else _NOT_HERE)
     pages = tail(store, notifier, position, trace_id=trace_id, conversation_id=None, heartbeat_s=heartbeat_s)
     async with contextlib.aclosing(pages):
         async for rows in pages:
