@@ -73,7 +73,7 @@ def add_parser(sub: Any) -> None:
         formatter_class=HelpFormatter,
     )
     serve.add_argument("--db", default="toolspan.db", help="SQLite file (WAL; created if missing)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind")
     serve.add_argument(
         "--port",
         type=_number(int, 0, 65535, "a port"),
@@ -87,7 +87,10 @@ def add_parser(sub: Any) -> None:
         help="OTLP/gRPC port (-1: no gRPC)",
     )
     serve.add_argument(
-        "--token", type=_token, default=None, help="bearer token for ingest and reads (or the env var)"
+        "--token",
+        type=_token,
+        default=None,
+        help="bearer token for ingest and reads (or TOOLSPAN_SERVER_TOKEN)",
     )
     serve.add_argument("--cors-origin", action="append", default=[], help="allowed frontend origin (repeat)")
     serve.add_argument(

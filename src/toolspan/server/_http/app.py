@@ -327,6 +327,7 @@ class ServerHandlers:
             # The all-traces stream starts at the live tail unless asked for everything kept.
             # (Past every event committed so far, yet not past the clock: not a cursor from the future.)
             cursor = Cursor(await run_in_threadpool(self.store.clock), "f" * 32, "f" * 16, 1)
+            live_tail = True
         if trace_id is not None:  # resumable on any replica (``_trace_stream``)
             heartbeat_s = self.config.heartbeat_s
             remote = self.remote_reader(trace_id)
