@@ -11,6 +11,9 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
+- ``to_ag_ui``: AG-UI events (the Agent-User Interaction Protocol), schema ``ag-ui`` (one event);
+  ``messages_snapshot`` folds events into the messages an AG-UI client holds;
+- ``to_ai_sdk``: the Vercel AI SDK UI message stream (v1), schema ``ai-sdk`` (one chunk);
 - ``audit``: a policy audit report with the marked execution trees, schema ``audit``; ``mark_pages`` puts
   its findings on the page documents (schema ``page``).
 
@@ -26,6 +29,8 @@ from importlib import resources
 from typing import Any, Final
 
 from toolspan.bridge.classify import classify
+from toolspan.bridge.views._agui import messages_snapshot, to_ag_ui
+from toolspan.bridge.views._aisdk import to_ai_sdk
 from toolspan.bridge.views._audit import audit, mark_pages
 from toolspan.bridge.views._common import SCHEMA_VERSION
 from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
@@ -45,7 +50,10 @@ __all__ = [
     "load_schema",
     "mark_pages",
     "match_observe",
+    "messages_snapshot",
     "observe_event",
+    "to_ag_ui",
+    "to_ai_sdk",
     "to_events",
     "to_page",
     "to_pages",
@@ -56,7 +64,17 @@ __all__ = [
     "to_trees",
 ]
 
-SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "page", "audit")
+SCHEMA_NAMES: Final = (
+    "events",
+    "timeline",
+    "tree",
+    "plans",
+    "progress",
+    "page",
+    "audit",
+    "ag-ui",
+    "ai-sdk",
+)
 
 
 @cache
