@@ -1,10 +1,10 @@
-"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress|html [-o FILE] [--lenient]``.
+"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress|ag-ui|ai-sdk|html [-o FILE]``.
 
 Reads spans from files, directories, globs or stdin (``-``) in any format the bridge reads, renders them
-with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``), one JSON
-document otherwise (``timeline``: an array of conversation documents; ``tree``: the trace document, or
-an array of them for several traces; ``plans``: one object). ``html``: the self-contained trace page, one
-file for all traces of the input (a trace picker when there are several).
+with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``, ``ag-ui``,
+``ai-sdk``), one JSON document otherwise (``timeline``: an array of conversation documents; ``tree``: the
+trace document, or an array of them for several traces; ``plans``: one object). ``html``: the
+self-contained trace page, one file for all traces of the input (a trace picker when there are several).
 
 ``--to events`` streams: each span is turned into its events as it is read, in input order, without
 holding the spans in memory (``--sorted`` buffers and orders them by time like ``to_events``).
@@ -35,8 +35,8 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, resolve_inputs
 from toolspan.bridge.readers._json import dumps_document, write_json_lines
 
-TARGETS = ("events", "timeline", "tree", "plans", "progress", "html")
-STREAMS = frozenset({"events", "progress"})
+TARGETS = ("events", "timeline", "tree", "plans", "progress", "ag-ui", "ai-sdk", "html")
+STREAMS = frozenset({"events", "progress", "ag-ui", "ai-sdk"})
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
 
@@ -106,7 +106,8 @@ def _add_convert(sub: Any) -> None:
         required=True,
         choices=TARGETS,
         help="output format: events (act/observe event stream), timeline (conversation timeline), "
-        "tree (execution tree), plans (plan records), progress (progress stream), html (trace page)",
+        "tree (execution tree), plans (plan records), progress (progress stream), ag-ui (AG-UI events), "
+        "ai-sdk (AI SDK UI message stream), html (trace page)",
     )
     convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
@@ -158,6 +159,10 @@ def _render(target: str, spans: Iterator[Span], sort_events: bool) -> tuple[Iter
         return _events_stream(spans), None
     if target == "progress":
         return iter(views.to_progress(list(spans))), None
+    if target == "ag-ui":
+        return iter(views.to_ag_ui(list(spans))), None
+    if target == "ai-sdk":
+        return iter(views.to_ai_sdk(list(spans))), None
     if target == "timeline":
         return None, views.to_timelines(list(spans))
     if target == "tree":
