@@ -27,6 +27,7 @@ from toolspan.bridge.readers._logs import LogRecord, attach_logs
 from toolspan.server import _ingest, _pages, _query
 from toolspan.server._config import ServerConfig
 from toolspan.server._deltas import DeltaHub, split_deltas, with_deltas
+from toolspan.server._frontend_stream import agent_response, frontend_response
 from toolspan.server._http import BearerAuth, error, trace_id_param
 from toolspan.server._openapi import openapi_document
 from toolspan.server._parsers import Parsers
@@ -308,6 +309,12 @@ class App:
     async def progress_stream(self, request: Request) -> Response:
         return await progress_response(self, request)
 
+    async def frontend_stream(self, request: Request) -> Response:
+        return await frontend_response(self, request)
+
+    async def ag_ui_agent(self, request: Request) -> Response:
+        return await agent_response(self, request)
+
     async def _counted(self, chunks: Any) -> Any:
         self.streams += 1
         try:
@@ -329,6 +336,12 @@ class App:
             Route("/api/traces/{trace_id:str}/stream", self.stream),
             Route("/api/traces/{trace_id:str}/progress/stream", self.progress_stream),
             Route("/api/conversations/{conversation_id:str}/progress/stream", self.progress_stream),
+            # AG-UI and the AI SDK UI message stream (toolspan.server._frontend_stream).
+            Route("/api/traces/{trace_id:str}/ag-ui/stream", self.frontend_stream),
+            Route("/api/traces/{trace_id:str}/ai-sdk/stream", self.frontend_stream),
+            Route("/api/conversations/{conversation_id:str}/ag-ui/stream", self.frontend_stream),
+            Route("/api/conversations/{conversation_id:str}/ai-sdk/stream", self.frontend_stream),
+            Route("/api/ag-ui", self.ag_ui_agent, methods=["POST"]),
             Route("/api/conversations/{conversation_id:str}/progress", self.conversation_timeline),
             Route("/api/conversations/{conversation_id:str}/stream", self.stream),
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),

@@ -180,12 +180,12 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
     llm_texts: dict[int | None, list[tuple[int, str]]] = {}
     for i, span in enumerate(trace):
         kind = kinds[i]
-        if kind == AGENT and i in turns:
-            continue
-        turn = _turn_of(index, i, turns)
+        turn = i if kind == AGENT and i in turns else _turn_of(index, i, turns)
         items = by_turn[turn]
         for n, (t, text) in enumerate(thoughts(span)):
             items.append(Item(t, 2, i, n, "thought", {"id": f"thought-{span.span_id}-{n}", "text": text}))
+        if turn == i:
+            continue
         if kind == TOOL:
             items.extend(_tool_items(index, i, trace_end))
         elif kind in (AGENT, PLAN):
