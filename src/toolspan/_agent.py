@@ -97,5 +97,9 @@ def thought(text: str) -> None:
         if config.capture_content:
             attrs[semconv.THOUGHT_CONTENT] = _serialize.redact_text(str(text), config)
         span.add_event(semconv.THOUGHT_EVENT, attrs)
+        # A server that shows the span while it runs (pending records) gets the thought now.
+        from toolspan.exporters.pending import refresh_pending
+
+        refresh_pending(span)
     except Exception:
         _logger.warning("toolspan: could not record a thought", exc_info=True)

@@ -97,6 +97,11 @@ class Scope:
             return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
         run = Run(self._kind, span)
         run.set_input(input_value)
+        if input_value is not None:
+            # A pending record exported at the start lacks the input: export it again with it.
+            from toolspan.exporters.pending import refresh_pending
+
+            refresh_pending(span)
         return Active(run, trace_api.set_span_in_context(span, parent))
 
     # -- context manager --------------------------------------------------------------------------

@@ -28,21 +28,26 @@ A stream ends once its view is final: a trace's when the trace is complete (ever
 held) or idle for ``--idle-timeout``; a conversation's when it is complete and nothing arrived for
 ``LINGER_S`` more, or idle. ``Last-Event-ID`` (or ``?since=<n>``) resumes after event ``n``; an AG-UI
 stream then first sends a ``MESSAGES_SNAPSHOT`` (no ``id:``) of the messages before it. Should spans that
-arrive late change what was already sent, the stream ends (a client starts over).
+arrive late put events before ones already sent (an agent's thoughts come with its end), those are sent
+then, in view order; should they take back an event already sent, the stream ends (a client starts
+over).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Message, Send
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._agui import ag_ui_run_events, messages_snapshot
@@ -79,7 +84,7 @@ class Protocol:
         return bool(event["type"] in ends)
 
     def is_run_start(self, event: dict[str, Any]) -> bool:
-        return event["type"] == ("RUN_STARTED" if self.name == "ag-ui" else "start")
+        return bool(event["type"] == ("RUN_STARTED" if self.name == "ag-ui" else "start"))
 
 
 AG_UI: Final = Protocol("ag-ui", ag_ui_run_events)
@@ -105,18 +110,23 @@ def _entries(protocol: Protocol, runs: list[Run]) -> list[Entry]:
 
 def settled_events(protocol: Protocol, spans: Sequence[Span], *, final: bool) -> list[Entry]:
     """The events of the view that later spans cannot change (all of them when ``final``)."""
-    entries = _entries(protocol, to_runs(spans))
+    runs = to_runs(spans)
+    entries = _entries(protocol, runs)
     if final or _complete(spans):
         return entries
-    bounds = [it.open_bound for _, it, _, _ in entries if it is not None and it.open_key is not None]
-    bound = min(bounds) if bounds else None
+    bounds: dict[str, int] = {}
+    for it in (it for run in runs for it in run.items):
+        if it.open_key is not None:
+            bounds[it.open_key] = min(it.open_bound, bounds.get(it.open_key, it.open_bound))
+    first = sorted(bounds.items(), key=lambda kv: kv[1])[:2]
     for n, (_event, item, run, run_end) in enumerate(entries):
         if item is not None and item.provisional:
             return entries[:n]
         if run_end and not run.ended:
             return entries[:n]
-        if item is not None and item.open_key is not None:
-            continue
+        # Nothing at or after the earliest time a span still open (other than the item's own) can end.
+        own = item.open_key if item is not None else None
+        bound = next((b for key, b in first if key != own), None)
         at = run.end_ns if run_end else (item.time_ns if item is not None else run.start_ns)
         if bound is not None and at >= bound:
             return entries[:n]
@@ -269,16 +279,33 @@ async def stream_chunks(
                     snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": messages_snapshot(before)}
                     yield _frame(None, snapshot)
                 lines = [_line(e[0]) for e in entries[since:]]
-                if lines[: len(sent)] != sent:
-                    _logger.warning(
-                        "toolspan serve: late spans changed a %s stream's events; it ends", protocol.name
-                    )
-                    return
+                if lines[: len(sent)] == sent:
+                    fresh = list(range(len(sent), len(lines)))
+                else:
+                    # Spans that arrived late (an open agent's thoughts come with its end) put events
+                    # before ones already sent: send them now, in view order, unless one sent is gone.
+                    have = Counter(lines)
+                    have.subtract(sent)
+                    gone = [line for line, n in have.items() if n < 0]
+                    if gone:
+                        _logger.warning(
+                            "toolspan serve: late spans took back an event a %s stream sent (%s); it ends",
+                            protocol.name,
+                            gone[0][:200],
+                        )
+                        return
+                    owed = Counter(sent)
+                    fresh = []
+                    for n, line in enumerate(lines):
+                        if owed[line] > 0:
+                            owed[line] -= 1
+                        else:
+                            fresh.append(n)
                 chunk = bytearray()
-                for n in range(len(sent), len(lines)):
+                for n in fresh:
                     for event in live.fit(entries[since + n][0]):
                         chunk += _frame(since + n + 1 if with_ids else None, event)
-                sent = lines
+                    sent.append(lines[n])
                 if chunk:
                     yield bytes(chunk)
             if final or (complete and (not end_when_complete and time.monotonic() - quiet_since >= linger_s)):
@@ -334,8 +361,18 @@ def _since(request: Request) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+class _EndingStreamResponse(EventStreamResponse):
+    """An event stream that ends: once its chunks are done, the response body is closed."""
+
+    async def _pump(self, send: Send) -> None:
+        await super()._pump(send)
+        end: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(send(end), self._send_timeout_s)
+
+
 def _response(app: App, protocol: Protocol, chunks: AsyncIterator[bytes]) -> Response:
-    response = EventStreamResponse(
+    response = _EndingStreamResponse(
         app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop
     )
     response.headers.update(protocol.headers)

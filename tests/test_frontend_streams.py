@@ -1,0 +1,260 @@
+"""AG-UI and AI SDK UI message streams of a real ``toolspan serve``, read by the real clients: the
+``@ag-ui/client`` ``HttpAgent`` (Node, ``tests/node``) runs against the AG-UI agent endpoint while an
+application runs and again after it ended; the ``ai`` package's ``readUIMessageStream`` reads the AI SDK
+stream of the same run. Hostile tool output passes through both streams unchanged and well framed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests._server import Server, SseEvent, running_server, sdk_env, sse_stream, wait_for
+
+from _page_data import hostile_payloads, hostile_run
+from test_views_frontends import check_ag_ui, check_run_structure
+from toolspan.bridge._otlp_write import to_otlp_json
+from toolspan.bridge.readers import read_spans
+from toolspan.bridge.views import to_ag_ui, to_ai_sdk
+
+HERE = Path(__file__).parent
+APP = HERE / "frontend_live_app.py"
+NODE_DIR = HERE / "node"
+CONVERSATION = "conv-frontend"
+QUESTION = "What is the weather in Paris?"
+SAID = "Let me check the weather."
+ANSWER = "It is 21 C and sunny in Paris."
+ECHO = '</script><script>__pwn()</script> "quoted" \u2028 line\nnext'
+CALLS = [
+    ("call_weather", "get_weather", {"city": "Paris"}),
+    ("call_station", "get_station", {"city": "Paris"}),
+    ("call_echo", "echo", {"text": ECHO}),
+]
+NODE = shutil.which("node")
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    if NODE is None or not (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir():
+        pytest.skip("Node clients not installed: run `npm ci` in tests/node (scripts/test.sh does)")
+    return NODE
+
+
+def _node(node: str, script: str, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([node, str(NODE_DIR / script), *args], stdout=subprocess.PIPE, cwd=NODE_DIR)
+
+
+def _result(proc: subprocess.Popen[bytes]) -> Any:
+    out, _ = proc.communicate(timeout=90)
+    assert proc.returncode == 0, out
+    return json.loads(out)
+
+
+class Reader(threading.Thread):
+    """Collects one SSE connection's events in a thread, with the time each arrived."""
+
+    def __init__(self, server: Server, path: str) -> None:
+        super().__init__(daemon=True)
+        self.server = server
+        self.path = path
+        self.events: list[tuple[float, SseEvent]] = []
+
+    def run(self) -> None:
+        for event in sse_stream(self.server, self.path, timeout=90):
+            self.events.append((time.monotonic(), event))
+
+    def seen(self, **fields: Any) -> bool:
+        return any(all(e.json().get(k) == v for k, v in fields.items()) for _, e in self.events)
+
+
+def _gate(workdir: Path, name: str) -> None:
+    (workdir / name).write_text("1")
+
+
+def _check_ag_ui_messages(messages: list[dict[str, Any]]) -> None:
+    """The messages the AG-UI client reconstructed equal the run: its question, the model's text and tool
+    calls (ids, names, arguments, in order), each result or error, the answer, the thought."""
+    plain = [m for m in messages if m["role"] != "reasoning"]
+    assert [m["role"] for m in plain] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    user, asked, weather, station, echo, answer = plain
+    assert user["content"] == QUESTION
+    assert asked["content"] == SAID
+    calls = [
+        (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in asked["toolCalls"]
+    ]
+    assert calls == CALLS
+    assert weather["toolCallId"] == "call_weather"
+    assert json.loads(weather["content"]) == {"city": "Paris", "temp_c": 21, "sky": "sunny"}
+    assert weather["metadata"]["toolspan"]["isError"] is False
+    assert (station["toolCallId"], station["content"]) == ("call_station", "ValueError: no station in Paris")
+    assert station["metadata"]["toolspan"] == {
+        "state": "FAILED",
+        "isError": True,
+        "executionId": station["metadata"]["toolspan"]["executionId"],
+    }
+    assert (echo["toolCallId"], echo["content"]) == ("call_echo", ECHO)
+    assert answer["content"] == ANSWER
+    assert [m["content"] for m in messages if m["role"] == "reasoning"] == ["Look the weather up first."]
+
+
+def _check_ai_sdk_message(message: dict[str, Any]) -> None:
+    assert message["metadata"]["userMessage"] == QUESTION
+    assert message["metadata"]["threadId"] == CONVERSATION
+    texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
+    assert texts == [SAID, ANSWER]
+    assert [p["text"] for p in message["parts"] if p["type"] == "reasoning"] == ["Look the weather up first."]
+    tools = [p for p in message["parts"] if p["type"] == "dynamic-tool"]
+    assert [(p["toolCallId"], p["toolName"], p["input"]) for p in tools] == CALLS
+    assert [p["state"] for p in tools] == ["output-available", "output-error", "output-available"]
+    assert tools[0]["output"] == {"city": "Paris", "temp_c": 21, "sky": "sunny"}
+    assert tools[1]["errorText"] == "ValueError: no station in Paris"
+    assert tools[2]["output"] == ECHO
+
+
+def test_real_clients_follow_a_live_run_and_its_replay(tmp_path: Path, node: str) -> None:
+    with running_server(tmp_path, "--heartbeat", "0.5") as server:
+        env = {**sdk_env(server, "http/protobuf"), "OTEL_BLRP_SCHEDULE_DELAY": "50"}
+        app = subprocess.Popen([sys.executable, str(APP), str(tmp_path), CONVERSATION], env=env)
+        try:
+            wait_for((tmp_path / "ready").exists, "the agent to start")
+            wait_for(lambda: server.get_json("/api/traces")["traces"], "the agent's pending record")
+            reader = Reader(server, f"/api/conversations/{CONVERSATION}/ag-ui/stream")
+            reader.start()
+            live_agent = _node(node, "ag_ui_run.mjs", f"{server.url}/api/ag-ui", CONVERSATION)
+            stream_url = f"{server.url}/api/conversations/{CONVERSATION}/ai-sdk/stream"
+            live_sdk = _node(node, "ai_sdk_read.mjs", stream_url)
+            wait_for(lambda: server.get_json("/healthz")["streams"] >= 3, "the three clients to connect")
+            wait_for(lambda: reader.seen(type="RUN_STARTED"), "the run on the stream while it runs")
+            _gate(tmp_path, "go")
+            # The model's text arrives as deltas while the model call runs.
+            wait_for(
+                lambda: reader.seen(type="TEXT_MESSAGE_CONTENT", delta="the weather."), "the text deltas"
+            )
+            deltas = [e for _, e in reader.events if e.json()["type"] == "TEXT_MESSAGE_CONTENT"]
+            assert [e.json()["delta"] for e in deltas if e.id is None] == [
+                "Let me ",
+                "check ",
+                "the weather.",
+            ]
+            _gate(tmp_path, "said")
+            wait_for((tmp_path / "started").exists, "the tool to start")
+            # A running tool is on the stream at its start.
+            wait_for(
+                lambda: reader.seen(type="TOOL_CALL_START", toolCallId="call_weather"), "the running tool"
+            )
+            assert not reader.seen(type="TOOL_CALL_RESULT", toolCallId="call_weather")
+            assert not (tmp_path / "release").exists()
+            _gate(tmp_path, "release")
+            assert app.wait(60) == 0
+        finally:
+            if app.poll() is None:
+                app.kill()
+        live = _result(live_agent)
+        assert live["error"] is None
+        _check_ag_ui_messages(live["messages"])
+        sdk = _result(live_sdk)
+        assert (sdk["header"], sdk["error"]) == ("v1", None)
+        (message,) = sdk["messages"]
+        _check_ai_sdk_message(message)
+        reader.join(30)
+        assert not reader.is_alive()  # the conversation's stream ended once it was complete
+
+        # Again after it ended: a fresh client gets the recorded run, equal to what the live one built.
+        replay = _result(_node(node, "ag_ui_run.mjs", f"{server.url}/api/ag-ui", CONVERSATION))
+        assert replay["error"] is None
+        key = lambda m: (m["role"], m["id"])  # noqa: E731
+        assert sorted(replay["messages"], key=key) == sorted(live["messages"], key=key)
+        _check_ag_ui_messages(replay["messages"])
+        (trace,) = server.get_json("/api/traces")["traces"]
+        trace_url = f"{server.url}/api/traces/{trace['trace_id']}/ai-sdk/stream"
+        sdk_replay = _result(_node(node, "ai_sdk_read.mjs", trace_url))
+        assert sdk_replay["messages"] == sdk["messages"]
+        # What streamed is the recorded trace's view, event for event, but for the model's message,
+        # which the relayed deltas opened and said.
+        spans_path = tmp_path / "trace.json"
+        spans_path.write_bytes(server.get(f"/api/traces/{trace['trace_id']}/otlp"))
+        spans, _ = read_spans(str(spans_path))
+        view = to_ag_ui(spans)
+        check_ag_ui(view)
+        check_run_structure(view)
+        framed = [e.json() for _, e in reader.events if e.id is not None]
+        said = next(e["messageId"] for e in view if e.get("delta") == SAID)
+        unsaid = [e for e in view if e not in framed]
+        assert [(e["type"], e["messageId"]) for e in unsaid] == [
+            ("TEXT_MESSAGE_START", said),
+            ("TEXT_MESSAGE_CONTENT", said),
+        ]
+        assert sorted(json.dumps(e, sort_keys=True) for e in framed) == sorted(
+            json.dumps(e, sort_keys=True) for e in view if e not in unsaid
+        )
+        # A client that already holds the run gets nothing again.
+        known = json.dumps(replay["messages"])
+        again = _result(_node(node, "ag_ui_run.mjs", f"{server.url}/api/ag-ui", CONVERSATION, known))
+        assert again["events"] == []
+
+
+def _sse_frames(body: bytes) -> list[dict[str, Any]]:
+    """Parse a whole SSE body strictly: every frame is ``id:`` and one ``data:`` line; comments skipped."""
+    out = []
+    for block in body.decode("utf-8").split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        lines = [line for line in lines if not line.startswith("retry:")]
+        if not lines:
+            continue
+        data = [line for line in lines if line.startswith("data: ")]
+        assert len(data) == 1, block[:200]
+        assert all(line.startswith(("id: ", "data: ")) for line in lines), block[:200]
+        payload = data[0][6:]
+        out.append({"done": True} if payload == "[DONE]" else json.loads(payload))
+    return out
+
+
+def test_hostile_tool_output_passes_through_both_streams(tmp_path: Path, node: str) -> None:
+    # Every kind of payload, and the long one (the megabyte one would make the trace exceed the body
+    # limit: it appears a dozen times in its spans; the views take it, tests/test_views_frontends.py).
+    every = hostile_payloads()
+    payloads = every[: len(every) // 4] + every[-1:]
+    spans = hostile_run(payloads)
+    body = json.dumps(to_otlp_json(spans)).encode()
+    with running_server(tmp_path, "--heartbeat", "0.5") as server:
+        status, _, _ = server.post_otlp(body, "application/json")
+        assert status == 200
+        trace_id = spans[0].trace_id
+        status, headers, raw = server.request("GET", f"/api/traces/{trace_id}/ag-ui/stream")
+        assert status == 200
+        events = _sse_frames(raw)
+        assert events == to_ag_ui(spans)
+        status, headers, raw = server.request("GET", f"/api/traces/{trace_id}/ai-sdk/stream")
+        assert headers["x-vercel-ai-ui-message-stream"] == "v1"
+        chunks = _sse_frames(raw)
+        assert chunks == [*to_ai_sdk(spans), {"done": True}]
+        # The real AI SDK reads them: one message per turn, its tool error the payload, unchanged.
+        sdk = _result(_node(node, "ai_sdk_read.mjs", f"{server.url}/api/traces/{trace_id}/ai-sdk/stream"))
+        assert sdk["error"] is None
+        errors = [p["errorText"] for m in sdk["messages"] for p in m["parts"] if p["type"] == "dynamic-tool"]
+        assert errors == [f"{p}: {p}" for p in payloads]
+        texts = [p["text"] for m in sdk["messages"] for p in m["parts"] if p["type"] == "text"]
+        assert texts == payloads
+
+
+def test_bad_requests_get_a_precise_4xx(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        for body, needle in (
+            (b"not json", "not JSON"),
+            (b"[]", "JSON object"),
+            (b'{"threadId": "t"}', "RunAgentInput.runId"),
+            (b'{"threadId": "t", "runId": "r", "messages": [1]}', "messages[0]"),
+        ):
+            status, _, raw = server.request("POST", "/api/ag-ui", body, {"Content-Type": "application/json"})
+            assert status == 400
+            assert needle in json.loads(raw)["error"]
+        status, _, raw = server.request("GET", "/api/traces/zz/ag-ui/stream")
+        assert status == 404
+        status, _, raw = server.request("GET", "/api/traces/ab/ai-sdk/stream?since=x")
+        assert status == 400
