@@ -258,3 +258,39 @@ def test_bad_requests_get_a_precise_4xx(tmp_path: Path) -> None:
         assert status == 404
         status, _, raw = server.request("GET", "/api/traces/ab/ai-sdk/stream?since=x")
         assert status == 400
+        paths = server.get_json("/openapi.json")["paths"]
+        assert "post" in paths["/api/ag-ui"]
+        for protocol in ("ag-ui", "ai-sdk"):
+            assert f"/api/traces/{{trace_id}}/{protocol}/stream" in paths
+            assert f"/api/conversations/{{conversation_id}}/{protocol}/stream" in paths
+
+
+def test_a_stream_resumes_after_its_last_event_id(tmp_path: Path) -> None:
+    """``Last-Event-ID: n`` gives the events after the n-th; an AG-UI stream first sends a
+    ``MESSAGES_SNAPSHOT`` of the messages before, for a client that joins late."""
+    from _bridge_data import scenario
+
+    spans = scenario()
+    # The second turn left a tool open: its conversation's stream ends once idle (here after 1 s).
+    with running_server(tmp_path, "--idle-timeout", "1") as server:
+        status, _, _ = server.post_otlp(json.dumps(to_otlp_json(spans)).encode(), "application/json")
+        assert status == 200
+        view = to_ag_ui([s for s in spans if s.trace_id == spans[0].trace_id])
+        path = f"/api/traces/{spans[0].trace_id}/ag-ui/stream"
+        whole = list(sse_stream(server, path))
+        assert [e.json() for e in whole] == view
+        assert [e.id for e in whole] == [str(n) for n in range(1, len(view) + 1)]
+        resumed = list(sse_stream(server, path, last_event_id="10"))
+        snapshot = resumed[0]
+        assert (snapshot.id, snapshot.json()["type"]) == (None, "MESSAGES_SNAPSHOT")
+        messages = snapshot.json()["messages"]
+        assert [m["role"] for m in messages][:2] == ["user", "reasoning"]
+        check_ag_ui([snapshot.json()])
+        assert [e.json() for e in resumed[1:]] == view[10:]
+        assert resumed[1].id == "11"
+        chunks = to_ai_sdk([s for s in spans if s.trace_id == spans[0].trace_id])
+        sdk = list(sse_stream(server, f"/api/traces/{spans[0].trace_id}/ai-sdk/stream", last_event_id="5"))
+        assert [e.data for e in sdk[-1:]] == ["[DONE]"]
+        assert [e.json() for e in sdk[:-1]] == chunks[5:]
+        conversation = list(sse_stream(server, "/api/conversations/conv-1/ag-ui/stream"))
+        assert [e.json() for e in conversation] == to_ag_ui(spans)

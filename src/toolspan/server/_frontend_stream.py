@@ -313,6 +313,8 @@ async def stream_chunks(
             if complete and end_when_complete:
                 break
             timeout = app.config.heartbeat_s if local else min(app.config.heartbeat_s, _REMOTE_POLL_S)
+            # Wake up in time to see the view turn final once the spans went idle.
+            timeout = min(timeout, max(0.05, app.config.idle_timeout_s / 2))
             if complete:
                 timeout = min(timeout, max(0.05, linger_s - (time.monotonic() - quiet_since)))
             async for relayed in _wait(waiter, subscription, timeout, local, live):
@@ -376,6 +378,7 @@ def _response(app: App, protocol: Protocol, chunks: AsyncIterator[bytes]) -> Res
         app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop
     )
     response.headers.update(protocol.headers)
+    response.headers["connection"] = "close"  # the stream ends: so does the connection
     return response
 
 
