@@ -294,3 +294,43 @@ def test_a_stream_resumes_after_its_last_event_id(tmp_path: Path) -> None:
         assert [e.json() for e in sdk[:-1]] == chunks[5:]
         conversation = list(sse_stream(server, "/api/conversations/conv-1/ag-ui/stream"))
         assert [e.json() for e in conversation] == to_ag_ui(spans)
+
+
+def _types(entries: list[Any]) -> list[tuple[str, str | None]]:
+    return [(e[0]["type"], e[0].get("toolCallId")) for e in entries]
+
+
+def test_settled_events_hold_back_what_open_spans_can_still_change() -> None:
+    from _bridge_data import agent_attrs, span, tool_attrs
+    from toolspan import semconv as sc
+    from toolspan.server._frontend_stream import AG_UI, AI_SDK, settled_events
+
+    agent = span(1, None, "invoke_agent a", 0, None, agent_attrs("a", "hi", None))
+    llm = span(2, 1, "chat m", 1, None, {sc.GEN_AI_OPERATION_NAME: "chat"})
+    first = span(3, 1, "execute_tool t", 5, None, tool_attrs(3, "t", {"x": 1}))
+    second = span(4, 1, "execute_tool t", 6, 8, tool_attrs(4, "t", {"x": 2}, "ok"))
+    # The model call is open: nothing after its start is settled (its output and the calls it asked
+    # for come at its end), but the run and the user's message are.
+    entries = settled_events(AG_UI, [agent, llm, first], final=False)
+    assert [e[0]["type"] for e in entries] == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+    ]
+    # The model call ended: the first tool's start is settled, the second tool (after it) is not, since
+    # the first, still open, may have ended before it; the run's end waits for the agent span.
+    ended_llm = span(2, 1, "chat m", 1, 2, {sc.GEN_AI_OPERATION_NAME: "chat"})
+    entries = settled_events(AG_UI, [agent, ended_llm, first, second], final=False)
+    assert _types(entries)[4:] == [
+        ("TOOL_CALL_START", "call_0000000000000003"),
+        ("TOOL_CALL_ARGS", "call_0000000000000003"),
+        ("TOOL_CALL_END", "call_0000000000000003"),
+    ]
+    # Final (idle): the open tool is sealed, the run ends interrupted.
+    entries = settled_events(AG_UI, [agent, ended_llm, first, second], final=True)
+    assert _types(entries)[-1] == ("RUN_ERROR", None)
+    sealed = [e[0] for e in entries if e[0]["type"] == "TOOL_CALL_RESULT"]
+    assert [r["metadata"]["toolspan"]["state"] for r in sealed] == ["COMPLETED", "SEALED"]
+    chunks = settled_events(AI_SDK, [agent, ended_llm, first, second], final=False)
+    assert [c[0]["type"] for c in chunks][-2:] == ["tool-input-start", "tool-input-available"]
