@@ -241,6 +241,16 @@ def test_hostile_tool_output_passes_through_both_streams(tmp_path: Path, node: s
         assert errors == [f"{p}: {p}" for p in payloads]
         texts = [p["text"] for m in sdk["messages"] for p in m["parts"] if p["type"] == "text"]
         assert texts == payloads
+        # And the real AG-UI client: every tool call, its arguments and its error, as the run had them.
+        agui = _result(_node(node, "ag_ui_run.mjs", f"{server.url}/api/ag-ui", "conv-hostile"))
+        assert agui["error"] is None
+        calls = [c for m in agui["messages"] for c in m.get("toolCalls", [])]
+        assert [c["function"]["name"] for c in calls] == payloads
+        assert [json.loads(c["function"]["arguments"]) for c in calls] == [{p: p} for p in payloads]
+        tools = [m for m in agui["messages"] if m["role"] == "tool"]
+        assert [m["content"] for m in tools] == [f"{p}: {p}" for p in payloads]
+        users = [m["content"] for m in agui["messages"] if m["role"] == "user"]
+        assert users == payloads
 
 
 def test_bad_requests_get_a_precise_4xx(tmp_path: Path) -> None:
