@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from tests._server import Server, SseEvent, running_server, sdk_env, sse_stream, wait_for
 
-from _page_data import hostile_payloads, hostile_run
+from _page_data import big_run, hostile_payloads, hostile_run
 from test_views_frontends import check_ag_ui, check_run_structure
 from toolspan.bridge._otlp_write import to_otlp_json
 from toolspan.bridge.readers import read_spans
@@ -344,3 +344,21 @@ def test_settled_events_hold_back_what_open_spans_can_still_change() -> None:
     assert [r["metadata"]["toolspan"]["state"] for r in sealed] == ["COMPLETED", "SEALED"]
     chunks = settled_events(AI_SDK, [agent, ended_llm, first, second], final=False)
     assert [c[0]["type"] for c in chunks][-2:] == ["tool-input-start", "tool-input-available"]
+
+
+def test_the_frontends_benchmark_runs(tmp_path: Path) -> None:
+    """A tiny run of ``benchmarks/bench_frontends.py`` writes every figure (no timing asserted)."""
+    out = tmp_path / "frontends.json"
+    script = HERE.parent / "benchmarks" / "bench_frontends.py"
+    args = ["--calls", "50", "--repeat", "1", "--live-calls", "3", "--tool-ms", "1", "--output", str(out)]
+    command = [sys.executable, str(script), *args]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text("utf-8"))
+    views = result["throughput"]["views"]
+    assert set(views) == {"events", "progress", "ag-ui", "ai-sdk"}
+    assert views["events"]["x_events_view"] == 1.0
+    assert views["ag-ui"]["events"] == len(to_ag_ui(big_run(50)))
+    for protocol in ("ag-ui", "ai-sdk"):
+        assert result["live"][protocol]["events"] == 3
+    assert "| ag-ui |" in proc.stdout
