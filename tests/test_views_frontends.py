@@ -74,10 +74,10 @@ def check_run_structure(events: list[dict[str, Any]]) -> None:
     assert run is None
 
 
-def _corpus_spans(framework: str) -> list[Any]:
-    spans, report = read_spans(str(CORPUS / framework / "traces.jsonl"))
+def _corpus_spans(framework: str, encoding: str) -> list[Any]:
+    spans, report = read_spans(str(CORPUS / framework / f"traces.{encoding}"))
     assert report.issues == []
-    logs = CORPUS / framework / "logs.jsonl"
+    logs = CORPUS / framework / f"logs.{encoding}"
     if logs.exists():
         spans, _ = attach_logs(spans, logs_from_bytes(logs.read_bytes()))
     return spans
@@ -154,10 +154,11 @@ def test_a_run_waiting_for_approval_ends_with_an_interrupt_outcome() -> None:
     assert any(c["type"] == "tool-approval-request" for c in chunks)
 
 
+@pytest.mark.parametrize("encoding", ["jsonl", "pb"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_every_framework_converts_with_its_tool_calls_intact(framework: str) -> None:
+def test_every_framework_converts_with_its_tool_calls_intact(framework: str, encoding: str) -> None:
     truth = _truth(framework)
-    spans = _corpus_spans(framework)
+    spans = _corpus_spans(framework, encoding)
     events = to_ag_ui(spans)
     check_ag_ui(events)
     check_run_structure(events)
