@@ -22,6 +22,7 @@ from test_views_frontends import check_ag_ui, check_run_structure
 from toolspan.bridge._otlp_write import to_otlp_json
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_ag_ui, to_ai_sdk
+from toolspan.cli import main
 
 HERE = Path(__file__).parent
 APP = HERE / "frontend_live_app.py"
@@ -310,6 +311,15 @@ def test_a_stream_resumes_after_its_last_event_id(tmp_path: Path) -> None:
         sdk = list(sse_stream(server, f"/api/traces/{spans[0].trace_id}/ai-sdk/stream", last_event_id="5"))
         assert [e.data for e in sdk[-1:]] == ["[DONE]"]
         assert [e.json() for e in sdk[:-1]] == chunks[5:]
+        # The plain views answer exactly what `toolspan convert --to ag-ui` / `--to ai-sdk` writes.
+        for target, rendered in (("ag-ui", view), ("ai-sdk", chunks)):
+            lines = server.get(f"/api/traces/{spans[0].trace_id}/{target}").decode().splitlines()
+            assert [json.loads(line) for line in lines] == rendered
+            converted = tmp_path / f"{target}.jsonl"
+            source = tmp_path / "trace.json"
+            source.write_bytes(server.get(f"/api/traces/{spans[0].trace_id}/otlp"))
+            assert main(["convert", str(source), "--to", target, "-o", str(converted)]) == 0
+            assert converted.read_text("utf-8").splitlines() == lines
         conversation = list(sse_stream(server, "/api/conversations/conv-1/ag-ui/stream"))
         assert [e.json() for e in conversation] == to_ag_ui(spans)
 

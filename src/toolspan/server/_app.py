@@ -356,7 +356,7 @@ class App:
         ]
 
     async def _checked_view(self, request: Request) -> Response:
-        if request.path_params["view"] not in ("events", "tree", "plans", "progress"):
+        if request.path_params["view"] not in ("events", "tree", "plans", "progress", "ag-ui", "ai-sdk"):
             return error(404, f"no route {request.url.path!r}")
         return await self.trace_view(request)
 

@@ -37,6 +37,10 @@ def _frontend_paths(sse: str, trace: tuple[str, ...], conversation: tuple[str, .
         }
     }
     return {
+        "/api/traces/{trace_id}/ag-ui": _get("AG-UI events, JSON Lines", "application/x-ndjson", trace),
+        "/api/traces/{trace_id}/ai-sdk": _get(
+            "AI SDK UI message stream chunks, JSON Lines", "application/x-ndjson", trace
+        ),
         "/api/traces/{trace_id}/ag-ui/stream": _get(
             "Live AG-UI events of one trace (SSE; id = event number, resume with Last-Event-ID)", sse, trace
         ),

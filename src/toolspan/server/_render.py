@@ -1,6 +1,7 @@
 """Spans to response bytes, exactly as ``toolspan convert`` writes them (the server is a thin shell).
 
-``events`` and ``progress`` are JSON Lines (``convert --to events --sorted`` / ``--to progress``); ``tree``
+``events``, ``progress``, ``ag-ui`` and ``ai-sdk`` are JSON Lines (``convert --to events --sorted`` / ``--to
+progress`` / ``--to ag-ui`` / ``--to ai-sdk``); ``tree``
 (one trace document), ``plans`` and ``timeline`` are one JSON document followed by a newline.
 """
 
@@ -17,8 +18,8 @@ from toolspan.bridge.readers._json import write_json_lines
 
 __all__ = ["LINES", "TARGETS", "document_bytes", "render"]
 
-TARGETS: Final = ("events", "tree", "plans", "progress", "timeline")
-LINES: Final = frozenset({"events", "progress"})
+TARGETS: Final = ("events", "tree", "plans", "progress", "timeline", "ag-ui", "ai-sdk")
+LINES: Final = frozenset({"events", "progress", "ag-ui", "ai-sdk"})
 
 
 def document_bytes(document: Any) -> bytes:
@@ -42,6 +43,10 @@ def render(target: str, spans: Sequence[Span]) -> bytes:
         return _lines(views.to_events(spans))
     if target == "progress":
         return _lines(views.to_progress(list(spans)))
+    if target == "ag-ui":
+        return _lines(views.to_ag_ui(list(spans)))
+    if target == "ai-sdk":
+        return _lines(views.to_ai_sdk(list(spans)))
     if target == "tree":
         return document_bytes(tree_document(spans))
     if target == "plans":
