@@ -20,7 +20,7 @@ import zipfile
 from importlib import metadata, resources
 from pathlib import Path
 
-SCHEMAS = ("events", "plans", "progress", "timeline", "tree", "page", "audit")
+SCHEMAS = ("events", "plans", "progress", "timeline", "tree", "page", "audit", "ag-ui", "ai-sdk")
 EXPORTERS = {
     "toolspan_otlp_file": "OtlpJsonFileExporter",
     "toolspan_timeline": "TimelineJsonExporter",

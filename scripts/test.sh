@@ -17,6 +17,13 @@ if ! command -v chromium >/dev/null; then
   $SUDO apt-get update -q
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 fi
+# The real Node clients the AG-UI and AI SDK stream tests run (@ag-ui/client, ai), exactly as locked.
+if command -v npm >/dev/null; then
+  (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+else
+  echo "scripts/test.sh: npm not found; the AG-UI and AI SDK client tests need Node 20 and npm" >&2
+  exit 1
+fi
 .venv/bin/ruff check src tests benchmarks examples scripts
 .venv/bin/ruff format --check src tests benchmarks examples scripts
 .venv/bin/mypy

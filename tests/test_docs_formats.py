@@ -30,8 +30,10 @@ PAGES = {
     "tree": "execution-tree.md",
     "audit": "policy-audit.md",
     "page": "trace-page.md",
+    "ag-ui": "ag-ui.md",
+    "ai-sdk": "ai-sdk.md",
 }
-STREAMS = {"events", "progress"}
+STREAMS = {"events", "progress", "ag-ui", "ai-sdk"}
 _EXAMPLE = re.compile(r"^<!-- format-example -->\n```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 

@@ -18,6 +18,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REPO_NODE = Path(__file__).resolve().parent / "node"
 WEATHER = {"city": "Paris", "temp_c": 18, "sky": "cloudy"}
 ANSWER = 'Here is what the tools said: {"city": "Paris", "temp_c": 18, "sky": "cloudy"}; 55'
 OFFLINE_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -401,7 +402,7 @@ def _example_needs(path: Path) -> list[set[str]]:
     if '"-m", "pytest"' in text:
         groups.append({"pytest"})
     if '"toolspan", "serve"' in text:
-        for module in sorted(SRC.joinpath("server").glob("*.py")):
+        for module in sorted(SRC.joinpath("server").rglob("*.py")):
             groups += import_groups(module)
     return groups
 
@@ -432,3 +433,28 @@ def test_the_core_alone_does_not_cover_the_examples() -> None:
     assert "openai" not in provided
     assert distribution("openai") == "openai"
     assert distribution("google.genai") == "google-genai"
+
+
+def test_ag_ui_frontend(tmp_path: Path) -> None:
+    stdout = run_example("ag_ui_frontend", tmp_path)
+    if not (REPO_NODE / "node_modules" / "@ag-ui" / "client").is_dir():
+        pytest.skip("Node clients not installed: run `npm ci` in tests/node (scripts/test.sh does)")
+    assert stdout[0].startswith("conv-ag-ui via @ag-ui/client (")
+    assert stdout[0].endswith(" events, error: None):")
+    assert stdout[1:5] == [
+        "  user: Weather in Paris, and how many people live in Atlantis?",
+        '  tool get_weather({"city":"Paris"}) -> {"city":"Paris","temp_c":18}',
+        '  tool get_population({"city":"Atlantis"}) -> ValueError: unknown city: Atlantis',
+        "  assistant: Paris: 18 C. I could not find Atlantis.",
+    ]
+    framework = [line for line in stdout[5:] if line.startswith("  tool ")]
+    assert [line.split("(")[0] for line in framework] == [
+        "  tool get_weather",
+        "  tool get_weather",
+        "  tool get_population",
+    ]
+    live = json.loads((tmp_path / "ag-ui-conv-ag-ui.json").read_text("utf-8"))
+    types = [e["type"] for e in live["events"]]
+    assert types[0] == "RUN_STARTED"
+    assert types[-1] == "RUN_FINISHED"
+    assert "REASONING_MESSAGE_CONTENT" in types

@@ -23,6 +23,8 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.views import (
     audit,
     mark_pages,
+    to_ag_ui,
+    to_ai_sdk,
     to_events,
     to_pages,
     to_plans,
@@ -73,6 +75,8 @@ VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "plans": ("plans", to_plans),
     "progress": ("progress", to_progress),
     "audit": ("audit", _audits),
+    "ag-ui": ("ag-ui", to_ag_ui),
+    "ai-sdk": ("ai-sdk", to_ai_sdk),
     "page": ("page", lambda spans: _no_stacks(to_pages(spans))),
     "audit_page": (
         "page",

@@ -16,6 +16,7 @@ from opentelemetry.context import Context
 
 from toolspan import semconv
 from toolspan._capture import serialize as _serialize
+from toolspan._instrument import hooks
 from toolspan._instrument.handle import Kind, value_attributes
 from toolspan._instrument.messages import input_messages, output_messages
 from toolspan._instrument.params import Parameters, first_str_argument
@@ -116,5 +117,7 @@ def thought(text: str) -> None:
         if config.capture_content:
             attrs[semconv.THOUGHT_CONTENT] = _serialize.redact_text(str(text), config)
         span.add_event(semconv.THOUGHT_EVENT, attrs)
+        # A server that shows the span while it runs (pending records) gets the thought now.
+        hooks.refresh(span)
     except Exception:
         _logger.warning("toolspan: could not record a thought", exc_info=True)

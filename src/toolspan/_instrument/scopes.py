@@ -20,6 +20,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import semconv
+from toolspan._instrument import hooks
 from toolspan._instrument.context import TaskStack, suppressed, with_agent
 from toolspan._instrument.generators import drive_async, drive_sync
 from toolspan._instrument.handle import Active, Kind, Run, parent_tool_ids
@@ -100,6 +101,9 @@ class Scope:
             return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
         run = Run(self._kind, span)
         run.set_input(input_value)
+        if input_value is not None:
+            # A pending record exported at the start lacks the input: export it again with it.
+            hooks.refresh(span)
         return Active(run, trace_api.set_span_in_context(span, parent))
 
     # -- context manager --------------------------------------------------------------------------

@@ -1,10 +1,10 @@
-"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress|html [-o FILE] [--lenient]``.
+"""``toolspan convert INPUT... --to events|timeline|tree|plans|progress|ag-ui|ai-sdk|html [-o FILE]``.
 
 Reads spans from files, directories, globs or stdin (``-``) in any format the bridge reads, renders them
-with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``), one JSON
-document otherwise (``timeline``: an array of conversation documents; ``tree``: the trace document, or
-an array of them for several traces; ``plans``: one object). ``html``: the self-contained trace page, one
-file for all traces of the input (a trace picker when there are several).
+with a view and writes JSON: JSON Lines for the event streams (``events``, ``progress``, ``ag-ui``,
+``ai-sdk``), one JSON document otherwise (``timeline``: an array of conversation documents; ``tree``: the
+trace document, or an array of them for several traces; ``plans``: one object). ``html``: the
+self-contained trace page, one file for all traces of the input (a trace picker when there are several).
 
 ``--to events`` streams: each span is turned into its events in input order, without holding the spans
 in memory, each tool call linked to the model call that asked for it (a bounded per-trace index of model

@@ -11,6 +11,9 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
+- ``to_ag_ui``: AG-UI events (the Agent-User Interaction Protocol), schema ``ag-ui`` (one event);
+  ``messages_snapshot`` folds events into the messages an AG-UI client holds;
+- ``to_ai_sdk``: the Vercel AI SDK UI message stream (v1), schema ``ai-sdk`` (one chunk);
 - ``audit``: a policy audit report with the marked execution trees, schema ``audit``; ``mark_pages`` puts
   its findings on the page documents (schema ``page``).
 
@@ -33,18 +36,32 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from toolspan.bridge.facts import classify
+    from toolspan.bridge.views._agui import ag_ui_run_events, messages_snapshot, to_ag_ui
+    from toolspan.bridge.views._aisdk import AI_SDK_HEADER, ai_sdk_run_chunks, to_ai_sdk
     from toolspan.bridge.views._audit import audit, mark_pages
     from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, group_traces
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
     from toolspan.bridge.views._page import to_page, to_pages
     from toolspan.bridge.views._plans import to_plans
     from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
+    from toolspan.bridge.views._runs import Item as TurnItem
+    from toolspan.bridge.views._runs import Run as Turn
+    from toolspan.bridge.views._runs import to_runs as to_turns
     from toolspan.bridge.views._timeline import to_timelines
     from toolspan.bridge.views._tree import to_tree, to_trees
     from toolspan.bridge.views.registry import VIEWS, View
 
-_WHERE = {
+_WHERE: dict[str, str | tuple[str, str]] = {
     "classify": "toolspan.bridge.facts",
+    "messages_snapshot": "toolspan.bridge.views._agui",
+    "ag_ui_run_events": "toolspan.bridge.views._agui",
+    "AI_SDK_HEADER": "toolspan.bridge.views._aisdk",
+    "ai_sdk_run_chunks": "toolspan.bridge.views._aisdk",
+    "Turn": ("toolspan.bridge.views._runs", "Run"),
+    "TurnItem": ("toolspan.bridge.views._runs", "Item"),
+    "to_turns": ("toolspan.bridge.views._runs", "to_runs"),
+    "to_ag_ui": "toolspan.bridge.views._agui",
+    "to_ai_sdk": "toolspan.bridge.views._aisdk",
     "audit": "toolspan.bridge.views._audit",
     "mark_pages": "toolspan.bridge.views._audit",
     "SCHEMA_VERSION": "toolspan.bridge.views._common",
@@ -68,6 +85,12 @@ _WHERE = {
 }
 
 __all__ = [
+    "AI_SDK_HEADER",
+    "Turn",
+    "TurnItem",
+    "ag_ui_run_events",
+    "ai_sdk_run_chunks",
+    "to_turns",
     "NS_PER_MS",
     "AUTO_SEAL_RESULT",
     "SCHEMA_NAMES",
@@ -82,7 +105,10 @@ __all__ = [
     "load_schema",
     "mark_pages",
     "match_observe",
+    "messages_snapshot",
     "observe_event",
+    "to_ag_ui",
+    "to_ai_sdk",
     "to_events",
     "to_page",
     "to_pages",
@@ -93,14 +119,25 @@ __all__ = [
     "to_trees",
 ]
 
-SCHEMA_NAMES: Final = ("events", "timeline", "tree", "plans", "progress", "page", "audit")
+SCHEMA_NAMES: Final = (
+    "events",
+    "timeline",
+    "tree",
+    "plans",
+    "progress",
+    "page",
+    "audit",
+    "ag-ui",
+    "ai-sdk",
+)
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
+    where = _WHERE.get(name)
+    if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    module, attribute = where if isinstance(where, tuple) else (where, name)
+    return getattr(importlib.import_module(module), attribute)
 
 
 def __dir__() -> list[str]:

@@ -61,6 +61,18 @@ def _progress(spans: Sequence[Span]) -> Any:
     return to_progress(list(spans))
 
 
+def _ag_ui(spans: Sequence[Span]) -> Any:
+    from toolspan.bridge.views._agui import to_ag_ui
+
+    return to_ag_ui(list(spans))
+
+
+def _ai_sdk(spans: Sequence[Span]) -> Any:
+    from toolspan.bridge.views._aisdk import to_ai_sdk
+
+    return to_ai_sdk(list(spans))
+
+
 def _pages(spans: Sequence[Span]) -> Any:
     from toolspan.bridge.views._page import to_pages
 
@@ -73,6 +85,8 @@ _ALL: Final = (
     View("tree", "execution tree", _tree, lines=False, schema="tree"),
     View("plans", "plan records", _plans, lines=False, schema="plans"),
     View("progress", "progress stream", _progress, lines=True, schema="progress"),
+    View("ag-ui", "AG-UI events", _ag_ui, lines=True, schema="ag-ui"),
+    View("ai-sdk", "AI SDK UI message stream", _ai_sdk, lines=True, schema="ai-sdk"),
     View("html", "trace page", _pages, lines=False, schema="page", per_trace=False, media="html"),
 )
 

@@ -44,6 +44,7 @@ from toolspan.server._store import query as _query
 from toolspan.server._store.db import Cursor, IngestResult, Store
 from toolspan.server._store.remote import RemoteError, fetch_remote
 from toolspan.server._streams.deltas import DeltaHub, split_deltas, with_deltas
+from toolspan.server._streams.frontend import agent_response, frontend_response
 from toolspan.server._streams.progress import progress_response
 from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks, within
 from toolspan.server._streams.trace import trace_chunks
@@ -364,6 +365,12 @@ class ServerHandlers:
     async def progress_stream(self, request: Request) -> Response:
         return await progress_response(self, request)
 
+    async def frontend_stream(self, request: Request) -> Response:
+        return await frontend_response(self, request)
+
+    async def ag_ui_agent(self, request: Request) -> Response:
+        return await agent_response(self, request)
+
     async def _counted(self, chunks: Any) -> Any:
         self.streams += 1
         try:
@@ -385,6 +392,12 @@ class ServerHandlers:
             Route("/api/traces/{trace_id:str}/stream", self.stream),
             Route("/api/traces/{trace_id:str}/progress/stream", self.progress_stream),
             Route("/api/conversations/{conversation_id:str}/progress/stream", self.progress_stream),
+            # AG-UI and the AI SDK UI message stream (toolspan.server._streams.frontend).
+            Route("/api/traces/{trace_id:str}/ag-ui/stream", self.frontend_stream),
+            Route("/api/traces/{trace_id:str}/ai-sdk/stream", self.frontend_stream),
+            Route("/api/conversations/{conversation_id:str}/ag-ui/stream", self.frontend_stream),
+            Route("/api/conversations/{conversation_id:str}/ai-sdk/stream", self.frontend_stream),
+            Route("/api/ag-ui", self.ag_ui_agent, methods=["POST"]),
             Route("/api/conversations/{conversation_id:str}/progress", self.conversation_timeline),
             Route("/api/conversations/{conversation_id:str}/stream", self.stream),
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),

@@ -25,6 +25,39 @@ def _get(summary: str, media: str = "application/json", params: tuple[str, ...] 
     }
 
 
+def _frontend_paths(sse: str, trace: tuple[str, ...], conversation: tuple[str, ...]) -> dict[str, Any]:
+    """The AG-UI and AI SDK UI message streams, and the AG-UI agent endpoint."""
+    agent = {
+        "post": {
+            "summary": "AG-UI agent endpoint: a RunAgentInput whose threadId names a conversation; its runs"
+            " stream as AG-UI events (SSE), recorded then live",
+            "responses": {
+                "200": {"description": "AG-UI events", "content": {sse: {}}},
+                "400": {"description": "not a RunAgentInput: {error, status}"},
+            },
+        }
+    }
+    return {
+        "/api/traces/{trace_id}/ag-ui": _get("AG-UI events, JSON Lines", "application/x-ndjson", trace),
+        "/api/traces/{trace_id}/ai-sdk": _get(
+            "AI SDK UI message stream chunks, JSON Lines", "application/x-ndjson", trace
+        ),
+        "/api/traces/{trace_id}/ag-ui/stream": _get(
+            "Live AG-UI events of one trace (SSE; id = event number, resume with Last-Event-ID)", sse, trace
+        ),
+        "/api/conversations/{conversation_id}/ag-ui/stream": _get(
+            "Live AG-UI events of one conversation (SSE; id = event number)", sse, conversation
+        ),
+        "/api/traces/{trace_id}/ai-sdk/stream": _get(
+            "Live AI SDK UI message stream v1 of one trace (SSE, data: [DONE] at the end)", sse, trace
+        ),
+        "/api/conversations/{conversation_id}/ai-sdk/stream": _get(
+            "Live AI SDK UI message stream v1 of one conversation (SSE)", sse, conversation
+        ),
+        "/api/ag-ui": agent,
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     trace = ("trace_id",)
     job = ("job_id",)
@@ -127,5 +160,6 @@ def openapi_document() -> dict[str, Any]:
             "/api/conversations/{conversation_id}/stream": _get(
                 "Live act/observe events of one conversation (SSE)", sse, conversation
             ),
+            **_frontend_paths(sse, trace, conversation),
         },
     }
