@@ -386,7 +386,7 @@ def git_commit() -> str | None:
 # --- summary and table ------------------------------------------------------------------------------
 
 
-def summarize(rows: list[Row]) -> list[dict[str, Any]]:
+def summarize(rows: list[Row], processor: str = "batch") -> list[dict[str, Any]]:
     by_key = {(r.contender, r.mode): r for r in rows}
 
     def medians(key: tuple[str, str]) -> tuple[float, float] | None:
@@ -444,9 +444,10 @@ def summarize(rows: list[Row]) -> list[dict[str, Any]]:
             spans_exported=sum(p["spans_exported"] for p in r.processes),
             calls=sum(p["calls"] for p in r.processes),
             reference_calls=sum(p.get("reference_calls", 0) for p in r.processes),
-            # Spans the BatchSpanProcessor dropped because its queue was full (tracing on only).
+            # Spans the BatchSpanProcessor dropped because its queue was full (tracing on only; with
+            # --processor none nothing is exported at all).
             spans_dropped=0
-            if r.mode in ("off", "bare")
+            if r.mode in ("off", "bare") or (processor == "none" and r.contender in COUNTED_CONTENDERS)
             else sum(p["calls"] + p.get("reference_calls", 0) - p["spans_exported"] for p in r.processes),
             sample_span=next((p["sample_span"] for p in r.processes if p.get("sample_span")), None),
             notes=sorted({n for p in r.processes for n in p.get("notes", [])}),
@@ -883,7 +884,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if opts.instructions:
         instruction_rows(rows, pythons, opts)
-    summary = summarize(rows)
+    summary = summarize(rows, opts.processor)
     versions: dict[str, str] = {}
     for e in summary:
         versions.update(e.get("versions", {}))
