@@ -584,7 +584,8 @@ def fmt_ns(value: float | None) -> str:
 
 TABLE_HEADER = (
     "| contender | tracing | median ns/call | min ns/call | x minimal span | ns above bare "
-    "| CPU ns/call | CPU x minimal span | paired | instructions/call | instr. x minimal span |"
+    "| CPU ns/call | CPU x minimal span | paired CPU | paired wall | instructions/call "
+    "| instr. x minimal span |"
 )
 
 
@@ -603,10 +604,10 @@ def render_instructions(e: dict[str, Any]) -> tuple[str, str]:
 
 
 def render_table(doc: dict[str, Any]) -> str:
-    lines = [TABLE_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [TABLE_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for e in doc["rows"]:
         if "error" in e:
-            lines.append(f"| {e['label']} | {e['tracing']} | failed: {e['error'][:60]} | | | | | | | | |")
+            lines.append(f"| {e['label']} | {e['tracing']} | failed: {e['error'][:60]} | | | | | | | | | |")
             continue
         ratio = f"{e['x_handwritten']:.2f}x" if "x_handwritten" in e else "-"
         cpu_ratio = f"{e['cpu_x_handwritten']:.2f}x" if "cpu_x_handwritten" in e else "-"
@@ -617,11 +618,12 @@ def render_table(doc: dict[str, Any]) -> str:
             paired = f"{e['paired_above_bare_ns']:+,.0f}"
         else:
             paired = "-"
+        paired_wall = f"{e['paired_wall_x_handwritten']:.2f}x" if "paired_wall_x_handwritten" in e else "-"
         instr, instr_ratio = render_instructions(e)
         lines.append(
             f"| {e['label']} | {e['tracing']} | {fmt_ns(e['median_ns'])} | {fmt_ns(e['min_ns'])} | "
-            f"{ratio} | {above} | {fmt_ns(e['cpu_median_ns'])} | {cpu_ratio} | {paired} | {instr} | "
-            f"{instr_ratio} |"
+            f"{ratio} | {above} | {fmt_ns(e['cpu_median_ns'])} | {cpu_ratio} | {paired} | {paired_wall} | "
+            f"{instr} | {instr_ratio} |"
         )
     return "\n".join(lines)
 
@@ -671,12 +673,22 @@ def render_machine(doc: dict[str, Any]) -> str:
     m = doc["machine"]
     run = doc["run"]
     versions = ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items())
+    instr = run.get("instructions")
+    counted = (
+        f"Instructions: callgrind, a run of {instr['low'] + instr['calls']:,} calls minus one of "
+        f"{instr['low']:,} (each after {instr['warmup']:,} warm-up calls, its spans flushed), over "
+        f"{instr['calls']:,}; the worker's share in brackets.\n"
+        if instr
+        else ""
+    )
     return (
         f"Machine: {m['cpu']}, {m['cores']} cores, {m.get('memory_gib', '?')} GiB, "
         f"{m['implementation']} {m['python']}, {m['platform']}.\n"
         f"Run: {run['date']}, commit {run.get('commit') or '?'}, {run['rounds']} rounds x {run['repeats']} "
         f"repeats x {run['n']:,} calls per row (warm-up {run['warmup']:,}), load average before/after "
-        f"{run.get('loadavg_before')} / {run.get('loadavg_after')}.\n"
+        f"{run.get('loadavg_before')} / {run.get('loadavg_after')}; span processor: "
+        f"{run.get('processor', 'batch')}.\n"
+        f"{counted}"
         f"Versions: {versions}."
     )
 

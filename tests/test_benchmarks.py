@@ -27,7 +27,8 @@ ROWS = {
 # Attributes whose values differ between two spans (ids) or between the two contenders' tool names.
 TABLE_HEADER = (
     "| contender | tracing | median ns/call | min ns/call | x minimal span | ns above bare "
-    "| CPU ns/call | CPU x minimal span | paired | instructions/call | instr. x minimal span |"
+    "| CPU ns/call | CPU x minimal span | paired CPU | paired wall | instructions/call "
+    "| instr. x minimal span |"
 )
 PER_CALL = {"toolspan.execution_id", "toolspan.tool_call_id"}
 
@@ -273,5 +274,5 @@ def test_instruction_counts_sit_beside_the_wall_clock(tmp_path: Path) -> None:
     assert minimal["instructions_x_handwritten"] == 1.0
     assert 0 < off["instructions_x_handwritten"] < 1
     line = next(ln for ln in proc.stdout.splitlines() if "minimal GenAI span (reference)" in ln)
-    assert f"| 1.00x | - | {minimal['instructions']['total']:,.0f}" in line
+    assert f"| 1.00x | - | - | {minimal['instructions']['total']:,.0f}" in line
     assert line.rstrip().endswith(" | 1.00x |")
