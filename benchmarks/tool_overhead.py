@@ -459,10 +459,11 @@ def summarize(rows: list[Row], processor: str = "batch") -> list[dict[str, Any]]
 
 
 def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 8's targets, judged on this one run three ways: medians of the wall clock (the issue's
-    measure), medians of process CPU time (less disturbed by other work on the machine), and
-    "paired": per repeat, in the same process, toolspan's CPU time against the minimal hand-written
-    span's (tracing on) or the bare call's (tracing off), whose median is the least disturbed of the three."""
+    """Issue 8's targets, judged on this one run: medians of the wall clock and of the process CPU time
+    of separate processes (they orient: on a shared machine they follow its load), instructions per
+    call (callgrind, when counted), and "paired" CPU and wall: per repeat, in the same process,
+    toolspan's time against the minimal hand-written span's (tracing on) or the bare call's (tracing
+    off). Instructions and the paired clocks decide."""
     targets: list[dict[str, Any]] = []
     for clock, key in (("wall", "median_ns"), ("cpu", "cpu_median_ns")):
         med = {(e["contender"], e["mode"]): e.get(key) for e in summary}
@@ -526,24 +527,27 @@ def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     off = paired.get(("toolspan", "off"), {})
-    for mode, goal, what in RATIO_GOALS:
-        row = paired.get(("toolspan", mode), {})
-        if "paired_x_handwritten" in row:
-            ratio = row["paired_x_handwritten"]
-            targets.append(
-                {
-                    "target": f"{what} <= {goal:.2f}x minimal GenAI span",
-                    "clock": "paired",
-                    "value": f"{ratio:.3f}x",
-                    "met": ratio <= goal,
-                }
-            )
+
+    def paired_ratios(clock: str, key: str) -> None:
+        for mode, goal, what in RATIO_GOALS:
+            row = paired.get(("toolspan", mode), {})
+            if key in row:
+                targets.append(
+                    {
+                        "target": f"{what} <= {goal:.2f}x minimal GenAI span",
+                        "clock": clock,
+                        "value": f"{row[key]:.3f}x",
+                        "met": row[key] <= goal,
+                    }
+                )
+
+    paired_ratios("paired cpu", "paired_x_handwritten")
     if "paired_above_bare_ns" in off:
         above = off["paired_above_bare_ns"]
         targets.append(
             {
                 "target": "toolspan tracing off <= 300 ns above the bare call",
-                "clock": "paired",
+                "clock": "paired cpu",
                 "value": f"{above:+,.0f} ns",
                 "met": above <= 300,
             }
@@ -559,11 +563,12 @@ def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
             targets.append(
                 {
                     "target": "toolspan tracing off <= cheapest other library's off switch",
-                    "clock": "paired",
+                    "clock": "paired cpu",
                     "value": f"{above:+,.0f} ns vs {cheapest} {others[cheapest]:+,.0f} ns above bare",
                     "met": above <= others[cheapest],
                 }
             )
+    paired_ratios("paired wall", "paired_wall_x_handwritten")
     return targets
 
 
@@ -770,7 +775,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="",
         help="comma-separated contenders or contender:mode rows (default: all): " + ",".join(CONTENDERS),
     )
-    p.add_argument("--n", type=int, default=None, help="calls per repeat (default 20000)")
+    p.add_argument("--n", type=int, default=None, help="calls per repeat (default 10000)")
     p.add_argument("--repeats", type=int, default=None, help="repeats per process (default 5)")
     p.add_argument("--rounds", type=int, default=None, help="processes per row, interleaved (default 3)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up calls per process (default 5000)")
@@ -814,7 +819,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write the tables into benchmarks/README.md and README.md",
     )
     opts = p.parse_args(argv)
-    defaults = (500, 2, 1, 200) if opts.quick else (20_000, 5, 3, 5_000)
+    defaults = (500, 2, 1, 200) if opts.quick else (10_000, 5, 3, 5_000)
     for name, default in zip(("n", "repeats", "rounds", "warmup"), defaults, strict=True):
         if getattr(opts, name) is None:
             setattr(opts, name, default)
@@ -832,8 +837,11 @@ def main(argv: list[str] | None = None) -> int:
     if opts.render:
         doc = json.loads(opts.output.read_text())
         bridge = convert_summary()
-        if bridge is not None and bridge != doc.get("bridge"):  # the convert benchmark ran since
-            doc["bridge"] = bridge
+        targets = evaluate_targets(doc["rows"])  # judged as this version judges them
+        if (bridge is not None and bridge != doc.get("bridge")) or targets != doc.get("targets"):
+            if bridge is not None:  # the convert benchmark ran since
+                doc["bridge"] = bridge
+            doc["targets"] = targets
             opts.output.write_text(json.dumps(doc, indent=2) + "\n")
         print(render_all(doc))
         if opts.update_readme:
