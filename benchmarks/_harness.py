@@ -3,6 +3,9 @@
 A contender script (``benchmarks/contenders/run_<name>.py``) maps each of its modes to a setup function
 that returns the decorated tool, then calls ``run(...)``. The orchestrator starts the script with the
 contender's own virtual environment, reads the one ``RESULT {...}`` line it prints, and checks it.
+With ``--count N`` nothing is timed: the script warms up, makes exactly N calls and flushes, for the
+orchestrator to run it under callgrind (instructions per call). ``--processor`` picks the span
+processor ``_noop.make_provider`` puts around the do-nothing exporter.
 """
 
 from __future__ import annotations
