@@ -3,6 +3,9 @@
 A contender script (``benchmarks/contenders/run_<name>.py``) maps each of its modes to a setup function
 that returns the decorated tool, then calls ``run(...)``. The orchestrator starts the script with the
 contender's own virtual environment, reads the one ``RESULT {...}`` line it prints, and checks it.
+With ``--count N`` nothing is timed: the script warms up, makes exactly N calls and flushes, for the
+orchestrator to run it under callgrind (instructions per call). ``--processor`` picks the span
+processor ``_noop.make_provider`` puts around the do-nothing exporter.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from importlib import metadata
 from typing import Any
 
 RESULT_PREFIX = "RESULT "
+# Span processors a run can put around the do-nothing exporter (``--processor``); see _noop.py.
+PROCESSORS = ("batch", "simple", "none")
 ARGS = ("Paris", 3)
 
 
@@ -40,8 +45,9 @@ class Setup:
     # with an empty BatchSpanProcessor queue. None: flush the global provider.
     flush: Callable[[], Any] | None = None
     notes: list[str] = field(default_factory=list)
-    # Timed in the same process, in every repeat right after the tool: the hand-written span over
-    # the same provider, so a ratio can be taken repeat by repeat (robust to a busy machine).
+    # Timed in the same process, in every repeat next to the tool (before it in odd repeats): the
+    # hand-written span over the same provider, so a ratio can be taken repeat by repeat (robust to
+    # a busy machine).
     reference: Callable[..., Any] | None = None
 
 
@@ -68,6 +74,25 @@ def time_calls(fn: Callable[..., Any], n: int) -> tuple[float, float]:
     return (end_wall - start_wall) / n, (end_cpu - start_cpu) / n
 
 
+def count_calls(tool: Callable[..., Any], flush: Callable[[], Any], warmup: int, n: int) -> None:
+    """The body of an instruction count: warm up, flush, collect, then ``n`` calls and a flush (so
+    the processor's export of those spans is in the count too). The orchestrator runs this twice
+    under callgrind with two values of ``n``; the difference divided by the difference of ``n`` is
+    the cost of one call, start-up, imports and warm-up cancelled out."""
+    a, b = ARGS
+    for _ in range(warmup):
+        tool(a, b)
+    flush()
+    gc.collect()
+    for _ in range(n):
+        tool(a, b)
+    flush()
+    from _noop import EXPORTER
+
+    sys.stdout.write(RESULT_PREFIX + json.dumps({"count": n, "spans_exported": EXPORTER.exported}) + "\n")
+    sys.stdout.flush()
+
+
 def versions(distributions: Sequence[str]) -> dict[str, str]:
     """Installed versions of the given distributions (plus the OpenTelemetry API and SDK)."""
     out: dict[str, str] = {}
@@ -86,10 +111,24 @@ def run(modes: dict[str, Callable[[], Setup]], distributions: Sequence[str] = ()
     parser.add_argument("--n", type=int, default=20_000, help="calls per repeat")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=5_000, help="calls before timing")
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=None,
+        help="no timing: after the warm-up make exactly this many calls, flush, exit (run under callgrind)",
+    )
+    parser.add_argument(
+        "--processor",
+        choices=PROCESSORS,
+        default="batch",
+        help="span processor around the do-nothing exporter (batch: the SDK's default BatchSpanProcessor)",
+    )
     opts = parser.parse_args()
 
+    import _noop
     from _noop import EXPORTER
 
+    _noop.PROCESSOR = opts.processor
     started = time.perf_counter()
     setup = modes[opts.mode]()
     setup_s = time.perf_counter() - started
@@ -99,6 +138,9 @@ def run(modes: dict[str, Callable[[], Setup]], distributions: Sequence[str] = ()
     result = tool(*ARGS)
     if result != EXPECTED:
         raise SystemExit(f"decorated tool returned {result!r}, expected {EXPECTED!r}")
+    if opts.count is not None:
+        count_calls(tool, flush, opts.warmup, opts.count)
+        return
     for _ in range(2):
         time_calls(tool, opts.warmup)
         time_calls(get_forecast, opts.warmup)
@@ -112,21 +154,23 @@ def run(modes: dict[str, Callable[[], Setup]], distributions: Sequence[str] = ()
     ref_cpu: list[float] = []
     if setup.reference is not None:
         time_calls(setup.reference, opts.warmup)
-    for _ in range(opts.repeats):
-        flush()
-        gc.collect()
-        wall_ns, cpu_ns = time_calls(tool, opts.n)
-        samples.append(wall_ns)
-        cpu_samples.append(cpu_ns)
+    for i in range(opts.repeats):
+        # With a reference, the two alternate which goes first (tool, reference; reference, tool; ...)
+        # so neither always runs on the heap and gc generations the other left behind.
+        order = [(tool, samples, cpu_samples)]
+        if setup.reference is not None:
+            order.append((setup.reference, ref, ref_cpu))
+            if i % 2:
+                order.reverse()
+        for fn, walls, cpus in order:
+            flush()
+            gc.collect()
+            wall_ns, cpu_ns = time_calls(fn, opts.n)
+            walls.append(wall_ns)
+            cpus.append(cpu_ns)
         wall_ns, cpu_ns = time_calls(get_forecast, opts.n)
         bare.append(wall_ns)
         bare_cpu.append(cpu_ns)
-        if setup.reference is not None:
-            flush()
-            gc.collect()
-            wall_ns, cpu_ns = time_calls(setup.reference, opts.n)
-            ref.append(wall_ns)
-            ref_cpu.append(cpu_ns)
     flush()
 
     out = {

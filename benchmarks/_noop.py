@@ -12,8 +12,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 
 
 class NoopExporter(SpanExporter):
@@ -51,15 +56,26 @@ def describe_span(span: ReadableSpan) -> dict[str, Any]:
 
 # One exporter per process: every contender routes its spans here.
 EXPORTER = NoopExporter()
+# Set by the harness from ``--processor`` before a contender's setup runs: "batch" (the SDK's
+# BatchSpanProcessor with default settings: what the benchmark measures), "simple" (the SDK's
+# SimpleSpanProcessor: the export runs on the calling thread, at the span's end) or "none" (no
+# processor: the span is built and ended, nothing receives it). The last two are only used to show
+# where the reference span's time goes; contenders with their own processor ignore them.
+PROCESSOR = "batch"
 
 
-def batch_processor() -> BatchSpanProcessor:
-    """The SDK's BatchSpanProcessor (default settings) feeding the shared do-nothing exporter."""
+def batch_processor() -> SpanProcessor:
+    """The processor chosen by ``PROCESSOR`` around the shared do-nothing exporter (default: the SDK's
+    BatchSpanProcessor with default settings)."""
+    if PROCESSOR == "simple":
+        return SimpleSpanProcessor(EXPORTER)
     return BatchSpanProcessor(EXPORTER)
 
 
 def make_provider() -> TracerProvider:
-    """An SDK ``TracerProvider`` whose only processor is ``batch_processor()``."""
+    """An SDK ``TracerProvider`` whose only processor is ``batch_processor()`` (none with
+    ``PROCESSOR == "none"``)."""
     provider = TracerProvider()
-    provider.add_span_processor(batch_processor())
+    if PROCESSOR != "none":
+        provider.add_span_processor(batch_processor())
     return provider

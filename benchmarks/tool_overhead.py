@@ -23,9 +23,11 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 from dataclasses import dataclass, field
@@ -140,9 +142,12 @@ class Row:
     bare_samples_ns: list[float] = field(default_factory=list)
     # Per repeat, in the same process: tool CPU time / hand-written CPU time, tool - bare CPU time.
     paired_ratios: list[float] = field(default_factory=list)
+    paired_wall_ratios: list[float] = field(default_factory=list)
     paired_above_bare_ns: list[float] = field(default_factory=list)
     processes: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    # Per call, from callgrind (``--instructions``): total, main_thread, other_threads, calls.
+    instructions: dict[str, Any] | None = None
 
 
 # --- environments ---------------------------------------------------------------------------------
@@ -212,6 +217,8 @@ def run_process(python: Path, contender: Contender, mode: str, opts: argparse.Na
         str(opts.repeats),
         "--warmup",
         str(opts.warmup),
+        "--processor",
+        opts.processor,
     ]
     proc = subprocess.run(
         cmd,
@@ -230,14 +237,101 @@ def run_process(python: Path, contender: Contender, mode: str, opts: argparse.Na
     return result
 
 
-def check_spans(row: Row, result: dict[str, Any]) -> str | None:
-    """The exporter must have seen spans when tracing is on, and none when it is off."""
+def check_spans(row: Row, result: dict[str, Any], processor: str = "batch") -> str | None:
+    """The exporter must have seen spans when tracing is on, and none when it is off (or when the
+    run has no span processor)."""
     exported = result["spans_exported"]
-    if row.mode in ("off", "bare"):
+    if row.mode in ("off", "bare") or (processor == "none" and row.contender in COUNTED_CONTENDERS):
         return f"{exported} spans exported with tracing off" if exported else None
     if exported == 0:
         return "no span reached the do-nothing exporter"
     return None
+
+
+# --- instruction counts ---------------------------------------------------------------------------------
+
+# Rows whose instructions ``--instructions`` counts (those of toolspan's goals and their references).
+COUNTED_CONTENDERS = ("bare", "handwritten", "toolspan")
+
+
+def callgrind_thread_totals(argv: list[str], env: dict[str, str], cwd: Path) -> dict[int, int]:
+    """Run ``argv`` under callgrind (no cache simulation), one count per thread: {thread number: Ir}.
+    Thread 1 is the one that calls the tool; the BatchSpanProcessor's worker is one of the others."""
+    with tempfile.TemporaryDirectory(prefix="toolspan-bench-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}", *argv],
+            env=env,
+            cwd=str(cwd),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"callgrind exit {proc.returncode}: {proc.stderr[-1500:]}")
+        totals: dict[int, int] = {}
+        for path in Path(tmp).glob("callgrind.out-*"):
+            thread = int(path.name.rsplit("-", 1)[1])
+            for line in path.read_text().splitlines():
+                if line.startswith("totals:"):
+                    totals[thread] = int(line.split()[1])
+                    break
+        if 1 not in totals:
+            raise RuntimeError(f"no instruction total in callgrind's output for {' '.join(argv)}")
+        return totals
+
+
+def per_call(low: dict[int, int], high: dict[int, int], calls: int) -> dict[str, float]:
+    """Instructions of one call from two counts ``calls`` calls apart: the calling thread's, the other
+    threads' (span processor worker) and their sum."""
+    main = (high[1] - low.get(1, 0)) / calls
+    others = sum(high.get(t, 0) - low.get(t, 0) for t in set(high) | set(low) if t != 1) / calls
+    return {
+        "total": round(main + others, 1),
+        "main_thread": round(main, 1),
+        "other_threads": round(others, 1),
+    }
+
+
+def count_instructions(
+    python: Path, contender: Contender, mode: str, opts: argparse.Namespace
+) -> dict[str, Any]:
+    """Instructions per call of one row: the contender's process runs under callgrind twice, making
+    ``--instr-warmup`` calls and then ``--instr-low`` or ``--instr-low + --instr-calls`` calls (each
+    run flushes its spans at the end, so the export is counted); the difference over
+    ``--instr-calls`` is one call's cost, with start-up, imports and warm-up cancelled out."""
+    script = BENCH_DIR / "contenders" / f"run_{contender.name}.py"
+    counts = []
+    for n in (opts.instr_low, opts.instr_low + opts.instr_calls):
+        argv = [
+            str(python),
+            str(script),
+            "--mode",
+            mode,
+            "--processor",
+            opts.processor,
+            "--warmup",
+            str(opts.instr_warmup),
+            "--count",
+            str(n),
+        ]
+        counts.append(callgrind_thread_totals(argv, child_env(), BENCH_DIR))
+    return {**per_call(counts[0], counts[1], opts.instr_calls), "calls": opts.instr_calls}
+
+
+def instruction_rows(rows: list[Row], pythons: dict[str, Path], opts: argparse.Namespace) -> None:
+    """Count the instructions of every row of ``COUNTED_CONTENDERS`` (sequentially: callgrind runs one
+    thread at a time and the count does not depend on the machine's load)."""
+    for row in rows:
+        if row.error is not None or row.contender not in COUNTED_CONTENDERS:
+            continue
+        print(f"[callgrind] {row.contender} {row.mode}", file=sys.stderr, flush=True)
+        try:
+            row.instructions = count_instructions(
+                pythons[row.contender], CONTENDERS[row.contender], row.mode, opts
+            )
+        except Exception as exc:  # reported in the row, the other rows are still counted
+            row.instructions = {"error": str(exc)[-500:]}
 
 
 # --- machine -------------------------------------------------------------------------------------------
@@ -292,7 +386,7 @@ def git_commit() -> str | None:
 # --- summary and table ------------------------------------------------------------------------------
 
 
-def summarize(rows: list[Row]) -> list[dict[str, Any]]:
+def summarize(rows: list[Row], processor: str = "batch") -> list[dict[str, Any]]:
     by_key = {(r.contender, r.mode): r for r in rows}
 
     def medians(key: tuple[str, str]) -> tuple[float, float] | None:
@@ -331,6 +425,14 @@ def summarize(rows: list[Row]) -> list[dict[str, Any]]:
             entry["cpu_above_bare_ns"] = round(cpu_med - floor[1], 1)
         if r.paired_ratios:
             entry["paired_x_handwritten"] = round(statistics.median(r.paired_ratios), 3)
+        if r.paired_wall_ratios:
+            entry["paired_wall_x_handwritten"] = round(statistics.median(r.paired_wall_ratios), 3)
+        if r.instructions is not None:
+            entry["instructions"] = r.instructions
+            ref_row = by_key.get(REFERENCE)
+            ref_instr = (ref_row.instructions or {}).get("total") if ref_row else None
+            if "total" in r.instructions and ref_instr and r.mode != "bare":
+                entry["instructions_x_handwritten"] = round(r.instructions["total"] / ref_instr, 3)
         if r.mode == "off" and r.paired_above_bare_ns:
             entry["paired_above_bare_ns"] = round(statistics.median(r.paired_above_bare_ns), 1)
         entry.update(
@@ -342,9 +444,10 @@ def summarize(rows: list[Row]) -> list[dict[str, Any]]:
             spans_exported=sum(p["spans_exported"] for p in r.processes),
             calls=sum(p["calls"] for p in r.processes),
             reference_calls=sum(p.get("reference_calls", 0) for p in r.processes),
-            # Spans the BatchSpanProcessor dropped because its queue was full (tracing on only).
+            # Spans the BatchSpanProcessor dropped because its queue was full (tracing on only; with
+            # --processor none nothing is exported at all).
             spans_dropped=0
-            if r.mode in ("off", "bare")
+            if r.mode in ("off", "bare") or (processor == "none" and r.contender in COUNTED_CONTENDERS)
             else sum(p["calls"] + p.get("reference_calls", 0) - p["spans_exported"] for p in r.processes),
             sample_span=next((p["sample_span"] for p in r.processes if p.get("sample_span")), None),
             notes=sorted({n for p in r.processes for n in p.get("notes", [])}),
@@ -356,10 +459,11 @@ def summarize(rows: list[Row]) -> list[dict[str, Any]]:
 
 
 def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 8's targets, judged on this one run three ways: medians of the wall clock (the issue's
-    measure), medians of process CPU time (less disturbed by other work on the machine), and
-    "paired": per repeat, in the same process, toolspan's CPU time against the minimal hand-written
-    span's (tracing on) or the bare call's (tracing off), whose median is the least disturbed of the three."""
+    """Issue 8's targets, judged on this one run: medians of the wall clock and of the process CPU time
+    of separate processes (they orient: on a shared machine they follow its load), instructions per
+    call (callgrind, when counted), and "paired" CPU and wall: per repeat, in the same process,
+    toolspan's time against the minimal hand-written span's (tracing on) or the bare call's (tracing
+    off). Instructions and the paired clocks decide."""
     targets: list[dict[str, Any]] = []
     for clock, key in (("wall", "median_ns"), ("cpu", "cpu_median_ns")):
         med = {(e["contender"], e["mode"]): e.get(key) for e in summary}
@@ -411,25 +515,39 @@ def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     paired = {(e["contender"], e["mode"]): e for e in summary}
-    off = paired.get(("toolspan", "off"), {})
     for mode, goal, what in RATIO_GOALS:
-        row = paired.get(("toolspan", mode), {})
-        if "paired_x_handwritten" in row:
-            ratio = row["paired_x_handwritten"]
+        ratio = paired.get(("toolspan", mode), {}).get("instructions_x_handwritten")
+        if ratio is not None:
             targets.append(
                 {
                     "target": f"{what} <= {goal:.2f}x minimal GenAI span",
-                    "clock": "paired",
+                    "clock": "instructions",
                     "value": f"{ratio:.3f}x",
                     "met": ratio <= goal,
                 }
             )
+    off = paired.get(("toolspan", "off"), {})
+
+    def paired_ratios(clock: str, key: str) -> None:
+        for mode, goal, what in RATIO_GOALS:
+            row = paired.get(("toolspan", mode), {})
+            if key in row:
+                targets.append(
+                    {
+                        "target": f"{what} <= {goal:.2f}x minimal GenAI span",
+                        "clock": clock,
+                        "value": f"{row[key]:.3f}x",
+                        "met": row[key] <= goal,
+                    }
+                )
+
+    paired_ratios("paired cpu", "paired_x_handwritten")
     if "paired_above_bare_ns" in off:
         above = off["paired_above_bare_ns"]
         targets.append(
             {
                 "target": "toolspan tracing off <= 300 ns above the bare call",
-                "clock": "paired",
+                "clock": "paired cpu",
                 "value": f"{above:+,.0f} ns",
                 "met": above <= 300,
             }
@@ -445,11 +563,12 @@ def evaluate_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
             targets.append(
                 {
                     "target": "toolspan tracing off <= cheapest other library's off switch",
-                    "clock": "paired",
+                    "clock": "paired cpu",
                     "value": f"{above:+,.0f} ns vs {cheapest} {others[cheapest]:+,.0f} ns above bare",
                     "met": above <= others[cheapest],
                 }
             )
+    paired_ratios("paired wall", "paired_wall_x_handwritten")
     return targets
 
 
@@ -470,15 +589,30 @@ def fmt_ns(value: float | None) -> str:
 
 TABLE_HEADER = (
     "| contender | tracing | median ns/call | min ns/call | x minimal span | ns above bare "
-    "| CPU ns/call | CPU x minimal span | paired |"
+    "| CPU ns/call | CPU x minimal span | paired CPU | paired wall | instructions/call "
+    "| instr. x minimal span |"
 )
 
 
+def render_instructions(e: dict[str, Any]) -> tuple[str, str]:
+    """The two instruction cells of a row: per call (the worker thread's share in brackets), ratio."""
+    counted = e.get("instructions")
+    if not counted:
+        return "-", "-"
+    if "error" in counted:
+        return "failed", "-"
+    cell = f"{counted['total']:,.0f}"
+    if counted.get("other_threads", 0) >= 100:  # below: the worker's timer wake-ups, not spans
+        cell += f" ({counted['other_threads']:,.0f} worker)"
+    ratio = e.get("instructions_x_handwritten")
+    return cell, "-" if ratio is None else f"{ratio:.2f}x"
+
+
 def render_table(doc: dict[str, Any]) -> str:
-    lines = [TABLE_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [TABLE_HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for e in doc["rows"]:
         if "error" in e:
-            lines.append(f"| {e['label']} | {e['tracing']} | failed: {e['error'][:60]} | | | | | | |")
+            lines.append(f"| {e['label']} | {e['tracing']} | failed: {e['error'][:60]} | | | | | | | | | |")
             continue
         ratio = f"{e['x_handwritten']:.2f}x" if "x_handwritten" in e else "-"
         cpu_ratio = f"{e['cpu_x_handwritten']:.2f}x" if "cpu_x_handwritten" in e else "-"
@@ -489,9 +623,12 @@ def render_table(doc: dict[str, Any]) -> str:
             paired = f"{e['paired_above_bare_ns']:+,.0f}"
         else:
             paired = "-"
+        paired_wall = f"{e['paired_wall_x_handwritten']:.2f}x" if "paired_wall_x_handwritten" in e else "-"
+        instr, instr_ratio = render_instructions(e)
         lines.append(
             f"| {e['label']} | {e['tracing']} | {fmt_ns(e['median_ns'])} | {fmt_ns(e['min_ns'])} | "
-            f"{ratio} | {above} | {fmt_ns(e['cpu_median_ns'])} | {cpu_ratio} | {paired} |"
+            f"{ratio} | {above} | {fmt_ns(e['cpu_median_ns'])} | {cpu_ratio} | {paired} | {paired_wall} | "
+            f"{instr} | {instr_ratio} |"
         )
     return "\n".join(lines)
 
@@ -541,12 +678,22 @@ def render_machine(doc: dict[str, Any]) -> str:
     m = doc["machine"]
     run = doc["run"]
     versions = ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items())
+    instr = run.get("instructions")
+    counted = (
+        f"Instructions: callgrind, a run of {instr['low'] + instr['calls']:,} calls minus one of "
+        f"{instr['low']:,} (each after {instr['warmup']:,} warm-up calls, its spans flushed), over "
+        f"{instr['calls']:,}; the worker's share in brackets.\n"
+        if instr
+        else ""
+    )
     return (
         f"Machine: {m['cpu']}, {m['cores']} cores, {m.get('memory_gib', '?')} GiB, "
         f"{m['implementation']} {m['python']}, {m['platform']}.\n"
         f"Run: {run['date']}, commit {run.get('commit') or '?'}, {run['rounds']} rounds x {run['repeats']} "
         f"repeats x {run['n']:,} calls per row (warm-up {run['warmup']:,}), load average before/after "
-        f"{run.get('loadavg_before')} / {run.get('loadavg_after')}.\n"
+        f"{run.get('loadavg_before')} / {run.get('loadavg_after')}; span processor: "
+        f"{run.get('processor', 'batch')}.\n"
+        f"{counted}"
         f"Versions: {versions}."
     )
 
@@ -602,13 +749,33 @@ def update_readme(doc: dict[str, Any]) -> None:
 # --- main -----------------------------------------------------------------------------------------------
 
 
+def select_rows(only: str) -> dict[str, list[str]]:
+    """``--only``: contenders (all their modes) or ``contender:mode`` items, comma-separated; empty:
+    everything. Unknown names end the run with the list of known ones."""
+    selected: dict[str, list[str]] = {}
+    for item in (part.strip() for part in only.split(",")):
+        if not item:
+            continue
+        name, _, mode = item.partition(":")
+        contender = CONTENDERS.get(name)
+        if contender is None:
+            raise SystemExit(f"unknown contender {name!r}; known: {', '.join(CONTENDERS)}")
+        if mode and mode not in contender.modes:
+            raise SystemExit(f"{name} has no mode {mode!r}; its modes: {', '.join(contender.modes)}")
+        modes = selected.setdefault(name, [])
+        modes.extend(m for m in ([mode] if mode else contender.modes) if m not in modes)
+    return selected or {c.name: list(c.modes) for c in CONTENDERS.values()}
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny run (smoke check, numbers meaningless)")
     p.add_argument(
-        "--only", default="", help="comma-separated contenders (default: all): " + ",".join(CONTENDERS)
+        "--only",
+        default="",
+        help="comma-separated contenders or contender:mode rows (default: all): " + ",".join(CONTENDERS),
     )
-    p.add_argument("--n", type=int, default=None, help="calls per repeat (default 20000)")
+    p.add_argument("--n", type=int, default=None, help="calls per repeat (default 10000)")
     p.add_argument("--repeats", type=int, default=None, help="repeats per process (default 5)")
     p.add_argument("--rounds", type=int, default=None, help="processes per row, interleaved (default 3)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up calls per process (default 5000)")
@@ -621,6 +788,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reinstall", action="store_true", help="recreate the venvs")
     p.add_argument("--setup-only", action="store_true", help="create the venvs and exit")
     p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    counting = p.add_mutually_exclusive_group()
+    counting.add_argument(
+        "--instructions",
+        action="store_true",
+        default=None,
+        help="also count instructions per call with valgrind's callgrind (bare, hand-written and toolspan "
+        "rows; default: yes when valgrind is installed, except with --quick)",
+    )
+    counting.add_argument("--no-instructions", dest="instructions", action="store_false")
+    p.add_argument("--instr-calls", type=int, default=2_000, help="calls between the two counted runs")
+    p.add_argument("--instr-low", type=int, default=200, help="calls of the shorter counted run")
+    p.add_argument("--instr-warmup", type=int, default=300, help="warm-up calls of a counted run")
+    p.add_argument(
+        "--processor",
+        choices=("batch", "simple", "none"),
+        default="batch",
+        help="span processor of the bare, hand-written and toolspan rows: the SDK's BatchSpanProcessor "
+        "(default, what the goals are judged on), SimpleSpanProcessor, or none (to see what the "
+        "processor costs)",
+    )
     p.add_argument(
         "--render",
         action="store_true",
@@ -632,10 +819,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write the tables into benchmarks/README.md and README.md",
     )
     opts = p.parse_args(argv)
-    defaults = (500, 2, 1, 200) if opts.quick else (20_000, 5, 3, 5_000)
+    defaults = (500, 2, 1, 200) if opts.quick else (10_000, 5, 3, 5_000)
     for name, default in zip(("n", "repeats", "rounds", "warmup"), defaults, strict=True):
         if getattr(opts, name) is None:
             setattr(opts, name, default)
+    if opts.instructions is None:
+        opts.instructions = not opts.quick and not opts.render and shutil.which("valgrind") is not None
+    elif opts.instructions and shutil.which("valgrind") is None:
+        p.error("--instructions needs valgrind (apt-get install valgrind)")
+    if opts.instr_calls < 1 or opts.instr_low < 0 or opts.instr_warmup < 0:
+        p.error("--instr-calls must be at least 1, --instr-low and --instr-warmup at least 0")
     return opts
 
 
@@ -644,22 +837,22 @@ def main(argv: list[str] | None = None) -> int:
     if opts.render:
         doc = json.loads(opts.output.read_text())
         bridge = convert_summary()
-        if bridge is not None and bridge != doc.get("bridge"):  # the convert benchmark ran since
-            doc["bridge"] = bridge
+        targets = evaluate_targets(doc["rows"])  # judged as this version judges them
+        if (bridge is not None and bridge != doc.get("bridge")) or targets != doc.get("targets"):
+            if bridge is not None:  # the convert benchmark ran since
+                doc["bridge"] = bridge
+            doc["targets"] = targets
             opts.output.write_text(json.dumps(doc, indent=2) + "\n")
         print(render_all(doc))
         if opts.update_readme:
             update_readme(doc)
         return 0
 
-    names = [n.strip() for n in opts.only.split(",") if n.strip()] or list(CONTENDERS)
-    unknown = [n for n in names if n not in CONTENDERS]
-    if unknown:
-        raise SystemExit(f"unknown contender(s): {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
+    selected = select_rows(opts.only)
     log = sys.stderr
     pythons: dict[str, Path] = {}
     rows: list[Row] = []
-    for name in names:
+    for name, modes in selected.items():
         contender = CONTENDERS[name]
         try:
             pythons[name] = (
@@ -667,9 +860,9 @@ def main(argv: list[str] | None = None) -> int:
                 if opts.no_venv
                 else ensure_venv(contender, reinstall=opts.reinstall, log=log)
             )
-            rows.extend(Row(name, mode) for mode in contender.modes)
+            rows.extend(Row(name, mode) for mode in modes)
         except Exception as exc:  # a contender that cannot be installed is reported, not fatal
-            rows.extend(Row(name, mode, error=str(exc)) for mode in contender.modes)
+            rows.extend(Row(name, mode, error=str(exc)) for mode in modes)
 
     if opts.setup_only:
         failed = [r for r in rows if r.error]
@@ -690,7 +883,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:
                 row.error = str(exc)
                 continue
-            problem = check_spans(row, result)
+            problem = check_spans(row, result, opts.processor)
             if problem:
                 row.error = problem
                 continue
@@ -704,9 +897,14 @@ def main(argv: list[str] | None = None) -> int:
                 t / r
                 for t, r in zip(result["cpu_samples_ns"], result["reference_cpu_samples_ns"], strict=False)
             )
+            row.paired_wall_ratios.extend(
+                t / r for t, r in zip(result["samples_ns"], result["reference_samples_ns"], strict=False)
+            )
             row.processes.append(result)
 
-    summary = summarize(rows)
+    if opts.instructions:
+        instruction_rows(rows, pythons, opts)
+    summary = summarize(rows, opts.processor)
     versions: dict[str, str] = {}
     for e in summary:
         versions.update(e.get("versions", {}))
@@ -724,6 +922,15 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": opts.repeats,
             "rounds": opts.rounds,
             "warmup": opts.warmup,
+            "processor": opts.processor,
+            "instructions": {
+                "calls": opts.instr_calls,
+                "low": opts.instr_low,
+                "warmup": opts.instr_warmup,
+                "tool": "valgrind --tool=callgrind --separate-threads=yes",
+            }
+            if opts.instructions
+            else None,
             "seconds": round(time.time() - started, 1),
             "loadavg_before": load_before,
             "loadavg_after": loadavg(),

@@ -4,6 +4,7 @@ contenders with this interpreter (no venvs), checking the JSON it writes. No tim
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,8 @@ ROWS = {
 # Attributes whose values differ between two spans (ids) or between the two contenders' tool names.
 TABLE_HEADER = (
     "| contender | tracing | median ns/call | min ns/call | x minimal span | ns above bare "
-    "| CPU ns/call | CPU x minimal span | paired |"
+    "| CPU ns/call | CPU x minimal span | paired CPU | paired wall | instructions/call "
+    "| instr. x minimal span |"
 )
 PER_CALL = {"toolspan.execution_id", "toolspan.tool_call_id"}
 
@@ -161,13 +163,116 @@ def test_capture_off_row_records_no_content(run: tuple[dict[str, Any], str]) -> 
 def test_targets_and_table(run: tuple[dict[str, Any], str]) -> None:
     doc, stdout = run
     names = [t["target"] for t in doc["targets"]]
-    assert names == 3 * [
-        "toolspan GenAI conventions <= 1.05x minimal GenAI span",
-        "toolspan default settings <= 1.15x minimal GenAI span",
-        "toolspan tracing off <= 300 ns above the bare call",
-    ]
-    assert [t["clock"] for t in doc["targets"]] == 3 * ["wall"] + 3 * ["cpu"] + 3 * ["paired"]
+    genai = "toolspan GenAI conventions <= 1.05x minimal GenAI span"
+    default = "toolspan default settings <= 1.15x minimal GenAI span"
+    off = "toolspan tracing off <= 300 ns above the bare call"
+    assert names == 3 * [genai, default, off] + [genai, default]
+    clocks = [t["clock"] for t in doc["targets"]]
+    assert clocks == 3 * ["wall"] + 3 * ["cpu"] + 3 * ["paired cpu"] + 2 * ["paired wall"]
     assert all(isinstance(t["met"], bool) for t in doc["targets"])
     assert TABLE_HEADER in stdout
     assert stdout.count("| toolspan @tool |") == 4
     assert "| hand-written OTel span | on, minimal GenAI span (reference) |" in stdout
+
+
+def test_quick_run_times_only_and_pairs_the_wall_clock_too(run: tuple[dict[str, Any], str]) -> None:
+    doc, _ = run
+    assert doc["run"]["instructions"] is None
+    assert doc["run"]["processor"] == "batch"
+    rows = rows_by_key(doc)
+    assert all("instructions" not in row for row in rows.values())
+    for key in [("toolspan", "on"), ("toolspan", "genai"), ("toolspan", "nocapture")]:
+        assert rows[key]["paired_wall_x_handwritten"] > 0
+    assert "paired_wall_x_handwritten" not in rows[("handwritten", "minimal")]
+
+
+def _load_tool_overhead() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tool_overhead", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tool_overhead"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_instructions_per_call_subtract_the_shorter_run_thread_by_thread() -> None:
+    per_call = _load_tool_overhead().per_call
+    # Thread 1 calls the tool; thread 2 (the processor's worker) and a thread only the longer run had.
+    low = {1: 1_000_000, 2: 10_000}
+    high = {1: 3_000_000, 2: 210_000, 3: 50_000}
+    assert per_call(low, high, 1_000) == {"total": 2_250.0, "main_thread": 2_000.0, "other_threads": 250.0}
+
+
+@pytest.mark.parametrize(
+    ("only", "message"),
+    [("nosuch", "unknown contender 'nosuch'"), ("handwritten:nosuch", "handwritten has no mode 'nosuch'")],
+)
+def test_unknown_rows_are_refused_in_one_line(only: str, message: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--no-venv",
+            "--only",
+            only,
+            "--output",
+            str(tmp_path / "x.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="instruction counts need valgrind")
+def test_instruction_counts_sit_beside_the_wall_clock(tmp_path: Path) -> None:
+    out = tmp_path / "tool_overhead.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--no-venv",
+            "--only",
+            "handwritten:minimal,handwritten:off",
+            "--instructions",
+            "--instr-calls",
+            "100",
+            "--instr-low",
+            "0",
+            "--instr-warmup",
+            "20",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["run"]["instructions"]["calls"] == 100
+    rows = rows_by_key(doc)
+    assert set(rows) == {("handwritten", "minimal"), ("handwritten", "off")}
+    minimal, off = rows[("handwritten", "minimal")], rows[("handwritten", "off")]
+    for row in (minimal, off):
+        counted = row["instructions"]
+        assert counted["calls"] == 100
+        assert counted["total"] == pytest.approx(counted["main_thread"] + counted["other_threads"], abs=0.2)
+    # A recording SDK span costs more than the same code over the API's no-op tracer.
+    assert minimal["instructions"]["total"] > off["instructions"]["total"] > 0
+    assert minimal["instructions_x_handwritten"] == 1.0
+    assert 0 < off["instructions_x_handwritten"] < 1
+    line = next(ln for ln in proc.stdout.splitlines() if "minimal GenAI span (reference)" in ln)
+    assert f"| 1.00x | - | - | {minimal['instructions']['total']:,.0f}" in line
+    assert line.rstrip().endswith(" | 1.00x |")
