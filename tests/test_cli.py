@@ -468,7 +468,7 @@ def test_help_reads_as_text_with_defaults(command: str) -> None:
     assert ":func:" not in text
     flat = " ".join(text.split())
     expected = {
-        "convert": ["Reads spans from files", "--to {events,timeline,tree,plans,progress,html}"],
+        "convert": ["Reads spans from files", "--to {events,timeline,tree,plans,progress,ag-ui,ai-sdk,html}"],
         "audit": ["(default: text)", "--format is its old name"],
         "serve": [
             "Open http://HOST:PORT/traces in a browser (/ leads there)",

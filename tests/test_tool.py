@@ -675,14 +675,30 @@ def test_span_processor_on_start_sees_the_start_attributes() -> None:
             "gen_ai.tool.type": "function",
             "gen_ai.tool.description": "Add two numbers.",
             "openinference.span.kind": "TOOL",
-            "tool.name": "add",
-            "tool.description": "Add two numbers.",
             "gen_ai.tool.call.id": "toolu_01",
             "gen_ai.tool.call.arguments": '{"a": 4, "b": 5}',
             "input.value": '{"a": 4, "b": 5}',
             "input.mime_type": "application/json",
         }
     ]
+    # OpenInference's tool name and description repeat the GenAI ones: written at the end, with the ids.
+    (span,) = spans()
+    assert (span.attributes or {})["tool.name"] == "add"
+    assert (span.attributes or {})["tool.description"] == "Add two numbers."
+
+
+def test_an_openinference_only_span_names_its_tool_at_the_start(fresh_config: None) -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Recorder(SpanProcessor):
+        def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+            seen.append(dict(span.attributes or {}))
+
+    set_config(Config(conventions="openinference"))
+    with capture_spans() as spans:
+        spans.provider.add_span_processor(Recorder())
+        add(4, 5)
+    assert (seen[0]["tool.name"], seen[0]["tool.description"]) == ("add", "Add two numbers.")
 
 
 # --- content policy ---------------------------------------------------------------------------------------

@@ -122,9 +122,20 @@ def template(name: str, description: str | None, tool_type: str, conventions: st
             attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
     if conventions != CONVENTIONS_GENAI:
         attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
-        attrs[semconv.OI_TOOL_NAME] = name
-        if description:
-            attrs[semconv.OI_TOOL_DESCRIPTION] = description
+    if conventions == CONVENTIONS_OPENINFERENCE:
+        attrs.update(late_attributes(name, description, conventions))
+    return attrs
+
+
+def late_attributes(name: str, description: str | None, conventions: str) -> dict[str, Any]:
+    """OpenInference's tool name and description: at the start of an OpenInference-only span; with both
+    conventions, where they repeat the GenAI start attributes, written with the ids at the end (straight
+    into the span: each start attribute costs the SDK a validation)."""
+    if conventions == CONVENTIONS_GENAI:
+        return {}
+    attrs = {semconv.OI_TOOL_NAME: name}
+    if description:
+        attrs[semconv.OI_TOOL_DESCRIPTION] = description
     return attrs
 
 
@@ -217,6 +228,7 @@ class ToolInfo:
 
     __slots__ = (
         "base_attributes",
+        "late",
         "description",
         "func",
         "name",
@@ -245,6 +257,7 @@ class ToolInfo:
         # The static start attributes per conventions setting (the setting may change after decoration).
         self.templates = {conv: template(name, description, tool_type, conv) for conv in CONVENTIONS}
         self.base_attributes = self.templates[CONVENTIONS_BOTH]
+        self.late = late_attributes(name, description, CONVENTIONS_BOTH)
 
 
 class _CallSpan:
@@ -300,6 +313,8 @@ class _CallSpan:
             if keys.toolspan_ids
             else {}
         )
+        if config.conventions == CONVENTIONS_BOTH:
+            ids.update(info.late)
         if attrs.filled:
             if ids:
                 self.ids = ids  # written with the end attributes
