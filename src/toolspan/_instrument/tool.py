@@ -228,9 +228,9 @@ class ToolInfo:
 
     __slots__ = (
         "base_attributes",
-        "late",
         "description",
         "func",
+        "late",
         "name",
         "params",
         "span_name",
