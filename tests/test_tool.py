@@ -895,6 +895,8 @@ def test_start_attributes_dropped_by_a_sampler_are_set_after_start() -> None:
         "input.mime_type": "application/json",
         "toolspan.execution_id": "exec_" + sid,
         "toolspan.tool_call_id": "call_" + sid,
+        "tool.name": "add",  # OpenInference's repeat of the GenAI name: with the ids
+        "tool.description": "Add two numbers.",
         "toolspan.tool.state": "COMPLETED",
         "gen_ai.tool.call.result": "2",
         "output.value": "2",
