@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -82,17 +83,40 @@ class Server:
             *self.args,
         ]
         with open(self.log, "ab") as log:
+            start = log.tell()
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=self.new_session)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"toolspan serve exited: {self.log.read_text()}")
+            if not self._read_back_ports(start):
+                time.sleep(0.05)
+                continue
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
                     return
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError(f"toolspan serve did not start: {self.log.read_text()}")
+
+    def _read_back_ports(self, start: int) -> bool:
+        """Ports given as 0 are bound by the server: read them back from its banner (then kept, so a
+        restart binds the same ones). False until the banner is there."""
+        if self.port != 0 and self.grpc_port != 0:
+            return True
+        with open(self.log, "rb") as log:
+            log.seek(start)
+            text = log.read().decode("utf-8", "replace")
+        http = re.search(r"OTLP/HTTP http://[^\s/]+:(\d+)/v1/traces", text)
+        if http is None:
+            return False
+        if self.grpc_port == 0:
+            grpc = re.search(r"OTLP/gRPC \S+:(\d+)", text)
+            if grpc is None:
+                return False
+            self.grpc_port = int(grpc.group(1))
+        self.port = int(http.group(1))
+        return True
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -137,7 +161,8 @@ class Server:
 
 @contextmanager
 def running_server(tmp: Path, *args: str, db: Path | None = None) -> Iterator[Server]:
-    server = Server(db or tmp / "toolspan.db", *free_ports(2), args, tmp / "server.log")
+    # Ports 0: the server binds them and its banner says which (read back by ``Server.start``).
+    server = Server(db or tmp / "toolspan.db", 0, 0, args, tmp / "server.log")
     server.start()
     try:
         yield server

@@ -19,7 +19,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from tests._server import (
     Server,
     SseEvent,
-    free_port,
     otlp_body,
     running_server,
     sdk_env,
@@ -131,7 +130,7 @@ def _post_until_stored(server: Server, body: bytes, stop: threading.Event) -> No
 def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Path) -> None:
     spans = _tool_spans(5000)
     batches = [otlp_body(spans[i : i + 250]) for i in range(0, len(spans), 250)]
-    server = Server(tmp_path / "resume.db", free_port(), -1, (), tmp_path / "log")
+    server = Server(tmp_path / "resume.db", 0, -1, (), tmp_path / "log")
     server.start()
     stop = threading.Event()
     received: list[tuple[str, str, str]] = []

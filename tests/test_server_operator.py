@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace import ReadableSpan
-from tests._server import HOST, Server, free_port, free_ports, otlp_body, running_server, wait_for
+from tests._server import HOST, Server, otlp_body, running_server, wait_for
 
 import toolspan
 from toolspan.cli import _main as cli
@@ -92,7 +92,7 @@ if os.geteuid() != 0:  # file modes do not bind root
 @pytest.mark.parametrize("kind", START_CASES)
 def test_a_store_that_cannot_serve_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> None:
     path = _damaged(tmp_path, kind)
-    port = free_port()
+    port = 0  # refused before anything listens
     done = subprocess.run(
         [
             sys.executable,
@@ -150,8 +150,9 @@ def test_sigterm_runs_the_shutdown_path_and_leaves_no_wal(tmp_path: Path) -> Non
 
 
 def test_ctrl_c_stops_the_server_and_its_parse_worker_without_tracebacks(tmp_path: Path) -> None:
-    server = Server(
-        tmp_path / "toolspan.db", *free_ports(2), ("--parse-workers", "1"), tmp_path / "log", new_session=True
+    args = ("--parse-workers", "1")
+    server = Server(tmp_path / "toolspan.db", 0, 0, args, tmp_path / "log", new_session=True)
+        tmp_path / "toolspan.db", 0, 0, ("--parse-workers", "1"), tmp_path / "log", new_session=True
     )
     server.start()
     assert server.proc is not None
@@ -397,8 +398,7 @@ def full_disk(tmp_path: Path) -> Iterator[tuple[str, Store, int]]:
     thread.start()
     wait_for(lambda: uv.started, "uvicorn to start", 20)
     port = uv.servers[0].sockets[0].getsockname()[1]
-    grpc_port = free_port()
-    grpc_server = start_grpc(app, HOST, grpc_port, None, 1 << 20)
+    grpc_server, grpc_port = start_grpc(app, HOST, 0, None, 1 << 20)
     pages = store._db.execute("PRAGMA page_count").fetchone()[0]
     store._db.execute(f"PRAGMA max_page_count = {pages}")
     try:

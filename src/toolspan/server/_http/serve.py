@@ -212,11 +212,14 @@ def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     _raise_open_files_limit(config.max_connections + 256)
     grpc_server = None
+    grpc_port = config.grpc_port
     if config.grpc_port is not None:
         from toolspan.server._ingest.grpc import start_grpc
 
         try:
-            grpc_server = start_grpc(app, config.host, config.grpc_port, config.token, config.max_body_bytes)
+            grpc_server, grpc_port = start_grpc(
+                app, config.host, config.grpc_port, config.token, config.max_body_bytes
+            )
         except (RuntimeError, OSError) as e:
             sock.close()
             return _refused(grpc_error(config.host, config.grpc_port, e))
@@ -248,7 +251,7 @@ def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket
 
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{sock.getsockname()[1]}"
-    grpc_at = None if config.grpc_port is None else f"{host}:{config.grpc_port}"
+    grpc_at = None if grpc_port is None else f"{host}:{grpc_port}"  # the bound ports: 0 picks one
     sys.stderr.write(banner(base, grpc_at, config.db))
     if wildcard_host(config.host) and not config.token:
         sys.stderr.write(

@@ -77,8 +77,9 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
         return response
 
 
-def start_grpc(app: Any, host: str, port: int, token: str | None, max_bytes: int) -> grpc.Server:
-    """A started gRPC server with the trace and logs services on ``host:port``."""
+def start_grpc(app: Any, host: str, port: int, token: str | None, max_bytes: int) -> tuple[grpc.Server, int]:
+    """A started gRPC server with the trace and logs services on ``host:port``, and the port it bound (the
+    one given, or the one the system picked for port 0)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=4),
         options=[("grpc.max_receive_message_length", max_bytes)],
@@ -91,4 +92,4 @@ def start_grpc(app: Any, host: str, port: int, token: str | None, max_bytes: int
     if bound == 0:
         raise OSError(f"cannot bind OTLP/gRPC to {host}:{port}")
     server.start()
-    return server
+    return server, bound
