@@ -152,8 +152,6 @@ def test_sigterm_runs_the_shutdown_path_and_leaves_no_wal(tmp_path: Path) -> Non
 def test_ctrl_c_stops_the_server_and_its_parse_worker_without_tracebacks(tmp_path: Path) -> None:
     args = ("--parse-workers", "1")
     server = Server(tmp_path / "toolspan.db", 0, 0, args, tmp_path / "log", new_session=True)
-        tmp_path / "toolspan.db", 0, 0, ("--parse-workers", "1"), tmp_path / "log", new_session=True
-    )
     server.start()
     assert server.proc is not None
     try:
