@@ -13,9 +13,11 @@ Per call:
   OpenInference or both: ``Config.conventions``), ``gen_ai.tool.call.id`` when a model id was
   handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
   serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
-  records, so a sampled-out call serializes nothing;
-- the ids, state and result are set at the end, in one ``set_attributes`` call (the ids are in the
-  context from the start, for ``current_execution_id()`` and child spans).
+  records, so a sampled-out call serializes nothing. With both conventions, OpenInference's repeats of
+  GenAI attributes (``tool.name``, ``tool.description``, ``input.value``, ``input.mime_type``) are not
+  start attributes: the SDK validates each start attribute, and they say nothing the GenAI ones do not;
+- the ids, state, result and those repeats are set at the end, in one ``set_attributes`` call (the ids are
+  in the context from the start, for ``current_execution_id()`` and child spans).
 """
 
 from __future__ import annotations
@@ -85,13 +87,16 @@ _logger = logging.getLogger(__name__)
 class Keys:
     """The keys one conventions setting writes the call id, arguments and result under."""
 
-    __slots__ = ("arguments", "call_id", "mime", "result", "toolspan_ids")
+    __slots__ = ("arguments", "call_id", "late_input", "mime", "result", "toolspan_ids")
 
     def __init__(self, genai: bool, openinference: bool) -> None:
         self.arguments = (
             *((semconv.GEN_AI_TOOL_CALL_ARGUMENTS,) if genai else ()),
             *((semconv.OI_INPUT_VALUE,) if openinference else ()),
         )
+        # With both conventions, OpenInference's copy of the arguments (``input.value``, its MIME type)
+        # repeats ``gen_ai.tool.call.arguments``: written with the ids at the end, not validated at start.
+        self.late_input = genai and openinference
         self.result = (
             *((semconv.GEN_AI_TOOL_CALL_RESULT,) if genai else ()),
             *((semconv.OI_OUTPUT_VALUE,) if openinference else ()),
@@ -146,12 +151,13 @@ class StartAttributes(dict[str, Any]):
     that drop a span do not look at them), so a dropped span never pays for serialization.
     """
 
-    __slots__ = ("_keys", "_pending")
+    __slots__ = ("_keys", "_pending", "late")
 
     def __init__(self, base: dict[str, Any], pending: tuple[Any, ...] | None, keys: Keys) -> None:
         super().__init__(base)
         self._pending = pending
         self._keys = keys
+        self.late: dict[str, Any] | None = None  # arguments written with the ids (``Keys.late_input``)
 
     def fill(self) -> None:
         pending = self._pending
@@ -172,6 +178,10 @@ class StartAttributes(dict[str, Any]):
             _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
             return
         keys = self._keys
+        if keys.late_input:
+            dict.__setitem__(self, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
+            self.late = {semconv.OI_INPUT_VALUE: text, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON}
+            return
         for key in keys.arguments:
             dict.__setitem__(self, key, text)
         if keys.mime:
@@ -315,12 +325,17 @@ class _CallSpan:
         )
         if config.conventions == CONVENTIONS_BOTH:
             ids.update(info.late)
+            late = attrs.late
+            if late is not None:
+                ids.update(late)
         if attrs.filled:
             if ids:
                 self.ids = ids  # written with the end attributes
             return
         # An SDK or sampler that did not read the start attributes: set them now.
         attrs.fill()
+        if attrs.late is not None:
+            ids.update(attrs.late)
         if call_id is not None:
             ids[keys.call_id] = call_id
         for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE, semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST):
