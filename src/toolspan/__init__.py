@@ -14,8 +14,9 @@ with toolspan.agent("planner", input="Weather in Paris?") as run:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolspan._kernel.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan._calls.book import ApprovalBook
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 # Every name is loaded on first use (PEP 562), so ``import toolspan.bridge.model`` or ``import
 # toolspan.semconv`` loads nothing else of toolspan, and ``toolspan.tool`` loads only the instrumentation
 # core: the SDK setup, the call runner, replay and the exporters load when first used.
-_LAZY = {
+_LAZY: dict[str, str | tuple[str, str]] = {
     "Approval": "toolspan._decisions.approvals",
     "ApprovalBook": "toolspan._calls.book",
     "ReplayDivergence": "toolspan.errors",
@@ -58,7 +59,7 @@ _LAZY = {
     "Run": "toolspan._instrument.handle",
     "ToolCall": "toolspan._calls.runner",
     "ToolDenied": "toolspan.errors",
-    "__version__": "toolspan._instrument.tracer",
+    "__version__": ("toolspan._instrument.tracer", "VERSION"),
     "agent": "toolspan._instrument.agent",
     "arun_tool_calls": "toolspan._calls.runner",
     "configure": "toolspan._sdk.setup",
@@ -79,20 +80,9 @@ _LAZY = {
     "wrap": "toolspan._instrument.tool",
     "wrap_tools": "toolspan._instrument.tool",
 }
-_RENAMED = {"__version__": "VERSION"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
-    globals()[name] = value  # later lookups are plain module attributes
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy(globals(), _LAZY)
 
 
 __all__ = [

@@ -18,8 +18,9 @@ first use):
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolspan._kernel.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.bridge._coalesce import coalesce, duplicate_flags
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
 _READERS = "toolspan.bridge.readers"
 _VIEWS = "toolspan.bridge.views"
-_WHERE = {
+_WHERE: dict[str, str | tuple[str, str]] = {
     "coalesce": "toolspan.bridge._coalesce",
     "duplicate_flags": "toolspan.bridge._coalesce",
     "to_otlp_json": "toolspan.bridge._otlp_write",
@@ -131,12 +132,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy(globals(), _WHERE)

@@ -12,8 +12,9 @@ Names are imported lazily: importing one exporter does not load the others.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolspan._kernel.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.exporters.live import LiveEventProcessor, LiveStream, text_delta
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LiveEventProcessor", "LiveStream", "OtlpJsonFileExporter", "TimelineJsonExporter", "text_delta"]
 
-_WHERE = {
+_WHERE: dict[str, str | tuple[str, str]] = {
     "LiveEventProcessor": "toolspan.exporters.live",
     "LiveStream": "toolspan.exporters.live",
     "text_delta": "toolspan.exporters.live",
@@ -31,8 +32,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy(globals(), _WHERE)

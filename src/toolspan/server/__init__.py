@@ -10,8 +10,9 @@ routes, pages, OpenAPI, serving); names load on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolspan._kernel.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.server._http.app import ServerHandlers, build_app
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Cursor", "ServerConfig", "ServerHandlers", "Store", "build_app", "serve"]
 
-_WHERE = {
+_WHERE: dict[str, str | tuple[str, str]] = {
     "ServerHandlers": "toolspan.server._http.app",
     "build_app": "toolspan.server._http.app",
     "ServerConfig": "toolspan.server._http.config",
@@ -31,12 +32,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy(globals(), _WHERE)

@@ -28,11 +28,12 @@ coalesces them first (``toolspan.bridge._coalesce``) and never drops a span reco
 
 from __future__ import annotations
 
-import importlib
 import json
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
+
+from toolspan._kernel.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.bridge.facts import classify
@@ -132,16 +133,7 @@ SCHEMA_NAMES: Final = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = where if isinstance(where, tuple) else (where, name)
-    return getattr(importlib.import_module(module), attribute)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy(globals(), _WHERE)
 
 
 @cache
