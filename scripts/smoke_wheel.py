@@ -35,7 +35,9 @@ SDIST_MUST_HOLD = (
 )
 WHEEL_MUST_HOLD = (
     "toolspan/py.typed",
-    "toolspan/cli.py",
+    "toolspan/cli/__init__.py",
+    "toolspan/_instrument/tool.py",
+    "toolspan/_kernel/lazy.py",
     *(f"toolspan/bridge/schemas/{name}.schema.json" for name in SCHEMAS),
     "toolspan/policy/schemas/policy.schema.json",
     "toolspan/page/page.js",
