@@ -112,9 +112,9 @@ class Server:
             return False
         if self.grpc_port == 0:
             grpc = re.search(r"OTLP/gRPC \S+:(\d+)", text)
-            if grpc is None:
+            if grpc is None and "no OTLP/gRPC" not in text:
                 return False
-            self.grpc_port = int(grpc.group(1))
+            self.grpc_port = -1 if grpc is None else int(grpc.group(1))  # (-1: --grpc-port -1 in the args)
         self.port = int(http.group(1))
         return True
 
