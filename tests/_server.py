@@ -97,6 +97,7 @@ class Server:
                     return
             except OSError:
                 time.sleep(0.05)
+        self.kill()  # never left running behind a failed test
         raise RuntimeError(f"toolspan serve did not start: {self.log.read_text()}")
 
     def _read_back_ports(self, start: int) -> bool:
