@@ -10,20 +10,21 @@ fi
 .venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
 # Exact versions from constraints/test.txt: an upstream release never changes what CI runs.
 .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
-# The trace page tests drive Debian's chromium through Playwright (never `playwright install`).
-if ! command -v chromium >/dev/null; then
+# Debian's packages the tests drive, installed when missing (`apt-get`, through `sudo` when not root):
+# chromium for the trace page tests (through Playwright, never `playwright install`), valgrind for the
+# benchmark's instruction counts, Node.js and npm for the real AG-UI and AI SDK clients.
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v npm >/dev/null || missing+=(nodejs npm)
+if ((${#missing[@]})); then
   SUDO=""
   if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
   $SUDO apt-get update -q
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 fi
-# The real Node clients the AG-UI and AI SDK stream tests run (@ag-ui/client, ai), exactly as locked.
-if command -v npm >/dev/null; then
-  (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
-else
-  echo "scripts/test.sh: npm not found; the AG-UI and AI SDK client tests need Node 20 and npm" >&2
-  exit 1
-fi
+# The real Node clients (@ag-ui/client, ai), exactly as locked.
+(cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
 .venv/bin/ruff check src tests benchmarks examples scripts
 .venv/bin/ruff format --check src tests benchmarks examples scripts
 .venv/bin/mypy

@@ -491,10 +491,34 @@ NESTED_SCENARIOS: dict[str, Any] = {
 }
 
 
+# The rules the live policy denies in each scenario (tool, rule), whatever the capture setting.
+NESTED_DENIED: dict[str, list[tuple[str, str]]] = {
+    "nested approval": [("charge_card", "cards-approved")],
+    "nested order": [("send_email", "no-mail-after-secrets")],
+    "edit over the limit": [("pay", "pay-max")],
+    "edit within the limit": [],
+    "cut value": [("pay", "pay-max")],
+    "redacted value": [("fetch", "no-live-keys")],
+    "approved card": [],
+}
+
+
 @pytest.mark.parametrize("capture", [True, False], ids=["capture-on", "capture-off"])
 @pytest.mark.parametrize("name", list(NESTED_SCENARIOS))
 def test_live_and_offline_agree_on_nested_calls_edits_and_hidden_values(name: str, capture: bool) -> None:
     set_config(Config(capture_content=capture))
     with capture_spans() as finished, toolspan.agent("assistant"), contextlib.suppress(toolspan.ToolDenied):
         NESTED_SCENARIOS[name]()
-    _agreement(list(finished()), POLICY, {"cards-approved", "no-mail-after-secrets"})
+    spans = list(finished())
+    live, report = _agreement(spans, POLICY, {"cards-approved", "no-mail-after-secrets"})
+    tools = {
+        format(s.context.span_id, "016x"): (s.attributes or {})["gen_ai.tool.name"]
+        for s in spans
+        if s.attributes and "gen_ai.tool.name" in s.attributes
+    }
+    assert (
+        sorted((tools[span_id], rule) for span_id, rules in live.items() for rule in rules)
+        == NESTED_DENIED[name]
+    )
+    assert sorted((f["tool_name"], f["rule_id"]) for f in report["enforced"]) == NESTED_DENIED[name]
+    assert report["violations"] == []

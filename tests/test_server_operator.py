@@ -194,20 +194,20 @@ BAD_FLAGS = [
 ]
 
 
-def _refused_flag(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> str:
+def _parse_serve(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> tuple[Any, list[str]]:
+    """The exit status of parsing ``serve FLAG=VALUE`` (``None``: accepted) and the lines on stderr."""
     with pytest.raises(SystemExit) as exited:
         cli._parser().parse_args(["serve", f"{flag}={value}"])
-    assert exited.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith(f"toolspan serve: error: argument {flag}: "), err
-    return err
+    return exited.value.code, capsys.readouterr().err.strip().splitlines()
 
 
 @pytest.mark.parametrize(("flag", "value"), BAD_FLAGS)
 def test_flags_out_of_range_are_refused_naming_the_flag(
     capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
-    _refused_flag(capsys, flag, value)
+    status, err = _parse_serve(capsys, flag, value)
+    assert status == 2
+    assert err[-1].startswith(f"toolspan serve: error: argument {flag}: "), err
 
 
 def _not_a_number(text: str) -> bool:
@@ -235,7 +235,9 @@ _COUNT_FLAGS = ["--max-body-bytes", "--max-spans", "--delta-buffer", "--max-conn
 def test_any_value_out_of_range_is_refused(capsys: pytest.CaptureFixture[str], flag: str, value: Any) -> None:
     if flag in _COUNT_FLAGS and isinstance(value, float) and math.isfinite(value) and value == int(value):
         value = int(value)
-    _refused_flag(capsys, flag, str(value))
+    status, err = _parse_serve(capsys, flag, str(value))
+    assert status == 2
+    assert err[-1].startswith(f"toolspan serve: error: argument {flag}: "), err
 
 
 def test_sane_values_are_taken(capsys: pytest.CaptureFixture[str]) -> None:
