@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan._calls.shapes import ToolCall
+from toolspan._capture.serialize import canonical
 from toolspan._decisions.approvals import Approval, abandoned
 from toolspan._instrument import permissions as _permissions
 
@@ -49,8 +50,7 @@ _DECISIONS: Final = {True: "allow", False: "deny", "allow": "allow", "deny": "de
 
 
 def _canonical(text_or_value: Any) -> str:
-    value = json.loads(text_or_value) if isinstance(text_or_value, str) else text_or_value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return canonical(json.loads(text_or_value) if isinstance(text_or_value, str) else text_or_value)
 
 
 def _same_call(call: ToolCall, tool: str, arguments: str) -> None:

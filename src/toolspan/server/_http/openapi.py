@@ -6,6 +6,7 @@ from typing import Any
 
 from toolspan.bridge.views import SCHEMA_VERSION
 from toolspan.bridge.views.registry import VIEWS
+from toolspan.server._store.query import PARAMETERS
 
 __all__ = ["openapi_document"]
 
@@ -65,18 +66,7 @@ def openapi_document() -> dict[str, Any]:
     sse = "text/event-stream"
     lines = "application/x-ndjson"
     query = [
-        {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
-        for name in (
-            "service",
-            "tool",
-            "state",
-            "q",
-            "from_ms",
-            "to_ms",
-            "conversation_id",
-            "limit",
-            "cursor",
-        )
+        {"name": name, "in": "query", "required": False, "schema": {"type": "string"}} for name in PARAMETERS
     ]
     listing = _get("Trace summaries, newest first, cursor-paginated")
     listing["get"]["parameters"] = query

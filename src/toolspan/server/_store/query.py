@@ -26,26 +26,25 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.views import NS_PER_MS
 from toolspan.server._store.db import Store, TraceRow
 
-__all__ = ["STATES", "QueryError", "list_traces", "trace_state"]
+__all__ = ["PARAMETERS", "STATES", "QueryError", "list_traces", "trace_state"]
 
 STATES: Final = ("RUNNING", "COMPLETED", "FAILED", "DENIED", "SEALED")
 _DEFAULT_LIMIT: Final = 50
 _MAX_LIMIT: Final = 500
 _INPUT_CHARS: Final = 200
-_KNOWN: Final = frozenset(
-    {
-        "service",
-        "tool",
-        "state",
-        "q",
-        "from_ms",
-        "to_ms",
-        "conversation_id",
-        "limit",
-        "cursor",
-        "access_token",
-    }
+# The listing's query parameters, listed once (the OpenAPI document reads them here).
+PARAMETERS: Final = (
+    "service",
+    "tool",
+    "state",
+    "q",
+    "from_ms",
+    "to_ms",
+    "conversation_id",
+    "limit",
+    "cursor",
 )
+_KNOWN: Final = frozenset({*PARAMETERS, "access_token"})
 _SEALED_SQL: Final = "(root_ended = 1 OR last_seen_ns < ?)"
 # Denied tool calls are stored as errors (``is_error``): a trace whose every error is a denial is DENIED.
 _DENIED_SQL: Final = (
