@@ -304,3 +304,96 @@ def test_a_changed_attribute_store_selects_set_attributes(
     span.set_attributes({"b": "x"})
     internals.direct_writer(Other)(span, {"a": 2})  # never matches: the SDK's method,
     assert list(span.attributes.items()) == [("b", "x"), ("a", 2)]  # which moves a rewritten key last
+
+
+# --- will the SDK record this span? -----------------------------------------------------------------
+
+
+def _parent(sampled: bool) -> Context:
+    flags = trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED if sampled else trace_api.TraceFlags.DEFAULT)
+    span_context = trace_api.SpanContext(0xAB, 0xCD, is_remote=True, trace_flags=flags)
+    return trace_api.set_span_in_context(trace_api.NonRecordingSpan(span_context), Context())
+
+
+def test_sure_to_record_knows_only_the_sdk_default_samplers() -> None:
+    from opentelemetry.sdk.trace import _TracerConfig, sampling
+
+    check = internals.sampler_check()
+    if not internals.SHORTCUTS:  # the public fallback never claims to know
+        assert check(TracerProvider().get_tracer("t"), Context()) is False
+        return
+    default = TracerProvider().get_tracer("t")  # ParentBased(ALWAYS_ON), the SDK's default
+    assert check(default, Context()) is True  # a root span
+    assert check(default, _parent(sampled=True)) is True
+    assert check(default, _parent(sampled=False)) is False  # an unsampled parent: dropped
+    always = TracerProvider(sampler=sampling.ALWAYS_ON).get_tracer("t")
+    assert check(always, _parent(sampled=False)) is True
+    for other in (
+        sampling.ALWAYS_OFF,
+        sampling.TraceIdRatioBased(0.5),
+        sampling.ParentBased(sampling.ALWAYS_ON),  # the same rule, another object: not known
+        sampling.DEFAULT_OFF,
+    ):
+        assert check(TracerProvider(sampler=other).get_tracer("t"), Context()) is False
+    disabled = TracerProvider(_tracer_configurator=lambda scope: _TracerConfig(is_enabled=False))
+    assert check(disabled.get_tracer("t"), Context()) is False
+    assert check(trace_api.NoOpTracer(), Context()) is False
+    assert check(trace_api.ProxyTracer("t"), Context()) is False
+
+
+def test_changed_default_samplers_select_the_lazy_path(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from opentelemetry.sdk.trace import sampling
+
+    monkeypatch.setattr(sampling, "DEFAULT_ON", sampling.ParentBased(sampling.ALWAYS_OFF))
+    with caplog.at_level(logging.DEBUG, logger="toolspan._kernel.otel_internals"):
+        check = internals.sampler_check()
+    assert check(TracerProvider().get_tracer("t"), Context()) is False
+    assert check.__name__ == "_records_unknown"
+
+
+# --- a clock injected into one provider -------------------------------------------------------------
+
+
+def test_a_clocked_provider_times_its_own_spans_only() -> None:
+    from opentelemetry.sdk import trace as sdk_trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from toolspan.testing import FakeClock, capture_spans
+
+    real_time_ns = sdk_trace.time_ns
+    clock = FakeClock(start_ns=1_000, step_ns=10)
+    exporter = InMemorySpanExporter()
+    clocked = internals.clocked_provider(clock)
+    clocked.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = clocked.get_tracer("t")
+    assert isinstance(clocked, TracerProvider)
+    assert isinstance(tracer, sdk_trace.Tracer)
+    with tracer.start_as_current_span("outer") as outer:  # 1000
+        outer.add_event("e")  # 1010
+        inner = tracer.start_span("inner", start_time=5)  # an explicit time is kept
+        inner.end(end_time=7)
+        try:
+            with tracer.start_as_current_span("failing"):  # 1020
+                raise ValueError("x")  # exception event 1030, end 1040
+        except ValueError:
+            pass
+    # outer ends at 1050
+    by_name = {span.name: span for span in exporter.get_finished_spans()}
+    assert (by_name["outer"].start_time, by_name["outer"].end_time) == (1_000, 1_050)
+    assert [event.timestamp for event in by_name["outer"].events] == [1_010]
+    assert (by_name["inner"].start_time, by_name["inner"].end_time) == (5, 7)
+    failing = by_name["failing"]
+    assert (failing.start_time, failing.end_time) == (1_020, 1_040)
+    assert [(event.name, event.timestamp) for event in failing.events] == [("exception", 1_030)]
+    # Nothing was patched: another provider, even inside a capture with a clock, reads the real time.
+    with capture_spans(clock=FakeClock(start_ns=0)) as spans:
+        assert sdk_trace.time_ns is real_time_ns
+        other = TracerProvider().get_tracer("t").start_span("real")
+        other.end()
+        toolspan_tracer = spans.provider.get_tracer("toolspan")
+        toolspan_tracer.start_span("fake").end()
+    assert other.start_time is not None and other.start_time > 1_000_000_000_000_000_000
+    assert [(span.start_time, span.end_time) for span in spans()] == [(0, 1_000_000)]

@@ -24,7 +24,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 import toolspan
 from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter, encode_otlp_json, encode_otlp_json_line
-from toolspan.testing import FakeClock, SequentialIdGenerator
+from toolspan.testing import FakeClock, SequentialIdGenerator, clocked_tracer_provider
 
 TRACE_ID = 0x5B8EFFF798038103D269B633813FC60C
 RESOURCE = Resource({"service.name": "toolspan-test", "deployment.environment": "test"})
@@ -37,8 +37,11 @@ RESOURCE_JSON = {
 SCOPE_JSON = {"name": "toolspan", "version": "0.1.0"}
 
 
-def _provider(*processors: Any, resource: Resource = RESOURCE, first_span_id: int = 0xABC0) -> TracerProvider:
-    provider = TracerProvider(
+def _provider(
+    *processors: Any, resource: Resource = RESOURCE, first_span_id: int = 0xABC0, start_ns: int | None = None
+) -> TracerProvider:
+    provider = clocked_tracer_provider(
+        FakeClock() if start_ns is None else FakeClock(start_ns=start_ns),
         resource=resource,
         id_generator=SequentialIdGenerator(first_span_id=first_span_id, first_trace_id=TRACE_ID),
     )
@@ -49,7 +52,7 @@ def _provider(*processors: Any, resource: Resource = RESOURCE, first_span_id: in
 
 def _run_two_spans(provider: TracerProvider) -> None:
     tracer = provider.get_tracer("toolspan", "0.1.0")
-    with FakeClock(), tracer.start_as_current_span("invoke_agent planner", kind=SpanKind.SERVER) as root:
+    with tracer.start_as_current_span("invoke_agent planner", kind=SpanKind.SERVER) as root:
         span = tracer.start_span(
             "execute_tool add",
             attributes={"s": "x", "i": 2**62, "f": 1.5, "b": True, "l": ["a", "b"], "li": [1, 2]},
@@ -140,9 +143,12 @@ def test_one_otlp_json_request_per_export_call_in_the_spec_encoding(tmp_path: Pa
 def test_batch_is_grouped_by_resource_then_scope(tmp_path: Path, captured: list[ReadableSpan]) -> None:
     memory = InMemorySpanExporter()
     other = _provider(
-        SimpleSpanProcessor(memory), resource=Resource({"service.name": "other"}), first_span_id=7
+        SimpleSpanProcessor(memory),
+        resource=Resource({"service.name": "other"}),
+        first_span_id=7,
+        start_ns=5_000,
     )
-    with FakeClock(start_ns=5_000), other.get_tracer("other-lib").start_as_current_span("work"):
+    with other.get_tracer("other-lib").start_as_current_span("work"):
         pass
     other.shutdown()
     exporter = OtlpJsonFileExporter(tmp_path / "t.jsonl")
@@ -176,10 +182,9 @@ def test_batch_is_grouped_by_resource_then_scope(tmp_path: Path, captured: list[
 
 def test_unended_span_has_no_end_time() -> None:
     provider = _provider()
-    with FakeClock():
-        span = provider.get_tracer("toolspan", "0.1.0").start_span("execute_tool slow")
-        request = encode_otlp_json([span])  # type: ignore[list-item]
-        span.end()
+    span = provider.get_tracer("toolspan", "0.1.0").start_span("execute_tool slow")
+    request = encode_otlp_json([span])  # type: ignore[list-item]
+    span.end()
     provider.shutdown()
     assert request == _request(
         {

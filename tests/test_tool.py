@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
@@ -600,6 +601,40 @@ def test_non_recording_span_serializes_nothing(monkeypatch: pytest.MonkeyPatch) 
     with capture_spans():  # and the spy does see a recorded call
         observed(1)
     assert spy == [{"x": 1}, 2]
+
+
+def test_a_call_under_an_unsampled_parent_serializes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's default sampler drops a span whose parent was not sampled: its arguments are never
+    serialized, while a root call under the same provider serializes them before the span starts."""
+    spy: list[Any] = []
+    real_exact = _serialize.dumps_exact
+
+    def counting_exact(value: Any, config: Config) -> tuple[str, bool]:
+        spy.append(value)
+        return real_exact(value, config)
+
+    monkeypatch.setattr(_serialize, "dumps_exact", counting_exact)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()  # ParentBased(ALWAYS_ON)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    @toolspan.tool
+    def observed(x: int) -> int:
+        return x * 2
+
+    unsampled = trace_api.SpanContext(0xAB, 0xCD, is_remote=True, trace_flags=trace_api.TraceFlags(0))
+    with installed_tracer_provider(provider):
+        token = context_api.attach(trace_api.set_span_in_context(trace_api.NonRecordingSpan(unsampled)))
+        try:
+            assert observed(21) == 42
+        finally:
+            context_api.detach(token)
+        assert exporter.get_finished_spans() == ()
+        assert spy == []
+        assert observed(1) == 2
+    (span,) = exporter.get_finished_spans()
+    assert spy == [{"x": 1}]  # the arguments (the result goes through ``dumps``)
+    assert (span.attributes or {})["gen_ai.tool.call.arguments"] == '{"x": 1}'
 
 
 def test_no_provider_calls_straight_through() -> None:

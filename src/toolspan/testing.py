@@ -18,20 +18,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace as trace_api
-from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from toolspan._kernel.otel_internals import restore_global_provider, swap_global_provider
+from toolspan._kernel.otel_internals import clocked_provider, restore_global_provider, swap_global_provider
 
 __all__ = [
     "CapturedSpans",
     "FakeClock",
     "SequentialIdGenerator",
     "capture_spans",
+    "clocked_tracer_provider",
     "installed_tracer_provider",
     "replay_fixture",
 ]
@@ -59,16 +59,14 @@ class SequentialIdGenerator(IdGenerator):
 
 
 class FakeClock:
-    """A clock for the SDK that advances by ``step_ns`` on every reading.
-
-    Use as a context manager: while active, span start/end and event times come from it.
-    """
+    """A clock that advances by ``step_ns`` on every reading (thread-safe). Give it to
+    ``capture_spans(clock=...)`` or ``clocked_tracer_provider``: the spans of that provider take their
+    start, end and event times from it."""
 
     def __init__(self, start_ns: int = 1_700_000_000_000_000_000, step_ns: int = 1_000_000) -> None:
         self._lock = threading.Lock()
         self._now = start_ns
         self.step_ns = step_ns
-        self._saved: Callable[[], int] | None = None
 
     def __call__(self) -> int:
         with self._lock:
@@ -76,15 +74,13 @@ class FakeClock:
             self._now += self.step_ns
         return value
 
-    def __enter__(self) -> FakeClock:
-        self._saved = getattr(sdk_trace, "time_ns")  # noqa: B009 - the SDK's module-level clock
-        setattr(sdk_trace, "time_ns", self)  # noqa: B010
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._saved is not None:
-            setattr(sdk_trace, "time_ns", self._saved)  # noqa: B010
-            self._saved = None
+def clocked_tracer_provider(clock: Callable[[], int], **kwargs: Any) -> TracerProvider:
+    """An SDK ``TracerProvider`` (``kwargs`` as for ``TracerProvider``) whose spans read ``clock`` (a
+    ``FakeClock``, or any function returning nanoseconds) for their start, end and event times when none
+    is given. The clock is injected into this provider only: other providers keep the real time."""
+    provider: TracerProvider = clocked_provider(clock, **kwargs)
+    return provider
 
 
 @contextmanager
@@ -104,12 +100,12 @@ def installed_tracer_provider(provider: trace_api.TracerProvider) -> Iterator[tr
 class CapturedSpans:
     """What ``capture_spans`` yields: call it (or read ``spans``) for the finished spans so far, in end
     order; ``provider`` is the SDK ``TracerProvider`` they come from, ``exporter`` its in-memory exporter,
-    ``clock`` the ``FakeClock`` of a deterministic capture (else ``None``)."""
+    ``clock`` the clock its spans read (a ``FakeClock`` for a deterministic capture; else ``None``)."""
 
     __slots__ = ("clock", "exporter", "provider")
 
     def __init__(
-        self, provider: TracerProvider, exporter: InMemorySpanExporter, clock: FakeClock | None
+        self, provider: TracerProvider, exporter: InMemorySpanExporter, clock: Callable[[], int] | None
     ) -> None:
         self.provider = provider
         self.exporter = exporter
@@ -129,7 +125,7 @@ def capture_spans(
     deterministic: bool = False,
     resource: Resource | None = None,
     install: bool = True,
-    clock: FakeClock | None = None,
+    clock: Callable[[], int] | None = None,
 ) -> Iterator[CapturedSpans]:
     """Capture finished spans with a real SDK ``TracerProvider`` and an ``InMemorySpanExporter``.
 
@@ -141,22 +137,18 @@ def capture_spans(
     kwargs: dict[str, Any] = {"resource": resource or Resource.create({"service.name": "toolspan-test"})}
     if deterministic:
         kwargs["id_generator"] = SequentialIdGenerator()
-    provider = TracerProvider(**kwargs)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
     if deterministic and clock is None:
         clock = FakeClock()
+    provider = TracerProvider(**kwargs) if clock is None else clocked_tracer_provider(clock, **kwargs)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
     finished = CapturedSpans(provider, exporter, clock)
     try:
-        if clock is not None:
-            clock.__enter__()
         if install:
             with installed_tracer_provider(provider):
                 yield finished
         else:
             yield finished
     finally:
-        if clock is not None:
-            clock.__exit__()
         provider.shutdown()
 
 

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, TypeVar
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
+from toolspan._kernel.ids import execution_id, synthetic_call_id
+
 __all__ = [
     "AGENTS_KEY",
     "PENDING_CALL_ID_KEY",
+    "PLAIN_SUPPRESS_KEY",
+    "SUPPRESS_KEY",
     "TOOL_KEY",
     "Handoff",
     "TaskStack",
@@ -43,15 +47,15 @@ AGENTS_KEY = context_api.create_key("toolspan-agents")
 # OpenTelemetry's "suppress instrumentation" flags, as the contrib instrumentations read them
 # (``opentelemetry.instrumentation.utils.suppress_instrumentation`` sets both): the context key the
 # API defines, and the plain string key older code sets.
-_PLAIN_SUPPRESS_KEY = "suppress_instrumentation"
-_SUPPRESS_KEY: str = getattr(context_api, "_SUPPRESS_INSTRUMENTATION_KEY", _PLAIN_SUPPRESS_KEY)
+PLAIN_SUPPRESS_KEY = "suppress_instrumentation"
+SUPPRESS_KEY: str = getattr(context_api, "_SUPPRESS_INSTRUMENTATION_KEY", PLAIN_SUPPRESS_KEY)
 
 
 def suppressed(ctx: Context | None = None) -> bool:
     """Whether instrumentation is suppressed in ``ctx`` (default: the current context): then toolspan
     starts no span and calls straight through, like the OpenTelemetry contrib instrumentations."""
     values = ctx if ctx is not None else context_api.get_current()
-    return bool(values.get(_SUPPRESS_KEY) or values.get(_PLAIN_SUPPRESS_KEY))
+    return bool(values.get(SUPPRESS_KEY) or values.get(PLAIN_SUPPRESS_KEY))
 
 
 T = TypeVar("T")
@@ -79,12 +83,24 @@ class TaskStack(Generic[T]):
         return entries[-1]
 
 
-class ToolFrame(NamedTuple):
-    """The tool call running in a context: its span and its two ids."""
+class ToolFrame(tuple[trace_api.Span, int, "str | None"]):
+    """The tool call running in a context: ``(span, span id, the model's call id or None)``; its two ids
+    are spelled out when asked for (a call whose ids are not written pays nothing for them). Made with
+    ``tuple.__new__(ToolFrame, (span, span_id, call_id))``."""
 
-    span: trace_api.Span
-    execution_id: str
-    tool_call_id: str
+    __slots__ = ()
+
+    @property
+    def span(self) -> trace_api.Span:
+        return self[0]
+
+    @property
+    def execution_id(self) -> str:
+        return execution_id(self[1])
+
+    @property
+    def tool_call_id(self) -> str:
+        return self[2] or synthetic_call_id(self[1])
 
 
 def current_agents(ctx: Context | None = None) -> tuple[str, ...]:

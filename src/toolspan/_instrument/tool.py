@@ -36,6 +36,8 @@ from toolspan import semconv
 from toolspan._capture import serialize as _serialize
 from toolspan._instrument.context import (
     PENDING_CALL_ID_KEY,
+    PLAIN_SUPPRESS_KEY,
+    SUPPRESS_KEY,
     TOOL_KEY,
     Handoff,
     ToolFrame,
@@ -144,6 +146,32 @@ def late_attributes(name: str, description: str | None, conventions: str) -> dic
     return attrs
 
 
+def add_arguments(attrs: dict[str, Any], pending: tuple[Any, ...], keys: Keys) -> dict[str, Any] | None:
+    """Add the call's arguments, ``(info, instance, args, kwargs, config)``, to the start attributes
+    ``attrs`` under ``keys``; return what is written with the ids at the end (``Keys.late_input``)."""
+    info, instance, args, kwargs, config = pending
+    try:
+        bound = info.params.bind(instance, args, kwargs)
+        text, exact = _serialize.dumps_exact(bound, config)
+        if not exact:  # the copy may differ from the call: its digest tells calls apart (replay)
+            dict.__setitem__(
+                attrs,
+                semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST,
+                _serialize.digest(_serialize.json_values(bound)),
+            )
+    except Exception:
+        _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
+        return None
+    if keys.late_input:
+        dict.__setitem__(attrs, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
+        return {semconv.OI_INPUT_VALUE: text, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON}
+    for key in keys.arguments:
+        dict.__setitem__(attrs, key, text)
+    if keys.mime:
+        dict.__setitem__(attrs, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
+    return None
+
+
 class StartAttributes(dict[str, Any]):
     """The start attributes of a tool span; the arguments are added on the first read.
 
@@ -164,28 +192,7 @@ class StartAttributes(dict[str, Any]):
         if pending is None:
             return
         self._pending = None
-        info, instance, args, kwargs, config = pending
-        try:
-            bound = info.params.bind(instance, args, kwargs)
-            text, exact = _serialize.dumps_exact(bound, config)
-            if not exact:  # the copy may differ from the call: its digest tells calls apart (replay)
-                dict.__setitem__(
-                    self,
-                    semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST,
-                    _serialize.digest(_serialize.json_values(bound)),
-                )
-        except Exception:
-            _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
-            return
-        keys = self._keys
-        if keys.late_input:
-            dict.__setitem__(self, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
-            self.late = {semconv.OI_INPUT_VALUE: text, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON}
-            return
-        for key in keys.arguments:
-            dict.__setitem__(self, key, text)
-        if keys.mime:
-            dict.__setitem__(self, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
+        self.late = add_arguments(self, pending, self._keys)
 
     @property
     def filled(self) -> bool:
@@ -271,9 +278,14 @@ class ToolInfo:
 
 
 class _CallSpan:
-    """One running tool call: its span, context and what a generator yielded so far."""
+    """One running tool call: its span and context (``_ItemsCallSpan``: and what a generator yielded)."""
 
-    __slots__ = ("aggregate", "config", "count", "ctx", "ids", "info", "items", "keys", "span")
+    __slots__ = ("config", "ctx", "ids", "info", "keys", "span")
+
+    # A plain call yields nothing: these are ``_ItemsCallSpan``'s slots, read-only defaults here.
+    aggregate = False
+    count = 0
+    items: _serialize.Collector | None = None
 
     def __init__(  # noqa: PLR0917 - the hot path: no argument packing
         self,
@@ -286,19 +298,23 @@ class _CallSpan:
         parent: Context,
     ) -> None:
         self.info = info
-        self.aggregate = False
-        self.count = 0
-        self.items: _serialize.Collector | None = None
         self.ids: dict[str, Any] | None = None
         config = self.config = get_config()
         keys = self.keys = KEYS[config.conventions]
-        attrs = StartAttributes(
-            info.templates[config.conventions],
-            (info, instance, args, kwargs, config) if config.capture_content else None,
-            keys,
-        )
+        late: dict[str, Any] | None = None
+        attrs: dict[str, Any]
+        if not config.capture_content:
+            attrs = info.templates[config.conventions].copy()
+        elif _otel_internals.sure_to_record(tracer, parent):
+            # The span will be recorded: the arguments now, in a plain dict the SDK reads at C speed.
+            attrs = info.templates[config.conventions].copy()
+            late = add_arguments(attrs, (info, instance, args, kwargs, config), keys)
+        else:  # a sampler that may drop the span: the arguments only if the SDK reads them
+            attrs = StartAttributes(
+                info.templates[config.conventions], (info, instance, args, kwargs, config), keys
+            )
         if call_id is not None:
-            dict.__setitem__(attrs, keys.call_id, call_id)
+            attrs[keys.call_id] = call_id
         span = self.span = tracer.start_span(info.span_name, context=parent, attributes=attrs)
         span_context = span.get_span_context()
         if not span_context.is_valid:
@@ -310,32 +326,34 @@ class _CallSpan:
             # span of its own, so no ids of its own (the parent's would be taken for them).
             self.ctx = parent
             return
-        exec_id, own_call_id = tool_ids(span_context.span_id)
-        frame = _new_frame(ToolFrame, (span, exec_id, call_id or own_call_id))
-        self.ctx = context_with(parent, span, TOOL_KEY, frame)
+        span_id = span_context.span_id
+        self.ctx = context_with(parent, span, TOOL_KEY, _new_frame(ToolFrame, (span, span_id, call_id)))
         if not recording:
             return
-        ids: dict[str, Any] = (
-            {
-                semconv.TOOLSPAN_EXECUTION_ID: frame.execution_id,
-                semconv.TOOLSPAN_TOOL_CALL_ID: frame.tool_call_id,
+        ids: dict[str, Any]
+        if keys.toolspan_ids:
+            exec_id, own_call_id = tool_ids(span_id)
+            ids = {
+                semconv.TOOLSPAN_EXECUTION_ID: exec_id,
+                semconv.TOOLSPAN_TOOL_CALL_ID: call_id or own_call_id,
             }
-            if keys.toolspan_ids
-            else {}
-        )
+        else:
+            ids = {}
+        lazy = attrs if type(attrs) is StartAttributes else None
         if config.conventions == CONVENTIONS_BOTH:
             ids.update(info.late)
-            late = attrs.late
+            if lazy is not None:
+                late = lazy.late
             if late is not None:
                 ids.update(late)
-        if attrs.filled:
+        if lazy is None or lazy.filled:
             if ids:
                 self.ids = ids  # written with the end attributes
             return
         # An SDK or sampler that did not read the start attributes: set them now.
-        attrs.fill()
-        if attrs.late is not None:
-            ids.update(attrs.late)
+        lazy.fill()
+        if lazy.late is not None:
+            ids.update(lazy.late)
         if call_id is not None:
             ids[keys.call_id] = call_id
         for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE, semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST):
@@ -345,17 +363,6 @@ class _CallSpan:
             span.set_attributes(ids)
 
     # -- generator aggregation -------------------------------------------------------------------
-
-    def start_items(self) -> None:
-        self.aggregate = True
-        if self.config.capture_content and self.span.is_recording():
-            # Items are kept only as far as the result budget holds them: memory stays bounded.
-            self.items = _serialize.Collector(self.config)
-
-    def item(self, value: Any) -> None:
-        self.count += 1
-        if self.items is not None:
-            self.items.add(value)
 
     # -- endings ---------------------------------------------------------------------------------
 
@@ -387,7 +394,10 @@ class _CallSpan:
                     _otel_internals.set_attributes(span, attrs)
         except Exception:
             _logger.warning("toolspan: could not record the end of %s", self.info.name, exc_info=True)
-        end_span(span)
+        try:
+            span.end()
+        except Exception:
+            _logger.warning("toolspan: could not end the span of %s", self.info.name, exc_info=True)
 
     def fail(self, exc: BaseException) -> None:
         self.write_ids()
@@ -422,6 +432,25 @@ class _CallSpan:
         self.fail(GeneratorExit())
 
 
+class _ItemsCallSpan(_CallSpan):
+    """A generator tool's call: also counts (and, within the result budget, keeps) what it yields."""
+
+    __slots__ = ("aggregate", "count", "items")
+
+    def start_items(self) -> None:
+        self.aggregate = True
+        self.count = 0
+        self.items = None
+        if self.config.capture_content and self.span.is_recording():
+            # Items are kept only as far as the result budget holds them: memory stays bounded.
+            self.items = _serialize.Collector(self.config)
+
+    def item(self, value: Any) -> None:
+        self.count += 1
+        if self.items is not None:
+            self.items.add(value)
+
+
 def _start(  # noqa: PLR0917 - the hot path: no argument packing
     info: ToolInfo,
     tracer: trace_api.Tracer,
@@ -430,9 +459,10 @@ def _start(  # noqa: PLR0917 - the hot path: no argument packing
     kwargs: dict[str, Any],
     call_id: str | None,
     parent: Context,
+    kind: type[_CallSpan] = _CallSpan,
 ) -> _CallSpan | None:
     try:
-        return _CallSpan(info, tracer, instance, args, kwargs, call_id, parent)
+        return kind(info, tracer, instance, args, kwargs, call_id, parent)
     except Exception:
         _logger.warning("toolspan: could not start the span of %s", info.name, exc_info=True)
         return None
@@ -448,7 +478,7 @@ def _sync_wrapper(info: ToolInfo) -> Callable[..., Any]:
         if tracer is None:  # tracing is off: a plain call
             return wrapped(*args, **kwargs)
         parent = context_api.get_current()
-        if suppressed(parent):
+        if parent.get(SUPPRESS_KEY) or parent.get(PLAIN_SUPPRESS_KEY):
             return wrapped(*args, **kwargs)  # instrumentation suppressed: a plain call
         handoff: Handoff | None = parent.get(PENDING_CALL_ID_KEY)  # type: ignore[assignment]
         try:
@@ -523,12 +553,15 @@ def _generator_wrapper(info: ToolInfo, is_async: bool) -> Callable[..., Any]:
         call_id = take_pending_call_id(context_api.get_current())
         gen = wrapped(*args, **kwargs)
 
-        def start() -> _CallSpan:
-            run = _start(info, tracer, instance, args, kwargs, call_id, context_api.get_current())
-            if run is None:  # telemetry failed: iterate under a span that records nothing
-                run = _CallSpan.__new__(_CallSpan)
-                run.info, run.span, run.count, run.items = info, trace_api.INVALID_SPAN, 0, None
-                run.aggregate, run.ids = False, None
+        def start() -> _ItemsCallSpan:
+            run = _start(
+                info, tracer, instance, args, kwargs, call_id, context_api.get_current(), _ItemsCallSpan
+            )
+            if not isinstance(
+                run, _ItemsCallSpan
+            ):  # telemetry failed: iterate under a span that records nothing
+                run = _ItemsCallSpan.__new__(_ItemsCallSpan)
+                run.info, run.span, run.ids = info, trace_api.INVALID_SPAN, None
                 run.ctx, run.config = context_api.get_current(), get_config()
                 run.keys = KEYS[run.config.conventions]
             run.start_items()

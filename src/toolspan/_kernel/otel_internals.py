@@ -28,6 +28,15 @@ assumption on the installed versions and runs each fallback with the assumption 
 - The API's set-once guard and proxy (``_TRACER_PROVIDER_SET_ONCE``, ``_PROXY_TRACER_PROVIDER``),
   reset by ``toolspan.testing`` to install a fresh provider per test (``swap_global_provider``).
   Fallback: ``set_tracer_provider``, which works once per process.
+- Whether the SDK will record a span (``Tracer.sampler`` is the SDK's ``ALWAYS_ON`` or its default
+  ``ParentBased(ALWAYS_ON)``, whose delegates are ``ALWAYS_ON``; ``Tracer._tracer_config.is_enabled``):
+  then a tool's start attributes, its arguments included, are built as a plain dict before
+  ``start_span`` (``sure_to_record``). Fallback: "not known", and the arguments are serialized only
+  when the SDK reads them.
+- The classes of SDK tracers and spans (``Tracer``, ``_Span``, which ``TracerProvider.get_tracer`` and
+  ``Tracer.start_span`` make): ``toolspan.testing`` injects a test clock into one provider by giving
+  its tracers and spans subclasses that read the clock where the SDK would read ``time_ns()``
+  (``clocked_provider``). Checked when a clocked provider is made; a test helper, not a shortcut.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ __all__ = [
     "CONTEXT_KEY_OK",
     "PROVIDER_SLOT_OK",
     "SWAP_OK",
+    "clocked_provider",
     "context_with",
     "global_provider",
     "json_encoder",
@@ -56,6 +66,7 @@ __all__ = [
     "set_attributes",
     "span_ended",
     "swap_global_provider",
+    "sure_to_record",
     "tracing_on",
 ]
 
@@ -200,6 +211,71 @@ def context_function(key: Any, ok: bool) -> Callable[[Context, trace_api.Span, s
 _SPAN_KEY: Final = span_key()
 CONTEXT_KEY_OK: Final = check_context_key(_SPAN_KEY)
 context_with = context_function(_SPAN_KEY, CONTEXT_KEY_OK)
+
+
+# --- will the SDK record this span? -----------------------------------------------------------------
+
+
+def _records_unknown(tracer: Any, parent: Context) -> bool:
+    return False
+
+
+def sampler_check() -> Callable[[Any, Context], bool]:
+    """``sure_to_record(tracer, parent)``: ``True`` only when an SDK tracer will certainly record the span
+    it starts under ``parent``: the tracer is enabled and its sampler is the SDK's ``ALWAYS_ON``, or its
+    default ``ParentBased(ALWAYS_ON)`` with a parent that is sampled or no parent. ``False`` means "not
+    known" (any other sampler, any other tracer), never "dropped". Checked against the SDK on first use."""
+    if not SHORTCUTS:
+        _broken("shortcuts off")
+        return _records_unknown
+    try:
+        from opentelemetry.sdk.trace import TracerProvider, sampling
+    except ImportError:
+        _broken("opentelemetry.sdk.trace.sampling")
+        return _records_unknown
+    always_on: Any = sampling.ALWAYS_ON
+    parent_based: Any = sampling.DEFAULT_ON
+    key = _SPAN_KEY
+    try:
+        ok = CONTEXT_KEY_OK and all(
+            getattr(parent_based, name, None) is always_on
+            for name in ("_root", "_remote_parent_sampled", "_local_parent_sampled")
+        )
+        probe: Any = TracerProvider(sampler=parent_based).get_tracer("toolspan.probe")
+        ok = ok and probe.sampler is parent_based and probe._tracer_config.is_enabled is True
+    except Exception:
+        ok = False
+    if not ok:
+        _broken("the SDK's default samplers")
+        return _records_unknown
+
+    def sure_to_record(tracer: Any, parent: Context) -> bool:
+        try:
+            sampler = tracer.sampler
+            if sampler is parent_based:
+                span: Any = parent.get(key)
+                if span is not None:
+                    span_context = span.get_span_context()
+                    if span_context.is_valid and not span_context.trace_flags.sampled:
+                        return False
+            elif sampler is not always_on:
+                return False
+            return tracer._tracer_config.is_enabled is True
+        except Exception:
+            return False
+
+    return sure_to_record
+
+
+def _sure_to_record_first(tracer: Any, parent: Context) -> bool:
+    global sure_to_record
+    sure_to_record = sampler_check()
+    return sure_to_record(tracer, parent)
+
+
+sure_to_record: Callable[[Any, Context], bool] = _sure_to_record_first
+"""``sure_to_record(tracer, parent)``: whether the span ``tracer`` starts under ``parent`` will certainly be
+recorded (so its start attributes may be built before ``start_span``); ``False`` when not known."""
 
 
 # --- writing the attributes of an SDK span --------------------------------------------------------
@@ -376,3 +452,61 @@ def restore_global_provider(saved: tuple[Any, ...] | None) -> None:
         return
     for name, value in zip(_SWAP_NAMES, saved, strict=True):
         setattr(trace_api, name, value)
+
+
+# --- a clock injected into one provider (test helpers) --------------------------------------------
+
+
+def clocked_provider(clock: Callable[[], int], **kwargs: Any) -> Any:
+    """An SDK ``TracerProvider`` (made with ``kwargs``) whose spans read ``clock`` for their start, end and
+    event times wherever none is given. The clock is injected into this provider's tracers and spans
+    (subclasses of the SDK's, given to them as the SDK makes them), not patched into the SDK: other
+    providers and threads keep the real time. ``RuntimeError`` when the SDK's classes changed."""
+    from opentelemetry.sdk import trace as sdk_trace
+
+    sdk_span: Any = getattr(sdk_trace, "_Span", None)
+    sdk_tracer: Any = sdk_trace.Tracer
+    if not isinstance(sdk_span, type) or "__slots__" in vars(sdk_span):
+        raise RuntimeError("toolspan.testing: this OpenTelemetry SDK's spans cannot take an injected clock")
+
+    class ClockedSpan(sdk_span):  # type: ignore[misc]
+        def end(self, end_time: int | None = None) -> None:
+            super().end(clock() if end_time is None else end_time)
+
+        def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+            super().add_event(name, attributes, clock() if timestamp is None else timestamp)
+
+    class ClockedTracer(sdk_tracer):  # type: ignore[misc]
+        def start_span(  # noqa: PLR0917 - the SDK's signature
+            self,
+            name: str,
+            context: Context | None = None,
+            kind: trace_api.SpanKind = trace_api.SpanKind.INTERNAL,
+            attributes: Any = None,
+            links: Any = (),
+            start_time: int | None = None,
+            record_exception: bool = True,
+            set_status_on_exception: bool = True,
+        ) -> trace_api.Span:
+            span = super().start_span(
+                name,
+                context,
+                kind,
+                attributes,
+                links,
+                clock() if start_time is None else start_time,
+                record_exception,
+                set_status_on_exception,
+            )
+            if type(span) is sdk_span:
+                span.__class__ = ClockedSpan
+            return span  # type: ignore[no-any-return]
+
+    class ClockedTracerProvider(sdk_trace.TracerProvider):
+        def get_tracer(self, *args: Any, **options: Any) -> trace_api.Tracer:
+            tracer = super().get_tracer(*args, **options)
+            if type(tracer) is sdk_tracer:
+                tracer.__class__ = ClockedTracer
+            return tracer
+
+    return ClockedTracerProvider(**kwargs)
