@@ -154,21 +154,19 @@ def add_arguments(attrs: dict[str, Any], pending: tuple[Any, ...], keys: Keys) -
         bound = info.params.bind(instance, args, kwargs)
         text, exact = _serialize.dumps_exact(bound, config)
         if not exact:  # the copy may differ from the call: its digest tells calls apart (replay)
-            dict.__setitem__(
-                attrs,
-                semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST,
-                _serialize.digest(_serialize.json_values(bound)),
+            attrs[semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST] = _serialize.digest(
+                _serialize.json_values(bound)
             )
     except Exception:
         _logger.warning("toolspan: could not record the arguments of %s", info.name, exc_info=True)
         return None
     if keys.late_input:
-        dict.__setitem__(attrs, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, text)
+        attrs[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] = text
         return {semconv.OI_INPUT_VALUE: text, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON}
     for key in keys.arguments:
-        dict.__setitem__(attrs, key, text)
+        attrs[key] = text
     if keys.mime:
-        dict.__setitem__(attrs, semconv.OI_INPUT_MIME_TYPE, semconv.MIME_JSON)
+        attrs[semconv.OI_INPUT_MIME_TYPE] = semconv.MIME_JSON
     return None
 
 
