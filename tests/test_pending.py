@@ -63,9 +63,9 @@ def test_a_tool_span_is_exported_at_its_start_without_an_end() -> None:
         span.parent,
     )
     # What the span holds when it starts: the ids and state are set right after.
-    # (OpenInference's tool name and input repeat the GenAI ones: written with the ids.)
+    # (OpenInference's span kind, tool name and input repeat the GenAI ones: written with the ids.)
     later = {"toolspan.execution_id", "toolspan.tool_call_id", "toolspan.tool.state", "tool.name"}
-    later |= {"input.value", "input.mime_type"}
+    later |= {"input.value", "input.mime_type", "openinference.span.kind"}
     at_start = {
         k: v for k, v in tool_attrs(span, "lookup", arguments='{"city": "paris"}').items() if k not in later
     }

@@ -709,14 +709,14 @@ def test_span_processor_on_start_sees_the_start_attributes() -> None:
             "gen_ai.tool.name": "add",
             "gen_ai.tool.type": "function",
             "gen_ai.tool.description": "Add two numbers.",
-            "openinference.span.kind": "TOOL",
             "gen_ai.tool.call.id": "toolu_01",
             "gen_ai.tool.call.arguments": '{"a": 4, "b": 5}',
         }
     ]
-    # OpenInference's tool name, description and input repeat the GenAI ones: written with the ids.
+    # OpenInference's span kind, tool name, description and input repeat the GenAI ones: with the ids.
     (span,) = spans()
     attrs = span.attributes or {}
+    assert attrs["openinference.span.kind"] == "TOOL"
     assert (attrs["tool.name"], attrs["tool.description"]) == ("add", "Add two numbers.")
     assert (attrs["input.value"], attrs["input.mime_type"]) == ('{"a": 4, "b": 5}', "application/json")
 
@@ -733,6 +733,7 @@ def test_an_openinference_only_span_names_its_tool_at_the_start(fresh_config: No
         spans.provider.add_span_processor(Recorder())
         add(4, 5)
     assert (seen[0]["tool.name"], seen[0]["tool.description"]) == ("add", "Add two numbers.")
+    assert seen[0]["openinference.span.kind"] == "TOOL"
 
 
 # --- content policy ---------------------------------------------------------------------------------------
@@ -929,7 +930,8 @@ def test_start_attributes_dropped_by_a_sampler_are_set_after_start() -> None:
         "input.mime_type": "application/json",
         "toolspan.execution_id": "exec_" + sid,
         "toolspan.tool_call_id": "call_" + sid,
-        "tool.name": "add",  # OpenInference's repeat of the GenAI name: with the ids
+        "openinference.span.kind": "TOOL",  # OpenInference's repeats of GenAI attributes: with the ids
+        "tool.name": "add",
         "tool.description": "Add two numbers.",
         "toolspan.tool.state": "COMPLETED",
         "gen_ai.tool.call.result": "2",

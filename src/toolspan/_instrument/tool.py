@@ -11,11 +11,13 @@ Per call:
   decision chain the layer above registered (``hooks.DECIDER``); recording stays here;
 - otherwise the span starts with the static attributes of the configured conventions (GenAI,
   OpenInference or both: ``Config.conventions``), ``gen_ai.tool.call.id`` when a model id was
-  handed over, and the arguments (all visible to ``SpanProcessor.on_start``). The arguments are
-  serialized lazily: only when the SDK reads the start attributes, which it does only for a span it
-  records, so a sampled-out call serializes nothing. With both conventions, OpenInference's repeats of
-  GenAI attributes (``tool.name``, ``tool.description``, ``input.value``, ``input.mime_type``) are not
-  start attributes: the SDK validates each start attribute, and they say nothing the GenAI ones do not;
+  handed over, and the arguments (all visible to ``SpanProcessor.on_start``). When the SDK will surely
+  record the span (its default sampler with a sampled parent or none, or ``ALWAYS_ON``), the arguments
+  are serialized before ``start_span``; under any other sampler only when the SDK reads the start
+  attributes, which it does only for a span it records, so a sampled-out call serializes nothing. With
+  both conventions, OpenInference's repeats of GenAI attributes (``openinference.span.kind``,
+  ``tool.name``, ``tool.description``, ``input.value``, ``input.mime_type``) are not start attributes:
+  the SDK validates each start attribute, and they say nothing the GenAI ones do not;
 - the ids, state, result and those repeats are set at the end, in one ``set_attributes`` call (the ids are
   in the context from the start, for ``current_execution_id()`` and child spans).
 """
@@ -127,20 +129,19 @@ def template(name: str, description: str | None, tool_type: str, conventions: st
         attrs[semconv.GEN_AI_TOOL_TYPE] = tool_type
         if description:
             attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
-    if conventions != CONVENTIONS_GENAI:
-        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_TOOL
     if conventions == CONVENTIONS_OPENINFERENCE:
         attrs.update(late_attributes(name, description, conventions))
     return attrs
 
 
 def late_attributes(name: str, description: str | None, conventions: str) -> dict[str, Any]:
-    """OpenInference's tool name and description: at the start of an OpenInference-only span; with both
-    conventions, where they repeat the GenAI start attributes, written with the ids at the end (straight
-    into the span: each start attribute costs the SDK a validation)."""
+    """OpenInference's span kind, tool name and description: at the start of an OpenInference-only span;
+    with both conventions, where they repeat the GenAI start attributes (``gen_ai.operation.name`` says
+    what ``openinference.span.kind`` says), written with the ids at the end (straight into the span: each
+    start attribute costs the SDK a validation)."""
     if conventions == CONVENTIONS_GENAI:
         return {}
-    attrs = {semconv.OI_TOOL_NAME: name}
+    attrs = {semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_TOOL, semconv.OI_TOOL_NAME: name}
     if description:
         attrs[semconv.OI_TOOL_DESCRIPTION] = description
     return attrs
