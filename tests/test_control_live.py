@@ -1,0 +1,282 @@
+"""The control channel end to end with real processes: an application (``control_live_app.py``) whose
+tool calls ``toolspan.ServerApprover`` gates, exporting OTLP with pending records to a real ``toolspan serve
+--token``;
+decisions and cancel requests made over HTTP: allow, deny, edit (and an invalid edit refused), two deciders
+racing, the application SIGKILLed while it waits and started again, the server restarted while the
+application waits, cancel of an async tool, of a sync tool that checks, of a generator, and of a call that
+already ended; a denied or cancelled call never runs its body."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests._server import Server, running_server, sdk_env, wait_for
+
+from toolspan import semconv
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import read_spans
+
+APP = Path(__file__).with_name("control_live_app.py")
+TOKEN = "control-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _app(server: Server, workdir: Path, mode: str, name: str, *extra: str) -> subprocess.Popen[bytes]:
+    env = {
+        **sdk_env(server, "http/protobuf"),
+        "TOOLSPAN_PENDING_SPANS": "true",
+        "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer%20{TOKEN}",
+    }
+    return subprocess.Popen(
+        [sys.executable, str(APP), str(workdir), mode, name, server.url, TOKEN, *extra], env=env
+    )
+
+
+def _post(server: Server, path: str, doc: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    status, _, body = server.request(
+        "POST",
+        path,
+        json.dumps(doc).encode(),
+        {"Content-Type": "application/json", **AUTH, **(headers or {})},
+    )
+    return status, json.loads(body)
+
+
+def _waiting(server: Server, call_id: str) -> dict[str, Any] | None:
+    for entry in server.get_json("/api/control/waiting")["waiting"]:
+        if entry["call_id"] == call_id:
+            return dict(entry)
+    return None
+
+
+def _bodies(workdir: Path, name: str) -> list[dict[str, Any]]:
+    path = workdir / f"{name}-bodies.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _results(workdir: Path, name: str) -> Any:
+    return json.loads((workdir / f"{name}-results.json").read_text())
+
+
+def _tool_spans(workdir: Path, name: str) -> list[Span]:
+    spans, _ = read_spans(workdir / f"{name}.jsonl")
+    return [s for s in spans if s.name.startswith("execute_tool ")]
+
+
+def _decided(span: Span) -> dict[str, Any]:
+    events = [e for e in span.events if e.name == semconv.PERMISSION_DECIDED_EVENT]
+    assert len(events) == 1, span.events
+    return dict(events[0].attributes)
+
+
+def _finish(app: subprocess.Popen[bytes]) -> None:
+    try:
+        assert app.wait(60) == 0
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    with running_server(tmp_path, "--token", TOKEN) as srv:
+        srv.headers = dict(AUTH)
+        yield srv
+
+
+def test_a_call_waits_in_the_inbox_and_runs_once_allowed_over_http(server: Server, tmp_path: Path) -> None:
+    app = _app(server, tmp_path, "gate", "run")
+    try:
+        entry = wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+        assert entry["tool"] == "delete_files"
+        assert entry["arguments"] == {"path": "/srv/old"}
+        assert entry["service"] == "control-app"
+        assert entry["trace_id"] == entry["trace_id"].lower()
+        assert len(entry["trace_id"]) == 32
+        assert entry["decision"] is None
+        assert entry["execution_id"].startswith("exec_")
+        assert _bodies(tmp_path, "run") == []  # nothing ran before the decision
+        status, body = _post(
+            server,
+            "/api/control/decisions",
+            {"call_id": "toolu_del", "decision": "allow", "by": "alice", "note": "ok"},
+        )
+        assert status == 200, body
+        assert (body["decision"], body["by"], body["note"]) == ("allow", "alice", "ok")
+        # The same decision again is harmless: the same body.
+        assert _post(
+            server,
+            "/api/control/decisions",
+            {"call_id": "toolu_del", "decision": "allow", "by": "alice", "note": "ok"},
+        ) == (200, body)
+        _finish(app)
+    finally:
+        app.kill()
+    assert [b["tool"] for b in _bodies(tmp_path, "run")] == ["delete_files"]
+    (span,) = _tool_spans(tmp_path, "run")
+    decided = _decided(span)
+    assert decided[semconv.PERMISSION_DECIDED_BY] == "alice"
+    assert decided[semconv.PERMISSION_DECISION] == "allow"
+    assert isinstance(decided[semconv.PERMISSION_LATENCY_MS], int)
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_COMPLETED
+    # The server's progress view shows the decision with who made it and the wait.
+    progress = [json.loads(line) for line in server.get(f"/api/traces/{span.trace_id}/progress").splitlines()]
+    (event,) = [p["event"] for p in progress if p["event"]["type"] == "permission_decided"]
+    assert (event["by"], event["decision"], event["callId"]) == ("alice", "allow", "toolu_del")
+    assert event["latencyMs"] == decided[semconv.PERMISSION_LATENCY_MS]
+    assert wait_for(lambda: _waiting(server, "toolu_del") is None, "the inbox emptied")
+
+
+def test_a_denied_call_never_runs_its_body(server: Server, tmp_path: Path) -> None:
+    app = _app(server, tmp_path, "gate", "run")
+    try:
+        wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+        status, body = _post(
+            server,
+            "/api/control/decisions",
+            {"call_id": "toolu_del", "decision": "deny", "by": "bob", "note": "no"},
+        )
+        assert status == 200, body
+        _finish(app)
+    finally:
+        app.kill()
+    assert _bodies(tmp_path, "run") == []
+    (span,) = _tool_spans(tmp_path, "run")
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
+    assert _decided(span)[semconv.PERMISSION_DECIDED_BY] == "bob"
+    ((result,),) = _results(tmp_path, "run")
+    assert result["is_error"] is True
+    assert "no" in result["content"]
+
+
+def test_an_edit_runs_the_edited_arguments_and_an_invalid_edit_is_refused(
+    server: Server, tmp_path: Path
+) -> None:
+    app = _app(server, tmp_path, "gate", "run")
+    try:
+        entry = wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+        bad = [
+            ({"decision": "allow", "by": "carol", "arguments": ["/tmp"]}, 400, "JSON object"),
+            (
+                {"decision": "deny", "by": "carol", "arguments": {"path": "/tmp"}},
+                400,
+                "'allow' decision only",
+            ),
+            ({"decision": "maybe", "by": "carol"}, 400, "'allow' or 'deny'"),
+            ({"decision": "allow"}, 400, "'by' is required"),
+        ]
+        for doc, status, text in bad:
+            got, body = _post(
+                server, "/api/control/decisions", {"execution_id": entry["execution_id"], **doc}
+            )
+            assert got == status, (doc, got, body)
+            assert text in body["error"], (doc, body)
+        assert _waiting(server, "toolu_del")["decision"] is None  # nothing stored by a refused request
+        status, body = _post(
+            server,
+            "/api/control/decisions",
+            {
+                "execution_id": entry["execution_id"],
+                "decision": "allow",
+                "by": "carol",
+                "arguments": {"path": "/tmp/x"},
+            },
+        )
+        assert status == 200, body
+        assert body["arguments"] == {"path": "/tmp/x"}
+        _finish(app)
+    finally:
+        app.kill()
+    (ran,) = _bodies(tmp_path, "run")
+    assert ran["arguments"] == {"path": "/tmp/x"}
+    (span,) = _tool_spans(tmp_path, "run")
+    assert json.loads(span.attributes[semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS]) == {"path": "/tmp/x"}
+
+
+def test_two_deciders_racing_exactly_one_wins(server: Server, tmp_path: Path) -> None:
+    app = _app(server, tmp_path, "gate", "run")
+    try:
+        wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+        answers: list[tuple[int, Any]] = []
+        start = threading.Barrier(8)
+
+        def decide(n: int) -> None:
+            start.wait()
+            doc = {"call_id": "toolu_del", "decision": "allow" if n % 2 else "deny", "by": f"d{n}"}
+            answers.append(_post(server, "/api/control/decisions", doc))
+
+        threads = [threading.Thread(target=decide, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        _finish(app)
+    finally:
+        app.kill()
+    ok = [body for status, body in answers if status == 200]
+    refused = [body for status, body in answers if status == 409]
+    assert len(ok) + len(refused) == 8
+    assert refused
+    winner = ok[0]
+    # Every 200 agrees with the winner (the same decision repeated); every 409 names it.
+    assert all(b["decision"] == winner["decision"] for b in ok)
+    assert all(b["decision"] == winner for b in refused), refused
+    assert all("already decided" in b["error"] for b in refused)
+    (span,) = _tool_spans(tmp_path, "run")
+    assert _decided(span)[semconv.PERMISSION_DECISION] == winner["decision"]
+    assert _decided(span)[semconv.PERMISSION_DECIDED_BY] == winner["by"]
+    assert len(_bodies(tmp_path, "run")) == (1 if winner["decision"] == "allow" else 0)
+
+
+def test_writes_need_the_token_json_and_the_servers_own_origin(server: Server, tmp_path: Path) -> None:
+    doc = {"call_id": "toolu_x", "decision": "allow", "by": "eve"}
+    status, body = _post(server, "/api/control/decisions", doc, {"Authorization": "Bearer wrong"})
+    assert status == 401
+    status, _, raw = server.request(
+        "POST", "/api/control/decisions", json.dumps(doc).encode(), {"Content-Type": "text/plain", **AUTH}
+    )
+    assert status == 415
+    assert b"application/json" in raw
+    status, body = _post(server, "/api/control/decisions", doc, {"Origin": "https://evil.example"})
+    assert status == 403
+    assert "origin" in body["error"]
+    status, body = _post(server, "/api/control/decisions", doc, {"Origin": server.url})
+    assert status == 404
+    assert "toolu_x" in body["error"]
+    # A query token is not taken for a write.
+    status, _, raw = server.request(
+        "POST",
+        f"/api/control/decisions?access_token={TOKEN}",
+        json.dumps(doc).encode(),
+        {"Content-Type": "application/json", "Authorization": ""},
+    )
+    assert status == 401
+    status, _, raw = server.request("GET", "/api/control/decisions", headers=AUTH)
+    assert status == 405  # nothing changes state on a GET
+
+
+def test_without_a_token_deciding_is_refused_and_reads_stay_open(tmp_path: Path) -> None:
+    with running_server(tmp_path) as srv:
+        status, _, raw = srv.request(
+            "POST",
+            "/api/control/decisions",
+            json.dumps({"call_id": "toolu_x", "decision": "allow", "by": "eve"}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        assert status == 403
+        assert b"--token" in raw
+        status, _, raw = srv.request(
+            "POST",
+            "/api/control/cancels",
+            json.dumps({"execution_id": "exec_00000000000000aa", "by": "eve"}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        assert status == 403
+        assert b"--token" in raw
+        assert srv.get_json("/api/control/waiting") == {"waiting": []}
