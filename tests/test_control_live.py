@@ -280,3 +280,148 @@ def test_without_a_token_deciding_is_refused_and_reads_stay_open(tmp_path: Path)
         assert status == 403
         assert b"--token" in raw
         assert srv.get_json("/api/control/waiting") == {"waiting": []}
+
+
+def test_an_application_killed_while_it_waits_finds_the_decision_when_started_again(
+    server: Server, tmp_path: Path
+) -> None:
+    first = _app(server, tmp_path, "gate", "first")
+    try:
+        waited = wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+    finally:
+        first.kill()  # SIGKILL: no span ends, nothing flushes
+        first.wait(10)
+    # The call still waits in the inbox (its pending record is all the server has of it); decided now.
+    assert _waiting(server, "toolu_del")["execution_id"] == waited["execution_id"]
+    status, body = _post(
+        server, "/api/control/decisions", {"call_id": "toolu_del", "decision": "allow", "by": "dan"}
+    )
+    assert status == 200, body
+    second = _app(server, tmp_path, "gate", "second")
+    _finish(second)
+    assert _bodies(tmp_path, "first") == []
+    assert [b["tool"] for b in _bodies(tmp_path, "second")] == ["delete_files"]
+    (span,) = _tool_spans(tmp_path, "second")
+    assert span.attributes[semconv.TOOLSPAN_APPROVAL_RESUMES] == waited["execution_id"]
+    (link,) = span.links
+    assert (link.trace_id, link.span_id) == (waited["trace_id"], waited["span_id"])
+    assert link.attributes[semconv.TOOLSPAN_LINK_TYPE] == semconv.LINK_TYPE_RESUMES_APPROVAL
+    decided = _decided(span)
+    assert decided[semconv.PERMISSION_DECIDED_BY] == "dan"
+    # The wait counts from the first permission_required, in the killed process.
+    assert decided[semconv.PERMISSION_LATENCY_MS] >= (span.start_ns // 1_000_000) - waited["waiting_since"]
+
+
+def test_the_server_restarted_while_the_application_waits(server: Server, tmp_path: Path) -> None:
+    app = _app(server, tmp_path, "gate", "run")
+    try:
+        wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+        server.stop()
+        assert app.poll() is None  # the approver reconnects: the call still waits
+        server.start()
+        assert _waiting(server, "toolu_del") is not None  # the store kept it
+        status, body = _post(
+            server, "/api/control/decisions", {"call_id": "toolu_del", "decision": "allow", "by": "erin"}
+        )
+        assert status == 200, body
+        _finish(app)
+    finally:
+        app.kill()
+    assert [b["tool"] for b in _bodies(tmp_path, "run")] == ["delete_files"]
+    (span,) = _tool_spans(tmp_path, "run")
+    assert _decided(span)[semconv.PERMISSION_DECIDED_BY] == "erin"
+    assert not span.links  # the same process and span: nothing to link back to
+
+
+def _cancel(
+    server: Server, mode: str, tmp_path: Path, call_id: str, tool: str
+) -> tuple[dict[str, Any], Span]:
+    """Allow the call, wait for its body to start, cancel it; the cancel answer and the ended span."""
+    app = _app(server, tmp_path, mode, "run")
+    try:
+        wait_for(lambda: _waiting(server, call_id), "the call in the inbox")
+        assert (
+            _post(server, "/api/control/decisions", {"call_id": call_id, "decision": "allow", "by": "ops"})[0]
+            == 200
+        )
+        (ran,) = wait_for(lambda: _bodies(tmp_path, "run"), "the body started")
+        assert ran["tool"] == tool
+        # The server knows the call runs once the allowing decision's record arrives.
+        status, body = wait_for(
+            lambda: (
+                r
+                if (
+                    r := _post(
+                        server,
+                        "/api/control/cancels",
+                        {"execution_id": ran["execution_id"], "by": "ops", "note": "stop"},
+                    )
+                )[0]
+                != 409
+                else None
+            ),
+            "the cancel request taken",
+        )
+        assert status == 202, body
+        assert (body["by"], body["note"], body["call_id"]) == ("ops", "stop", call_id)
+        _finish(app)
+    finally:
+        app.kill()
+    # Asked again: the same request, harmless.
+    assert _post(
+        server, "/api/control/cancels", {"execution_id": ran["execution_id"], "by": "ops", "note": "stop"}
+    ) == (
+        200,
+        body,
+    )
+    ((result,),) = _results(tmp_path, "run")
+    assert result["is_error"] is True
+    assert result["content"].startswith("ToolCancelled: stop")
+    (span,) = _tool_spans(tmp_path, "run")
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_CANCELLED
+    assert span.attributes[semconv.TOOLSPAN_TOOL_CANCELLED_BY] == "ops"
+    assert span.attributes[semconv.ERROR_TYPE] == "toolspan.ToolCancelled"
+    assert span.end_ns is not None
+    return body, span
+
+
+def test_cancel_an_async_tool(server: Server, tmp_path: Path) -> None:
+    _, span = _cancel(server, "async", tmp_path, "toolu_async", "watch_async")
+    # Cancelled, not run to its 60 s end.
+    assert span.end_ns - span.start_ns < 30 * 10**9
+
+
+def test_cancel_a_sync_tool_that_checks(server: Server, tmp_path: Path) -> None:
+    _, span = _cancel(server, "sync", tmp_path, "toolu_sync", "watch_sync")
+    assert span.end_ns - span.start_ns < 30 * 10**9
+
+
+def test_cancel_a_generator_tool_at_its_next_yield(server: Server, tmp_path: Path) -> None:
+    _, span = _cancel(server, "gen", tmp_path, "toolu_gen", "watch_gen")
+    assert 0 < span.attributes[semconv.TOOLSPAN_RESULT_ITEMS] < 1200
+
+
+def test_cancel_of_a_call_that_already_ended_says_so(server: Server, tmp_path: Path) -> None:
+    app = _app(server, tmp_path, "gate", "run")
+    try:
+        wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+        _post(server, "/api/control/decisions", {"call_id": "toolu_del", "decision": "allow", "by": "ops"})
+        _finish(app)
+    finally:
+        app.kill()
+    (ran,) = _bodies(tmp_path, "run")
+
+    def ended() -> Any:
+        status, body = _post(
+            server, "/api/control/cancels", {"execution_id": ran["execution_id"], "by": "ops"}
+        )
+        return (status, body) if status == 409 and body.get("state") == "COMPLETED" else None
+
+    status, body = wait_for(ended, "the call known ended")
+    assert "already ended" in body["error"]
+    status, body = _post(
+        server, "/api/control/cancels", {"execution_id": "exec_00000000000000ab", "by": "ops"}
+    )
+    assert status == 404
+    status, body = _post(server, "/api/control/cancels", {"execution_id": "not-an-id", "by": "ops"})
+    assert status == 400
