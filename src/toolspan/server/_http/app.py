@@ -242,7 +242,8 @@ class ServerHandlers:
         if isinstance(found, Response):
             return found
         token = request.query_params.get("access_token")
-        text = await run_in_threadpool(_pages.trace_page_html, *found, token)
+        control = bool(self.config.token)  # deciding needs a token: without one, no buttons
+        text = await run_in_threadpool(_pages.trace_page_html, *found, token, control)
         return HTMLResponse(text)
 
     async def page_data(self, request: Request) -> Response:
