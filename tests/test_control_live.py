@@ -425,3 +425,77 @@ def test_cancel_of_a_call_that_already_ended_says_so(server: Server, tmp_path: P
     assert status == 404
     status, body = _post(server, "/api/control/cancels", {"execution_id": "not-an-id", "by": "ops"})
     assert status == 400
+
+
+def test_hostile_requests_get_a_precise_4xx_and_change_nothing(server: Server) -> None:
+    def raw(body: bytes) -> tuple[int, Any]:
+        status, _, answer = server.request(
+            "POST",
+            "/api/control/decisions",
+            body,
+            {"Content-Type": "application/json; charset=utf-8", **AUTH},
+        )
+        return status, json.loads(answer)
+
+    cases = [
+        (b"{not json", 400, "not JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b'{"decision": "allow", "by": "x"}', 400, "name the call"),
+        (json.dumps({"call_id": "c", "decision": "allow", "by": ""}).encode(), 400, "non-empty string"),
+        (
+            json.dumps({"call_id": "c", "decision": "allow", "by": "x", "note": "n" * 5000}).encode(),
+            400,
+            "longer",
+        ),
+        (json.dumps({"call_id": 7, "decision": "allow", "by": "x"}).encode(), 400, "'call_id'"),
+        (
+            json.dumps({"execution_id": "exec_zz", "decision": "allow", "by": "x"}).encode(),
+            400,
+            "execution id",
+        ),
+        (
+            b'{"call_id": "c", "by": "x", "decision": "allow", "arguments": {"a": "'
+            + b"x" * 300_000
+            + b'"}}',
+            413,
+            "limit",
+        ),
+    ]
+    for body, status, text in cases:
+        got, answer = raw(body)
+        assert got == status, (body[:60], got, answer)
+        assert text in answer["error"], (body[:60], answer)
+    for query in ("wait=nan", "wait=-1", "wait=1e999", "wait=soon"):
+        status, _, answer = server.request("GET", f"/api/control/decisions/c?{query}")
+        assert status == 400, (query, answer)
+    assert server.get_json("/api/control/decisions/c")["decision"] is None
+    assert server.get_json("/api/control/waiting") == {"waiting": []}
+
+
+def test_the_openapi_document_lists_the_control_routes(server: Server) -> None:
+    paths = server.get_json("/openapi.json")["paths"]
+    assert set(paths["/api/control/decisions"]) == {"post"}
+    assert set(paths["/api/control/cancels"]) == {"get", "post"}
+    assert {"/api/control/waiting", "/api/control/decisions/{call_id}"} <= set(paths)
+    post = paths["/api/control/decisions"]["post"]
+    assert post["security"] == [{"bearer": []}]
+    assert {"200", "400", "401", "403", "404", "409", "415"} <= set(post["responses"])
+
+
+def test_the_control_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run of ``benchmarks/bench_control.py`` (no timing assertion): its JSON has the figures."""
+    out = tmp_path / "control.json"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_control.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--decisions", "3", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["decisions"] == 3
+    assert set(doc["decision_to_body_ms"]) == {"median", "p99", "min", "max"}
+    assert doc["reference_healthz_round_trip_ms"] > 0
+    assert "median" in proc.stdout

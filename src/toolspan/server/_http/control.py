@@ -215,9 +215,24 @@ class ControlRoutes:
         return parsed.scheme in ("http", "https") and host is not None and parsed.netloc == host
 
     async def _body(self, request: Request) -> dict[str, Any]:
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            raise BadRequest(413, f"body is over the size limit of {MAX_BODY} bytes")
+        """The JSON object of the body: read as a stream, cut off past ``MAX_BODY`` (413) or when it stops
+        coming for the server's ``--read-timeout`` (408)."""
+        declared = request.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY:
+            raise BadRequest(413, f"body of {declared} bytes is over the size limit of {MAX_BODY} bytes")
+        body = bytearray()
+        chunks = request.stream()
+        timeout = self.handlers.config.read_timeout_s
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks, None), timeout)
+            except asyncio.TimeoutError:
+                raise BadRequest(408, f"no body bytes for {timeout:g} s: request timed out") from None
+            if chunk is None:
+                break
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise BadRequest(413, f"body is over the size limit of {MAX_BODY} bytes")
         try:
             doc = json.loads(body)
         except (ValueError, UnicodeDecodeError) as e:
