@@ -5,7 +5,9 @@ cancellation came first, and ``check_cancelled`` does nothing outside a supervis
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,3 +139,65 @@ def test_the_approver_never_shows_its_token() -> None:
         toolspan.ServerApprover("ftp://x")
     with pytest.raises(ValueError, match="unreachable_for"):
         toolspan.ServerApprover("http://x", unreachable_for=0)
+
+
+class _Watching:
+    """An approver that allows and supervises, with no cancel request (the supervision is kept)."""
+
+    def __init__(self) -> None:
+        self.supervisions: list[Supervision] = []
+
+    def __call__(self, call: toolspan.ToolCall) -> toolspan.Approval:
+        return toolspan.Approval("allow", by="test")
+
+    @contextlib.contextmanager
+    def supervise(self, execution_id: str) -> Iterator[Supervision]:
+        supervision = Supervision(execution_id)
+        self.supervisions.append(supervision)
+        yield supervision
+
+
+def test_the_callers_own_cancellation_stays_a_cancellation(spans: Spans) -> None:
+    """A supervised async body cancelled by its caller (a timeout) is not a cancel request: the caller gets
+    its CancelledError/TimeoutError, the span ends CANCELLED without ``cancelled_by``."""
+
+    async def slow(path: str) -> str:
+        await asyncio.sleep(30)
+        return "done"
+
+    approver = _Watching()
+
+    async def main() -> None:
+        await asyncio.wait_for(toolspan.arun_tool_calls([CALL], {"remove": slow}, approve=approver), 0.5)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(main())
+    assert len(approver.supervisions) == 1
+    assert not approver.supervisions[0].requested
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_CANCELLED
+    assert span.attributes[semconv.ERROR_TYPE] == "CancelledError"
+    assert semconv.TOOLSPAN_TOOL_CANCELLED_BY not in span.attributes
+
+
+def test_a_request_cancels_a_running_async_body_and_the_caller_gets_a_result(spans: Spans) -> None:
+    started = threading.Event()
+
+    async def slow(path: str) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "done"
+
+    approver = _Watching()
+
+    def cancel_when_started() -> None:
+        assert started.wait(10)
+        approver.supervisions[0].request("ops", None)
+
+    helper = threading.Thread(target=cancel_when_started)
+    helper.start()
+    (result,) = asyncio.run(toolspan.arun_tool_calls([CALL], {"remove": slow}, approve=approver))
+    helper.join()
+    assert result["content"] == "ToolCancelled: cancelled by ops"
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    assert span.attributes[semconv.TOOLSPAN_TOOL_CANCELLED_BY] == "ops"
