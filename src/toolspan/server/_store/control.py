@@ -6,7 +6,8 @@ running calls, made through ``toolspan serve`` (``_http.control``).
   execution id), who decided, the note, the edited arguments (JSON text) and when (ns since the epoch).
 - ``control_cancels``: one row per execution id: who asked, the note and when.
 
-Each function takes the store's connection (``Store.control``/``Store.control_read`` run it under the
+Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes the store's
+connection (``Store.control``/``Store.control_read`` run it under the
 store's lock, writes in one transaction). Plain parameterised SQL, nothing specific to SQLite.
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "decisions_since",
     "insert_cancel",
     "insert_decision",
+    "prune",
 ]
 
 SCHEMA: Final = """
@@ -135,3 +137,10 @@ def cancels_for(db: Any, execution_ids: list[str]) -> list[CancelRow]:
         tuple(execution_ids),
     ).fetchall()
     return [CancelRow(*r) for r in rows]
+
+
+def prune(db: Any, before_ns: int) -> int:
+    """Drop the decisions and cancel requests made before ``before_ns`` (retention); returns how many."""
+    dropped = db.execute("DELETE FROM control_decisions WHERE decided_ns < ?", (before_ns,)).rowcount
+    dropped += db.execute("DELETE FROM control_cancels WHERE requested_ns < ?", (before_ns,)).rowcount
+    return int(dropped)
