@@ -377,6 +377,7 @@ class ControlRoutes:
         if call_id is None:
             raise BadRequest(404, f"no tool call {execution_id!r} is known here")
         text = None if arguments is None else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+        # Read after the span: a span no longer waiting for a decision made here implies it is stored.
         stored = store.control_read(_control.decision_for, call_id)
         if stored is None:
             if span is None:
