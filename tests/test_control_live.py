@@ -1,7 +1,8 @@
 """The control channel end to end with real processes: an application (``control_live_app.py``) whose
 tool calls ``toolspan.ServerApprover`` gates, exporting OTLP with pending records to a real ``toolspan serve
 --token``;
-decisions and cancel requests made over HTTP: allow, deny, edit (and an invalid edit refused), two deciders
+decisions and cancel requests made over HTTP (the decision then on the progress stream, the agent PAUSED while
+the call waited): allow, deny, edit (and an invalid edit refused), two deciders
 racing, the application SIGKILLed while it waits and started again, the server restarted while the
 application waits, cancel of an async tool, of a sync tool that checks, of a generator, and of a call that
 already ended; a denied or cancelled call never runs its body."""
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import Server, running_server, sdk_env, wait_for
+from tests._server import Server, running_server, sdk_env, sse_stream, wait_for
 
 from toolspan import semconv
 from toolspan.bridge.model import Span
@@ -130,6 +131,21 @@ def test_a_call_waits_in_the_inbox_and_runs_once_allowed_over_http(server: Serve
     (event,) = [p["event"] for p in progress if p["event"]["type"] == "permission_decided"]
     assert (event["by"], event["decision"], event["callId"]) == ("alice", "allow", "toolu_del")
     assert event["latencyMs"] == decided[semconv.PERMISSION_LATENCY_MS]
+    # The same on the live progress stream, with the agent paused while the call waited.
+    stream = sse_stream(server, f"/api/traces/{span.trace_id}/progress/stream")
+    seen = []
+    for message in stream:
+        seen.append(message.json()["event"])
+        if seen[-1]["type"] == "done":
+            break
+    stream.close()
+    assert [e for e in seen if e["type"] == "permission_decided"] == [event]
+    assert [(e["from"], e["to"]) for e in seen if e["type"] == "state_changed"] == [
+        ("READY", "WORKING"),
+        ("WORKING", "PAUSED"),
+        ("PAUSED", "WORKING"),
+        ("WORKING", "READY"),
+    ]
     assert wait_for(lambda: _waiting(server, "toolu_del") is None, "the inbox emptied")
 
 
