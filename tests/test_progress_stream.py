@@ -58,18 +58,20 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
             rows = wait_for(lambda: server.get_json("/api/traces")["traces"], "the first pending record")
             path = f"/api/traces/{rows[0]['trace_id']}/progress/stream"
             stream = sse_stream(server, path)
-            first = _envelopes(stream, 1)
-            # Live: the running tool's start, before it returns; nothing provisional (no SEALED, no done).
-            assert _kinds(first) == [("1", "tool:start")]
+            first = _envelopes(stream, 2)
+            # Live: the agent at work and the running tool's start, before it returns; nothing provisional
+            # (no SEALED, no done, no state back to READY).
+            assert _kinds(first) == [("1", "state_changed"), ("2", "tool:start")]
             assert not (tmp_path / "returned").exists()
             (tmp_path / "release-0").write_text("1")
             first += _envelopes(stream, 3)
             stream.close()
             assert _kinds(first) == [
-                ("1", "tool:start"),
-                ("2", "tool:end"),
-                ("3", "tool_executed"),
-                ("4", "tool:start"),
+                ("1", "state_changed"),
+                ("2", "tool:start"),
+                ("3", "tool:end"),
+                ("4", "tool_executed"),
+                ("5", "tool:start"),
             ]
             # Disconnected: step 1 fails and step 2 starts; then the server is killed and restarted.
             (tmp_path / "release-1").write_text("1")
@@ -80,17 +82,18 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
             server.start()
             bookmark = urllib.parse.quote(json.dumps(first[-1].json()["bookmark"]))
             resumed = sse_stream(server, f"{path}?since={bookmark}")
-            rest = _envelopes(resumed, 4)
+            rest = _envelopes(resumed, 5)
             assert _kinds(rest) == [
-                ("5", "tool:error"),
-                ("6", "tool:end"),
-                ("7", "tool_executed"),
-                ("8", "tool:start"),
+                ("6", "tool:error"),
+                ("7", "tool:end"),
+                ("8", "tool_executed"),
+                ("9", "error"),
+                ("10", "tool:start"),
             ]
             for i in (2, 3):
                 (tmp_path / f"release-{i}").write_text("1")
             assert app.wait(60) == 0
-            rest += _envelopes(resumed, 6)
+            rest += _envelopes(resumed, 7)
             resumed.close()
         finally:
             app.kill()
@@ -99,6 +102,12 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
         assert [e.data for e in received] == view
         assert [e.id for e in received] == [str(json.loads(line)["bookmark"]["seq"]) for line in view]
         assert [e.event for e in received] == [json.loads(line)["channel"] for line in view]
+        assert received[-2].json()["event"] == {
+            "type": "state_changed",
+            "from": "WORKING",
+            "to": "READY",
+            "channel": "monitor",
+        }
         assert received[-1].json()["event"] == {
             "type": "done",
             "step": 4,
@@ -106,8 +115,8 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
             "channel": "progress",
         }
         # Last-Event-ID resumes the same way, on a complete trace at once.
-        again = sse_stream(server, path, last_event_id="9")
-        assert [e.data for e in _envelopes(again, 5)] == view[9:]
+        again = sse_stream(server, path, last_event_id="10")
+        assert [e.data for e in _envelopes(again, 7)] == view[10:]
         again.close()
         status, _, body = server.request("GET", f"{path}?since=yesterday")
         assert (status, json.loads(body)) == (
@@ -133,20 +142,24 @@ def test_a_conversation_stream_resumes_into_its_next_turn(tmp_path: Path) -> Non
     with running_server(tmp_path, "--heartbeat", "0.5") as server:
         assert server.post_otlp(otlp_body(first))[0] == 200
         stream = sse_stream(server, path)
-        turn_one = _envelopes(stream, 7)  # 2 x (start, end, executed) and done: the turn is complete
+        # The agent at work, 2 x (start, end, executed), back to READY and done: the turn is complete.
+        turn_one = _envelopes(stream, 9)
         stream.close()
         assert server.post_otlp(otlp_body(second))[0] == 200
         resumed = sse_stream(server, path, last_event_id=turn_one[-1].id)
-        turn_two = _envelopes(resumed, 4)
+        turn_two = _envelopes(resumed, 6)
         resumed.close()
         view = server.get("/api/conversations/conv-p/progress").decode().splitlines()
     assert [e.data for e in turn_one + turn_two] == view
-    assert [json.loads(line)["event"]["type"] for line in view[5:]] == [
+    assert [json.loads(line)["event"]["type"] for line in view[6:]] == [
         "tool_executed",
+        "state_changed",
         "done",
+        "state_changed",
         "tool:start",
         "tool:end",
         "tool_executed",
+        "state_changed",
         "done",
     ]
 
@@ -187,22 +200,30 @@ def test_settled_holds_back_sealed_ends_and_done_until_the_trace_is_complete() -
     open_tool = _span("c" * 16, "a" * 16, "execute_tool t", 4_000_000, None, **tool_attrs)
     running = [agent, done_tool, open_tool]
     kinds = [e["event"]["type"] for e in settled(running, final=False)]
-    assert kinds == ["tool:start", "tool:end", "tool_executed", "tool:start"]
-    # Idle past the timeout (final): the view as it is, SEALED end and interrupted done included.
+    assert kinds == ["state_changed", "tool:start", "tool:end", "tool_executed", "tool:start"]
+    # Idle past the timeout (final): the view as it is, SEALED end, the state back to READY and the
+    # interrupted done included.
     sealed = settled(running, final=True)
-    assert [e["event"]["type"] for e in sealed[4:]] == ["tool:end", "done"]
-    assert (sealed[4]["event"]["call"]["state"], sealed[5]["event"]["reason"]) == ("SEALED", "interrupted")
+    assert [e["event"]["type"] for e in sealed[5:]] == ["tool:end", "state_changed", "done"]
+    assert (sealed[5]["event"]["call"]["state"], sealed[6]["event"]["to"], sealed[7]["event"]["reason"]) == (
+        "SEALED",
+        "READY",
+        "interrupted",
+    )
     # A tool still open holds back what comes after its start: its end may be exported after them.
     early = _span("d" * 16, "a" * 16, "execute_tool t", 1_500_000, None, **tool_attrs)
     held = settled([agent, early, done_tool], final=False)
-    assert [(e["event"]["type"], e["event"]["call"]["execution_id"]) for e in held] == [
-        ("tool:start", "exec_" + "d" * 16)
+    assert [(e["event"]["type"], (e["event"].get("call") or {}).get("execution_id")) for e in held] == [
+        ("state_changed", None),
+        ("tool:start", "exec_" + "d" * 16),
     ]
     # Complete (every span ended, the root among them): everything.
     ended = [_span("a" * 16, None, "invoke_agent x", 1_000_000, 5_000_000, **agent.attributes), done_tool]
     assert [e["event"]["type"] for e in settled(ended, final=False)] == [
+        "state_changed",
         "tool:start",
         "tool:end",
         "tool_executed",
+        "state_changed",
         "done",
     ]

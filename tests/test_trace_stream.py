@@ -140,11 +140,12 @@ def test_a_client_resumes_a_trace_stream_on_the_other_replica_and_back(
         # The progress stream's id is the bookmark seq, from the data: it resumes on B the same way.
         progress = f"/api/traces/{trace_id}/progress/stream"
         head = _envelopes(sse_stream(a, progress), 7)
-        tail = _envelopes(sse_stream(b, progress, last_event_id=head[-1][0]), 12)
+        # (the agent's state_changed to WORKING, 6 x start, end, executed, back to READY, done)
+        tail = _envelopes(sse_stream(b, progress, last_event_id=head[-1][0]), 14)
         view = a.get(f"/api/traces/{trace_id}/progress").decode().splitlines()
         assert b.get_json("/healthz")["spans"] == 0  # B holds nothing of it
     assert [e[2] for e in head + tail] == view
-    assert [e[0] for e in head + tail] == [str(n) for n in range(1, 20)]
+    assert [e[0] for e in head + tail] == [str(n) for n in range(1, 22)]
     received = from_a + from_b + back_on_a
     assert [e[1:] for e in received] == [e[1:] for e in full_a] == [e[1:] for e in full_b]
     tools = [s for s in spans if s.name.startswith("execute_tool")]

@@ -16,11 +16,18 @@ from toolspan.bridge.views import AUTO_SEAL_RESULT, SCHEMA_VERSION, to_progress
 MS0 = T0 // 1_000_000
 
 
-def _brief(envelopes: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+def _brief(envelopes: list[dict[str, Any]], monitor: bool = False) -> list[tuple[Any, ...]]:
+    """Each envelope in brief (the agent's ``state_changed`` and ``error`` reports with ``monitor`` only)."""
     out = []
     for env in envelopes:
         ev = env["event"]
+        if not monitor and ev["type"] in ("state_changed", "error"):
+            continue
         call = ev.get("call") or {}
+        if ev["type"] == "state_changed":  # the agent's state: from -> to in the name's place
+            call = {"name": f"{ev['from']}->{ev['to']}"}
+        elif ev["type"] == "error":  # a classified error: its phase and severity in the name's place
+            call = {"name": f"{ev['phase']}:{ev['severity']}"}
         out.append(
             (
                 env["channel"],
@@ -43,7 +50,8 @@ def test_scenario_envelopes() -> None:
     assert [e["bookmark"]["seq"] for e in envelopes] == list(range(1, len(envelopes) + 1))
     stamps = [e["bookmark"]["timestamp"] for e in envelopes]
     assert stamps == sorted(stamps)
-    assert _brief(envelopes) == [
+    assert _brief(envelopes, monitor=True) == [
+        ("monitor", "state_changed", "READY->WORKING", None, None, None),
         ("progress", "tool:start", "search_flights", "RUNNING", None, None),
         ("progress", "tool:end", "search_flights", "COMPLETED", None, None),
         ("monitor", "tool_executed", "search_flights", "COMPLETED", None, None),
@@ -52,6 +60,7 @@ def test_scenario_envelopes() -> None:
         ("progress", "tool:error", "check_availability", "FAILED", None, None),
         ("progress", "tool:end", "check_availability", "FAILED", None, None),
         ("monitor", "tool_executed", "check_availability", "FAILED", None, None),
+        ("monitor", "error", "tool:error", None, None, None),
         ("progress", "tool:start", "reserve_hotel", "RUNNING", None, None),
         ("progress", "tool:start", "reserve_hotel", "RUNNING", None, None),
         ("progress", "tool:end", "reserve_hotel", "COMPLETED", None, None),
@@ -61,26 +70,42 @@ def test_scenario_envelopes() -> None:
         ("progress", "tool:end", "book_trip", "COMPLETED", None, None),
         ("monitor", "tool_executed", "book_trip", "COMPLETED", None, None),
         ("control", "permission_required", "delete_files", "AWAITING_APPROVAL", None, None),
+        ("monitor", "state_changed", "WORKING->PAUSED", None, None, None),  # paused for the approval
         ("control", "permission_decided", None, None, "deny", None),
+        ("monitor", "state_changed", "PAUSED->WORKING", None, None, None),
         ("progress", "tool:end", "delete_files", "DENIED", None, None),  # denied: never started
         ("monitor", "tool_executed", "delete_files", "DENIED", None, None),
         ("control", "permission_required", "send_email", "AWAITING_APPROVAL", None, None),
+        ("monitor", "state_changed", "WORKING->PAUSED", None, None, None),
         ("control", "permission_decided", None, None, "allow", None),
+        ("monitor", "state_changed", "PAUSED->WORKING", None, None, None),
         ("progress", "tool:start", "send_email", "RUNNING", None, None),  # starts once allowed
         ("progress", "tool:end", "send_email", "COMPLETED", None, None),
         ("monitor", "tool_executed", "send_email", "COMPLETED", None, None),
+        ("monitor", "state_changed", "WORKING->READY", None, None, None),
         ("progress", "done", None, None, None, "completed"),
+        ("monitor", "state_changed", "READY->WORKING", None, None, None),
         ("progress", "tool:start", "rent_car", "RUNNING", None, None),
         ("progress", "tool:end", "rent_car", "COMPLETED", None, None),
         ("monitor", "tool_executed", "rent_car", "COMPLETED", None, None),
         ("progress", "tool:start", "notify", "RUNNING", None, None),
         ("progress", "tool:end", "notify", "SEALED", None, None),
+        ("monitor", "state_changed", "WORKING->READY", None, None, None),
         ("progress", "done", None, None, None, "interrupted"),
     ]
     by_seq = {e["bookmark"]["seq"]: e for e in envelopes}
-    assert by_seq[26]["event"] == {"type": "done", "step": 7, "reason": "completed", "channel": "progress"}
-    assert by_seq[6]["event"]["error"] == "ValueError: sold out"
-    decided = by_seq[22]
+    assert by_seq[33]["event"] == {"type": "done", "step": 7, "reason": "completed", "channel": "progress"}
+    assert by_seq[7]["event"]["error"] == "ValueError: sold out"
+    assert by_seq[10]["event"] == {
+        "type": "error",
+        "phase": "tool",
+        "severity": "error",
+        "message": "ValueError: sold out",
+        "callId": "call_" + sid(6),
+        "execution_id": "exec_" + sid(6),
+        "channel": "monitor",
+    }
+    decided = by_seq[27]
     assert decided == {
         "schema_version": SCHEMA_VERSION,
         "channel": "control",
@@ -95,10 +120,10 @@ def test_scenario_envelopes() -> None:
             "arguments": None,
             "channel": "control",
         },
-        "bookmark": {"seq": 22, "timestamp": MS0 + 73},
+        "bookmark": {"seq": 27, "timestamp": MS0 + 73},
     }
-    assert by_seq[23]["bookmark"]["timestamp"] == MS0 + 73
-    waiting = by_seq[21]["event"]["call"]
+    assert by_seq[29]["bookmark"]["timestamp"] == MS0 + 73
+    waiting = by_seq[25]["event"]["call"]
     assert (waiting["state"], waiting["approval"]) == (
         "AWAITING_APPROVAL",
         {
@@ -111,7 +136,7 @@ def test_scenario_envelopes() -> None:
             "arguments": None,
         },
     )
-    executed = by_seq[25]["event"]["call"]
+    executed = by_seq[31]["event"]["call"]
     assert executed == {
         "id": "call_" + sid(10),
         "name": "send_email",
@@ -150,7 +175,7 @@ def test_sealed_call_carries_the_auto_seal_payload() -> None:
         ("progress", "tool:end", "slow", "SEALED", None, None),
         ("progress", "done", None, None, None, "interrupted"),
     ]
-    call = envelopes[1]["event"]["call"]
+    (call,) = [e["event"]["call"] for e in envelopes if e["event"]["type"] == "tool:end"]
     assert (
         call["result"]
         == AUTO_SEAL_RESULT
@@ -183,10 +208,13 @@ def test_cancelled_call_has_no_tool_error() -> None:
         (e["event"]["type"], (e["event"].get("call") or {}).get("state"))
         for e in to_progress([span(1, None, "execute_tool t", 0, 4, attrs)])
     ]
+    # No tool:error and no monitor error either: a cancellation is not a failure.
     assert types == [
+        ("state_changed", None),
         ("tool:start", "RUNNING"),
         ("tool:end", "CANCELLED"),
         ("tool_executed", "CANCELLED"),
+        ("state_changed", None),
         ("done", None),
     ]
 
@@ -279,17 +307,63 @@ def test_a_call_still_waiting_for_its_decision_has_not_started() -> None:
     def brief(*marks: Any) -> list[tuple[str, Any]]:
         tool = span(2, 1, "execute_tool rm", 0, None, tool_attrs(2, "rm", {"p": "/"}), events=marks)
         envelopes = to_progress([agent, tool])
-        return [(e["event"]["type"], (e["event"].get("call") or {}).get("state")) for e in envelopes]
+        return [
+            (e["event"]["type"], (e["event"].get("call") or {}).get("state") or e["event"].get("to"))
+            for e in envelopes
+        ]
 
     assert brief(permission(1)) == [
+        ("state_changed", "WORKING"),
         ("permission_required", "AWAITING_APPROVAL"),
+        ("state_changed", "PAUSED"),  # the agent waits for the decision
         ("tool:end", "SEALED"),  # read as a finished trace: the call never ended
+        ("state_changed", "READY"),
         ("done", None),
     ]
     assert brief(permission(1), permission(2, "allow")) == [
+        ("state_changed", "WORKING"),
         ("permission_required", "AWAITING_APPROVAL"),
+        ("state_changed", "PAUSED"),
         ("permission_decided", None),
+        ("state_changed", "WORKING"),
         ("tool:start", "RUNNING"),
         ("tool:end", "SEALED"),
+        ("state_changed", "READY"),
         ("done", None),
     ]
+
+
+def test_a_failed_model_call_and_a_failed_turn_are_monitor_errors() -> None:
+    agent = span(
+        1,
+        None,
+        "invoke_agent a",
+        0,
+        20,
+        {sc.GEN_AI_OPERATION_NAME: "invoke_agent"},
+        status="ERROR",
+        status_message="RuntimeError: gave up",
+    )
+    model = span(
+        2,
+        1,
+        "chat gpt-4o",
+        1,
+        5,
+        {sc.GEN_AI_OPERATION_NAME: "chat"},
+        status="ERROR",
+        status_message="RateLimitError: slow down",
+    )
+    envelopes = to_progress([agent, model])
+    for env in envelopes:
+        validate("progress", env)
+    events = [e["event"] for e in envelopes]
+    assert [(e["type"], e.get("phase"), e.get("message")) for e in events] == [
+        ("state_changed", None, None),
+        ("error", "model", "RateLimitError: slow down"),
+        ("error", "system", "RuntimeError: gave up"),
+        ("state_changed", None, None),
+        ("done", None, None),
+    ]
+    assert {e["severity"] for e in events if e["type"] == "error"} == {"error"}
+    assert events[-1]["reason"] == "interrupted"

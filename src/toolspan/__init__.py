@@ -20,8 +20,10 @@ from toolspan._kernel.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan._calls.book import ApprovalBook
+    from toolspan._calls.remote import ServerApprover
     from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
     from toolspan._decisions.approvals import Approval
+    from toolspan._decisions.cancel import check_cancelled
     from toolspan._decisions.replay import replay
     from toolspan._instrument.agent import agent, thought
     from toolspan._instrument.context import current_execution_id, current_tool_call_id, tool_call_id
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
         ReplayedToolError,
         ReplayError,
         ReplaySealed,
+        ToolCancelled,
         ToolDenied,
     )
     from toolspan.propagation import extract, inject
@@ -57,11 +60,14 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "ReplaySealed": "toolspan.errors",
     "ReplayedToolError": "toolspan.errors",
     "Run": "toolspan._instrument.handle",
+    "ServerApprover": "toolspan._calls.remote",
     "ToolCall": "toolspan._calls.runner",
+    "ToolCancelled": "toolspan.errors",
     "ToolDenied": "toolspan.errors",
     "__version__": ("toolspan._instrument.tracer", "VERSION"),
     "agent": "toolspan._instrument.agent",
     "arun_tool_calls": "toolspan._calls.runner",
+    "check_cancelled": "toolspan._decisions.cancel",
     "configure": "toolspan._sdk.setup",
     "current_execution_id": "toolspan._instrument.context",
     "current_tool_call_id": "toolspan._instrument.context",
@@ -93,11 +99,14 @@ __all__ = [
     "ReplaySealed",
     "ReplayedToolError",
     "Run",
+    "ServerApprover",
     "ToolCall",
+    "ToolCancelled",
     "ToolDenied",
     "__version__",
     "agent",
     "arun_tool_calls",
+    "check_cancelled",
     "configure",
     "current_execution_id",
     "current_tool_call_id",

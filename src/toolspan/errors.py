@@ -2,6 +2,10 @@
 
 - ``ToolDenied``: raised to refuse a tool call (by a policy, an approver, or the tool itself): its span
   ends ``DENIED`` and ``run_tool_calls`` answers the model ``"PermissionDenied: <note>"``.
+- ``ToolCancelled``: a running tool call cancelled on request (``POST /api/control/cancels`` of
+  ``toolspan serve``, delivered by ``toolspan.ServerApprover``): raised by ``toolspan.check_cancelled()`` in
+  a sync tool, at the next yield of a generator tool, and in place of an async tool's cancelled task; its
+  span ends ``CANCELLED`` with who asked; ``run_tool_calls`` answers ``"ToolCancelled: <note>"``.
 - ``ToolNotFoundError``, ``InvalidArgumentsError``, ``UnsupportedToolCallError``: a model's tool call that
   ``run_tool_calls`` cannot run (each becomes an error result for the model, never raised to the caller).
 - ``PolicyError``: a policy that cannot be used (the message names the file, line and field).
@@ -20,6 +24,7 @@ __all__ = [
     "ReplayError",
     "ReplaySealed",
     "ReplayedToolError",
+    "ToolCancelled",
     "ToolDenied",
     "ToolNotFoundError",
     "UnsupportedToolCallError",
@@ -39,6 +44,20 @@ class ToolDenied(Exception):
 
 # Recorded as error.type "toolspan.ToolDenied" (the name the public API gives it).
 ToolDenied.__module__ = "toolspan"
+
+
+class ToolCancelled(Exception):
+    """A running tool call was cancelled on request: ``by`` who asked, ``note`` why. The span ends in state
+    CANCELLED (``toolspan.tool.cancelled_by`` = ``by``)."""
+
+    def __init__(self, note: str | None = None, *, by: str | None = None) -> None:
+        text = note or (f"cancelled by {by}" if by else "cancelled")
+        super().__init__(text)
+        self.note = note
+        self.by = by
+
+
+ToolCancelled.__module__ = "toolspan"
 
 
 class ToolNotFoundError(LookupError):

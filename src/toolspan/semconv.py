@@ -136,6 +136,9 @@ TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: Final = "toolspan.tool.call.edited_argument
 TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST: Final = "toolspan.tool.call.arguments.digest"
 # On a tool span that resumes an approval after a restart: the execution_id of the span that waited (also
 # a span link to it, whose attribute toolspan.link.type is "resumes_approval").
+# On a tool span cancelled on request (toolspan serve's control channel): who asked, and why.
+TOOLSPAN_TOOL_CANCELLED_BY: Final = "toolspan.tool.cancelled_by"
+TOOLSPAN_TOOL_CANCEL_NOTE: Final = "toolspan.tool.cancel_note"
 TOOLSPAN_APPROVAL_RESUMES: Final = "toolspan.approval.resumes"
 TOOLSPAN_LINK_TYPE: Final = "toolspan.link.type"
 LINK_TYPE_RESUMES_APPROVAL: Final = "resumes_approval"
@@ -197,6 +200,7 @@ CANCELLATION_ERROR_TYPES: Final = frozenset(
         "concurrent.futures._base.CancelledError",
         "KeyboardInterrupt",
         "GeneratorExit",
+        "toolspan.ToolCancelled",
     }
 )
 

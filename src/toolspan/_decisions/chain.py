@@ -16,23 +16,29 @@ of a decorated tool runs these steps, in this order, inside the tool's span and 
 4. **replay** (``toolspan.replay``): the recorded call matching this one (by the model's call id, else by
    name and the model's full arguments) is served instead of the body. A thread that did not inherit the
    replay's context still replays: a body never runs silently while a replay is active;
-5. the **body**, with the arguments of step 3.
+5. the **body**, with the arguments of step 3; when the approver also delivers cancel requests (it has
+   ``supervise``, as ``toolspan.ServerApprover``), under its supervision (``cancel``): a cancelled call raises
+   ``ToolCancelled`` (an async body's task is cancelled; a generator gets it at its next yield; a sync body at
+   ``check_cancelled()``), and a call cancelled before its body starts never runs it.
 
 A step that refuses raises ``ToolDenied`` (the span ends DENIED); anything unexpected in a step denies too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from typing import Any, Final, NamedTuple, Protocol
 
 from opentelemetry import context as context_api
 
 from toolspan._capture import serialize as _serialize
 from toolspan._decisions import approvals as _approvals
+from toolspan._decisions import cancel as _cancel
 from toolspan._decisions.approvals import ApprovalRequest
 from toolspan._instrument import hooks
+from toolspan._instrument.context import current_execution_id
 from toolspan._instrument.hooks import ACTIVE
 
 __all__ = [
@@ -115,6 +121,7 @@ class _Plan(NamedTuple):
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     serve: Callable[[], Any] | None  # what stands in for the body (replay), else None
+    supervisor: _cancel.Supervisor | None = None  # delivers cancel requests to the body, if any
 
 
 def arguments_of(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -156,7 +163,10 @@ def _last(  # noqa: PLR0917
         if model is None:
             model = arguments_of(info, instance, args, kwargs)
         serve = session.prepare(info, model)
-    return _Plan(run_args, run_kwargs, serve)
+    supervisor: Any = None
+    if request is not None and serve is None and callable(getattr(request.approve, "supervise", None)):
+        supervisor = request.approve
+    return _Plan(run_args, run_kwargs, serve, supervisor)
 
 
 def _session() -> Session | None:
@@ -189,41 +199,102 @@ async def _decide_async(info: Any, instance: Any, args: tuple[Any, ...], kwargs:
     return _last(info, instance, args, kwargs, request, model, edited)
 
 
+def _supervised(plan: _Plan) -> contextlib.AbstractContextManager[_cancel.Supervision | None]:
+    if plan.supervisor is None:
+        return contextlib.nullcontext()
+    return _cancel.supervising(plan.supervisor, current_execution_id())
+
+
+def _cancellable(supervision: _cancel.Supervision, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    """``yield from gen``, throwing ``ToolCancelled`` into it at its next resume once cancelled."""
+    to_send: Any = None
+    to_throw: BaseException | None = None
+    try:
+        while True:
+            try:
+                if to_throw is None and supervision.requested:
+                    to_throw = supervision.error()
+                item = gen.send(to_send) if to_throw is None else gen.throw(to_throw)
+            except StopIteration as stop:
+                return stop.value
+            to_send, to_throw = None, None
+            try:
+                to_send = yield item
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                to_throw = exc
+    finally:
+        gen.close()
+
+
+async def _acancellable(
+    supervision: _cancel.Supervision, agen: AsyncGenerator[Any, Any]
+) -> AsyncIterator[Any]:
+    try:
+        while True:
+            try:
+                if supervision.requested:
+                    item = await agen.athrow(supervision.error())
+                else:
+                    item = await _cancel.run_cancellable(supervision, agen.__anext__())
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        await agen.aclose()
+
+
 def substitute(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
     """``wrapped`` behind the chain: a callable of its kind (``sync``, ``async``, ``gen``, ``agen``)."""
     if kind == "async":
 
         async def call_async(*args: Any, **kwargs: Any) -> Any:
             plan = await _decide_async(info, instance, args, kwargs)
-            return await wrapped(*plan.args, **plan.kwargs) if plan.serve is None else plan.serve()
+            if plan.serve is not None:
+                return plan.serve()
+            with _supervised(plan) as supervision:
+                if supervision is None:
+                    return await wrapped(*plan.args, **plan.kwargs)
+                return await _cancel.run_cancellable(supervision, wrapped(*plan.args, **plan.kwargs))
 
         return call_async
     if kind == "gen":
 
         def call_gen(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
             plan = _decide_sync(info, instance, args, kwargs)
-            if plan.serve is None:
-                return (yield from wrapped(*plan.args, **plan.kwargs))
-            yield from plan.serve() or ()
-            return None
+            if plan.serve is not None:
+                yield from plan.serve() or ()
+                return None
+            with _supervised(plan) as supervision:
+                if supervision is None:
+                    return (yield from wrapped(*plan.args, **plan.kwargs))
+                return (yield from _cancellable(supervision, wrapped(*plan.args, **plan.kwargs)))
 
         return call_gen
     if kind == "agen":
 
         async def call_agen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             plan = await _decide_async(info, instance, args, kwargs)
-            if plan.serve is None:
-                async for item in wrapped(*plan.args, **plan.kwargs):
+            if plan.serve is not None:
+                for item in plan.serve() or ():
                     yield item
                 return
-            for item in plan.serve() or ():
-                yield item
+            with _supervised(plan) as supervision:
+                items = wrapped(*plan.args, **plan.kwargs)
+                if supervision is not None:
+                    items = _acancellable(supervision, items)
+                async for item in items:
+                    yield item
 
         return call_agen
 
     def call(*args: Any, **kwargs: Any) -> Any:
         plan = _decide_sync(info, instance, args, kwargs)
-        return wrapped(*plan.args, **plan.kwargs) if plan.serve is None else plan.serve()
+        if plan.serve is not None:
+            return plan.serve()
+        with _supervised(plan):
+            return wrapped(*plan.args, **plan.kwargs)
 
     return call
 

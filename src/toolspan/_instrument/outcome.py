@@ -7,6 +7,9 @@
   text (``api_key=[REDACTED]``) and cut to the attribute budget;
 - cancellation (``asyncio.CancelledError``, ``KeyboardInterrupt``, ``GeneratorExit``): status left
   UNSET, ``error.type`` = the class name;
+- ``ToolCancelled`` (a cancellation requested through ``toolspan serve``): status left UNSET,
+  ``error.type = "toolspan.ToolCancelled"``, who asked in ``toolspan.tool.cancelled_by`` (the note, user
+  content, only with capture on);
 - ``ToolDenied``: status left UNSET (a refusal is not a failure), ``error.type = "toolspan.ToolDenied"``.
 
 Telemetry never breaks the call: every function here logs and swallows its own errors.
@@ -25,7 +28,7 @@ from opentelemetry.trace import Status, StatusCode
 from toolspan import semconv
 from toolspan._capture.serialize import redact_text
 from toolspan.config import get_config
-from toolspan.errors import ToolDenied
+from toolspan.errors import ToolCancelled, ToolDenied
 
 _logger = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ def state_of(exc: BaseException) -> str:
     """The tool state an exception ends a call in."""
     if isinstance(exc, ToolDenied):
         return semconv.STATE_DENIED
-    if isinstance(exc, CANCELLATIONS):
+    if isinstance(exc, (*CANCELLATIONS, ToolCancelled)):
         return semconv.STATE_CANCELLED
     return semconv.STATE_FAILED
 
@@ -78,6 +81,13 @@ def record_outcome(span: trace_api.Span, exc: BaseException, *, tool: bool, **ex
             else:
                 span.add_event(semconv.EXCEPTION_EVENT, {semconv.EXCEPTION_TYPE: _exception_type(exc)})
                 span.set_status(Status(StatusCode.ERROR, name))
+        elif isinstance(exc, ToolCancelled):
+            attrs[semconv.ERROR_TYPE] = error_type(exc)
+            if exc.by is not None:
+                attrs[semconv.TOOLSPAN_TOOL_CANCELLED_BY] = str(exc.by)
+            config = get_config()
+            if exc.note is not None and config.capture_content:
+                attrs[semconv.TOOLSPAN_TOOL_CANCEL_NOTE] = redact_text(str(exc.note), config)
         elif state == semconv.STATE_CANCELLED:
             attrs[semconv.ERROR_TYPE] = type(exc).__name__
         else:

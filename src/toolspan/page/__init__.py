@@ -21,6 +21,14 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
    AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact text;
 3. re-render with that data, keeping the selected step, the trace shown and the scroll positions.
 
+4. with ``decisions_url`` and ``cancels_url`` (``toolspan serve --token``): the details of a tool call that
+   waits for its approval show Allow, Deny and Edit (a JSON editor of the arguments, checked to be a JSON
+   object before anything is sent), a running call shows Cancel: each a same-origin ``POST`` of JSON with
+   ``Authorization: Bearer <token>``. The token is the page's own ``?access_token=`` (the server needed it to
+   serve the page), else pasted once into the page; it is kept in the tab's ``sessionStorage`` only, and
+   never put in a URL or a cookie. The answer (or the refusal, with its reason) shows under the buttons, and
+   the call's new state arrives on the stream.
+
 Bursts of messages collapse into one fetch at a time. Between updates, the bars of steps still running
 grow with the browser's clock (once a second; a clock more than an hour off the trace's times is
 ignored). The page works from ``file://`` and from any path of the server; the URLs may be relative to
@@ -63,6 +71,10 @@ class LiveOptions:
 
     stream_url: str
     data_url: str
+    # Where the page decides waiting calls and cancels running ones (``toolspan serve`` with a token): the
+    # page then shows Allow, Deny, Edit and Cancel. ``None``: no such buttons.
+    decisions_url: str | None = None
+    cancels_url: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -116,7 +128,11 @@ def render_html(
     """One self-contained HTML page showing ``data`` (a page document or a list of them)."""
     script = _asset("page.js")
     style = _asset("page.css")
-    config = {"live": None if live is None else {"stream_url": live.stream_url, "data_url": live.data_url}}
+    config: dict[str, Any] = {
+        "live": None if live is None else {"stream_url": live.stream_url, "data_url": live.data_url}
+    }
+    if live is not None and live.decisions_url and live.cancels_url:
+        config["control"] = {"decisions_url": live.decisions_url, "cancels_url": live.cancels_url}
     if title is None:
         first = data if isinstance(data, Mapping) else (data[0] if data else {})
         title = str(first.get("title") or first.get("trace_id") or "trace")

@@ -520,6 +520,7 @@
     const h = el("h3");
     h.append(el("span", "badge s-" + s.state, s.state), el("span", "iso", s.label));
     box.appendChild(h);
+    controls(box, s);
     const meta = el("div", "meta");
     meta.append(el("span", null, s.kind + " \u00b7 span "), el("span", "iso", s.name));
     box.appendChild(meta);
@@ -588,6 +589,109 @@
       section(box, "Attributes", () => JSON.stringify(s.attributes, null, 2));
       box.appendChild(jsonBlock(s.attributes));
     }
+  }
+
+  // ---------- control: decide and cancel through the server (served with a token only) ----------
+  // The token is sent in the Authorization header of a POST, never in a URL or a cookie. It comes from the
+  // page's own ?access_token= (the server needed it to serve the page), else it is pasted once; either way it
+  // is kept in this tab's sessionStorage only.
+  const KEY_TOKEN = "toolspan-control-token";
+  const KEY_BY = "toolspan-control-by";
+  const control = { editing: null, message: null };
+  function store(key, value) { try { if (value === null) sessionStorage.removeItem(key); else sessionStorage.setItem(key, value); } catch (e) { /* storage off: kept for this page only */ } }
+  function stored(key) { try { return sessionStorage.getItem(key); } catch (e) { return null; } }
+  function controlToken() {
+    const fromUrl = new URLSearchParams(location.search).get("access_token");
+    if (fromUrl && !stored(KEY_TOKEN)) store(KEY_TOKEN, fromUrl);
+    return stored(KEY_TOKEN) || control.token || null;
+  }
+  function send(url, body, what, id) {
+    control.message = { id: id, text: what + "\u2026", ok: true };
+    detail();
+    fetch(url, {
+      method: "POST",
+      cache: "no-store",
+      credentials: "omit",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + controlToken() },
+      body: JSON.stringify(body),
+    })
+      .then((r) => r.json().then((doc) => [r.status, doc]))
+      .then(([status, doc]) => {
+        if (status === 401) store(KEY_TOKEN, null);
+        const ok = status >= 200 && status < 300;
+        const text = ok ? what + ": done" + (doc.decision ? " (" + doc.decision + " by " + doc.by + ")" : "") : "refused (" + status + "): " + (doc.error || "");
+        control.message = { id: id, text: text, ok: ok };
+        if (ok) control.editing = null;
+        detail();
+      })
+      .catch((e) => { control.message = { id: id, text: what + " failed: " + e, ok: false }; detail(); });
+  }
+  function controls(box, s) {
+    const c = config.control;
+    if (!c || s.kind !== "tool" || !P || !config.live) return;
+    const waiting = s.state === "AWAITING_APPROVAL";
+    const running = s.state === "RUNNING";
+    if (!waiting && !running && !(control.message && control.message.id === s.id)) return;
+    const bar = el("div", "control");
+    bar.id = "control";
+    if (!controlToken()) {
+      const field = el("input");
+      field.type = "password";
+      field.id = "control-token";
+      field.placeholder = "bearer token, to decide";
+      field.autocomplete = "off";
+      const save = el("button", null, "Use token");
+      save.type = "button";
+      save.id = "control-token-save";
+      save.addEventListener("click", () => { const v = field.value.trim(); if (v) { store(KEY_TOKEN, v); control.token = v; detail(); } });
+      bar.append(field, save);
+      box.appendChild(bar);
+      return;
+    }
+    const by = el("input");
+    by.id = "control-by";
+    by.value = stored(KEY_BY) || "page";
+    by.size = 10;
+    by.title = "who decides";
+    by.addEventListener("change", () => store(KEY_BY, by.value.trim() || "page"));
+    const who = () => (by.value.trim() || "page");
+    const button = (id, text, onClick) => { const b = el("button", null, text); b.type = "button"; b.id = id; b.addEventListener("click", onClick); bar.appendChild(b); return b; };
+    bar.append(el("span", "meta", "as "), by);
+    const target = { call_id: s.call_id, execution_id: s.execution_id };
+    if (waiting) {
+      button("control-allow", "Allow", () => send(c.decisions_url, { ...target, decision: "allow", by: who() }, "allow", s.id));
+      button("control-deny", "Deny", () => send(c.decisions_url, { ...target, decision: "deny", by: who() }, "deny", s.id));
+      button("control-edit", "Edit\u2026", () => { control.editing = { id: s.id, text: JSON.stringify(s.input === undefined ? {} : s.input, null, 2), error: null }; detail(); });
+    }
+    if (running) {
+      button("control-cancel", "Cancel", () => send(c.cancels_url, { execution_id: s.execution_id, by: who() }, "cancel", s.id));
+    }
+    box.appendChild(bar);
+    const ed = control.editing;
+    if (waiting && ed && ed.id === s.id) {
+      const area = el("textarea", "iso");
+      area.id = "control-arguments";
+      area.rows = 8;
+      area.spellcheck = false;
+      area.value = ed.text;
+      area.addEventListener("input", () => { ed.text = area.value; });
+      const go = el("button", null, "Allow with these arguments");
+      go.type = "button";
+      go.id = "control-send-edit";
+      go.addEventListener("click", () => {
+        let value;
+        try { value = JSON.parse(area.value); } catch (e) { ed.error = "not JSON: " + e.message; detail(); return; }
+        if (value === null || typeof value !== "object" || Array.isArray(value)) { ed.error = "the arguments must be a JSON object"; detail(); return; }
+        ed.error = null;
+        send(c.decisions_url, { ...target, decision: "allow", by: who(), arguments: value }, "allow edited", s.id);
+      });
+      const wrap = el("div", "control-edit");
+      wrap.append(area, go);
+      if (ed.error) wrap.appendChild(el("p", "control-error", ed.error));
+      box.appendChild(wrap);
+    }
+    const m = control.message;
+    if (m && m.text && m.id === s.id) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); }
   }
 
   // ---------- conversation ----------

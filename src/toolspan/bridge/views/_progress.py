@@ -14,7 +14,17 @@ time order:
   required; a denied call has none, nor has a call still waiting for its decision;
 - progress ``tool:error`` ``{call, error}`` when the call FAILED;
 - progress ``tool:end`` with the final state (COMPLETED, FAILED, DENIED, CANCELLED) and ``durationMs``;
-- monitor ``tool_executed`` with the same snapshot (``durationMs``, ``approval``).
+- monitor ``tool_executed`` with the same snapshot (``durationMs``, ``approval``);
+- monitor ``error`` ``{phase, severity, message, callId, execution_id}`` when the call FAILED (phase
+  ``tool``, severity ``error``).
+
+Monitor ``error`` also reports a model call that failed (phase ``model``, at its end) and a turn whose
+agent span failed (phase ``system``, just before its ``done``); severity is ``error`` for all three
+(``info``/``warn`` are reserved by the seed's format for milder reports). Monitor ``state_changed`` ``{from,
+to}`` follows the agent's state per trace: ``READY`` -> ``WORKING`` just before the trace's first event (and
+the first event after a ``done``), ``WORKING`` -> ``PAUSED`` when a call starts waiting for its approval and
+none waited, ``PAUSED`` -> ``WORKING`` when the last waiting call is decided (or ends), and -> ``READY`` just
+before each ``done``. They are read from tool spans only, which a live server has from their start.
 
 A tool that started and never ended gets, at the end of its trace, ``tool:end`` with state ``SEALED`` and
 the frontends' auto-seal payload as ``result`` (``{ok: false, error, recommendations, _autoSealed: true}``).
@@ -30,7 +40,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import AGENT, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
+from toolspan.bridge.facts import AGENT, LLM, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -154,7 +164,71 @@ def _tool_items(t: int, i: int, tc: ToolCallRecord, trace_end: int) -> list[_Ite
         )
     items.append((at, rank, t, i, 102, "progress", {"type": "tool:end", "call": call}))
     items.append((at, rank, t, i, 103, "monitor", {"type": "tool_executed", "call": call}))
+    if state == sc.STATE_FAILED:
+        error = _error("tool", tc.error or "Tool call failed", tc.call_id, tc.execution_id)
+        items.append((at, rank, t, i, 104, "monitor", error))
     return items
+
+
+def _error(
+    phase: str, message: str, call_id: str | None = None, exec_id: str | None = None
+) -> dict[str, Any]:
+    """A monitor ``error`` event (the seed's classified error)."""
+    return {
+        "type": "error",
+        "phase": phase,
+        "severity": "error",
+        "message": message,
+        "callId": call_id,
+        "execution_id": exec_id,
+    }
+
+
+READY: Final = "READY"
+WORKING: Final = "WORKING"
+PAUSED: Final = "PAUSED"
+
+
+def _with_states(items: list[_Item]) -> list[_Item]:
+    """``items`` (sorted) with the agent's ``state_changed`` events of each trace (see module doc)."""
+    out: list[_Item] = []
+    states: dict[int, str] = {}
+    waiting: dict[int, set[str]] = {}
+
+    def change(item: _Item, old: str, new: str) -> None:
+        out.append((*item[:5], "monitor", {"type": "state_changed", "from": old, "to": new}))
+
+    for item in items:
+        t, event = item[2], item[6]
+        kind = event["type"]
+        state = states.get(t, READY)
+        calls = waiting.setdefault(t, set())
+        if kind == "done":
+            if state != READY:
+                change(item, state, READY)
+            states[t] = READY
+            calls.clear()
+            out.append(item)
+            continue
+        if state == READY:
+            change(item, READY, WORKING)
+            state = WORKING
+        out.append(item)
+        if kind == "permission_required":
+            calls.add(event["call"]["id"])
+            if state == WORKING:
+                change(item, WORKING, PAUSED)
+                state = PAUSED
+        elif kind == "permission_decided" or (
+            kind == "tool:end" and event["call"]["state"] != sc.STATE_SEALED
+        ):
+            # (A sealed call never got its decision: the agent stays paused until its turn is done.)
+            calls.discard(event["callId"] if kind == "permission_decided" else event["call"]["id"])
+            if not calls and state == PAUSED:
+                change(item, PAUSED, WORKING)
+                state = WORKING
+        states[t] = state
+    return out
 
 
 def to_progress(spans: Iterable[Span]) -> list[dict[str, Any]]:
@@ -168,6 +242,9 @@ def to_progress(spans: Iterable[Span]) -> list[dict[str, Any]]:
         sealed_in: set[int | None] = set()
         calls = index.tool_calls()
         for i, span in enumerate(trace):
+            if index.kinds[i] == LLM and span.status == "ERROR" and span.end_ns is not None:
+                message = span.status_message or f"model call {span.name} failed"
+                items.append((span.end_ns, 1, t, i, 105, "monitor", _error("model", message)))
             if index.kinds[i] != TOOL:
                 continue
             items.extend(_tool_items(t, i, calls[i], trace_end))
@@ -183,6 +260,9 @@ def to_progress(spans: Iterable[Span]) -> list[dict[str, Any]]:
                 span = trace[i]
                 ok = span.end_ns is not None and span.status != "ERROR" and i not in sealed_in
                 at = span.end_ns if span.end_ns is not None else trace_end
+                if span.end_ns is not None and span.status == "ERROR":
+                    message = span.status_message or f"{span.name} failed"
+                    items.append((max(at, span.start_ns), 5, t, i, 199, "monitor", _error("system", message)))
                 event = {
                     "type": "done",
                     "step": ended_in.get(i, 0),
@@ -201,7 +281,7 @@ def to_progress(spans: Iterable[Span]) -> list[dict[str, Any]]:
             items.append((trace_end, 5, t, len(trace), 200, "progress", event))
     items.sort(key=lambda item: item[:5])
     out = []
-    for seq, (time_ns, _rank, _t, _i, _n, channel, event) in enumerate(items, start=1):
+    for seq, (time_ns, _rank, _t, _i, _n, channel, event) in enumerate(_with_states(items), start=1):
         out.append(
             {
                 "schema_version": SCHEMA_VERSION,

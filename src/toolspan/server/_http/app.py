@@ -35,6 +35,7 @@ from toolspan.server._http.auth import (
     trace_id_param,
 )
 from toolspan.server._http.config import ServerConfig
+from toolspan.server._http.control import ControlRoutes
 from toolspan.server._http.openapi import openapi_document
 from toolspan.server._http.render import LINES, TARGETS, document_bytes, render, tree_document
 from toolspan.server._ingest import otlp as _ingest
@@ -81,6 +82,7 @@ class ServerHandlers:
         self.parsers = Parsers(config.parse_workers)
         # Set when the server shuts down: every stream ends its response then (``end_streams``).
         self.ending: asyncio.Event | None = None
+        self.control = ControlRoutes(self)  # decide and cancel tool calls (``_http.control``)
 
     def end_streams(self) -> None:
         """End every open stream, on the event loop (the server is shutting down)."""
@@ -240,7 +242,8 @@ class ServerHandlers:
         if isinstance(found, Response):
             return found
         token = request.query_params.get("access_token")
-        text = await run_in_threadpool(_pages.trace_page_html, *found, token)
+        control = bool(self.config.token)  # deciding needs a token: without one, no buttons
+        text = await run_in_threadpool(_pages.trace_page_html, *found, token, control)
         return HTMLResponse(text)
 
     async def page_data(self, request: Request) -> Response:
@@ -398,6 +401,7 @@ class ServerHandlers:
             Route("/api/conversations/{conversation_id:str}/ag-ui/stream", self.frontend_stream),
             Route("/api/conversations/{conversation_id:str}/ai-sdk/stream", self.frontend_stream),
             Route("/api/ag-ui", self.ag_ui_agent, methods=["POST"]),
+            *self.control.routes(),
             Route("/api/conversations/{conversation_id:str}/progress", self.conversation_timeline),
             Route("/api/conversations/{conversation_id:str}/stream", self.stream),
             Route("/api/conversations/{conversation_id:str}/timeline", self.conversation_timeline),

@@ -59,6 +59,91 @@ def _frontend_paths(sse: str, trace: tuple[str, ...], conversation: tuple[str, .
     }
 
 
+def _post(summary: str, schema: dict[str, Any], responses: dict[str, str]) -> dict[str, Any]:
+    return {
+        "summary": summary,
+        "security": [{"bearer": []}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
+        "responses": {code: {"description": text} for code, text in responses.items()},
+    }
+
+
+_WRITE_REFUSALS = {
+    "400": "a field missing or malformed: {error, status}",
+    "401": "missing or wrong bearer token",
+    "403": "the server has no --token (deciding needs one, always), or a foreign Origin",
+    "404": "no such tool call known here",
+    "413": "body over the size limit",
+    "415": "the body is not application/json",
+}
+
+
+def _control_paths() -> dict[str, Any]:
+    """The control channel (``_http.control``): the inbox, decisions and cancel requests."""
+    text = {"type": ["string", "null"]}
+    decision = {
+        "type": "object",
+        "required": ["decision", "by"],
+        "properties": {
+            "call_id": {"type": "string", "description": "the model's tool call id"},
+            "execution_id": {"type": "string", "description": "exec_<span id> (either names the call)"},
+            "decision": {"enum": ["allow", "deny"]},
+            "note": text,
+            "by": {"type": "string", "description": "who decides"},
+            "arguments": {"type": ["object", "null"], "description": "edited arguments (allow only)"},
+        },
+    }
+    cancel = {
+        "type": "object",
+        "required": ["execution_id", "by"],
+        "properties": {"execution_id": {"type": "string"}, "by": {"type": "string"}, "note": text},
+    }
+    wait = {"name": "wait", "in": "query", "required": False, "schema": {"type": "number", "maximum": 30}}
+    decision_get = _get(
+        "The decision on a tool call (null until made), long-polled up to ?wait= seconds; also the first"
+        " span that waited for it",
+        params=("call_id",),
+    )
+    decision_get["get"]["parameters"].append(wait)
+    cancels_get = _get("Cancel requests of the running calls named by ?execution_id= (repeated), long-polled")
+    cancels_get["get"]["parameters"] = [
+        {"name": "execution_id", "in": "query", "required": True, "schema": {"type": "string"}},
+        wait,
+    ]
+    return {
+        "/api/control/waiting": _get(
+            "Inbox: tool calls waiting for a decision across traces (tool, arguments, agent, trace, waiting"
+            " since)"
+        ),
+        "/api/control/decisions": {
+            "post": _post(
+                "Decide a waiting tool call: allow, deny, or allow with edited arguments (first decision"
+                " wins)",
+                decision,
+                {
+                    "200": "the decision that stands (made now, or the same one made before)",
+                    **_WRITE_REFUSALS,
+                    "409": "already decided otherwise (body.decision: the one that stands), or not waiting",
+                },
+            )
+        },
+        "/api/control/decisions/{call_id}": decision_get,
+        "/api/control/cancels": {
+            **cancels_get,
+            "post": _post(
+                "Ask the application to cancel a running tool call",
+                cancel,
+                {
+                    "202": "requested",
+                    "200": "requested before (same body)",
+                    **_WRITE_REFUSALS,
+                    "409": "the call already ended (body.state), or it waits for its approval",
+                },
+            ),
+        },
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     trace = ("trace_id",)
     job = ("job_id",)
@@ -151,5 +236,7 @@ def openapi_document() -> dict[str, Any]:
                 "Live act/observe events of one conversation (SSE)", sse, conversation
             ),
             **_frontend_paths(sse, trace, conversation),
+            **_control_paths(),
         },
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }

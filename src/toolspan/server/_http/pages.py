@@ -3,7 +3,8 @@
 - ``/traces/{id}`` and ``/api/jobs/{id}/trace/page``: the trace page (``toolspan.page``) in live mode. It
   follows ``/api/traces/{id}/stream`` and re-fetches ``/api/traces/{id}/page`` (``to_pages(spans,
   live=True)``), so running tools appear and finish while you watch. A token given as ``?access_token=``
-  is passed on to those two URLs (a browser's ``EventSource`` cannot send headers).
+  is passed on to those two URLs (a browser's ``EventSource`` cannot send headers). A server with a token
+  serves it with the buttons that decide waiting calls and cancel running ones (``toolspan.page``, step 4).
 - ``/traces``: the newest traces (``/api/traces`` rows, same filters) as a table linking to their pages,
   each named by what the user asked (the root's input), with a search box (``q``), a state filter
   (``state``), a refresh button and auto-refresh (``refresh=<seconds>``, a meta refresh): a plain GET form,
@@ -86,12 +87,16 @@ def page_data(spans: Sequence[Span]) -> str:
     return page_json(docs[0] if len(docs) == 1 else docs)
 
 
-def trace_page_html(trace_id: str, spans: Sequence[Span], token: str | None) -> str:
-    """The live trace page of ``trace_id``."""
+def trace_page_html(trace_id: str, spans: Sequence[Span], token: str | None, control: bool = False) -> str:
+    """The live trace page of ``trace_id``; with ``control`` (the server has a token), with the buttons that
+    decide and cancel tool calls (``_http.control``)."""
     docs = to_pages(list(spans), live=True)
     query = _token_query(token)
     live = LiveOptions(
-        stream_url=f"/api/traces/{trace_id}/stream{query}", data_url=f"/api/traces/{trace_id}/page{query}"
+        stream_url=f"/api/traces/{trace_id}/stream{query}",
+        data_url=f"/api/traces/{trace_id}/page{query}",
+        decisions_url="/api/control/decisions" if control else None,
+        cancels_url="/api/control/cancels" if control else None,
     )
     return render_html(docs[0] if len(docs) == 1 else docs, live=live)
 

@@ -18,6 +18,7 @@ import logging
 import signal
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from toolspan.server._http.app import ServerHandlers, build_app
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
+from toolspan.server._store import control as _control
 from toolspan.server._store.db import Store, StoreError
 
 __all__ = ["serve", "wildcard_host"]
@@ -47,6 +49,8 @@ async def _retention(app: ServerHandlers) -> None:
             dropped = await asyncio.to_thread(app.store.prune, max_age_ns=max_age, max_spans=config.max_spans)
             if dropped:
                 _logger.info("toolspan serve: retention dropped %d trace(s)", dropped)
+            if max_age is not None:  # decisions and cancel requests of the control channel, as old
+                await asyncio.to_thread(app.store.control, _control.prune, time.time_ns() - max_age)
         except Exception:
             _logger.exception("toolspan serve: retention failed")
         await asyncio.sleep(every)

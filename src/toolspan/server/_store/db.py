@@ -38,6 +38,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, merge, row_of_span
+from toolspan.server._store.control import SCHEMA as _CONTROL_SCHEMA
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, put_rows
 from toolspan.server._streams.cursor import Cursor
 
@@ -158,6 +159,7 @@ class Store:
         if problems != ["ok"]:
             raise StoreError(f"{self.path}: the database is damaged ({'; '.join(problems)})")
         db.executescript(_SCHEMA)
+        db.executescript(_CONTROL_SCHEMA)
         row = db.execute("SELECT max(ns) FROM events").fetchone()
         clock = max(row[0] or 0, self._meta("clock") or 0)
         with self._transaction():  # a read-only file fails here, before the server answers anything
@@ -441,6 +443,32 @@ class Store:
             spans = self._db.execute("SELECT count(*) FROM spans").fetchone()[0]
             traces = self._db.execute("SELECT count(*) FROM traces").fetchone()[0]
         return {"spans": int(spans), "traces": int(traces)}
+
+    def control(self, fn: Any, *args: Any) -> Any:
+        """``fn(connection, *args)`` in one write transaction under the store's lock (``_store.control``)."""
+        with self._lock, self._transaction() as db:
+            return fn(db, *args)
+
+    def control_read(self, fn: Any, *args: Any) -> Any:
+        """``fn(connection, *args)`` under the store's lock, for reads (``_store.control``)."""
+        with self._lock:
+            return fn(self._db, *args)
+
+    def pending_tool_spans(self, limit: int) -> list[Span]:
+        """Tool spans not ended (as far as the store knows), oldest first: the calls that wait or run."""
+        return self._spans(
+            "SELECT data, trace_id FROM spans WHERE is_tool = 1 AND end_ns IS NULL"
+            " ORDER BY start_ns, span_id LIMIT ?",
+            (limit,),
+        )
+
+    def span(self, trace_id: str | None, span_id: str) -> list[Span]:
+        """The span ``span_id`` (of ``trace_id`` when given); a list of at most one span per trace."""
+        if trace_id is None:
+            return self._spans("SELECT data, trace_id FROM spans WHERE span_id = ?", (span_id,))
+        return self._spans(
+            "SELECT data, trace_id FROM spans WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
+        )
 
     def log_count(self) -> int:
         """The number of stored log records."""

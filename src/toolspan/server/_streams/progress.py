@@ -92,8 +92,12 @@ def _provisional(envelope: dict[str, Any]) -> bool:
     event = envelope["event"]
     kind = event.get("type")
     call = event.get("call")
-    return kind == "done" or (
-        kind == "tool:end" and isinstance(call, dict) and call.get("state") == sc.STATE_SEALED
+    return (
+        kind == "done"
+        # Just before a done: the state back to READY, the failure of the turn's agent span.
+        or (kind == "state_changed" and event.get("to") == "READY")
+        or (kind == "error" and event.get("phase") == "system")
+        or (kind == "tool:end" and isinstance(call, dict) and call.get("state") == sc.STATE_SEALED)
     )
 
 

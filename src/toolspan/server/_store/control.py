@@ -1,0 +1,146 @@
+"""The control channel's tables: decisions on tool calls that wait for an approval, and requests to cancel
+running calls, made through ``toolspan serve`` (``_http.control``).
+
+- ``control_decisions``: one row per model tool call id: the first decision wins (its primary key makes a
+  second insert fail inside the same transaction), with the waiting span it was made on (trace id, span id,
+  execution id), who decided, the note, the edited arguments (JSON text) and when (ns since the epoch).
+- ``control_cancels``: one row per execution id: who asked, the note and when.
+
+Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes the store's
+connection (``Store.control``/``Store.control_read`` run it under the
+store's lock, writes in one transaction). Plain parameterised SQL, nothing specific to SQLite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+__all__ = [
+    "SCHEMA",
+    "CancelRow",
+    "DecisionRow",
+    "cancels_for",
+    "decision_for",
+    "decisions_since",
+    "insert_cancel",
+    "insert_decision",
+    "prune",
+]
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS control_decisions (
+  call_id TEXT PRIMARY KEY, trace_id TEXT, span_id TEXT, execution_id TEXT, tool TEXT,
+  decision TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT, decided_ns INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS control_decisions_time ON control_decisions (decided_ns);
+CREATE TABLE IF NOT EXISTS control_cancels (
+  execution_id TEXT PRIMARY KEY, trace_id TEXT, call_id TEXT, requested_by TEXT NOT NULL, note TEXT,
+  requested_ns INTEGER NOT NULL);
+"""
+
+_DECISION_COLUMNS: Final = (
+    "call_id, trace_id, span_id, execution_id, tool, decision, note, decided_by, arguments, decided_ns"
+)
+_CANCEL_COLUMNS: Final = "execution_id, trace_id, call_id, requested_by, note, requested_ns"
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    call_id: str
+    trace_id: str | None
+    span_id: str | None
+    execution_id: str | None
+    tool: str | None
+    decision: str
+    note: str | None
+    decided_by: str
+    arguments: str | None  # JSON text of the edited arguments
+    decided_ns: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRow:
+    execution_id: str
+    trace_id: str | None
+    call_id: str | None
+    requested_by: str
+    note: str | None
+    requested_ns: int
+
+
+def decision_for(db: Any, call_id: str) -> DecisionRow | None:
+    """The decision stored for the model's tool call id ``call_id``, if any."""
+    row = db.execute(
+        f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE call_id = ?", (call_id,)
+    ).fetchone()
+    return None if row is None else DecisionRow(*row)
+
+
+def insert_decision(db: Any, row: DecisionRow) -> DecisionRow:
+    """Store ``row`` unless a decision on its call is stored already; returns the decision that stands
+    (the caller runs this in one write transaction: two deciders racing get the same winner)."""
+    known = decision_for(db, row.call_id)
+    if known is not None:
+        return known
+    db.execute(
+        f"INSERT INTO control_decisions ({_DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            row.call_id,
+            row.trace_id,
+            row.span_id,
+            row.execution_id,
+            row.tool,
+            row.decision,
+            row.note,
+            row.decided_by,
+            row.arguments,
+            row.decided_ns,
+        ),
+    )
+    return row
+
+
+def decisions_since(db: Any, after_ns: int, limit: int) -> list[DecisionRow]:
+    """Decisions made after ``after_ns``, oldest first."""
+    rows = db.execute(
+        f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE decided_ns > ?"
+        " ORDER BY decided_ns, call_id LIMIT ?",
+        (after_ns, limit),
+    ).fetchall()
+    return [DecisionRow(*r) for r in rows]
+
+
+def insert_cancel(db: Any, row: CancelRow) -> CancelRow:
+    """Store the cancel request ``row`` unless one for its execution is stored; returns the one that
+    stands."""
+    known = cancels_for(db, [row.execution_id])
+    if known:
+        return known[0]
+    db.execute(
+        f"INSERT INTO control_cancels ({_CANCEL_COLUMNS}) VALUES (?,?,?,?,?,?)",
+        (row.execution_id, row.trace_id, row.call_id, row.requested_by, row.note, row.requested_ns),
+    )
+    return row
+
+
+def cancels_for(db: Any, execution_ids: list[str]) -> list[CancelRow]:
+    """The cancel requests stored for any of ``execution_ids``."""
+    if not execution_ids:
+        return []
+    marks = ",".join("?" * len(execution_ids))
+    rows = db.execute(
+        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE execution_id IN ({marks})"
+        " ORDER BY requested_ns, execution_id",
+        tuple(execution_ids),
+    ).fetchall()
+    return [CancelRow(*r) for r in rows]
+
+
+def prune(db: Any, before_ns: int) -> int:
+    """Drop the decisions and cancel requests made before ``before_ns`` (retention); returns how many."""
+    dropped = db.execute("DELETE FROM control_decisions WHERE decided_ns < ?", (before_ns,)).rowcount
+    dropped += db.execute("DELETE FROM control_cancels WHERE requested_ns < ?", (before_ns,)).rowcount
+    return int(dropped)

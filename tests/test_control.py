@@ -1,0 +1,232 @@
+"""The application side of the control channel in process: ``toolspan.ServerApprover`` fails closed when the
+server cannot be reached, honours ``approve_timeout`` against a real server that has no decision, refuses a
+decision made for another tool under the same call id; the decision chain never runs the body of a call whose
+cancellation came first, and ``check_cancelled`` does nothing outside a supervised call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests._server import free_port, running_server
+
+import toolspan
+from _instrumentation import Spans
+from toolspan import semconv
+from toolspan._decisions.cancel import Supervision
+from toolspan.errors import ToolCancelled
+
+CALL = {"type": "tool_use", "id": "toolu_1", "name": "remove", "input": {"path": "/x"}}
+
+
+def test_an_unreachable_server_denies_the_call(spans: Spans) -> None:
+    ran: list[str] = []
+
+    def remove(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    approver = toolspan.ServerApprover(f"http://127.0.0.1:{free_port()}", unreachable_for=0.3)
+    (result,) = toolspan.run_tool_calls([CALL], [remove], approve=approver)
+    assert ran == []
+    assert result["is_error"] is True
+    assert "could not be reached" in result["content"]
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
+
+
+def test_approve_timeout_denies_while_the_server_has_no_decision(spans: Spans, tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    def remove(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    with running_server(tmp_path) as server:
+        approver = toolspan.ServerApprover(server.url)
+        (result,) = toolspan.run_tool_calls([CALL], [remove], approve=approver, approve_timeout=0.5)
+    assert ran == []
+    assert result["is_error"] is True
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    (decided,) = [e for e in span.events if e.name == semconv.PERMISSION_DECIDED_EVENT]
+    assert decided.attributes[semconv.PERMISSION_DECIDED_BY] == "timeout"
+
+
+def test_a_decision_for_another_tool_under_the_same_id_is_refused() -> None:
+    """A decision names its tool: a call that reuses the id for another tool is denied, never given it."""
+    approver = toolspan.ServerApprover("http://127.0.0.1:1")
+    approval = approver._approval(
+        toolspan.ToolCall("toolu_1", "remove", {"path": "/x"}, "anthropic"),
+        {"decision": "allow", "tool": "remove", "by": "a"},
+        None,
+    )
+    assert approval.decision == "allow"
+    with pytest.raises(LookupError, match="not 'other'"):
+        approver._approval(
+            toolspan.ToolCall("toolu_1", "other", {}, "anthropic"),
+            {"decision": "allow", "tool": "remove"},
+            None,
+        )
+
+
+class _PreCancelled:
+    """An approver that allows, and whose cancel request for the call arrives before its body starts."""
+
+    def __init__(self) -> None:
+        self.supervised: list[str] = []
+
+    def __call__(self, call: toolspan.ToolCall) -> toolspan.Approval:
+        return toolspan.Approval("allow", by="test")
+
+    @contextlib.contextmanager
+    def supervise(self, execution_id: str) -> Iterator[Supervision]:
+        self.supervised.append(execution_id)
+        supervision = Supervision(execution_id)
+        supervision.request("ops", "too late")
+        yield supervision
+
+
+@pytest.mark.parametrize("kind", ["sync", "async", "gen"])
+def test_a_call_cancelled_before_its_body_starts_never_runs_it(spans: Spans, kind: str) -> None:
+    ran: list[str] = []
+
+    def remove(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    async def aremove(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    def gremove(path: str) -> Any:
+        ran.append(path)
+        yield "removed"
+
+    fn = {"sync": remove, "async": aremove, "gen": gremove}[kind]
+    approver = _PreCancelled()
+    (result,) = toolspan.run_tool_calls([CALL], {"remove": fn}, approve=approver)
+    assert ran == []
+    assert len(approver.supervised) == 1
+    assert result["content"] == "ToolCancelled: too late"
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_CANCELLED
+    assert span.attributes[semconv.TOOLSPAN_TOOL_CANCELLED_BY] == "ops"
+    assert span.attributes[semconv.TOOLSPAN_TOOL_CANCEL_NOTE] == "too late"
+
+
+def test_check_cancelled_outside_a_supervised_call_does_nothing(spans: Spans) -> None:
+    @toolspan.tool
+    def step() -> str:
+        toolspan.check_cancelled()
+        return "ok"
+
+    assert step() == "ok"
+    toolspan.check_cancelled()
+    error = ToolCancelled(by="ops")
+    assert str(error) == "cancelled by ops"
+    assert error.by == "ops"
+
+
+def test_the_approver_never_shows_its_token() -> None:
+    approver = toolspan.ServerApprover("http://127.0.0.1:1", token="s3cret")
+    assert "s3cret" not in repr(approver)
+    with pytest.raises(ValueError, match="http"):
+        toolspan.ServerApprover("ftp://x")
+    with pytest.raises(ValueError, match="unreachable_for"):
+        toolspan.ServerApprover("http://x", unreachable_for=0)
+
+
+class _Watching:
+    """An approver that allows and supervises, with no cancel request (the supervision is kept)."""
+
+    def __init__(self) -> None:
+        self.supervisions: list[Supervision] = []
+
+    def __call__(self, call: toolspan.ToolCall) -> toolspan.Approval:
+        return toolspan.Approval("allow", by="test")
+
+    @contextlib.contextmanager
+    def supervise(self, execution_id: str) -> Iterator[Supervision]:
+        supervision = Supervision(execution_id)
+        self.supervisions.append(supervision)
+        yield supervision
+
+
+def test_the_callers_own_cancellation_stays_a_cancellation(spans: Spans) -> None:
+    """A supervised async body cancelled by its caller (a timeout) is not a cancel request: the caller gets
+    its CancelledError/TimeoutError, the span ends CANCELLED without ``cancelled_by``."""
+
+    async def slow(path: str) -> str:
+        await asyncio.sleep(30)
+        return "done"
+
+    approver = _Watching()
+
+    async def main() -> None:
+        await asyncio.wait_for(toolspan.arun_tool_calls([CALL], {"remove": slow}, approve=approver), 0.5)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(main())
+    assert len(approver.supervisions) == 1
+    assert not approver.supervisions[0].requested
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_CANCELLED
+    assert span.attributes[semconv.ERROR_TYPE] == "CancelledError"
+    assert semconv.TOOLSPAN_TOOL_CANCELLED_BY not in span.attributes
+
+
+def test_a_request_cancels_a_running_async_body_and_the_caller_gets_a_result(spans: Spans) -> None:
+    started = threading.Event()
+
+    async def slow(path: str) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "done"
+
+    approver = _Watching()
+
+    def cancel_when_started() -> None:
+        assert started.wait(10)
+        approver.supervisions[0].request("ops", None)
+
+    helper = threading.Thread(target=cancel_when_started)
+    helper.start()
+    (result,) = asyncio.run(toolspan.arun_tool_calls([CALL], {"remove": slow}, approve=approver))
+    helper.join()
+    assert result["content"] == "ToolCancelled: cancelled by ops"
+    (span,) = [s for s in spans() if s.name == "execute_tool remove"]
+    assert span.attributes[semconv.TOOLSPAN_TOOL_CANCELLED_BY] == "ops"
+
+
+def test_retention_drops_old_decisions_and_cancel_requests(tmp_path: Path) -> None:
+    from toolspan.server._store import control
+    from toolspan.server._store.db import Store
+
+    store = Store(str(tmp_path / "store.db"))
+    try:
+        old = control.DecisionRow("c-old", None, None, None, "t", "allow", None, "a", None, 1_000)
+        new = control.DecisionRow("c-new", None, None, None, "t", "deny", None, "b", None, 5_000)
+        for row in (old, new):
+            assert store.control(control.insert_decision, row) is row
+        cancel = control.CancelRow("exec_00000000000000aa", None, None, "ops", None, 1_000)
+        store.control(control.insert_cancel, cancel)
+        # A second decision on a call: the first stands.
+        late = control.DecisionRow("c-new", None, None, None, "t", "allow", None, "z", None, 6_000)
+        assert store.control(control.insert_decision, late) == new
+        assert store.control(control.prune, 2_000) == 2
+        assert store.control_read(control.decision_for, "c-old") is None
+        assert store.control_read(control.decision_for, "c-new") == new
+        assert store.control_read(control.cancels_for, ["exec_00000000000000aa"]) == []
+    finally:
+        store.close()
+    # Stored durably: the decision is there when the store opens again.
+    again = Store(str(tmp_path / "store.db"))
+    try:
+        assert again.control_read(control.decision_for, "c-new") == new
+    finally:
+        again.close()
