@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolspan._capture.redact import redaction
 from toolspan._capture.serialize import MAX_DEPTH, dumps, to_json_text
 from toolspan.config import DEFAULT_REDACT_KEYS, REDACTED, Config, normalize_key, resolve_config
 
@@ -454,6 +455,24 @@ def test_property_any_value_gives_valid_json_within_budget(value: Any, budget: i
     full = to_json_text(value)
     json.loads(full)
     assert "...[truncated" not in full or "...[truncated" in repr(value)
+
+
+words = st.text(
+    st.characters(categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No"]), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(word=words, key=secret_keys | safe_keys)
+def test_property_a_single_word_holds_no_secret_text(word: str, key: str) -> None:
+    """The serializer passes one-word texts (``str.isalnum``) without the secret scan: no secret pattern
+    matches a text without a space, ``=``, ``:`` or ``://``."""
+    assert word.isalnum()
+    scrub = redaction(DEFAULT_REDACT_KEYS)
+    assert scrub.may_hold(word) is False
+    assert scrub.text(word) == word
+    # Under a secret key the value is still redacted: the key decides, not the text.
+    assert json.loads(dumps({key: word}, CONFIG))[key] == (REDACTED if scrub.is_secret(key) else word)
 
 
 def test_nan_output_is_strict_json() -> None:
