@@ -38,6 +38,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, merge, row_of_span
+from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, statements
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, put_rows
 from toolspan.server._streams.cursor import Cursor
 
@@ -45,30 +46,6 @@ __all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "T
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS spans (
-  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
-  start_ns INTEGER NOT NULL, end_ns INTEGER, is_tool INTEGER NOT NULL, tool_name TEXT,
-  tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data TEXT NOT NULL,
-  PRIMARY KEY (trace_id, span_id));
-CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
-CREATE TABLE IF NOT EXISTS traces (
-  trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
-  start_ns INTEGER, end_ns INTEGER, last_seen_ns INTEGER NOT NULL, spans INTEGER, tools INTEGER,
-  errors INTEGER, open_tools INTEGER) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns, trace_id);
-CREATE INDEX IF NOT EXISTS traces_conversation ON traces (conversation_id);
-CREATE TABLE IF NOT EXISTS events (
-  ns INTEGER NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
-  conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
-DROP INDEX IF EXISTS events_conversation;
-CREATE TABLE IF NOT EXISTS logs (
-  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, digest TEXT NOT NULL, ns INTEGER NOT NULL,
-  data TEXT NOT NULL, UNIQUE (trace_id, span_id, digest));
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +134,17 @@ class Store:
         problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
         if problems != ["ok"]:
             raise StoreError(f"{self.path}: the database is damaged ({'; '.join(problems)})")
-        db.executescript(_SCHEMA)
+        with self._transaction():
+            db.execute(VERSIONS_DDL)
+            applied = {str(r[0]): int(r[1]) for r in db.execute("SELECT part, version FROM schema_versions")}
+            try:
+                todo = pending(applied)
+            except ValueError as e:
+                raise StoreError(f"{self.path}: {e}") from None
+            for part, version, text in todo:
+                for statement in statements(text, SQLITE):
+                    db.execute(statement)
+                db.execute("INSERT OR REPLACE INTO schema_versions VALUES (?, ?)", (part.name, version))
         row = db.execute("SELECT max(ns) FROM events").fetchone()
         clock = max(row[0] or 0, self._meta("clock") or 0)
         with self._transaction():  # a read-only file fails here, before the server answers anything
