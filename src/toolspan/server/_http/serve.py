@@ -25,7 +25,8 @@ from typing import Any
 from toolspan.server._http.app import ServerHandlers, build_app
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
-from toolspan.server._store.db import Store, StoreError
+from toolspan.server._store.api import StoreApi, open_store, shown
+from toolspan.server._store.db import StoreError
 
 __all__ = ["serve", "wildcard_host"]
 
@@ -194,7 +195,7 @@ def serve(config: ServerConfig) -> int:
         sock.close()
         return _refused(e)
     try:
-        store = Store(config.db)
+        store = open_store(config.db)
     except StoreError as e:
         sock.close()
         sys.stderr.write(f"toolspan serve: error: cannot use the store {e}\n")
@@ -207,7 +208,7 @@ def serve(config: ServerConfig) -> int:
         store.close()
 
 
-def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket) -> int:
+def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.socket) -> int:
     starlette, app = build_app(config, store)
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     _raise_open_files_limit(config.max_connections + 256)
@@ -252,7 +253,7 @@ def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{sock.getsockname()[1]}"
     grpc_at = None if grpc_port is None else f"{host}:{grpc_port}"  # the bound ports: 0 picks one
-    sys.stderr.write(banner(base, grpc_at, config.db))
+    sys.stderr.write(banner(base, grpc_at, shown(config.db)))
     if wildcard_host(config.host) and not config.token:
         sys.stderr.write(
             f"toolspan serve: warning: listening on every address of this machine ({config.host}) without"

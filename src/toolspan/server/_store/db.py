@@ -30,16 +30,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
-from toolspan.server._ingest.records import Row, merge, row_of_span
+from toolspan.server._ingest.records import Row, row_of_span
 from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, statements
-from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, put_rows
+from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, merge_batch, put_rows
 from toolspan.server._streams.cursor import Cursor
 
 __all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "TraceRow"]
@@ -97,6 +97,8 @@ class Store:
     every later request), and a write goes through (a read-only file is refused here, not at each
     ingest).
     """
+
+    engine: Final = SQLITE
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -172,6 +174,12 @@ class Store:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
 
+    def watch(self, on_commit: Callable[[], None], on_deltas: Callable[[list[LogRecord]], None]) -> None:
+        """Nothing to watch: one process writes this store, and wakes its own streams."""
+
+    def publish_deltas(self, records: Sequence[LogRecord]) -> None:
+        """Nothing to publish: the text deltas this process relays reach every client of the store."""
+
     # --- writes -------------------------------------------------------------------------------------
 
     def _tick(self) -> int:
@@ -214,19 +222,7 @@ class Store:
     def ingest_rows(self, rows: Sequence[Row]) -> IngestResult:
         """Store span rows in one transaction (committed when this returns)."""
         result = IngestResult(accepted=len(rows))
-        # Records of one span within the request merge first (a pending record next to its ended span).
-        batch: dict[tuple[str, str], Row] = {}
-        for row in rows:
-            key = (row.trace_id, row.span_id)
-            known = batch.get(key)
-            if known is None:
-                batch[key] = row
-            else:
-                result.duplicates += 1
-                if known.data != row.data:
-                    merged = merge(decode(known.data), decode(row.data))
-                    if merged is not None:
-                        batch[key] = row_of_span(merged)
+        batch = merge_batch(rows, result)
         with self._lock, self._stamped() as (db, ns):
             put_rows(db, batch, ns, result)
         return result

@@ -2,7 +2,7 @@
 
 The schema is a list of *parts* (``SchemaPart``): this package's own (``CORE``) and any a later module
 adds (a part is a name and its migrations, each a version and its DDL). The DDL is written once, for
-both engines, with five words standing in for what differs (``{int8}``, ``{data}``, ``{rowid_free}``,
+both engines, with six words standing in for what differs (``{id}``, ``{int8}``, ``{data}``, ``{rowid_free}``,
 ``{any}``, ``{log_order}``); ``ddl`` fills them in for an engine.
 
 A table ``schema_versions`` holds the version each part is at. ``pending`` says which migrations a store
@@ -37,6 +37,7 @@ POSTGRES: Final = "postgres"
 
 _WORDS: Final[Mapping[str, Mapping[str, str]]] = {
     SQLITE: {
+        "id": "TEXT",
         "int8": "INTEGER",
         # SQLite keeps each value's own type: a JSON record as TEXT, a protobuf record as a BLOB.
         "data": "TEXT",
@@ -46,6 +47,8 @@ _WORDS: Final[Mapping[str, Mapping[str, str]]] = {
         "log_order": "",
     },
     POSTGRES: {
+        # Ids compare byte by byte, as Python compares cursors (whatever the database's own collation).
+        "id": 'TEXT COLLATE "C"',
         "int8": "BIGINT",
         # Both kinds of record as bytes (a JSON record is its UTF-8 text, told apart by its first byte).
         "data": "BYTEA",
@@ -74,24 +77,24 @@ VERSIONS_DDL: Final = (
 
 _CORE_V1: Final = """
 CREATE TABLE IF NOT EXISTS spans (
-  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, parent TEXT, name TEXT NOT NULL,
   start_ns {int8} NOT NULL, end_ns {int8}, is_tool INTEGER NOT NULL, tool_name TEXT,
   tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data {data} NOT NULL,
   PRIMARY KEY (trace_id, span_id));
 CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
 CREATE TABLE IF NOT EXISTS traces (
-  trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
+  trace_id {id} PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
   start_ns {int8}, end_ns {int8}, last_seen_ns {int8} NOT NULL, spans INTEGER, tools INTEGER,
   errors INTEGER, open_tools INTEGER){rowid_free};
 CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns, trace_id);
 CREATE INDEX IF NOT EXISTS traces_conversation ON traces (conversation_id);
 CREATE TABLE IF NOT EXISTS events (
-  ns {int8} NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
+  ns {int8} NOT NULL, trace_id {id} NOT NULL, span_id {id} NOT NULL, phase INTEGER NOT NULL,
   conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)){rowid_free};
 CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
 DROP INDEX IF EXISTS events_conversation;
 CREATE TABLE IF NOT EXISTS logs (
-  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, digest TEXT NOT NULL, ns {int8} NOT NULL,
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, digest TEXT NOT NULL, ns {int8} NOT NULL,
   data TEXT NOT NULL{log_order}, UNIQUE (trace_id, span_id, digest));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value{any} NOT NULL){rowid_free};
 """

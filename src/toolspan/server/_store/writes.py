@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
@@ -20,7 +20,7 @@ from toolspan.server._ingest.records import Row, merge, row_of_span
 from toolspan.server._store.bulk import insert_rows
 from toolspan.server._store.summaries import update_summaries
 
-__all__ = ["ACT", "OBSERVE", "IngestResult", "Plan", "plan_rows", "put_rows"]
+__all__ = ["ACT", "OBSERVE", "IngestResult", "Plan", "merge_batch", "plan_rows", "put_rows"]
 
 ACT: Final = 0
 OBSERVE: Final = 1
@@ -83,6 +83,24 @@ def plan_rows(
             if row.end_ns is not None and not had_end:
                 events.append((*key, OBSERVE))
     return Plan(inserts, replaces, events)
+
+
+def merge_batch(rows: Sequence[Row], result: IngestResult) -> dict[tuple[str, str], Row]:
+    """The rows of one request keyed by trace and span id, records of one span within the request merged
+    first (a pending record next to its ended span); repeats are counted in ``result``."""
+    batch: dict[tuple[str, str], Row] = {}
+    for row in rows:
+        key = (row.trace_id, row.span_id)
+        known = batch.get(key)
+        if known is None:
+            batch[key] = row
+        else:
+            result.duplicates += 1
+            if known.data != row.data:
+                merged = merge(decode(known.data), decode(row.data))
+                if merged is not None:
+                    batch[key] = row_of_span(merged)
+    return batch
 
 
 def put_rows(

@@ -35,7 +35,8 @@ from toolspan.bridge.facts import ToolCallRecord, tool_call
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
-from toolspan.server._store.db import ACT, Cursor, Store
+from toolspan.server._store.api import StoreApi as Store
+from toolspan.server._store.db import ACT, Cursor
 
 __all__ = [
     "CONNECTED",
