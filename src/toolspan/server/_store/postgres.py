@@ -1,4 +1,4 @@
-"""The store on PostgreSQL (``toolspan serve --db postgresql://...``, ``toolspan[postgres]``): many replicas
+"""The store on PostgreSQL (``toolspan serve --db postgresql://...``, the ``postgres`` extra): many replicas
 share one database, one event log and one stream.
 
 The tables are those of SQLite (``schema``, one versioned schema, migrated at start under a
@@ -200,7 +200,8 @@ class PostgresStore:
             import psycopg_pool
         except ImportError:
             raise StoreError(
-                f"{self.path}: a PostgreSQL store needs psycopg: pip install 'toolspan[postgres]'"
+                f"{self.path}: a PostgreSQL store needs the postgres extra (psycopg; in a checkout of"
+                " toolspan: pip install '.[server,postgres]')"
             ) from None
         self._psycopg = psycopg
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
