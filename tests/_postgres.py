@@ -40,8 +40,11 @@ def _free_port() -> int:
 class Postgres:
     """One PostgreSQL cluster in a temporary directory."""
 
-    def __init__(self, binaries: Path) -> None:
+    def __init__(self, binaries: Path, *, fsync: bool = False) -> None:
+        """``fsync``: as in production (the benchmark); the tests run without (a crash of the server
+        process keeps every commit either way: only the machine crashing would not)."""
         self.bin = binaries
+        self.fsync = fsync
         self.root = Path(tempfile.mkdtemp(prefix="toolspan-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
@@ -67,7 +70,8 @@ class Postgres:
 
     def start(self) -> None:
         options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
+            f" -c fsync={'on' if self.fsync else 'off'}"
             " -c max_connections=300 -c shared_buffers=64MB"
         )
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start")

@@ -133,7 +133,8 @@ class Store:
         # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
         # own connection, so a commit only appends to the WAL: still durable when the process is killed.
         db.execute("PRAGMA wal_autocheckpoint=0")
-        problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+        # (One line each: SQLite's report of a damaged page spans several.)
+        problems = [" ".join(str(r[0]).split()) for r in db.execute("PRAGMA quick_check(3)").fetchall()]
         if problems != ["ok"]:
             raise StoreError(f"{self.path}: the database is damaged ({'; '.join(problems)})")
         with self._transaction():

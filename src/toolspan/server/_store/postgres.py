@@ -127,6 +127,16 @@ _TICK: Final = (
 )
 
 
+def _text(value: Any) -> Any:
+    """A value for a text column or argument: PostgreSQL's text cannot hold NUL (OTLP strings can), so NUL
+    is stored and looked up as U+FFFD in the index columns (the record itself, in ``data``, keeps it)."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def _texts(values: Sequence[Any]) -> list[Any]:
+    return [_text(v) for v in values]
+
+
 def _sql(text: str) -> str:
     """SQL written with SQLite's ``?`` placeholders (``query``'s fragments) in psycopg's ``%s``."""
     return text.replace("%", "%%").replace("?", "%s")
@@ -387,7 +397,7 @@ class PostgresStore:
         if not inserts and not replaces:
             return
         written = inserts + replaces
-        columns = [list(c) for c in zip(*written, strict=True)]
+        columns = [_texts(c) for c in zip(*written, strict=True)]
         columns[-1] = [_as_bytes(d) for d in columns[-1]]
         conn.execute(_UPSERT_SPANS, columns)
         changed = {r.trace_id for r in replaces}
@@ -401,7 +411,7 @@ class PostgresStore:
             inserts, changed, old_rows, lambda old: now if old is None else max(now, int(old[7]) + 1)
         )
         if rows:
-            conn.execute(_UPSERT_TRACES, [list(c) for c in zip(*rows, strict=True)])
+            conn.execute(_UPSERT_TRACES, [_texts(c) for c in zip(*rows, strict=True)])
         if recompute:
             conn.execute(_RECOMPUTE, (now, sorted(recompute)))
         conn.execute(f"NOTIFY {COMMITS}")
@@ -528,11 +538,11 @@ class PostgresStore:
         return self._spans(
             "SELECT data, trace_id FROM spans WHERE trace_id IN"
             " (SELECT trace_id FROM traces WHERE conversation_id = %s OR trace_id = %s)",
-            (conversation_id, conversation_id),
+            (_text(conversation_id), _text(conversation_id)),
         )
 
     def trace_row(self, trace_id: str) -> TraceRow | None:
-        rows = self._rows(f"SELECT {_TRACE_COLUMNS} FROM traces WHERE trace_id = %s", (trace_id,))
+        rows = self._rows(f"SELECT {_TRACE_COLUMNS} FROM traces WHERE trace_id = %s", (_text(trace_id),))
         return _trace_row(rows[0]) if rows else None
 
     def list_traces(self, where: str, args: Sequence[Any], limit: int) -> list[TraceRow]:
@@ -541,7 +551,7 @@ class PostgresStore:
             f"SELECT {_TRACE_COLUMNS} FROM traces WHERE {_sql(where)}"
             " ORDER BY start_ns DESC, trace_id DESC LIMIT %s"
         )
-        return [_trace_row(r) for r in self._rows(sql, (*args, limit))]
+        return [_trace_row(r) for r in self._rows(sql, (*_texts(args), limit))]
 
     def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, int], list[Span]]:
         ids = list(trace_ids)
@@ -585,7 +595,7 @@ class PostgresStore:
             sql += (
                 " AND e.trace_id IN (SELECT trace_id FROM traces WHERE conversation_id = %s OR trace_id = %s)"
             )
-            args += [conversation_id, conversation_id]
+            args += [_text(conversation_id), _text(conversation_id)]
         sql += " ORDER BY e.ns, e.trace_id, e.span_id, e.phase LIMIT %s"
         args.append(limit)
 
