@@ -324,14 +324,14 @@ class PostgresStore:
                     backoff = 0.1
                     on_commit()  # anything committed while this connection was down is read now
                     while not self._stop.is_set():
-                        woke = False
-                        for note in conn.notifies(timeout=0.5, stop_after=256):
+                        # Each notification as it arrives (the timeout only looks at ``_stop`` again).
+                        for note in conn.notifies(timeout=0.5):
                             if note.channel == DELTAS:
                                 self._deliver(note.payload, on_deltas)
                             else:
-                                woke = True
-                        if woke:
-                            on_commit()
+                                on_commit()
+                            if self._stop.is_set():
+                                break
             except self._psycopg.Error as e:
                 if self._stop.is_set():
                     return
