@@ -324,6 +324,10 @@ class Store:
     def trace_spans(self, trace_id: str) -> list[Span]:
         return self._spans("SELECT data, trace_id FROM spans WHERE trace_id = ?", (trace_id,))
 
+    def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
+        """``trace_spans`` of each of ``trace_ids``."""
+        return {trace_id: self.trace_spans(trace_id) for trace_id in trace_ids}
+
     def conversation_spans(self, conversation_id: str) -> list[Span]:
         return self._spans(
             "SELECT data, trace_id FROM spans WHERE trace_id IN"

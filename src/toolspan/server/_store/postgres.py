@@ -534,6 +534,14 @@ class PostgresStore:
     def trace_spans(self, trace_id: str) -> list[Span]:
         return self._spans("SELECT data, trace_id FROM spans WHERE trace_id = %s", (trace_id,))
 
+    def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
+        """``trace_spans`` of each of ``trace_ids``, in one round trip (a stream page's traces)."""
+        out: dict[str, list[Span]] = {trace_id: [] for trace_id in trace_ids}
+        spans = self._spans("SELECT data, trace_id FROM spans WHERE trace_id = ANY(%s)", (list(trace_ids),))
+        for span in spans:
+            out.setdefault(span.trace_id, []).append(span)
+        return out
+
     def conversation_spans(self, conversation_id: str) -> list[Span]:
         return self._spans(
             "SELECT data, trace_id FROM spans WHERE trace_id IN"

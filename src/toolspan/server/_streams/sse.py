@@ -119,8 +119,8 @@ def trace_links(
 ) -> dict[tuple[str, str], ToolCallRecord]:
     """The linked tool calls of the traces of ``rows`` (one read of each trace from the store)."""
     out: dict[tuple[str, str], ToolCallRecord] = {}
-    for trace_id in sorted({span.trace_id for _, _, span in rows}):
-        out.update(linked_calls(store.trace_spans(trace_id)))
+    for spans in store.spans_by_trace(sorted({span.trace_id for _, _, span in rows})).values():
+        out.update(linked_calls(spans))
     return out
 
 
