@@ -89,7 +89,7 @@ _TRACE_TYPES: Final = (
 
 
 def _unnest(types: Sequence[str]) -> str:
-    return "unnest(" + ", ".join(f"%s::{t}" for t in types) + ")"
+    return "unnest(" + ", ".join(f"%b::{t}" for t in types) + ")"
 
 
 def _updates(columns: str, key: str) -> str:
@@ -381,14 +381,14 @@ class PostgresStore:
         if not batch:
             return
         keys = sorted({trace_lock_key(t) for t, _ in batch})
-        conn.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k", (keys,))
+        conn.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%b::bigint[]) AS k", (keys,))
         traces = [t for t, _ in batch]
         spans = [s for _, s in batch]
         existing: Mapping[tuple[str, str], tuple[str | bytes, int | None]] = {
             (r[0], r[1]): (_stored(r[2]), r[3])
             for r in conn.execute(
                 "SELECT s.trace_id, s.span_id, s.data, s.end_ns"
-                " FROM unnest(%s::text[], %s::text[]) AS k(t, sp)"
+                " FROM unnest(%b::text[], %b::text[]) AS k(t, sp)"
                 " JOIN spans s ON s.trace_id = k.t AND s.span_id = k.sp",
                 (traces, spans),
             )
@@ -420,7 +420,7 @@ class PostgresStore:
             ns = conn.execute(_TICK, (now,)).fetchone()[0]
             conn.execute(
                 "INSERT INTO events (ns, trace_id, span_id, phase)"
-                " SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::int[]) ON CONFLICT DO NOTHING",
+                " SELECT %s, * FROM unnest(%b::text[], %b::text[], %b::int[]) ON CONFLICT DO NOTHING",
                 (ns, *[list(c) for c in zip(*events, strict=True)]),
             )
 
@@ -443,7 +443,7 @@ class PostgresStore:
             columns = [list(c) for c in zip(*rows, strict=True)]
             cursor = conn.execute(
                 "INSERT INTO logs (trace_id, span_id, digest, ns, data)"
-                " SELECT t, s, d, %s, x FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])"
+                " SELECT t, s, d, %s, x FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[])"
                 " AS r(t, s, d, x) ON CONFLICT DO NOTHING",
                 (time.time_ns(), *columns),
             )
@@ -493,7 +493,7 @@ class PostgresStore:
         if not doomed:
             return 0
         keys = sorted({trace_lock_key(t) for t in doomed})
-        conn.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k", (keys,))
+        conn.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%b::bigint[]) AS k", (keys,))
         horizon = self._horizon(conn)
         top = conn.execute(
             "SELECT ns, trace_id, span_id, phase FROM events WHERE trace_id = ANY(%s)"
@@ -613,7 +613,7 @@ class PostgresStore:
             logs = []
             if pairs:
                 logs = conn.execute(
-                    "SELECT l.data FROM unnest(%s::text[], %s::text[]) AS k(t, sp)"
+                    "SELECT l.data FROM unnest(%b::text[], %b::text[]) AS k(t, sp)"
                     " JOIN logs l ON l.trace_id = k.t AND l.span_id = k.sp ORDER BY l.seq",
                     ([p[0] for p in pairs], [p[1] for p in pairs]),
                 ).fetchall()
