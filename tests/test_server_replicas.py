@@ -428,3 +428,45 @@ def test_three_replicas_four_senders_a_replica_killed_and_the_database_restarted
         f"\n{total:,} spans over 3 replicas with a kill and a database restart: {elapsed:.1f} s,"
         f" {retried[0]} retried requests"
     )
+
+
+def test_a_database_that_is_down_is_a_503_to_retry_and_unreachable_at_start_one_line(tmp_path: Path) -> None:
+    from tests._postgres import bin_dir
+
+    binaries = bin_dir()
+    assert binaries is not None
+    own = Postgres(binaries)  # this test stops its server: not the session's
+    try:
+        own.start()
+        url = own.fresh_url()
+        server = Server(url, 0, -1, (), tmp_path / "log")
+        server.start()
+        try:
+            [span] = _tool_spans(1)
+            own.stop("fast")
+            status, headers, body = server.post_otlp(otlp_body([span]))
+            assert (status, headers.get("retry-after")) == (503, "5"), body
+            status, _, body = server.request("GET", "/api/traces")
+            assert status == 503
+            assert "retry" in json.loads(body)["error"]
+            own.start()
+            # The pool reconnects: the exporter's retry goes through.
+            wait_for(lambda: server.post_otlp(otlp_body([span]))[0] == 200, "the retry", 30)
+            assert server.counts() == {"spans": 1, "traces": 1}
+        finally:
+            server.stop()
+        assert "Traceback" not in server.log.read_text()
+        own.stop("fast")
+        done = subprocess.run(
+            [sys.executable, "-m", "toolspan", "serve", "--db", url, "--port", "0", "--grpc-port", "-1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        lines = done.stderr.strip().splitlines()
+        assert (done.returncode, len(lines)) == (2, 1), done.stderr
+        assert lines[0].startswith("toolspan serve: error: cannot use the store postgresql://"), lines
+        assert "cannot connect" in lines[0]
+    finally:
+        own.remove()

@@ -16,6 +16,9 @@
   conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them);
   the log's own ``conversation_id`` column is left NULL (it was filled by 0.1.0).
 
+The DDL is ``schema.CORE`` (one versioned schema for SQLite and PostgreSQL, migrated at start); the
+PostgreSQL store (``postgres``) keeps the same tables for replicas sharing one database.
+
 Every statement is parameterised. A commit returns only once SQLite has the transaction in its WAL, so an
 acknowledged export survives the server being killed.
 """

@@ -68,6 +68,7 @@ _SCHEMA_LOCK: Final = 0x746F6F6C7370616E  # "toolspan"
 _PRUNE_LOCK: Final = _SCHEMA_LOCK + 1
 _POOL_SIZE: Final = 8
 _CONNECT_TIMEOUT_S: Final = 10.0
+_WAIT_S: Final = 3.0  # a request waits this long for a connection (the database down: then a 503)
 _PAYLOAD_BYTES: Final = 7000  # PostgreSQL's limit is 8000 bytes per notification
 _PRUNE_EVERY_NS: Final = 1_000_000_000
 _SPAN_COLUMNS: Final = (
@@ -214,11 +215,19 @@ class PostgresStore:
                 " toolspan: pip install '.[server,postgres]')"
             ) from None
         self._psycopg = psycopg
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
-        self._lost: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg_pool.PoolTimeout)
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self._lost: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
+        # No connection to be had within the wait: the database is down, the request is a 503 at once.
+        self._no_connection: tuple[type[BaseException], ...] = (psycopg_pool.PoolTimeout,)
         self._origin = uuid.uuid4().hex
         self._stop = threading.Event()
         self._listener: threading.Thread | None = None
+        # One connection first: a database that cannot be reached is one line now, not the pool's retries.
+        try:
+            with psycopg.connect(url, connect_timeout=int(_CONNECT_TIMEOUT_S)):
+                pass
+        except psycopg.Error as e:
+            raise StoreError(f"{self.path}: cannot connect ({_first_line(e)})") from None
         try:
             self._pool = psycopg_pool.ConnectionPool(
                 url,
@@ -227,7 +236,7 @@ class PostgresStore:
                 kwargs={"autocommit": True},
                 open=False,
                 name="toolspan",
-                timeout=_CONNECT_TIMEOUT_S,
+                timeout=_WAIT_S,
             )
         except psycopg.Error as e:  # a malformed URL
             raise StoreError(f"{self.path}: {_first_line(e)}") from None
@@ -293,6 +302,8 @@ class PostgresStore:
                         return work(conn)
                     with conn.transaction():
                         return work(conn)
+            except self._no_connection as e:
+                raise StoreUnavailable(_first_line(e)) from None
             except self._lost as e:
                 if attempt == 2:
                     raise StoreUnavailable(_first_line(e)) from None
@@ -322,14 +333,14 @@ class PostgresStore:
                     conn.execute(f"LISTEN {COMMITS}")
                     conn.execute(f"LISTEN {DELTAS}")
                     backoff = 0.1
-                    on_commit()  # anything committed while this connection was down is read now
+                    _wake(on_commit)  # anything committed while this connection was down is read now
                     while not self._stop.is_set():
                         # Each notification as it arrives (the timeout only looks at ``_stop`` again).
                         for note in conn.notifies(timeout=0.5):
                             if note.channel == DELTAS:
                                 self._deliver(note.payload, on_deltas)
                             else:
-                                on_commit()
+                                _wake(on_commit)
                             if self._stop.is_set():
                                 break
             except self._psycopg.Error as e:
@@ -641,6 +652,13 @@ class PostgresStore:
 
     def log_count(self) -> int:
         return int(self._rows("SELECT count(*) FROM logs")[0][0])
+
+
+def _wake(on_commit: Callable[[], None]) -> None:
+    try:
+        on_commit()
+    except Exception:  # (the server shutting down): the listener goes on until it is stopped
+        _logger.debug("toolspan serve: could not wake the streams", exc_info=True)
 
 
 def _first_line(e: BaseException) -> str:

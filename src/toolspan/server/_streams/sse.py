@@ -36,6 +36,7 @@ from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
 from toolspan.server._store.api import StoreApi as Store
+from toolspan.server._store.api import StoreUnavailable
 from toolspan.server._store.db import ACT, Cursor
 
 __all__ = [
@@ -245,7 +246,11 @@ class EventStreamResponse(Response):
             await asyncio.wait({pump, watch, end}, return_when=asyncio.FIRST_COMPLETED)
             if pump.done() and not pump.cancelled():
                 failure = pump.exception()
-                if failure is not None:
+                if isinstance(failure, StoreUnavailable):  # its client resumes with its cursor
+                    _logger.warning(
+                        "toolspan serve: a stream ended (the store cannot answer now): %s", failure
+                    )
+                elif failure is not None:
                     _logger.error("toolspan serve: stream failed", exc_info=failure)
                 else:
                     stuck = pump.result()
