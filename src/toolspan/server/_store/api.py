@@ -8,6 +8,7 @@ PostgreSQL store (``toolspan[postgres]``), anything else is an SQLite file.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from toolspan.bridge.model import Span
@@ -68,6 +69,12 @@ class StoreApi(Protocol):
     def log_count(self) -> int: ...
     def watch(self, on_commit: Callable[[], None], on_deltas: Callable[[list[LogRecord]], None]) -> None: ...
     def publish_deltas(self, records: Sequence[LogRecord]) -> None: ...
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction for another module's tables (their part of ``schema.PARTS``): a connection
+        whose ``execute(sql, params)`` takes SQL with ``?`` placeholders on either engine and returns a
+        cursor (``fetchone``, ``fetchall``, ``rowcount``); committed when the block ends, rolled back on
+        an error."""
+        ...
 
 
 def open_store(db: str) -> StoreApi:

@@ -184,6 +184,12 @@ class Store:
     def publish_deltas(self, records: Sequence[LogRecord]) -> None:
         """Nothing to publish: the text deltas this process relays reach every client of the store."""
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction for another module's tables (``StoreApi.transaction``)."""
+        with self._lock, self._transaction() as db:
+            yield db
+
     # --- writes -------------------------------------------------------------------------------------
 
     def _tick(self) -> int:

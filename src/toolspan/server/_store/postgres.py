@@ -36,13 +36,14 @@ exporters retry).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from toolspan.bridge.model import Span
@@ -56,7 +57,7 @@ from toolspan.server._store.summaries import summary_rows
 from toolspan.server._store.writes import IngestResult, merge_batch, plan_rows
 from toolspan.server._streams.cursor import Cursor
 
-__all__ = ["COMMITS", "DELTAS", "PostgresStore"]
+__all__ = ["COMMITS", "DELTAS", "PostgresStore", "QmarkConnection"]
 
 _logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -198,6 +199,17 @@ def _records(payload: str, own: str) -> list[LogRecord]:
     return [LogRecord(r[0], r[1], r[2], r[3], r[4], r[5]) for r in message.get("records", [])]
 
 
+class QmarkConnection:
+    """A psycopg connection taking SQL written for SQLite's ``?`` placeholders (one convention for SQL
+    shared by both engines)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.execute(_sql(sql), _texts(params))
+
+
 class PostgresStore:
     """The store on one PostgreSQL database (see the module's documentation); thread-safe."""
 
@@ -314,6 +326,16 @@ class PostgresStore:
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._run(lambda conn: list(conn.execute(sql, args).fetchall()))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[QmarkConnection]:
+        """A write transaction for another module's tables, taking SQL with ``?`` placeholders
+        (``StoreApi.transaction``)."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield QmarkConnection(conn)
+        except self._lost as e:  # the database down or the connection lost (constraint errors pass)
+            raise StoreUnavailable(_first_line(e)) from None
 
     # --- change feed ---
 

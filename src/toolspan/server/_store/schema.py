@@ -10,6 +10,11 @@ still needs; the engine's store applies them in one transaction at start, under 
 write lock; PostgreSQL: a transaction-level advisory lock), so replicas starting against an empty
 database at the same moment apply each migration once and all come up with one schema.
 
+Another module's tables join as a part of their own: ``SchemaPart("control", ((1, DDL),))`` in ``PARTS``,
+the DDL in the words above (``{int8}`` for nanosecond times: PostgreSQL's ``INTEGER`` has 32 bits), its
+statements run through ``StoreApi.transaction()``, whose connection takes SQLite's ``?`` placeholders on
+both engines.
+
 Version 1 of ``core`` is the schema of 0.1.0 (every statement ``IF NOT EXISTS``): a store written by an
 earlier release is brought under version control without a change.
 """
