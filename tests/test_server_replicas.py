@@ -167,6 +167,25 @@ def test_a_resend_to_another_replica_is_stored_once_and_records_merge_across_rep
     assert a.query(f"SELECT spans, open_tools FROM traces WHERE trace_id = '{trace_id}'") == [(1, 0)]
 
 
+def test_a_progress_stream_on_one_replica_follows_a_trace_ingested_by_another(replicas: list[Server]) -> None:
+    a, b = replicas
+    [tool] = _tool_spans(1)
+    trace_id = f"{tool.context.trace_id:032x}"
+    assert a.post_otlp(otlp_body([pending_record(tool)]))[0] == 200
+    stream = sse_stream(b, f"/api/traces/{trace_id}/progress/stream", comments=True)
+    kinds: list[str] = []
+    for event in stream:
+        if event.event == "progress":
+            kinds.append(event.json()["event"]["type"])
+            if kinds == ["tool:start"]:
+                assert a.post_otlp(otlp_body([tool]))[0] == 200  # the ended record, to the other replica
+            if "tool:end" in kinds:
+                break
+    stream.close()
+    assert kinds[:1] == ["tool:start"]
+    assert "tool:end" in kinds
+
+
 def test_text_with_nul_characters_is_stored_and_found(replicas: list[Server]) -> None:
     # OTLP strings may hold NUL; PostgreSQL's text cannot: stored (the record exactly), listed, found.
     from opentelemetry import trace
