@@ -12,11 +12,13 @@ fi
 .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
 # Debian's packages the tests drive, installed when missing (`apt-get`, through `sudo` when not root):
 # chromium for the trace page tests (through Playwright, never `playwright install`), valgrind for the
-# benchmark's instruction counts, Node.js and npm for the real AG-UI and AI SDK clients.
+# benchmark's instruction counts, Node.js and npm for the real AG-UI and AI SDK clients, PostgreSQL for the
+# shared store (the tests start their own server from its binaries, in a temporary directory).
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v npm >/dev/null || missing+=(nodejs npm)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if ((${#missing[@]})); then
   SUDO=""
   if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
@@ -44,3 +46,12 @@ TOOLSPAN_OTEL_SHORTCUTS=off .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/test_tool.py tests/test_context.py tests/test_scopes.py tests/test_wrappers.py tests/test_init.py \
   tests/test_calls.py tests/test_decisions.py tests/test_serialize.py tests/test_outcome.py tests/test_setup.py
 .venv/bin/python -m pytest -q "$@"
+# The server's tests once more with every test server on PostgreSQL (a fresh database each): the store the
+# replicas share keeps every property of the SQLite store.
+.venv/bin/python -m pytest -q -p no:cacheprovider --store postgres \
+  tests/test_server.py tests/test_server_live.py tests/test_server_logs.py tests/test_server_deltas.py \
+  tests/test_server_hostile.py tests/test_server_pages.py tests/test_server_operator.py \
+  tests/test_server_hangups.py tests/test_server_parsers.py tests/test_trace_stream.py \
+  tests/test_progress_stream.py tests/test_frontend_streams.py tests/test_approvals_live.py \
+  tests/test_replay_server.py tests/test_corpus.py tests/test_control.py tests/test_control_live.py \
+  tests/test_control_page.py

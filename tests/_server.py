@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 20.0
+# Set by conftest with ``--store postgres``: a fresh PostgreSQL database's URL for each server started
+# without a store of its own (``running_server``).
+DEFAULT_STORE: Callable[[], str] | None = None
 
 
 def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> Any:
@@ -54,7 +58,7 @@ def free_ports(count: int) -> list[int]:
 
 @dataclass
 class Server:
-    db: Path
+    db: Path | str  # an SQLite file, or a PostgreSQL URL
     port: int
     grpc_port: int
     args: Sequence[str]
@@ -155,15 +159,29 @@ class Server:
     def post_otlp(self, body: bytes, content_type: str = "application/x-protobuf", **headers: str) -> Any:
         return self.request("POST", "/v1/traces", body, {"Content-Type": content_type, **headers})
 
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` read straight from the server's store (SQLite or PostgreSQL)."""
+        if isinstance(self.db, str) and self.db.startswith("postgresql://"):
+            import psycopg
+
+            with psycopg.connect(self.db) as conn:
+                return [tuple(r) for r in conn.execute(sql).fetchall()]
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(self.db)) as db:
+            return [tuple(r) for r in db.execute(sql).fetchall()]
+
     def counts(self) -> dict[str, int]:
         doc = self.get_json("/healthz")
         return {"spans": doc["spans"], "traces": doc["traces"]}
 
 
 @contextmanager
-def running_server(tmp: Path, *args: str, db: Path | None = None) -> Iterator[Server]:
+def running_server(tmp: Path, *args: str, db: Path | str | None = None) -> Iterator[Server]:
     # Ports 0: the server binds them and its banner says which (read back by ``Server.start``).
-    server = Server(db or tmp / "toolspan.db", 0, 0, args, tmp / "server.log")
+    if db is None:
+        db = tmp / "toolspan.db" if DEFAULT_STORE is None else DEFAULT_STORE()
+    server = Server(db, 0, 0, args, tmp / "server.log")
     server.start()
     try:
         yield server

@@ -3,11 +3,14 @@ and a headless Chromium for the page tests."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import tests._server
+from tests._postgres import Postgres, bin_dir
 
 from _instrumentation import Spans
 from toolspan.config import Config, set_config
@@ -26,6 +29,43 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default=os.environ.get("TOOLSPAN_TEST_STORE", "sqlite"),
+        help="the store every test server uses unless a test names one: an SQLite file, or a fresh database"
+        " on a real PostgreSQL started for the session (also TOOLSPAN_TEST_STORE)",
+    )
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A real PostgreSQL server for the session (Debian's ``postgresql``; scripts/test.sh installs it)."""
+    binaries = bin_dir()
+    assert binaries is not None, "Debian's postgresql is missing: scripts/test.sh installs it (apt-get)"
+    server = Postgres(binaries)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _server_store(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With ``--store postgres``: every test server without a store of its own gets a fresh database."""
+    if request.config.getoption("--store") != "postgres":
+        yield
+        return
+    server: Postgres = request.getfixturevalue("postgres")
+    tests._server.DEFAULT_STORE = server.fresh_url
+    try:
+        yield
+    finally:
+        tests._server.DEFAULT_STORE = None
 
 
 @pytest.fixture

@@ -475,7 +475,8 @@ def test_help_reads_as_text_with_defaults(command: str) -> None:
             "address to bind (default: 127.0.0.1)",
             "(default: 4318)",
             "(default: 4317)",
-            "SQLite file (WAL; created if missing) (default: toolspan.db)",
+            "SQLite file (WAL; created if missing), or a postgresql:// URL for replicas sharing one store"
+            " (or TOOLSPAN_DATABASE_URL; default toolspan.db)",
             "(or TOOLSPAN_SERVER_TOKEN)",
         ],
     }[command]

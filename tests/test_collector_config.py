@@ -58,7 +58,7 @@ def config(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 def test_the_folder_holds_exactly_the_documented_files() -> None:
     yamls = sorted(p.name for p in CONFIG_DIR.glob("*.yaml"))
-    assert yamls == sorted([*COLLECTOR_CONFIGS, "compose.yaml", "tempo-server.yaml"])
+    assert yamls == sorted([*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "tempo-server.yaml"])
     collector = sorted(n for n in yamls if "service" in (_load(n) or {}))
     assert collector == sorted(COLLECTOR_CONFIGS)
     assert (CONFIG_DIR / "README.md").is_file()
@@ -176,7 +176,9 @@ def test_loadbalancing_routes_each_trace_to_one_toolspan_replica_over_otlp_grpc(
     assert config["processors"]["batch"]["timeout"] == "200ms"
 
 
-@pytest.mark.parametrize("name", [*COLLECTOR_CONFIGS, "compose.yaml", "tempo-server.yaml"])
+@pytest.mark.parametrize(
+    "name", [*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "tempo-server.yaml"]
+)
 def test_every_variable_has_a_default(name: str) -> None:
     text = "\n".join(
         line
@@ -184,7 +186,7 @@ def test_every_variable_has_a_default(name: str) -> None:
         if not line.lstrip().startswith("#")
     )
     for ref in ANY_REF.findall(text):
-        if name == "compose.yaml":
+        if name.endswith("compose.yaml"):
             assert re.fullmatch(r"\$\{[A-Z_]+:-[^}]+\}", ref), ref
         else:
             match = ENV_REF.fullmatch(ref)
@@ -270,3 +272,38 @@ def test_readme_documents_every_config_and_the_queries() -> None:
         "127.0.0.1",
     ):
         assert text in readme, text
+
+
+def test_the_replicas_compose_shares_one_postgresql_between_the_replicas_the_collector_balances() -> None:
+    compose = _load("replicas-compose.yaml")
+    services = compose["services"]
+    replicas = sorted(n for n in services if n.startswith("toolspan-"))
+    assert replicas == ["toolspan-1", "toolspan-2"]
+    urls = {_resolve_compose(services[n]["environment"]["TOOLSPAN_DATABASE_URL"]) for n in replicas}
+    assert urls == {"postgresql://toolspan:toolspan@postgres:5432/toolspan"}  # one store for all
+    for name in replicas:
+        service = services[name]
+        assert "[server,postgres]" in " ".join(service["command"])
+        assert "--tempo http://tempo:3200" in " ".join(service["command"])
+        assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert _volumes(service)["/src"] == ".."
+    # The collector balances traces over exactly these replicas, on their OTLP/gRPC port.
+    collector = services["collector"]
+    assert _volumes(collector)["/etc/otelcol-contrib/config.yaml"] == "./loadbalancing.yaml"
+    balancer = _load("loadbalancing.yaml")["exporters"]["loadbalancing/toolspan"]
+    assert [_resolve(h) for h in balancer["resolver"]["static"]["hostnames"]] == [
+        f"{n}:4317" for n in replicas
+    ]
+    assert {"postgres", "tempo", "jaeger", "collector"} <= set(services)
+    for name, service in services.items():
+        for spec in service.get("ports", []):
+            assert str(spec).startswith("127.0.0.1:"), (name, spec)
+        tag = service["image"].rsplit(":", 1)[-1]
+        assert re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?(-slim)?", tag), (name, service["image"])
+        for target, source in _volumes(service).items():
+            if source.startswith("./"):
+                assert (CONFIG_DIR / source).is_file(), f"{name}: {target} <- {source}"
+
+
+def _resolve_compose(value: str) -> str:
+    return re.sub(r"\$\{[A-Z_]+:-([^}]+)\}", r"\1", value)

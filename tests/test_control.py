@@ -203,30 +203,44 @@ def test_a_request_cancels_a_running_async_body_and_the_caller_gets_a_result(spa
     assert span.attributes[semconv.TOOLSPAN_TOOL_CANCELLED_BY] == "ops"
 
 
-def test_retention_drops_old_decisions_and_cancel_requests(tmp_path: Path) -> None:
-    from toolspan.server._store import control
-    from toolspan.server._store.db import Store
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield str(tmp_path / "store.db")
+    else:
+        yield request.getfixturevalue("postgres").fresh_url()
 
-    store = Store(str(tmp_path / "store.db"))
+
+def test_retention_drops_old_decisions_and_cancel_requests(store_url: str) -> None:
+    from toolspan.server._store import control
+    from toolspan.server._store.api import open_store
+
+    store = open_store(store_url)
     try:
         old = control.DecisionRow("c-old", None, None, None, "t", "allow", None, "a", None, 1_000)
         new = control.DecisionRow("c-new", None, None, None, "t", "deny", None, "b", None, 5_000)
         for row in (old, new):
-            assert store.control(control.insert_decision, row) is row
+            assert control.run(store, control.insert_decision, row) is row
         cancel = control.CancelRow("exec_00000000000000aa", None, None, "ops", None, 1_000)
-        store.control(control.insert_cancel, cancel)
+        control.run(store, control.insert_cancel, cancel)
         # A second decision on a call: the first stands.
         late = control.DecisionRow("c-new", None, None, None, "t", "allow", None, "z", None, 6_000)
-        assert store.control(control.insert_decision, late) == new
-        assert store.control(control.prune, 2_000) == 2
-        assert store.control_read(control.decision_for, "c-old") is None
-        assert store.control_read(control.decision_for, "c-new") == new
-        assert store.control_read(control.cancels_for, ["exec_00000000000000aa"]) == []
+        assert control.run(store, control.insert_decision, late) == new
+        assert control.run(store, control.prune, 2_000) == 2
+        assert control.run(store, control.decision_for, "c-old") is None
+        assert control.run(store, control.decision_for, "c-new") == new
+        assert control.run(store, control.cancels_for, ["exec_00000000000000aa"]) == []
+        # Nanosecond times hold on both engines (PostgreSQL's INTEGER would not).
+        now = control.DecisionRow(
+            "c-now", None, None, None, "t", "allow", None, "a", None, 1_764_000_000 * 10**9
+        )
+        assert control.run(store, control.insert_decision, now) is now
+        assert control.run(store, control.decision_for, "c-now") == now
     finally:
         store.close()
     # Stored durably: the decision is there when the store opens again.
-    again = Store(str(tmp_path / "store.db"))
+    again = open_store(store_url)
     try:
-        assert again.control_read(control.decision_for, "c-new") == new
+        assert control.run(again, control.decision_for, "c-new") == new
     finally:
         again.close()

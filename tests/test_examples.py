@@ -394,13 +394,15 @@ LOCAL = {p.stem for p in EXAMPLES.glob("*.py")}  # the examples' own modules (_o
 
 def _example_needs(path: Path) -> list[set[str]]:
     """Import groups of an example, with what it starts in subprocesses: ``-m pytest`` needs pytest;
-    ``toolspan serve`` needs what toolspan.server imports."""
+    ``toolspan serve`` needs what toolspan.server imports (its PostgreSQL store only for such a URL)."""
     groups = import_groups(path)
     text = path.read_text("utf-8")
     if '"-m", "pytest"' in text:
         groups.append({"pytest"})
     if '"toolspan", "serve"' in text:
         for module in sorted(SRC.joinpath("server").rglob("*.py")):
+            if module.name == "postgres.py" and "postgresql://" not in text:
+                continue  # the PostgreSQL store (the postgres extra) loads for a postgresql:// --db only
             groups += import_groups(module)
     return groups
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -102,8 +101,7 @@ def test_deltas_reach_stream_clients_before_the_span_ends_and_are_never_stored(
         assert (health["log_records"], health["relayed_text_deltas"]) == (0, 4)
         events = server.get(f"/api/traces/{trace_id}/events").decode()
         assert [json.loads(line)["type"] for line in events.splitlines()] == ["act", "observe"] * 2
-    with sqlite3.connect(tmp_path / "toolspan.db") as db:
-        assert db.execute("SELECT count(*) FROM logs").fetchone() == (0,)
+        assert server.query("SELECT count(*) FROM logs") == [(0,)]
 
 
 def _record(trace_id: str, name: str, body: Any = "hi") -> LogRecord:

@@ -133,7 +133,7 @@ def test_a_store_that_cannot_serve_is_one_line_and_exit_2(tmp_path: Path, kind: 
 
 def test_sigterm_runs_the_shutdown_path_and_leaves_no_wal(tmp_path: Path) -> None:
     db = tmp_path / "toolspan.db"
-    with running_server(tmp_path, "--parse-workers", "1") as server:
+    with running_server(tmp_path, "--parse-workers", "1", db=db) as server:  # SQLite's WAL
         assert server.post_otlp(otlp_body(_tool_spans(50)))[0] == 200
         assert Path(f"{db}-wal").exists()  # commits are in the WAL while it runs
         assert server.proc is not None

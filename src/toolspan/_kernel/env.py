@@ -71,6 +71,12 @@ TOOLSPAN_SERVER_TOKEN: Final = EnvVar(
     "Bearer token `toolspan serve` requires on ingest and reads when `--token` is not given;"
     " `toolspan.replay` from a server URL sends it when `token=` is not given.",
 )
+TOOLSPAN_DATABASE_URL: Final = EnvVar(
+    "TOOLSPAN_DATABASE_URL",
+    "toolspan.db",
+    "Store of `toolspan serve` when `--db` is not given: an SQLite file, or a `postgresql://` URL (replicas"
+    " sharing one database and one stream; needs the `postgres` extra).",
+)
 TOOLSPAN_PENDING_SPANS: Final = EnvVar(
     "TOOLSPAN_PENDING_SPANS",
     "false",
@@ -143,6 +149,7 @@ ALL: Final = (
     TOOLSPAN_JSON,
     TOOLSPAN_OTEL_SHORTCUTS,
     TOOLSPAN_SERVER_TOKEN,
+    TOOLSPAN_DATABASE_URL,
     TOOLSPAN_PENDING_SPANS,
     TOOLSPAN_POLICY,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,

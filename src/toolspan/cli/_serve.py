@@ -72,7 +72,12 @@ def add_parser(sub: Any) -> None:
         "others with --port and --grpc-port.",
         formatter_class=HelpFormatter,
     )
-    serve.add_argument("--db", default="toolspan.db", help="SQLite file (WAL; created if missing)")
+    serve.add_argument(
+        "--db",
+        default=None,
+        help="SQLite file (WAL; created if missing), or a postgresql:// URL for replicas sharing one store"
+        " (or TOOLSPAN_DATABASE_URL; default toolspan.db)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind")
     serve.add_argument(
         "--port",
@@ -183,8 +188,9 @@ def run(args: argparse.Namespace) -> int:
     if token is not None and (problem := check_token(token)) is not None:
         sys.stderr.write(f"toolspan serve: error: {_env.TOOLSPAN_SERVER_TOKEN.name}: {problem}\n")
         return 2
+    db = args.db or _env.get(_env.TOOLSPAN_DATABASE_URL) or _env.TOOLSPAN_DATABASE_URL.default
     config = ServerConfig(
-        db=args.db,
+        db=db,
         host=args.host,
         port=args.port,
         grpc_port=None if args.grpc_port < 0 else args.grpc_port,

@@ -42,7 +42,8 @@ from toolspan.server._ingest import otlp as _ingest
 from toolspan.server._ingest.parsers import Parsers
 from toolspan.server._ingest.records import Row
 from toolspan.server._store import query as _query
-from toolspan.server._store.db import Cursor, IngestResult, Store
+from toolspan.server._store.api import StoreApi, StoreUnavailable
+from toolspan.server._store.db import Cursor, IngestResult
 from toolspan.server._store.remote import RemoteError, fetch_remote
 from toolspan.server._streams.deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._streams.frontend import agent_response, frontend_response
@@ -62,7 +63,7 @@ async def _stored(store: Any, *args: Any) -> IngestResult:
     error, a locked or damaged file) is a retryable 503: OTLP exporters retry 503, never 500."""
     try:
         result: IngestResult = await run_in_threadpool(store, *args)
-    except sqlite3.Error as e:
+    except (sqlite3.Error, StoreUnavailable) as e:
         _logger.error("toolspan serve: the store refused an export: %s", e)
         raise _ingest.IngestError(503, f"the store cannot take this request now ({e}): retry") from None
     return result
@@ -71,7 +72,7 @@ async def _stored(store: Any, *args: Any) -> IngestResult:
 class ServerHandlers:
     """Holds the store, the stream notifier and the counters of one server."""
 
-    def __init__(self, config: ServerConfig, store: Store) -> None:
+    def __init__(self, config: ServerConfig, store: StoreApi) -> None:
         self.config = config
         self.store = store
         self.notifier = Notifier()
@@ -83,6 +84,23 @@ class ServerHandlers:
         # Set when the server shuts down: every stream ends its response then (``end_streams``).
         self.ending: asyncio.Event | None = None
         self.control = ControlRoutes(self)  # decide and cancel tool calls (``_http.control``)
+
+    def watch_store(self) -> None:
+        """Wake the streams on commits of other replicas, and relay their text deltas (a store shared by
+        replicas calls back from a thread of its own; a store of one process never does)."""
+        loop = self.loop
+        if loop is None:
+            return
+
+        def committed() -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self.notifier.notify)
+
+        def relayed(records: list[LogRecord]) -> None:
+            if not loop.is_closed():
+                self.deltas.relay(loop, records, self.store.trace_row)
+
+        self.store.watch(committed, relayed)
 
     def end_streams(self) -> None:
         """End every open stream, on the event loop (the server is shutting down)."""
@@ -108,6 +126,11 @@ class ServerHandlers:
         records, deltas = split_deltas(records)
         if deltas and self.loop is not None:
             self.deltas.relay(self.loop, deltas, self.store.trace_row)
+        if deltas:
+            try:  # to the clients of the other replicas of a shared store
+                self.store.publish_deltas(deltas)
+            except Exception as e:  # a delta is never stored: its loss must not fail the export
+                _logger.warning("toolspan serve: text deltas not sent to the other replicas: %s", e)
         result = self.store.ingest_logs(records) if records else IngestResult()
         result.accepted += len(deltas)
         result.rejected = rejected
@@ -422,7 +445,7 @@ class ServerHandlers:
         return await self.trace_view(request)
 
 
-def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHandlers]:
+def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerHandlers]:
     """The ASGI application of ``config`` over ``store``, and the ``ServerHandlers`` behind it (the server's
     state and request handlers)."""
     app = ServerHandlers(config, store)
@@ -455,6 +478,7 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHand
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         app.loop = asyncio.get_running_loop()
         app.ending = asyncio.Event()
+        app.watch_store()
         await app.parsers.start()
         try:
             yield
@@ -465,7 +489,7 @@ def build_app(config: ServerConfig, store: Store) -> tuple[Starlette, ServerHand
     starlette = Starlette(
         routes=app.routes(),
         middleware=middleware,
-        exception_handlers={404: not_found, sqlite3.Error: store_failed},
+        exception_handlers={404: not_found, sqlite3.Error: store_failed, StoreUnavailable: store_failed},
         lifespan=lifespan,
     )
     return starlette, app

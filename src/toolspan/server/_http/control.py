@@ -280,7 +280,7 @@ class ControlRoutes:
         for entry in sorted(by_call.values(), key=lambda e: (e["waiting_since"], e["call_id"])):
             entry.pop("_start")
             # Decided here, not yet applied by the application (or it is not running now).
-            row = store.control_read(_control.decision_for, entry["call_id"])
+            row = _control.run(store, _control.decision_for, entry["call_id"])
             entry["decision"] = None if row is None else decision_body(row)
             out.append(entry)
         return out
@@ -320,7 +320,7 @@ class ControlRoutes:
         deadline = time.monotonic() + wait
         while True:
             change = self.changes.current()
-            row = await run_in_threadpool(store.control_read, _control.decision_for, call_id)
+            row = await run_in_threadpool(_control.run, store, _control.decision_for, call_id)
             left = deadline - time.monotonic()
             if row is not None or left <= 0:
                 break
@@ -378,7 +378,7 @@ class ControlRoutes:
             raise BadRequest(404, f"no tool call {execution_id!r} is known here")
         text = None if arguments is None else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         # Read after the span: a span no longer waiting for a decision made here implies it is stored.
-        stored = store.control_read(_control.decision_for, call_id)
+        stored = _control.run(store, _control.decision_for, call_id)
         if stored is None:
             if span is None:
                 raise BadRequest(404, f"no tool call {call_id!r} waits for a decision here")
@@ -397,7 +397,7 @@ class ControlRoutes:
                 text,
                 time.time_ns(),
             )
-            stored = store.control(_control.insert_decision, row)
+            stored = _control.run(store, _control.insert_decision, row)
             if stored is row:
                 return 200, decision_body(stored)
         same = stored.decision == decision and _same_json(stored.arguments, text)
@@ -430,7 +430,7 @@ class ControlRoutes:
         assert by is not None
         note = _text(doc, "note", required=False)
         store = self.handlers.store
-        stored = store.control_read(_control.cancels_for, [execution_id])
+        stored = _control.run(store, _control.cancels_for, [execution_id])
         if stored:
             return 200, _cancel_body(stored[0])
         span = self._find(None, execution_id)
@@ -446,7 +446,7 @@ class ControlRoutes:
         if _waiting(span):
             raise BadRequest(409, f"tool call {execution_id!r} waits for its approval: deny it instead")
         row = CancelRow(execution_id, span.trace_id, tool_call(span).call_id, by, note, time.time_ns())
-        stood = store.control(_control.insert_cancel, row)
+        stood = _control.run(store, _control.insert_cancel, row)
         return (202 if stood is row else 200), _cancel_body(stood)
 
     async def cancel(self, request: Request) -> Response:
@@ -470,7 +470,7 @@ class ControlRoutes:
         deadline = time.monotonic() + wait
         while True:
             change = self.changes.current()
-            rows = await run_in_threadpool(store.control_read, _control.cancels_for, ids)
+            rows = await run_in_threadpool(_control.run, store, _control.cancels_for, ids)
             left = deadline - time.monotonic()
             if rows or left <= 0:
                 break

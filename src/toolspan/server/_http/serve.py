@@ -27,7 +27,8 @@ from toolspan.server._http.app import ServerHandlers, build_app
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
 from toolspan.server._store import control as _control
-from toolspan.server._store.db import Store, StoreError
+from toolspan.server._store.api import StoreApi, open_store, shown
+from toolspan.server._store.db import StoreError
 
 __all__ = ["serve", "wildcard_host"]
 
@@ -50,7 +51,7 @@ async def _retention(app: ServerHandlers) -> None:
             if dropped:
                 _logger.info("toolspan serve: retention dropped %d trace(s)", dropped)
             if max_age is not None:  # decisions and cancel requests of the control channel, as old
-                await asyncio.to_thread(app.store.control, _control.prune, time.time_ns() - max_age)
+                await asyncio.to_thread(_control.run, app.store, _control.prune, time.time_ns() - max_age)
         except Exception:
             _logger.exception("toolspan serve: retention failed")
         await asyncio.sleep(every)
@@ -198,7 +199,7 @@ def serve(config: ServerConfig) -> int:
         sock.close()
         return _refused(e)
     try:
-        store = Store(config.db)
+        store = open_store(config.db)
     except StoreError as e:
         sock.close()
         sys.stderr.write(f"toolspan serve: error: cannot use the store {e}\n")
@@ -211,7 +212,7 @@ def serve(config: ServerConfig) -> int:
         store.close()
 
 
-def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket) -> int:
+def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.socket) -> int:
     starlette, app = build_app(config, store)
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     _raise_open_files_limit(config.max_connections + 256)
@@ -256,7 +257,7 @@ def _serve(config: ServerConfig, store: Store, uvicorn: Any, sock: socket.socket
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{sock.getsockname()[1]}"
     grpc_at = None if grpc_port is None else f"{host}:{grpc_port}"  # the bound ports: 0 picks one
-    sys.stderr.write(banner(base, grpc_at, config.db))
+    sys.stderr.write(banner(base, grpc_at, shown(config.db)))
     if wildcard_host(config.host) and not config.token:
         sys.stderr.write(
             f"toolspan serve: warning: listening on every address of this machine ({config.host}) without"

@@ -17,6 +17,7 @@ from toolspan.bridge.readers import BridgeReadError, Ctx, ReadReport
 from toolspan.server._auth import bearer_token, token_matches
 from toolspan.server._ingest.otlp import parse_logs_request
 from toolspan.server._ingest.records import rows_of_request
+from toolspan.server._store.api import StoreUnavailable
 
 __all__ = ["start_grpc"]
 
@@ -40,7 +41,7 @@ def _checked(context: grpc.ServicerContext, work: Callable[[], Any]) -> Any:
         return work()
     except BridgeReadError as e:
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e).replace("\n", " "))
-    except sqlite3.Error as e:
+    except (sqlite3.Error, StoreUnavailable) as e:
         _logger.error("toolspan serve: the store refused an export: %s", e)
         context.abort(grpc.StatusCode.UNAVAILABLE, f"the store cannot take this request now: {e}")
 

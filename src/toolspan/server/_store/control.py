@@ -6,15 +6,17 @@ running calls, made through ``toolspan serve`` (``_http.control``).
   execution id), who decided, the note, the edited arguments (JSON text) and when (ns since the epoch).
 - ``control_cancels``: one row per execution id: who asked, the note and when.
 
-Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes the store's
-connection (``Store.control``/``Store.control_read`` run it under the
-store's lock, writes in one transaction). Plain parameterised SQL, nothing specific to SQLite.
+Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes a connection of
+the store's (``run`` gives it one transaction of ``StoreApi.transaction``, on either engine). The tables are
+the ``control`` part of the store's versioned schema (``schema.PARTS``), written in its engine words
+(``{int8}`` for nanosecond times); the SQL is plain, parameterised with ``?`` on both engines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 __all__ = [
     "SCHEMA",
@@ -26,17 +28,28 @@ __all__ = [
     "insert_cancel",
     "insert_decision",
     "prune",
+    "run",
 ]
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS control_decisions (
-  call_id TEXT PRIMARY KEY, trace_id TEXT, span_id TEXT, execution_id TEXT, tool TEXT,
-  decision TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT, decided_ns INTEGER NOT NULL);
+  call_id {id} PRIMARY KEY, trace_id TEXT, span_id TEXT, execution_id TEXT, tool TEXT,
+  decision TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT, decided_ns {int8} NOT NULL);
 CREATE INDEX IF NOT EXISTS control_decisions_time ON control_decisions (decided_ns);
 CREATE TABLE IF NOT EXISTS control_cancels (
-  execution_id TEXT PRIMARY KEY, trace_id TEXT, call_id TEXT, requested_by TEXT NOT NULL, note TEXT,
-  requested_ns INTEGER NOT NULL);
+  execution_id {id} PRIMARY KEY, trace_id TEXT, call_id TEXT, requested_by TEXT NOT NULL, note TEXT,
+  requested_ns {int8} NOT NULL);
 """
+
+T = TypeVar("T")
+
+
+def run(store: Any, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(connection, *args)`` in one transaction of ``store`` (``StoreApi.transaction``): two deciders
+    racing are serialized, and the first decision stands."""
+    with store.transaction() as conn:
+        return fn(conn, *args)
+
 
 _DECISION_COLUMNS: Final = (
     "call_id, trace_id, span_id, execution_id, tool, decision, note, decided_by, arguments, decided_ns"

@@ -16,6 +16,9 @@
   conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them);
   the log's own ``conversation_id`` column is left NULL (it was filled by 0.1.0).
 
+The DDL is ``schema.CORE`` (one versioned schema for SQLite and PostgreSQL, migrated at start); the
+PostgreSQL store (``postgres``) keeps the same tables for replicas sharing one database.
+
 Every statement is parameterised. A commit returns only once SQLite has the transaction in its WAL, so an
 acknowledged export survives the server being killed.
 """
@@ -30,46 +33,22 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
-from toolspan.server._ingest.records import Row, merge, row_of_span
-from toolspan.server._store.control import SCHEMA as _CONTROL_SCHEMA
-from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, put_rows
+from toolspan.server._ingest.records import Row, row_of_span
+from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, statements
+from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, merge_batch, put_rows
 from toolspan.server._streams.cursor import Cursor
 
 __all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "TraceRow"]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS spans (
-  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent TEXT, name TEXT NOT NULL,
-  start_ns INTEGER NOT NULL, end_ns INTEGER, is_tool INTEGER NOT NULL, tool_name TEXT,
-  tool_state TEXT, is_error INTEGER NOT NULL, service TEXT, conversation_id TEXT, data TEXT NOT NULL,
-  PRIMARY KEY (trace_id, span_id));
-CREATE INDEX IF NOT EXISTS spans_tool ON spans (tool_name) WHERE is_tool = 1;
-CREATE TABLE IF NOT EXISTS traces (
-  trace_id TEXT PRIMARY KEY, service TEXT, conversation_id TEXT, root_name TEXT, root_ended INTEGER,
-  start_ns INTEGER, end_ns INTEGER, last_seen_ns INTEGER NOT NULL, spans INTEGER, tools INTEGER,
-  errors INTEGER, open_tools INTEGER) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns, trace_id);
-CREATE INDEX IF NOT EXISTS traces_conversation ON traces (conversation_id);
-CREATE TABLE IF NOT EXISTS events (
-  ns INTEGER NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, phase INTEGER NOT NULL,
-  conversation_id TEXT, PRIMARY KEY (ns, trace_id, span_id, phase)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, ns);
-DROP INDEX IF EXISTS events_conversation;
-CREATE TABLE IF NOT EXISTS logs (
-  trace_id TEXT NOT NULL, span_id TEXT NOT NULL, digest TEXT NOT NULL, ns INTEGER NOT NULL,
-  data TEXT NOT NULL, UNIQUE (trace_id, span_id, digest));
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +101,8 @@ class Store:
     ingest).
     """
 
+    engine: Final = SQLITE
+
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
@@ -155,11 +136,21 @@ class Store:
         # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
         # own connection, so a commit only appends to the WAL: still durable when the process is killed.
         db.execute("PRAGMA wal_autocheckpoint=0")
-        problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+        # (One line each: SQLite's report of a damaged page spans several.)
+        problems = [" ".join(str(r[0]).split()) for r in db.execute("PRAGMA quick_check(3)").fetchall()]
         if problems != ["ok"]:
             raise StoreError(f"{self.path}: the database is damaged ({'; '.join(problems)})")
-        db.executescript(_SCHEMA)
-        db.executescript(_CONTROL_SCHEMA)
+        with self._transaction():
+            db.execute(VERSIONS_DDL)
+            applied = {str(r[0]): int(r[1]) for r in db.execute("SELECT part, version FROM schema_versions")}
+            try:
+                todo = pending(applied)
+            except ValueError as e:
+                raise StoreError(f"{self.path}: {e}") from None
+            for part, version, text in todo:
+                for statement in statements(text, SQLITE):
+                    db.execute(statement)
+                db.execute("INSERT OR REPLACE INTO schema_versions VALUES (?, ?)", (part.name, version))
         row = db.execute("SELECT max(ns) FROM events").fetchone()
         clock = max(row[0] or 0, self._meta("clock") or 0)
         with self._transaction():  # a read-only file fails here, before the server answers anything
@@ -186,6 +177,18 @@ class Store:
         with self._lock:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
+
+    def watch(self, on_commit: Callable[[], None], on_deltas: Callable[[list[LogRecord]], None]) -> None:
+        """Nothing to watch: one process writes this store, and wakes its own streams."""
+
+    def publish_deltas(self, records: Sequence[LogRecord]) -> None:
+        """Nothing to publish: the text deltas this process relays reach every client of the store."""
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction for another module's tables (``StoreApi.transaction``)."""
+        with self._lock, self._transaction() as db:
+            yield db
 
     # --- writes -------------------------------------------------------------------------------------
 
@@ -229,19 +232,7 @@ class Store:
     def ingest_rows(self, rows: Sequence[Row]) -> IngestResult:
         """Store span rows in one transaction (committed when this returns)."""
         result = IngestResult(accepted=len(rows))
-        # Records of one span within the request merge first (a pending record next to its ended span).
-        batch: dict[tuple[str, str], Row] = {}
-        for row in rows:
-            key = (row.trace_id, row.span_id)
-            known = batch.get(key)
-            if known is None:
-                batch[key] = row
-            else:
-                result.duplicates += 1
-                if known.data != row.data:
-                    merged = merge(decode(known.data), decode(row.data))
-                    if merged is not None:
-                        batch[key] = row_of_span(merged)
+        batch = merge_batch(rows, result)
         with self._lock, self._stamped() as (db, ns):
             put_rows(db, batch, ns, result)
         return result
@@ -341,6 +332,10 @@ class Store:
 
     def trace_spans(self, trace_id: str) -> list[Span]:
         return self._spans("SELECT data, trace_id FROM spans WHERE trace_id = ?", (trace_id,))
+
+    def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
+        """``trace_spans`` of each of ``trace_ids``."""
+        return {trace_id: self.trace_spans(trace_id) for trace_id in trace_ids}
 
     def conversation_spans(self, conversation_id: str) -> list[Span]:
         return self._spans(
@@ -443,16 +438,6 @@ class Store:
             spans = self._db.execute("SELECT count(*) FROM spans").fetchone()[0]
             traces = self._db.execute("SELECT count(*) FROM traces").fetchone()[0]
         return {"spans": int(spans), "traces": int(traces)}
-
-    def control(self, fn: Any, *args: Any) -> Any:
-        """``fn(connection, *args)`` in one write transaction under the store's lock (``_store.control``)."""
-        with self._lock, self._transaction() as db:
-            return fn(db, *args)
-
-    def control_read(self, fn: Any, *args: Any) -> Any:
-        """``fn(connection, *args)`` under the store's lock, for reads (``_store.control``)."""
-        with self._lock:
-            return fn(self._db, *args)
 
     def pending_tool_spans(self, limit: int) -> list[Span]:
         """Tool spans not ended (as far as the store knows), oldest first: the calls that wait or run."""

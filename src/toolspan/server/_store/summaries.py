@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from toolspan.server._ingest.records import Row
 from toolspan.server._store.bulk import insert_rows
 
-__all__ = ["recompute_summaries", "update_summaries"]
+__all__ = ["recompute_summaries", "summary_rows", "update_summaries"]
 
 _RECOMPUTE: Final = (
     "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
@@ -71,9 +71,16 @@ class _Sum:
         self.open += int(row.is_tool and row.end_ns is None)
 
 
-def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: Iterable[str], ns: int) -> None:
-    """Bring the summary rows of the traces of ``inserts`` (new spans) and ``changed`` (trace ids whose stored
-    spans were replaced) up to date, all stamped ``last_seen_ns = ns``."""
+def summary_rows(
+    inserts: Sequence[Row],
+    changed: Iterable[str],
+    old_rows: Mapping[str, Sequence[Any]],
+    stamp: Callable[[Sequence[Any] | None], int],
+) -> tuple[list[tuple[Any, ...]], set[str]]:
+    """The new summary rows of the traces of ``inserts`` (new spans), given their stored rows
+    (``old_rows``, as lists in column order), and the trace ids to recompute from all their spans
+    (``changed``, and traces that gained a second root). ``stamp(old row or None)`` is each row's
+    ``last_seen_ns``. Pure: the same on every engine."""
     recompute = set(changed)
     sums: dict[str, _Sum] = {}
     for row in inserts:
@@ -85,54 +92,68 @@ def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: It
         else:
             found.add(row)
     rows: list[tuple[Any, ...]] = []
-    if sums:
+    for trace_id, new in sums.items():
+        root = new.root
+        old = old_rows.get(trace_id)
+        if old is None:
+            rows.append(
+                (
+                    trace_id,
+                    new.service,
+                    new.conversation,
+                    None if root is None else root.name,
+                    int(root is not None and root.end_ns is not None),
+                    new.start,
+                    new.end,
+                    stamp(None),
+                    new.spans,
+                    new.tools,
+                    new.errors,
+                    new.open,
+                )
+            )
+        elif root is not None and old[3] is not None:
+            recompute.add(trace_id)  # a second root: which one starts first is in the spans table
+        else:
+            rows.append(
+                (
+                    trace_id,
+                    _greater(old[1], new.service),
+                    _greater(old[2], new.conversation),
+                    old[3] if root is None else root.name,
+                    old[4] if root is None else int(root.end_ns is not None),
+                    min(old[5], new.start),
+                    _greater(old[6], new.end),
+                    stamp(old),
+                    old[8] + new.spans,
+                    old[9] + new.tools,
+                    old[10] + new.errors,
+                    old[11] + new.open,
+                )
+            )
+    return rows, recompute
+
+
+def _sums_traces(inserts: Sequence[Row], changed: set[str]) -> list[str]:
+    return sorted({r.trace_id for r in inserts} - changed)
+
+
+def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: Iterable[str], ns: int) -> None:
+    """Bring the summary rows of the traces of ``inserts`` (new spans) and ``changed`` (trace ids whose stored
+    spans were replaced) up to date, all stamped ``last_seen_ns = ns``."""
+    changed = set(changed)
+    wanted = _sums_traces(inserts, changed)
+    old_rows: dict[str, Sequence[Any]] = {}
+    if wanted:
         # One result row (one step of SQLite, see ``bulk``) holding every summary row as JSON.
         found = db.execute(
             "SELECT json_group_array(json_array(t.trace_id, t.service, t.conversation_id, t.root_name,"
             " t.root_ended, t.start_ns, t.end_ns, t.last_seen_ns, t.spans, t.tools, t.errors, t.open_tools))"
             " FROM json_each(?) AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
-            (json.dumps(list(sums)),),
+            (json.dumps(wanted),),
         ).fetchone()[0]
         old_rows = {r[0]: r for r in json.loads(found)}
-        for trace_id, new in sums.items():
-            root = new.root
-            old = old_rows.get(trace_id)
-            if old is None:
-                rows.append(
-                    (
-                        trace_id,
-                        new.service,
-                        new.conversation,
-                        None if root is None else root.name,
-                        int(root is not None and root.end_ns is not None),
-                        new.start,
-                        new.end,
-                        ns,
-                        new.spans,
-                        new.tools,
-                        new.errors,
-                        new.open,
-                    )
-                )
-            elif root is not None and old[3] is not None:
-                recompute.add(trace_id)  # a second root: which one starts first is in the spans table
-            else:
-                rows.append(
-                    (
-                        trace_id,
-                        _greater(old[1], new.service),
-                        _greater(old[2], new.conversation),
-                        old[3] if root is None else root.name,
-                        old[4] if root is None else int(root.end_ns is not None),
-                        min(old[5], new.start),
-                        _greater(old[6], new.end),
-                        ns,
-                        old[8] + new.spans,
-                        old[9] + new.tools,
-                        old[10] + new.errors,
-                        old[11] + new.open,
-                    )
-                )
+    rows, recompute = summary_rows(inserts, changed, old_rows, lambda _: ns)
     if rows:
         insert_rows(db, "INSERT OR REPLACE INTO traces", rows, 12)
     if recompute:

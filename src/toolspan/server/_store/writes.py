@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from toolspan.bridge.facts import act_status
 from toolspan.bridge.model import Span
@@ -19,7 +20,7 @@ from toolspan.server._ingest.records import Row, merge, row_of_span
 from toolspan.server._store.bulk import insert_rows
 from toolspan.server._store.summaries import update_summaries
 
-__all__ = ["ACT", "OBSERVE", "IngestResult", "put_rows"]
+__all__ = ["ACT", "OBSERVE", "IngestResult", "Plan", "merge_batch", "plan_rows", "put_rows"]
 
 ACT: Final = 0
 OBSERVE: Final = 1
@@ -33,23 +34,25 @@ class IngestResult:
     message: str = ""
 
 
-def put_rows(
-    db: sqlite3.Connection, batch: dict[tuple[str, str], Row], ns: int, result: IngestResult
-) -> None:
-    """Store one request's rows (keyed by trace and span id, merged within the request) inside the caller's
-    transaction at commit clock ``ns``; duplicates are counted in ``result``."""
-    keys = json.dumps([t + s for t, s in batch])
-    existing = {
-        (r[0], r[1]): (r[2], r[3])
-        for r in db.execute(
-            "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
-            " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
-            (keys,),
-        )
-    }
+class Plan(NamedTuple):
+    """What one request writes: new rows, rows replacing stored ones (merged), and the events
+    ``(trace id, span id, phase)`` of the tool spans among them."""
+
+    inserts: list[Row]
+    replaces: list[Row]
+    events: list[tuple[str, str, int]]
+
+
+def plan_rows(
+    batch: dict[tuple[str, str], Row],
+    existing: Mapping[tuple[str, str], tuple[str | bytes, int | None]],
+    result: IngestResult,
+) -> Plan:
+    """What storing ``batch`` changes, given the stored ``(data, end_ns)`` of its keys that are stored
+    (``existing``); duplicates are counted in ``result``. Pure: the same on every engine."""
     inserts: list[Row] = []
     replaces: list[Row] = []
-    events: list[tuple[int, str, str, int]] = []
+    events: list[tuple[str, str, int]] = []
     for key, record in batch.items():
         row = record
         had_end = False
@@ -73,12 +76,48 @@ def put_rows(
             inserts.append(row)
         if row.is_tool:
             if old is None:
-                events.append((ns, *key, ACT))
+                events.append((*key, ACT))
             elif new is not None and new.end_ns is None and act_status(new) != act_status(old):
                 # A running call's act changed (it now waits for its approval, or got it): act again.
-                events.append((ns, *key, ACT))
+                events.append((*key, ACT))
             if row.end_ns is not None and not had_end:
-                events.append((ns, *key, OBSERVE))
+                events.append((*key, OBSERVE))
+    return Plan(inserts, replaces, events)
+
+
+def merge_batch(rows: Sequence[Row], result: IngestResult) -> dict[tuple[str, str], Row]:
+    """The rows of one request keyed by trace and span id, records of one span within the request merged
+    first (a pending record next to its ended span); repeats are counted in ``result``."""
+    batch: dict[tuple[str, str], Row] = {}
+    for row in rows:
+        key = (row.trace_id, row.span_id)
+        known = batch.get(key)
+        if known is None:
+            batch[key] = row
+        else:
+            result.duplicates += 1
+            if known.data != row.data:
+                merged = merge(decode(known.data), decode(row.data))
+                if merged is not None:
+                    batch[key] = row_of_span(merged)
+    return batch
+
+
+def put_rows(
+    db: sqlite3.Connection, batch: dict[tuple[str, str], Row], ns: int, result: IngestResult
+) -> None:
+    """Store one request's rows (keyed by trace and span id, merged within the request) inside the caller's
+    transaction at commit clock ``ns``; duplicates are counted in ``result``."""
+    keys = json.dumps([t + s for t, s in batch])
+    existing = {
+        (r[0], r[1]): (r[2], r[3])
+        for r in db.execute(
+            "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
+            " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
+            (keys,),
+        )
+    }
+    inserts, replaces, events = plan_rows(batch, existing, result)
     if not inserts and not replaces:
         return
     if inserts:
@@ -89,4 +128,4 @@ def put_rows(
     if events:
         # The last column (a conversation id, in stores written by 0.1.0) stays NULL: a conversation's
         # stream reads the events of the conversation's traces (see ``Store.events_after``).
-        insert_rows(db, "INSERT OR IGNORE INTO events", [(*e, None) for e in events], 5)
+        insert_rows(db, "INSERT OR IGNORE INTO events", [(ns, *e, None) for e in events], 5)

@@ -45,7 +45,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._http.auth import error, trace_id_param
-from toolspan.server._store.db import Store
+from toolspan.server._store.api import StoreApi as Store
 from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier, within
 

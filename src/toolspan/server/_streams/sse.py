@@ -35,7 +35,9 @@ from toolspan.bridge.facts import ToolCallRecord, tool_call
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
-from toolspan.server._store.db import ACT, Cursor, Store
+from toolspan.server._store.api import StoreApi as Store
+from toolspan.server._store.api import StoreUnavailable
+from toolspan.server._store.db import ACT, Cursor
 
 __all__ = [
     "CONNECTED",
@@ -118,8 +120,8 @@ def trace_links(
 ) -> dict[tuple[str, str], ToolCallRecord]:
     """The linked tool calls of the traces of ``rows`` (one read of each trace from the store)."""
     out: dict[tuple[str, str], ToolCallRecord] = {}
-    for trace_id in sorted({span.trace_id for _, _, span in rows}):
-        out.update(linked_calls(store.trace_spans(trace_id)))
+    for spans in store.spans_by_trace(sorted({span.trace_id for _, _, span in rows})).values():
+        out.update(linked_calls(spans))
     return out
 
 
@@ -244,7 +246,11 @@ class EventStreamResponse(Response):
             await asyncio.wait({pump, watch, end}, return_when=asyncio.FIRST_COMPLETED)
             if pump.done() and not pump.cancelled():
                 failure = pump.exception()
-                if failure is not None:
+                if isinstance(failure, StoreUnavailable):  # its client resumes with its cursor
+                    _logger.warning(
+                        "toolspan serve: a stream ended (the store cannot answer now): %s", failure
+                    )
+                elif failure is not None:
                     _logger.error("toolspan serve: stream failed", exc_info=failure)
                 else:
                     stuck = pump.result()

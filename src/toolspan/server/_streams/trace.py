@@ -28,7 +28,8 @@ from starlette.concurrency import run_in_threadpool
 
 from toolspan.bridge.facts import TOOL, classify
 from toolspan.bridge.model import Span
-from toolspan.server._store.db import ACT, OBSERVE, Store
+from toolspan.server._store.api import StoreApi as Store
+from toolspan.server._store.db import ACT, OBSERVE
 from toolspan.server._streams.cursor import Cursor, DataKey
 from toolspan.server._streams.sse import (
     CONNECTED,
