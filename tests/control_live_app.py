@@ -9,6 +9,7 @@ to ``DIR/NAME-bodies.jsonl`` (``t``: ``time.time()`` when the body started), so 
 bodies ran. Modes:
 
 - ``gate``: the model's call ``delete_files(path)`` (id ``toolu_del``);
+- ``gate-other``: the same call id with other arguments (a restarted application whose model asked again);
 - ``async``: ``watch_async(seconds)`` (id ``toolu_async``), an async tool that sleeps;
 - ``sync``: ``watch_sync(seconds)`` (id ``toolu_sync``), a sync tool that calls ``check_cancelled()``;
 - ``gen``: ``watch_gen(count)`` (id ``toolu_gen``), a generator tool yielding one item every 50 ms;
@@ -90,6 +91,8 @@ def main() -> None:
     with toolspan.agent("control-agent", conversation_id="conv-control"):
         if MODE == "gate":
             calls = [[_call("toolu_del", "delete_files", {"path": "/srv/old"})]]
+        elif MODE == "gate-other":
+            calls = [[_call("toolu_del", "delete_files", {"path": "/"})]]
         elif MODE == "async":
             calls = [[_call("toolu_async", "watch_async", {"seconds": 60})]]
         elif MODE == "sync":

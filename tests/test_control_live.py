@@ -328,6 +328,31 @@ def test_an_application_killed_while_it_waits_finds_the_decision_when_started_ag
     assert decided[semconv.PERMISSION_LATENCY_MS] >= (span.start_ns // 1_000_000) - waited["waiting_since"]
 
 
+def test_a_decision_is_not_given_to_the_same_call_id_with_other_arguments(
+    server: Server, tmp_path: Path
+) -> None:
+    first = _app(server, tmp_path, "gate", "first")
+    try:
+        wait_for(lambda: _waiting(server, "toolu_del"), "the call in the inbox")
+    finally:
+        first.kill()
+        first.wait(10)
+    status, body = _post(
+        server, "/api/control/decisions", {"call_id": "toolu_del", "decision": "allow", "by": "dan"}
+    )
+    assert status == 200, body
+    # Started again, the model asks for the same call id with other arguments: the allow for "/srv/old" is
+    # not an allow for "/".
+    second = _app(server, tmp_path, "gate-other", "second")
+    _finish(second)
+    assert _bodies(tmp_path, "first") == []
+    assert _bodies(tmp_path, "second") == []
+    ((result,),) = _results(tmp_path, "second")
+    assert "made on other arguments: a decision is never given to another call" in json.dumps(result)
+    (span,) = _tool_spans(tmp_path, "second")
+    assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
+
+
 def test_the_server_restarted_while_the_application_waits(server: Server, tmp_path: Path) -> None:
     app = _app(server, tmp_path, "gate", "run")
     try:

@@ -10,7 +10,10 @@ long-polls ``GET /api/control/decisions/{call_id}`` (the server answers the mome
 no polling interval), by the model's tool call id: an application killed while a call waited and started
 again re-issues the same call, finds the decision made meanwhile (or waits for it), and its new tool span
 links back to the first span that waited (``toolspan.link.type`` = ``resumes_approval``), the latency
-counted from that first wait. A decision made for another tool under the same id is refused (denied).
+counted from that first wait. A decision made for another tool under the same id is refused (denied), and so
+is one made on a span with other arguments (as the two spans recorded them: their JSON text, and their
+digest where that text may be cut or redacted; with content capture off nothing can be compared, so a
+re-issued call is denied), as ``ApprovalBook`` gives a decision only to the same arguments.
 
 While the server cannot be reached (restarting, say) the approver reconnects, for at most ``unreachable_for``
 seconds in a row; after that the call is denied (fail closed). ``run_tool_calls(approve_timeout=...)``
@@ -124,15 +127,36 @@ class ServerApprover:
             down_since, failures = None, 0
             decision = doc.get("decision") if isinstance(doc, dict) else None
             if decision is not None:
-                return self._approval(call, decision, doc.get("waiting"))
+                return self._approval(call, decision, doc.get("waiting"), doc.get("decided_on"))
 
-    def _approval(self, call: ToolCall, decision: dict[str, Any], waiting: Any) -> Approval:
+    def _approval(self, call: ToolCall, decision: dict[str, Any], waiting: Any, decided_on: Any) -> Approval:
         tool = decision.get("tool")
         if tool is not None and tool != call.name:
             raise LookupError(
                 f"toolspan serve holds a decision on tool call {call.id!r} for tool {tool!r}, not"
                 f" {call.name!r}: a decision is never given to another call"
             )
+        ctx = _permissions.tool_span().get_span_context()
+        if not ctx.is_valid or decision.get("span_id") != f"{ctx.span_id:016x}":
+            # Decided on another span of this call id (the call re-issued after a restart): given only to
+            # the same arguments, as the decided span recorded them (its JSON text, and its digest where
+            # that text may be cut or redacted).
+            mine = _permissions.recorded_arguments()
+            theirs = (
+                _permissions.recorded_arguments(decided_on.get("attributes"))
+                if isinstance(decided_on, dict)
+                else (None, None)
+            )
+            why = None
+            if (None, None) in (mine, theirs):
+                why = "arguments it cannot compare (content capture off, or the decided span unknown)"
+            elif mine != theirs:
+                why = "other arguments"
+            if why is not None:
+                raise LookupError(
+                    f"toolspan serve holds a decision on tool call {call.id!r} made on {why}: a decision is"
+                    " never given to another call"
+                )
         required_ns = None
         if isinstance(waiting, dict) and waiting.get("span_id"):
             ctx = _permissions.tool_span().get_span_context()

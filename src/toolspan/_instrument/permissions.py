@@ -27,6 +27,7 @@ __all__ = [
     "record_edited_arguments",
     "record_permission_decided",
     "record_permission_required",
+    "recorded_arguments",
     "tool_span",
 ]
 
@@ -125,3 +126,21 @@ def link_waiting_span(trace_id: int, span_id: int) -> None:
             span.set_attribute(semconv.TOOLSPAN_APPROVAL_RESUMES, _ids.execution_id(span_id))
     except Exception:
         _logger.warning("toolspan: could not link the waiting span", exc_info=True)
+
+
+# The attributes a tool span records its arguments under, in order of preference (GenAI, OpenInference).
+_ARGUMENT_KEYS = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, semconv.OI_INPUT_VALUE)
+
+
+def recorded_arguments(attributes: Mapping[str, Any] | None = None) -> tuple[str | None, str | None]:
+    """``(arguments, digest)`` as a tool span recorded them: its JSON text of the arguments and, when that
+    copy may differ from the call (cut or redacted), the digest of the whole arguments. Of ``attributes``,
+    or of the running tool's span. ``(None, None)`` when nothing was recorded (content capture off)."""
+    if attributes is None:
+        span = _tool_span()
+        attributes = getattr(span, "attributes", None) if span.get_span_context().is_valid else None
+    if not isinstance(attributes, Mapping):
+        return None, None
+    text = next((attributes[k] for k in _ARGUMENT_KEYS if isinstance(attributes.get(k), str)), None)
+    digest = attributes.get(semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST)
+    return text, digest if isinstance(digest, str) else None

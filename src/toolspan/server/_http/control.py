@@ -152,6 +152,14 @@ async def _until(event: asyncio.Event, timeout: float) -> None:
         await asyncio.wait_for(event.wait(), timeout)
 
 
+# What a tool span records its arguments under (``toolspan._instrument.permissions.recorded_arguments``).
+_ARGUMENT_KEYS: Final = (
+    sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+    sc.OI_INPUT_VALUE,
+    sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST,
+)
+
+
 def _waiting(span: Span) -> bool:
     return span.end_ns is None and act_status(span) == _AWAITING
 
@@ -326,10 +334,27 @@ class ControlRoutes:
                 break
             await _until(change, left)
         waiting = await run_in_threadpool(self._first_wait, call_id)
+        decided_on = None if row is None else await run_in_threadpool(self._decided_on, row)
         return JSONResponse(
-            {"call_id": call_id, "decision": None if row is None else decision_body(row), "waiting": waiting},
+            {
+                "call_id": call_id,
+                "decision": None if row is None else decision_body(row),
+                "waiting": waiting,
+                "decided_on": decided_on,
+            },
             headers={"cache-control": "no-store"},
         )
+
+    def _decided_on(self, row: DecisionRow) -> dict[str, Any] | None:
+        """The arguments of the span a decision was made on, as it recorded them: a call re-issued after a
+        restart gets the decision only with the same ones (``ServerApprover``)."""
+        if row.span_id is None:
+            return None
+        found = self.handlers.store.span(row.trace_id, row.span_id)
+        if not found:
+            return None
+        attributes = found[0].attributes
+        return {"attributes": {k: attributes[k] for k in _ARGUMENT_KEYS if k in attributes}}
 
     def _find(self, call_id: str | None, execution_id: str | None) -> Span | None:
         """The tool span named by ``execution_id`` (else the newest pending one of ``call_id``)."""

@@ -101,7 +101,7 @@ def _control_paths() -> dict[str, Any]:
     wait = {"name": "wait", "in": "query", "required": False, "schema": {"type": "number", "maximum": 30}}
     decision_get = _get(
         "The decision on a tool call (null until made), long-polled up to ?wait= seconds; also the first"
-        " span that waited for it",
+        " span that waited for it, and the arguments the decided span recorded (decided_on)",
         params=("call_id",),
     )
     decision_get["get"]["parameters"].append(wait)
