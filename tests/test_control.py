@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from tests._server import free_port, running_server
 
 import toolspan
@@ -57,21 +58,40 @@ def test_approve_timeout_denies_while_the_server_has_no_decision(spans: Spans, t
     assert decided.attributes[semconv.PERMISSION_DECIDED_BY] == "timeout"
 
 
-def test_a_decision_for_another_tool_under_the_same_id_is_refused() -> None:
-    """A decision names its tool: a call that reuses the id for another tool is denied, never given it."""
+def test_a_decision_for_another_tool_or_other_arguments_is_refused() -> None:
+    """A decision names its tool and the span it was made on: a call that reuses the id for another tool is
+    denied, and so is a call re-issued in another span (a restart) whose recorded arguments differ."""
+    from toolspan.testing import capture_spans
+
     approver = toolspan.ServerApprover("http://127.0.0.1:1")
-    approval = approver._approval(
-        toolspan.ToolCall("toolu_1", "remove", {"path": "/x"}, "anthropic"),
-        {"decision": "allow", "tool": "remove", "by": "a"},
-        None,
-    )
-    assert approval.decision == "allow"
-    with pytest.raises(LookupError, match="not 'other'"):
-        approver._approval(
-            toolspan.ToolCall("toolu_1", "other", {}, "anthropic"),
-            {"decision": "allow", "tool": "remove"},
-            None,
-        )
+    seen: dict[str, Any] = {}
+
+    @toolspan.tool
+    def remove(path: str) -> None:
+        """Remove a path."""
+        here = format(trace.get_current_span().get_span_context().span_id, "016x")
+        recorded = {"attributes": {semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"path": "/x"}'}}
+        call = toolspan.ToolCall("toolu_1", "remove", {"path": path}, "anthropic")
+        mine = {"decision": "allow", "tool": "remove", "by": "a", "span_id": here}
+        seen["same span"] = approver._approval(call, mine, None, None).decision
+        other = {**mine, "span_id": "00000000000000ff"}
+        seen["same arguments"] = approver._approval(call, other, None, recorded).decision
+        for name, decided_on in (
+            ("other arguments", {"attributes": {semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"path": "/"}'}}),
+            ("decided span unknown", None),
+        ):
+            with pytest.raises(LookupError, match="a decision is never given to another call") as caught:
+                approver._approval(call, other, None, decided_on)
+            seen[name] = str(caught.value)
+        with pytest.raises(LookupError, match="not 'other'"):
+            approver._approval(toolspan.ToolCall("toolu_1", "other", {}, "anthropic"), mine, None, None)
+
+    with capture_spans():
+        remove("/x")
+    assert seen["same span"] == "allow"
+    assert seen["same arguments"] == "allow"
+    assert "made on other arguments" in seen["other arguments"]
+    assert "cannot compare" in seen["decided span unknown"]
 
 
 class _PreCancelled:
