@@ -32,8 +32,8 @@ import json
 import math
 import time
 import urllib.parse
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -153,6 +153,9 @@ async def _until(event: asyncio.Event, timeout: float) -> None:
 
 
 # What a tool span records its arguments under (``toolspan._instrument.permissions.recorded_arguments``).
+T = TypeVar("T")
+R = TypeVar("R")
+
 _ARGUMENT_KEYS: Final = (
     sc.GEN_AI_TOOL_CALL_ARGUMENTS,
     sc.OI_INPUT_VALUE,
@@ -299,6 +302,18 @@ class ControlRoutes:
 
     # --- decisions --------------------------------------------------------------------------------
 
+    async def _poll(self, read: Callable[[Any, T], R], key: T, wait: float) -> R:
+        """``read(connection, key)`` of the control tables, again after each change until it finds something
+        or ``wait`` seconds have passed (a long poll)."""
+        deadline = time.monotonic() + wait
+        while True:
+            change = self.changes.current()
+            found = await run_in_threadpool(_control.run, self.handlers.store, read, key)
+            left = deadline - time.monotonic()
+            if found or left <= 0:
+                return found
+            await _until(change, left)
+
     def _first_wait(self, call_id: str) -> dict[str, Any] | None:
         """The first span that waited for ``call_id`` (a restarted application links back to it)."""
         first: tuple[int, Span] | None = None
@@ -324,15 +339,7 @@ class ControlRoutes:
             wait = _wait_param(request)
         except BadRequest as e:
             return error(e.status, e.message)
-        store = self.handlers.store
-        deadline = time.monotonic() + wait
-        while True:
-            change = self.changes.current()
-            row = await run_in_threadpool(_control.run, store, _control.decision_for, call_id)
-            left = deadline - time.monotonic()
-            if row is not None or left <= 0:
-                break
-            await _until(change, left)
+        row = await self._poll(_control.decision_for, call_id, wait)
         waiting = await run_in_threadpool(self._first_wait, call_id)
         decided_on = None if row is None else await run_in_threadpool(self._decided_on, row)
         return JSONResponse(
@@ -491,15 +498,7 @@ class ControlRoutes:
             wait = _wait_param(request)
         except BadRequest as e:
             return error(e.status, e.message)
-        store = self.handlers.store
-        deadline = time.monotonic() + wait
-        while True:
-            change = self.changes.current()
-            rows = await run_in_threadpool(_control.run, store, _control.cancels_for, ids)
-            left = deadline - time.monotonic()
-            if rows or left <= 0:
-                break
-            await _until(change, left)
+        rows = await self._poll(_control.cancels_for, ids, wait)
         return JSONResponse(
             {"cancels": [_cancel_body(r) for r in rows]}, headers={"cache-control": "no-store"}
         )

@@ -41,6 +41,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
+from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, statements
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, merge_batch, put_rows
 from toolspan.server._streams.cursor import Cursor
@@ -267,21 +268,7 @@ class Store:
         the newest event dropped, so a client behind it is told to reset."""
         with self._lock:
             db = self._db
-            doomed: list[str] = []
-            if max_age_ns is not None:
-                limit = time.time_ns() - max_age_ns
-                doomed += [
-                    r[0] for r in db.execute("SELECT trace_id FROM traces WHERE last_seen_ns < ?", (limit,))
-                ]
-            if max_spans is not None:
-                total = db.execute("SELECT coalesce(sum(spans), 0) FROM traces").fetchone()[0]
-                gone = set(doomed)
-                for trace_id, count in db.execute("SELECT trace_id, spans FROM traces ORDER BY last_seen_ns"):
-                    if total <= max_spans:
-                        break
-                    if trace_id not in gone:
-                        doomed.append(trace_id)
-                        total -= count
+            doomed = doomed_traces(db.execute, time.time_ns(), max_age_ns, max_spans)
             if max_age_ns is not None:
                 # Log records whose spans never arrived are kept only as long as a trace would be.
                 db.execute(

@@ -52,6 +52,7 @@ from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
 from toolspan.server._store.api import StoreUnavailable, shown
 from toolspan.server._store.db import StoreError, TraceRow, _log_data, _log_record, _trace_row
+from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import POSTGRES, VERSIONS_DDL, pending, statements
 from toolspan.server._store.summaries import summary_rows
 from toolspan.server._store.writes import IngestResult, merge_batch, plan_rows
@@ -503,20 +504,7 @@ class PostgresStore:
             " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
             (str(now),),
         )
-        doomed: list[str] = []
-        if max_age_ns is not None:
-            limit = now - max_age_ns
-            old = conn.execute("SELECT trace_id FROM traces WHERE last_seen_ns < %s", (limit,))
-            doomed += [r[0] for r in old]
-        if max_spans is not None:
-            total = conn.execute("SELECT coalesce(sum(spans), 0) FROM traces").fetchone()[0]
-            gone = set(doomed)
-            for trace_id, count in conn.execute("SELECT trace_id, spans FROM traces ORDER BY last_seen_ns"):
-                if total <= max_spans:
-                    break
-                if trace_id not in gone:
-                    doomed.append(trace_id)
-                    total -= count
+        doomed = doomed_traces(QmarkConnection(conn).execute, now, max_age_ns, max_spans)
         if max_age_ns is not None:
             conn.execute(
                 "DELETE FROM logs l WHERE l.ns < %s"
