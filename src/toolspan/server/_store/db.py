@@ -46,7 +46,7 @@ from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, stateme
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, merge_batch, put_rows
 from toolspan.server._streams.cursor import Cursor
 
-__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "TraceRow"]
+__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "TraceRow", "log_rows"]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
@@ -82,6 +82,22 @@ def _log_data(record: LogRecord) -> str:
             record.body,
         ]
     )
+
+
+def log_rows(records: Sequence[LogRecord]) -> list[tuple[str, str, str, str]]:
+    """``(trace_id, span_id, key, data)`` of each log record, on either engine. The key is a digest of the
+    record and its rank among equal records of ``records``: equal records within one request are all kept
+    (the CLI joins every one of them), and the same request sent again maps to the same keys (stored once)."""
+    rows: list[tuple[str, str, str, str]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for record in records:
+        data = _log_data(record)
+        digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
+        key = (record.trace_id, record.span_id, digest)
+        rank = seen.get(key, 0)
+        seen[key] = rank + 1
+        rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
+    return rows
 
 
 def _log_record(text: str) -> LogRecord:
@@ -242,17 +258,7 @@ class Store:
         """Store span-tied log records in one transaction (committed when this returns); a record already
         stored (the same request sent again) is counted as a duplicate."""
         result = IngestResult(accepted=len(records))
-        rows: list[tuple[str, str, str, str]] = []
-        seen: dict[tuple[str, str, str], int] = {}
-        for record in records:
-            data = _log_data(record)
-            digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
-            key = (record.trace_id, record.span_id, digest)
-            rank = seen.get(key, 0)
-            seen[key] = rank + 1
-            # Equal records within one request are all kept (the CLI joins every one of them); the same
-            # request again maps to the same keys.
-            rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
+        rows = log_rows(records)
         with self._lock, self._stamped() as (db, ns):
             before = db.total_changes
             db.executemany(

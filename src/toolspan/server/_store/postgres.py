@@ -51,7 +51,7 @@ from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
 from toolspan.server._store.api import StoreUnavailable, shown
-from toolspan.server._store.db import StoreError, TraceRow, _log_data, _log_record, _trace_row
+from toolspan.server._store.db import StoreError, TraceRow, _log_record, _trace_row, log_rows
 from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import POSTGRES, VERSIONS_DDL, pending, statements
 from toolspan.server._store.summaries import summary_rows
@@ -460,15 +460,7 @@ class PostgresStore:
 
     def ingest_logs(self, records: Sequence[LogRecord]) -> IngestResult:
         """Store span-tied log records in one transaction; a record already stored is a duplicate."""
-        rows: list[tuple[str, str, str, str]] = []
-        seen: dict[tuple[str, str, str], int] = {}
-        for record in records:
-            data = _log_data(record)
-            digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
-            key = (record.trace_id, record.span_id, digest)
-            rank = seen.get(key, 0)
-            seen[key] = rank + 1
-            rows.append((record.trace_id, record.span_id, f"{digest}:{rank}", data))
+        rows = log_rows(records)
 
         def write(conn: Any) -> IngestResult:
             result = IngestResult(accepted=len(records))
