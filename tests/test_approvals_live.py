@@ -228,7 +228,10 @@ def test_an_approval_after_a_restart_is_matched_by_call_id_and_links_the_waiting
         semconv.OI_OUTPUT_MIME_TYPE: "application/json",
     }
     required, decided = resumed.events
-    assert (required.name, dict(required.attributes)) == (semconv.PERMISSION_REQUIRED_EVENT, {})
+    assert (required.name, dict(required.attributes)) == (
+        semconv.PERMISSION_REQUIRED_EVENT,
+        {semconv.GEN_AI_AGENT_NAME: "approvals-agent"},  # the agent the call runs under
+    )
     assert decided.name == semconv.PERMISSION_DECIDED_EVENT
     # The wait runs from the first process's permission_required to this decision.
     assert dict(decided.attributes) == {

@@ -98,6 +98,8 @@ def test_a_call_waits_in_the_inbox_and_runs_once_allowed_over_http(server: Serve
         assert entry["tool"] == "delete_files"
         assert entry["arguments"] == {"path": "/srv/old"}
         assert entry["service"] == "control-app"
+        # The agent's span ends later: the inbox names the agent its approval request carries.
+        assert entry["agent"] == "control-agent"
         assert entry["trace_id"] == entry["trace_id"].lower()
         assert len(entry["trace_id"]) == 32
         assert entry["decision"] is None
@@ -122,6 +124,8 @@ def test_a_call_waits_in_the_inbox_and_runs_once_allowed_over_http(server: Serve
     assert [b["tool"] for b in _bodies(tmp_path, "run")] == ["delete_files"]
     (span,) = _tool_spans(tmp_path, "run")
     decided = _decided(span)
+    (required,) = [e for e in span.events if e.name == semconv.PERMISSION_REQUIRED_EVENT]
+    assert required.attributes[semconv.GEN_AI_AGENT_NAME] == "control-agent"
     assert decided[semconv.PERMISSION_DECIDED_BY] == "alice"
     assert decided[semconv.PERMISSION_DECISION] == "allow"
     assert isinstance(decided[semconv.PERMISSION_LATENCY_MS], int)

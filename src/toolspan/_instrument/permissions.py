@@ -16,7 +16,7 @@ from opentelemetry import trace as trace_api
 from toolspan import semconv
 from toolspan._capture.serialize import dumps, redact_text
 from toolspan._instrument import hooks
-from toolspan._instrument.context import current_tool, suppressed
+from toolspan._instrument.context import current_agents, current_tool, suppressed
 from toolspan._kernel import ids as _ids
 from toolspan.config import get_config
 
@@ -59,11 +59,15 @@ def _note(note: object) -> dict[str, str]:
 
 def record_permission_required(note: str | None = None, *, timestamp: int | None = None) -> None:
     """Record on the running tool's span that the call waits for a permission decision (at
-    ``timestamp``, ns since the epoch, default now)."""
+    ``timestamp``, ns since the epoch, default now), with the agent it runs under (``gen_ai.agent.name``:
+    an inbox names it while the agent's own span, which ends later, is not exported yet)."""
     try:
         span = _tool_span()
         if span.is_recording():
             attrs = {} if note is None else _note(note)
+            agents = current_agents()
+            if agents:
+                attrs[semconv.GEN_AI_AGENT_NAME] = agents[-1]
             span.add_event(semconv.PERMISSION_REQUIRED_EVENT, attrs, timestamp)
             refresh_pending(span)
     except Exception:

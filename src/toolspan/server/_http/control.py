@@ -512,9 +512,15 @@ def _same_json(a: str | None, b: str | None) -> bool:
 
 def _agent_of(span: Span, trace: list[Span]) -> str | None:
     """The name of the nearest agent span above ``span`` in its trace, as far as the server has it (pending
-    records are sent for tool spans: an agent span arrives when it ends), else the agent name the tool span
-    itself carries, if any."""
-    own = span.attributes.get(sc.GEN_AI_AGENT_NAME)
+    records are sent for tool spans: an agent span arrives when it ends), else the agent its approval
+    request names (``toolspan.permission_required``'s ``gen_ai.agent.name``), else the agent name the tool
+    span itself carries, if any."""
+    asked = [
+        e.attributes[sc.GEN_AI_AGENT_NAME]
+        for e in span.events
+        if e.name == sc.PERMISSION_REQUIRED_EVENT and isinstance(e.attributes.get(sc.GEN_AI_AGENT_NAME), str)
+    ]
+    own = asked[-1] if asked else span.attributes.get(sc.GEN_AI_AGENT_NAME)
     by_id = {s.span_id: s for s in trace}
     parent = span.parent_span_id
     seen = 0
