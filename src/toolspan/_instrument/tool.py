@@ -305,7 +305,8 @@ class _CallSpan:
         if not config.capture_content:
             attrs = info.templates[config.conventions].copy()
         elif _otel_internals.sure_to_record(tracer, parent):
-            # The span will be recorded: the arguments now, in a plain dict the SDK reads at C speed.
+            # The span will be recorded: the arguments now, in a plain dict (the SDK reads it without
+            # calling back into toolspan).
             attrs = info.templates[config.conventions].copy()
             late = add_arguments(attrs, (info, instance, args, kwargs, config), keys)
         else:  # a sampler that may drop the span: the arguments only if the SDK reads them
@@ -360,8 +361,6 @@ class _CallSpan:
                 ids[key] = dict.__getitem__(attrs, key)
         if ids:
             span.set_attributes(ids)
-
-    # -- generator aggregation -------------------------------------------------------------------
 
     # -- endings ---------------------------------------------------------------------------------
 
