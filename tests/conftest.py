@@ -3,7 +3,9 @@ and a headless Chromium for the page tests."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,11 +49,21 @@ def postgres() -> Iterator[Postgres]:
     binaries = bin_dir()
     assert binaries is not None, "Debian's postgresql is missing: scripts/test.sh installs it (apt-get)"
     server = Postgres(binaries)
+    # A run stopped by SIGTERM (a timeout, CI cancelling) unwinds as on Ctrl-C, so the cluster is stopped and
+    # its directory removed, never left running.
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    atexit.register(server.remove)
     try:
         server.start()
         yield server
     finally:
         server.remove()
+        atexit.unregister(server.remove)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture(scope="session", autouse=True)
