@@ -160,3 +160,41 @@ def test_a_client_over_its_delta_buffer_is_dropped_and_counted() -> None:
         + b"6" * 16
         + b'","delta":"x"}\n\n'
     ]
+
+
+def test_relay_until_commit_ends_at_a_commit_of_a_local_trace_and_polls_a_remote_one() -> None:
+    from toolspan.server._streams.deltas import relay_until_commit
+
+    class Chunks:
+        def __init__(self, *chunks: bytes) -> None:
+            self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+            for chunk in chunks:
+                self.queue.put_nowait(chunk)
+            self.gets = 0
+
+        async def get(self) -> bytes:
+            self.gets += 1
+            return await self.queue.get()
+
+    async def collect(waiter: asyncio.Event, chunks: Any, timeout: float, local: bool) -> list[Any]:
+        return [c async for c in relay_until_commit(waiter, chunks, timeout, local)]
+
+    async def main() -> None:
+        committed = asyncio.Event()
+        committed.set()
+        # A local trace: a commit ends the wait at once, with nothing to relay.
+        assert await collect(committed, None, 5.0, True) == []
+        # No commit within the time: a heartbeat is due.
+        assert await collect(asyncio.Event(), None, 0.05, True) == [None]
+        # Deltas are relayed as they come, until the time runs out.
+        chunks = Chunks(b"a", b"b")
+        assert await collect(asyncio.Event(), chunks, 0.1, True) == [b"a", b"b", None]
+        # A remote trace: the store's commits say nothing of it, so an old commit neither ends the wait
+        # nor makes it spin; it is polled at the timeout, without a heartbeat.
+        chunks = Chunks(b"c")
+        started = time.monotonic()
+        assert await collect(committed, chunks, 0.2, False) == [b"c"]
+        assert time.monotonic() - started >= 0.2
+        assert chunks.gets == 2  # one for the delta, one pending when the time ran out: no busy loop
+
+    asyncio.run(main())

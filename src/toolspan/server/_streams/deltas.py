@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from toolspan._kernel.ids import execution_id
 from toolspan.bridge.readers import LogRecord
 from toolspan.bridge.views import SCHEMA_VERSION
 
-__all__ = ["DeltaDropped", "DeltaHub", "Subscription", "split_deltas", "with_deltas"]
+__all__ = ["DeltaDropped", "DeltaHub", "Subscription", "relay_until_commit", "split_deltas", "with_deltas"]
 
 _logger = logging.getLogger(__name__)
 
@@ -199,3 +200,38 @@ async def with_deltas(chunks: AsyncIterator[bytes], subscription: Subscription) 
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+async def relay_until_commit(
+    waiter: asyncio.Event, subscription: Subscription | None, timeout: float, local: bool
+) -> AsyncIterator[Any]:
+    """What a view stream does between two reads: yield each chunk ``subscription`` relays (text deltas)
+    until the store's next commit (``waiter``), or ``timeout`` seconds; then ``None`` when the time ran out
+    on a trace this store holds (``local``: a heartbeat is due). A trace read from elsewhere (Tempo, Jaeger)
+    is polled at ``timeout``: the store's commits say nothing of it, so they are not waited for."""
+    deadline = time.monotonic() + timeout
+    commit = asyncio.ensure_future(waiter.wait()) if local else None
+    delta: asyncio.Future[Any] | None = None
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if local:
+                    yield None
+                return
+            if subscription is not None and delta is None:
+                delta = asyncio.ensure_future(subscription.get())
+            tasks = {task for task in (commit, delta) if task is not None}
+            if not tasks:
+                await asyncio.sleep(left)
+                continue
+            done, _ = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            if delta is not None and delta in done:
+                chunk, delta = delta.result(), None
+                yield chunk
+            if commit is not None and commit in done:
+                return
+    finally:
+        for task in (commit, delta):
+            if task is not None and not task.done():
+                task.cancel()

@@ -53,7 +53,7 @@ from toolspan.bridge.views import Turn as Run
 from toolspan.bridge.views import TurnItem as Item
 from toolspan.bridge.views import to_turns as to_runs
 from toolspan.server._http.auth import error, trace_id_param
-from toolspan.server._streams.deltas import DeltaDropped, Subscription
+from toolspan.server._streams.deltas import DeltaDropped, Subscription, relay_until_commit
 from toolspan.server._streams.progress import Reader, conversation_reader, trace_reader
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse
 
@@ -316,8 +316,13 @@ async def stream_chunks(
             timeout = min(timeout, max(0.05, app.config.idle_timeout_s / 2))
             if complete:
                 timeout = min(timeout, max(0.05, linger_s - (time.monotonic() - quiet_since)))
-            async for relayed in _wait(waiter, subscription, timeout, local, live):
-                yield relayed
+            async for relayed in relay_until_commit(waiter, subscription, timeout, local):
+                if relayed is None:
+                    yield HEARTBEAT
+                    continue
+                events = live.delta(_delta_data(relayed))
+                if events:
+                    yield b"".join(_frame(None, e) for e in events)
         if protocol.done:
             yield protocol.done
     except DeltaDropped:
@@ -325,35 +330,6 @@ async def stream_chunks(
     finally:
         if subscription is not None:
             subscription.close()
-
-
-async def _wait(
-    waiter: asyncio.Event, subscription: Subscription | None, timeout: float, local: bool, live: _Live
-) -> AsyncIterator[bytes]:
-    """Relay deltas until the next commit, or ``timeout`` (a heartbeat; a poll for a remote trace)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            if local:
-                yield HEARTBEAT
-            return
-        commit = asyncio.ensure_future(waiter.wait())
-        tasks: set[asyncio.Future[Any]] = {commit}
-        delta = None
-        if subscription is not None:
-            delta = asyncio.ensure_future(subscription.get())
-            tasks.add(delta)
-        done, _ = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            if task not in done:
-                task.cancel()
-        if delta is not None and delta in done:
-            events = live.delta(_delta_data(delta.result()))
-            if events:
-                yield b"".join(_frame(None, e) for e in events)
-        if commit in done and local:
-            return
 
 
 def _since(request: Request) -> int | None:

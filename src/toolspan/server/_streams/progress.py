@@ -28,7 +28,6 @@ Text deltas of the trace (``toolspan.text_delta``) are relayed as ``event: text_
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import time
@@ -46,8 +45,8 @@ from toolspan.bridge.readers import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._http.auth import error, trace_id_param
 from toolspan.server._store.api import StoreApi as Store
-from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription
-from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier, within
+from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription, relay_until_commit
+from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier
 
 if TYPE_CHECKING:
     from toolspan.server._http.app import ServerHandlers
@@ -211,42 +210,13 @@ async def progress_chunks(
                     yield b"".join(_chunk(envelopes[since + n], lines[n]) for n in fresh)
                     sent = lines
             timeout = heartbeat_s if local else min(heartbeat_s, _REMOTE_POLL_S)
-            async for chunk in _wait(waiter, subscription, timeout, local):
-                yield chunk
+            async for chunk in relay_until_commit(waiter, subscription, timeout, local):
+                yield HEARTBEAT if chunk is None else chunk
     except DeltaDropped:
         return
     finally:
         if subscription is not None:
             subscription.close()
-
-
-async def _wait(
-    waiter: asyncio.Event, subscription: Subscription | None, timeout: float, local: bool
-) -> AsyncIterator[bytes]:
-    """Relay deltas until the next commit (or ``timeout``: a heartbeat, or a poll for a remote trace)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            if local:
-                yield HEARTBEAT
-            return
-        if subscription is None:
-            if await within(waiter.wait(), left):
-                return
-            continue
-        commit = asyncio.ensure_future(waiter.wait())
-        delta = asyncio.ensure_future(subscription.get())
-        try:
-            done, _ = await asyncio.wait({commit, delta}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (commit, delta):
-                if not task.done():
-                    task.cancel()
-        if delta in done:
-            yield delta.result()
-        if commit in done and local:
-            return
 
 
 async def progress_response(app: ServerHandlers, request: Request) -> Response:
