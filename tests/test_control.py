@@ -264,3 +264,37 @@ def test_retention_drops_old_decisions_and_cancel_requests(store_url: str) -> No
         assert control.run(again, control.decision_for, "c-new") == new
     finally:
         again.close()
+
+
+def test_two_deciders_whose_transactions_overlap_both_get_the_first_decision(store_url: str) -> None:
+    """The second decider's transaction starts before the first commits (on PostgreSQL both run at once):
+    its insert waits for the first, stores nothing, and returns the first decision, with no error."""
+    from toolspan.server._store import control
+    from toolspan.server._store.api import open_store
+
+    store = open_store(store_url)
+    first = control.DecisionRow("c-race", None, None, None, "t", "allow", None, "first", None, 1_000)
+    second = control.DecisionRow("c-race", None, None, None, "t", "deny", None, "second", None, 2_000)
+    cancel_first = control.CancelRow("exec_00000000000000bb", None, None, "first", None, 1_000)
+    cancel_second = control.CancelRow("exec_00000000000000bb", None, None, "second", None, 2_000)
+    outcome: list[object] = []
+    try:
+        with store.transaction() as conn:
+            assert control.insert_decision(conn, first) is first
+            assert control.insert_cancel(conn, cancel_first) is cancel_first
+            rival = threading.Thread(
+                target=lambda: outcome.extend(
+                    (
+                        control.run(store, control.insert_decision, second),
+                        control.run(store, control.insert_cancel, cancel_second),
+                    )
+                )
+            )
+            rival.start()
+            rival.join(0.5)
+            assert rival.is_alive()  # waiting for the first transaction, not refused
+        rival.join(10)
+        assert outcome == [first, cancel_first]
+        assert control.run(store, control.decision_for, "c-race") == first
+    finally:
+        store.close()

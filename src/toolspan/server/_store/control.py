@@ -1,9 +1,10 @@
 """The control channel's tables: decisions on tool calls that wait for an approval, and requests to cancel
 running calls, made through ``toolspan serve`` (``_http.control``).
 
-- ``control_decisions``: one row per model tool call id: the first decision wins (its primary key makes a
-  second insert fail inside the same transaction), with the waiting span it was made on (trace id, span id,
-  execution id), who decided, the note, the edited arguments (JSON text) and when (ns since the epoch).
+- ``control_decisions``: one row per model tool call id: the first decision wins (an insert that meets its
+  primary key does nothing, and the row that stands is read back), with the waiting span it was made on
+  (trace id, span id, execution id), who decided, the note, the edited arguments (JSON text) and when
+  (ns since the epoch).
 - ``control_cancels``: one row per execution id: who asked, the note and when.
 
 Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes a connection of
@@ -93,27 +94,28 @@ def decision_for(db: Any, call_id: str) -> DecisionRow | None:
 
 
 def insert_decision(db: Any, row: DecisionRow) -> DecisionRow:
-    """Store ``row`` unless a decision on its call is stored already; returns the decision that stands
-    (the caller runs this in one write transaction: two deciders racing get the same winner)."""
-    known = decision_for(db, row.call_id)
-    if known is not None:
-        return known
-    db.execute(
-        f"INSERT INTO control_decisions ({_DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (
-            row.call_id,
-            row.trace_id,
-            row.span_id,
-            row.execution_id,
-            row.tool,
-            row.decision,
-            row.note,
-            row.decided_by,
-            row.arguments,
-            row.decided_ns,
-        ),
+    """Store ``row`` unless a decision on its call is stored already; returns the decision that stands.
+
+    One statement decides: on PostgreSQL two deciders' transactions run at once, so a read before the insert
+    would not see a row the other is inserting; ``ON CONFLICT DO NOTHING`` waits for it instead, and the
+    read after it sees the winner (the same on SQLite, whose write transactions take turns)."""
+    values = (
+        row.call_id,
+        row.trace_id,
+        row.span_id,
+        row.execution_id,
+        row.tool,
+        row.decision,
+        row.note,
+        row.decided_by,
+        row.arguments,
+        row.decided_ns,
     )
-    return row
+    sql = (
+        f"INSERT INTO control_decisions ({_DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+        " ON CONFLICT (call_id) DO NOTHING"
+    )
+    return _first(db, sql, values, row, lambda: decision_for(db, row.call_id))
 
 
 def decisions_since(db: Any, after_ns: int, limit: int) -> list[DecisionRow]:
@@ -128,15 +130,24 @@ def decisions_since(db: Any, after_ns: int, limit: int) -> list[DecisionRow]:
 
 def insert_cancel(db: Any, row: CancelRow) -> CancelRow:
     """Store the cancel request ``row`` unless one for its execution is stored; returns the one that
-    stands."""
-    known = cancels_for(db, [row.execution_id])
-    if known:
-        return known[0]
-    db.execute(
-        f"INSERT INTO control_cancels ({_CANCEL_COLUMNS}) VALUES (?,?,?,?,?,?)",
-        (row.execution_id, row.trace_id, row.call_id, row.requested_by, row.note, row.requested_ns),
+    stands (one statement decides, as in ``insert_decision``)."""
+    values = (row.execution_id, row.trace_id, row.call_id, row.requested_by, row.note, row.requested_ns)
+    sql = (
+        f"INSERT INTO control_cancels ({_CANCEL_COLUMNS}) VALUES (?,?,?,?,?,?)"
+        " ON CONFLICT (execution_id) DO NOTHING"
     )
-    return row
+    return _first(db, sql, values, row, lambda: next(iter(cancels_for(db, [row.execution_id])), None))
+
+
+def _first(db: Any, sql: str, values: tuple[Any, ...], row: T, stored: Callable[[], T | None]) -> T:
+    """``row`` when the insert ``sql`` stored it, else the row that kept it out (committed: the insert
+    waited for it). Should that row be pruned between the two statements, the insert is tried again."""
+    while True:
+        if db.execute(sql, values).rowcount == 1:
+            return row
+        known = stored()
+        if known is not None:
+            return known
 
 
 def cancels_for(db: Any, execution_ids: list[str]) -> list[CancelRow]:
