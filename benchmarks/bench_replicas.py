@@ -38,13 +38,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import (  # noqa: E402
-    _PRODUCER,
     BATCH,
     HOST,
     _latency_summary,
     agent_spans,
     cpu_s,
     free_port,
+    latency_run,
     wait_http,
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
@@ -91,30 +91,8 @@ def _post_spread(ports: list[int], bodies: list[bytes]) -> float:
 
 
 def _latency(producer_port: int, reader_port: int, rate: int, seconds: float) -> dict[str, Any]:
-    import http.client
-
-    arrivals: dict[str, int] = {}
-    conn = http.client.HTTPConnection(HOST, reader_port, timeout=60)
-    conn.request("GET", "/api/stream")
-    response = conn.getresponse()
-    total = int(rate * seconds)
-    endpoint = f"http://{HOST}:{producer_port}/v1/traces"
-    producer = subprocess.Popen([sys.executable, "-c", _PRODUCER, endpoint, str(rate), str(total)])
-    event = ""
-    deadline = time.monotonic() + seconds + 60
-    try:
-        while len(arrivals) < total and time.monotonic() < deadline:
-            line = response.fp.readline().decode()
-            if not line:
-                break
-            if line.startswith("event: "):
-                event = line[7:].strip()
-            elif line.startswith("data: ") and event == "observe":
-                arrivals[json.loads(line[6:])["execution_id"]] = time.time_ns()
-    finally:
-        conn.close()
-        producer.wait(60)
-    return _latency_summary(reader_port, arrivals, total, rate)
+    live = latency_run(producer_port, rate, seconds, reader_port=reader_port)
+    return _latency_summary(reader_port, live["arrivals"], live["sent"], rate)
 
 
 def _postmaster(pg: Postgres) -> int:

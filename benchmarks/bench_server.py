@@ -208,11 +208,14 @@ provider.shutdown()
 """
 
 
-def latency_run(server_port: int, rate: int, seconds: float) -> dict[str, Any]:
+def latency_run(
+    server_port: int, rate: int, seconds: float, reader_port: int | None = None
+) -> dict[str, Any]:
     """The application (its own process: tools, SDK batch processor, OTLP/HTTP exporter) ends ``rate``
-    tool spans per second; this process only reads the stream and notes each observe's arrival."""
+    tool spans per second to ``server_port``; this process only reads the stream of ``reader_port`` (the
+    same server unless given: another replica) and notes each observe's arrival."""
     arrivals: dict[str, int] = {}
-    conn = http.client.HTTPConnection(HOST, server_port, timeout=60)
+    conn = http.client.HTTPConnection(HOST, reader_port or server_port, timeout=60)
     conn.request("GET", "/api/stream")
     response = conn.getresponse()
     total = int(rate * seconds)
