@@ -114,7 +114,7 @@ def run_setup(
         before = [cpu_s(p.pid) for p in procs], cpu_s(pg_pid), time.process_time()
         elapsed = _post_spread(ports, bodies)
         after = [cpu_s(p.pid) for p in procs], cpu_s(pg_pid), time.process_time()
-        cpu = {
+        cpu: dict[str, Any] = {
             "replicas_s": [round(b - a, 2) for a, b in zip(before[0], after[0], strict=True)],
             "postgres_s": round(after[1] - before[1], 2) if engine == "postgres" else 0.0,
             "sender_s": round(after[2] - before[2], 2),
