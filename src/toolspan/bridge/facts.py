@@ -49,10 +49,12 @@ from toolspan.bridge._kinds import (
     parse_json,
 )
 from toolspan.bridge._tools import (
+    ACT_AWAITING_APPROVAL,
     ApprovalEvent,
     ToolCallRecord,
     act_status,
     approvals,
+    arguments_text,
     call_id,
     edited_input,
     execution_id,
@@ -66,6 +68,7 @@ from toolspan.bridge._tools import (
 )
 
 __all__ = [
+    "ACT_AWAITING_APPROVAL",
     "AGENT",
     "CHAIN",
     "LLM",
@@ -80,6 +83,7 @@ __all__ = [
     "agent_name",
     "agent_output_text",
     "approvals",
+    "arguments_text",
     "call_id",
     "classify",
     "edited_input",

@@ -21,13 +21,15 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
    AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact text;
 3. re-render with that data, keeping the selected step, the trace shown and the scroll positions.
 
-4. with ``decisions_url`` and ``cancels_url`` (``toolspan serve --token``): the details of a tool call that
-   waits for its approval show Allow, Deny and Edit (a JSON editor of the arguments, checked to be a JSON
-   object before anything is sent), a running call shows Cancel: each a same-origin ``POST`` of JSON with
-   ``Authorization: Bearer <token>``. The token is the page's own ``?access_token=`` (the server needed it to
-   serve the page), else pasted once into the page; it is kept in the tab's ``sessionStorage`` only, and
-   never put in a URL or a cookie. The answer (or the refusal, with its reason) shows under the buttons, and
-   the call's new state arrives on the stream.
+4. with ``decisions_url``, ``cancels_url`` and ``whoami_url`` (``toolspan serve --decider NAME=TOKEN``): the
+   page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token: the
+   page's own ``?access_token=``, else one pasted once, kept in the tab's ``sessionStorage`` only and never
+   put in a URL or a cookie) the details of a tool call that waits for its approval show Allow, Deny and
+   Edit (a JSON editor of the arguments, checked to be a JSON object before anything is sent), a running
+   call shows Cancel, with the decider's name: each a same-origin ``POST`` of JSON with ``Authorization:
+   Bearer <token>`` naming the exact call (``execution_id``, ``trace_id``) and, for a decision, the digest of
+   the arguments shown (``shown``: the step's ``arguments_sha256``). The answer (or the refusal, with its
+   reason) shows under the buttons, and the call's new state arrives on the stream.
 
 Bursts of messages collapse into one fetch at a time. Between updates, the bars of steps still running
 grow with the browser's clock (once a second; a clock more than an hour off the trace's times is
@@ -75,6 +77,8 @@ class LiveOptions:
     # page then shows Allow, Deny, Edit and Cancel. ``None``: no such buttons.
     decisions_url: str | None = None
     cancels_url: str | None = None
+    # What the page's token may do (``GET /api/whoami``): the buttons show to a decider token only.
+    whoami_url: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -131,8 +135,12 @@ def render_html(
     config: dict[str, Any] = {
         "live": None if live is None else {"stream_url": live.stream_url, "data_url": live.data_url}
     }
-    if live is not None and live.decisions_url and live.cancels_url:
-        config["control"] = {"decisions_url": live.decisions_url, "cancels_url": live.cancels_url}
+    if live is not None and live.decisions_url and live.cancels_url and live.whoami_url:
+        config["control"] = {
+            "decisions_url": live.decisions_url,
+            "cancels_url": live.cancels_url,
+            "whoami_url": live.whoami_url,
+        }
     if title is None:
         first = data if isinstance(data, Mapping) else (data[0] if data else {})
         title = str(first.get("title") or first.get("trace_id") or "trace")

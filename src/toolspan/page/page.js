@@ -591,19 +591,32 @@
     }
   }
 
-  // ---------- control: decide and cancel through the server (served with a token only) ----------
-  // The token is sent in the Authorization header of a POST, never in a URL or a cookie. It comes from the
-  // page's own ?access_token= (the server needed it to serve the page), else it is pasted once; either way it
-  // is kept in this tab's sessionStorage only.
-  const KEY_TOKEN = "toolspan-control-token";
-  const KEY_BY = "toolspan-control-by";
-  const control = { editing: null, message: null };
+  // ---------- control: decide and cancel through the server (served with decider tokens only) ----------
+  // Deciding needs a decider token (toolspan serve --decider NAME=TOKEN): the page asks the server what its
+  // token may do (whoami_url) and shows the buttons, with the decider's name, only to a token that may
+  // decide. The token is the page's own ?access_token= when that one may decide, else one pasted once; it is
+  // kept in this tab's sessionStorage only and sent in the Authorization header of a POST, never in a URL or
+  // a cookie. A decision names the exact call (its execution id and trace) and the digest of the arguments
+  // the page shows (arguments_sha256), so it is given to that call only, and only while it shows them.
+  const KEY_TOKEN = "toolspan-decider-token";
+  const control = { editing: null, message: null, token: null, who: null, asking: null };
   function store(key, value) { try { if (value === null) sessionStorage.removeItem(key); else sessionStorage.setItem(key, value); } catch (e) { /* storage off: kept for this page only */ } }
   function stored(key) { try { return sessionStorage.getItem(key); } catch (e) { return null; } }
-  function controlToken() {
-    const fromUrl = new URLSearchParams(location.search).get("access_token");
-    if (fromUrl && !stored(KEY_TOKEN)) store(KEY_TOKEN, fromUrl);
-    return stored(KEY_TOKEN) || control.token || null;
+  function deciderToken() {
+    return stored(KEY_TOKEN) || control.token || new URLSearchParams(location.search).get("access_token") || null;
+  }
+  function forgetToken() { store(KEY_TOKEN, null); control.token = null; control.who = null; }
+  function whoami(c, token) {
+    // Asked once per token: {name, can} of that token, or {can: []} when the server refused it.
+    if (control.who && control.who.token === token) return control.who;
+    if (control.asking === token) return null;
+    control.asking = token;
+    fetch(c.whoami_url, { cache: "no-store", credentials: "omit", headers: token ? { Authorization: "Bearer " + token } : {} })
+      .then((r) => (r.ok ? r.json() : { name: null, can: [] }))
+      .then((doc) => { control.who = { token: token, name: doc.name, can: Array.isArray(doc.can) ? doc.can : [] }; })
+      .catch(() => { control.who = { token: token, name: null, can: [] }; })
+      .then(() => { control.asking = null; detail(); });
+    return null;
   }
   function send(url, body, what, id) {
     control.message = { id: id, text: what + "\u2026", ok: true };
@@ -612,12 +625,12 @@
       method: "POST",
       cache: "no-store",
       credentials: "omit",
-      headers: { "Content-Type": "application/json", Authorization: "Bearer " + controlToken() },
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + deciderToken() },
       body: JSON.stringify(body),
     })
       .then((r) => r.json().then((doc) => [r.status, doc]))
       .then(([status, doc]) => {
-        if (status === 401) store(KEY_TOKEN, null);
+        if (status === 401) forgetToken();
         const ok = status >= 200 && status < 300;
         const text = ok ? what + ": done" + (doc.decision ? " (" + doc.decision + " by " + doc.by + ")" : "") : "refused (" + status + "): " + (doc.error || "");
         control.message = { id: id, text: text, ok: ok };
@@ -625,6 +638,20 @@
         detail();
       })
       .catch((e) => { control.message = { id: id, text: what + " failed: " + e, ok: false }; detail(); });
+  }
+  function tokenField(bar, box, note) {
+    if (note) bar.appendChild(el("span", "meta", note + " "));
+    const field = el("input");
+    field.type = "password";
+    field.id = "control-token";
+    field.placeholder = "decider token, to decide";
+    field.autocomplete = "off";
+    const save = el("button", null, "Use token");
+    save.type = "button";
+    save.id = "control-token-save";
+    save.addEventListener("click", () => { const v = field.value.trim(); if (v) { store(KEY_TOKEN, v); control.token = v; control.who = null; detail(); } });
+    bar.append(field, save);
+    box.appendChild(bar);
   }
   function controls(box, s) {
     const c = config.control;
@@ -634,37 +661,28 @@
     if (!waiting && !running && !(control.message && control.message.id === s.id)) return;
     const bar = el("div", "control");
     bar.id = "control";
-    if (!controlToken()) {
-      const field = el("input");
-      field.type = "password";
-      field.id = "control-token";
-      field.placeholder = "bearer token, to decide";
-      field.autocomplete = "off";
-      const save = el("button", null, "Use token");
-      save.type = "button";
-      save.id = "control-token-save";
-      save.addEventListener("click", () => { const v = field.value.trim(); if (v) { store(KEY_TOKEN, v); control.token = v; detail(); } });
-      bar.append(field, save);
-      box.appendChild(bar);
+    const token = deciderToken();
+    if (!token) { tokenField(bar, box, null); return; }
+    const who = whoami(c, token);
+    if (!who) { bar.appendChild(el("span", "meta", "checking the token\u2026")); box.appendChild(bar); return; }
+    if (who.can.indexOf("decide") < 0) {
+      if (stored(KEY_TOKEN) === token) forgetToken();
+      tokenField(bar, box, "this token may not decide;");
       return;
     }
-    const by = el("input");
-    by.id = "control-by";
-    by.value = stored(KEY_BY) || "page";
-    by.size = 10;
-    by.title = "who decides";
-    by.addEventListener("change", () => store(KEY_BY, by.value.trim() || "page"));
-    const who = () => (by.value.trim() || "page");
     const button = (id, text, onClick) => { const b = el("button", null, text); b.type = "button"; b.id = id; b.addEventListener("click", onClick); bar.appendChild(b); return b; };
-    bar.append(el("span", "meta", "as "), by);
-    const target = { call_id: s.call_id, execution_id: s.execution_id };
+    const me = el("span", "meta", "deciding as " + who.name + " ");
+    me.id = "control-by";
+    bar.appendChild(me);
+    const target = { execution_id: s.execution_id, trace_id: P.trace_id };
     if (waiting) {
-      button("control-allow", "Allow", () => send(c.decisions_url, { ...target, decision: "allow", by: who() }, "allow", s.id));
-      button("control-deny", "Deny", () => send(c.decisions_url, { ...target, decision: "deny", by: who() }, "deny", s.id));
+      const shown = s.arguments_sha256;
+      button("control-allow", "Allow", () => send(c.decisions_url, { ...target, decision: "allow", shown: shown }, "allow", s.id));
+      button("control-deny", "Deny", () => send(c.decisions_url, { ...target, decision: "deny", shown: shown }, "deny", s.id));
       button("control-edit", "Edit\u2026", () => { control.editing = { id: s.id, text: JSON.stringify(s.input === undefined ? {} : s.input, null, 2), error: null }; detail(); });
     }
     if (running) {
-      button("control-cancel", "Cancel", () => send(c.cancels_url, { execution_id: s.execution_id, by: who() }, "cancel", s.id));
+      button("control-cancel", "Cancel", () => send(c.cancels_url, target, "cancel", s.id));
     }
     box.appendChild(bar);
     const ed = control.editing;
@@ -683,7 +701,7 @@
         try { value = JSON.parse(area.value); } catch (e) { ed.error = "not JSON: " + e.message; detail(); return; }
         if (value === null || typeof value !== "object" || Array.isArray(value)) { ed.error = "the arguments must be a JSON object"; detail(); return; }
         ed.error = null;
-        send(c.decisions_url, { ...target, decision: "allow", by: who(), arguments: value }, "allow edited", s.id);
+        send(c.decisions_url, { ...target, decision: "allow", shown: s.arguments_sha256, arguments: value }, "allow edited", s.id);
       });
       const wrap = el("div", "control-edit");
       wrap.append(area, go);

@@ -19,15 +19,17 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from toolspan.bridge import to_otlp_json
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
+from toolspan.server._auth import Tokens
 from toolspan.server._http import pages as _pages
 from toolspan.server._http.auth import (
     BearerAuth,
+    Failures,
     HostCheck,
     SecurityHeaders,
     allowed_hosts,
@@ -36,6 +38,7 @@ from toolspan.server._http.auth import (
 )
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.control import ControlRoutes
+from toolspan.server._http.jsonio import BodyError, JSONResponse, read_body
 from toolspan.server._http.openapi import openapi_document
 from toolspan.server._http.render import LINES, TARGETS, document_bytes, render, tree_document
 from toolspan.server._ingest import otlp as _ingest
@@ -48,7 +51,7 @@ from toolspan.server._store.remote import RemoteError, fetch_remote
 from toolspan.server._streams.deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._streams.frontend import agent_response, frontend_response
 from toolspan.server._streams.progress import progress_response
-from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks, within
+from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks
 from toolspan.server._streams.trace import trace_chunks
 
 __all__ = ["ServerHandlers", "build_app"]
@@ -100,7 +103,11 @@ class ServerHandlers:
             if not loop.is_closed():
                 self.deltas.relay(loop, records, self.store.trace_row)
 
-        self.store.watch(committed, relayed)
+        def decided() -> None:  # a decision or cancel request stored by another replica
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self.control.changes.notify)
+
+        self.store.watch(committed, relayed, decided)
 
     def end_streams(self) -> None:
         """End every open stream, on the event loop (the server is shutting down)."""
@@ -138,27 +145,11 @@ class ServerHandlers:
         return result
 
     async def _read_body(self, request: Request) -> bytes:
-        limit = self.config.max_body_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
-            raise _ingest.IngestError(
-                413, f"body of {declared} bytes is over the size limit of {limit} bytes"
-            )
-        body = bytearray()
-        chunks = request.stream()
-        while True:
-            # A client that stops sending its body is cut off (``--read-timeout``), not waited on.
-            following = asyncio.ensure_future(anext(chunks, None))
-            if not await within(following, self.config.read_timeout_s):
-                raise _ingest.IngestError(
-                    408, f"no body bytes for {self.config.read_timeout_s:g} s: request timed out"
-                )
-            chunk = following.result()
-            if chunk is None:
-                return bytes(body)
-            body += chunk
-            if len(body) > limit:
-                raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
+        # A client that stops sending its body is cut off (``--read-timeout``), not waited on.
+        try:
+            return await read_body(request, self.config.max_body_bytes, self.config.read_timeout_s)
+        except BodyError as e:
+            raise _ingest.IngestError(e.status, e.message) from None
 
     async def _otlp_body(self, request: Request) -> tuple[str, bytes]:
         """``(media kind, inflated body)`` of an OTLP/HTTP export; ``IngestError`` (413, 415, 400)."""
@@ -265,7 +256,7 @@ class ServerHandlers:
         if isinstance(found, Response):
             return found
         token = request.query_params.get("access_token")
-        control = bool(self.config.token)  # deciding needs a token: without one, no buttons
+        control = bool(self.config.deciders)  # deciding needs a decider token: without one, no buttons
         text = await run_in_threadpool(_pages.trace_page_html, *found, token, control)
         return HTMLResponse(text)
 
@@ -451,6 +442,7 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
     app = ServerHandlers(config, store)
     middleware: list[Middleware] = [
         Middleware(SecurityHeaders),
+        Middleware(Failures),
         Middleware(HostCheck, allowed=allowed_hosts(config.host, config.allowed_hosts)),
     ]
     if config.cors_origins:
@@ -462,8 +454,8 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
                 allow_headers=["authorization", "content-type", "content-encoding", "last-event-id"],
             )
         )
-    if config.token:
-        middleware.append(Middleware(BearerAuth, token=config.token))
+    # Always: it also tells the routes what the request's token may do (``auth.access_of``).
+    middleware.append(Middleware(BearerAuth, tokens=Tokens(config.token, config.deciders)))
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")

@@ -88,8 +88,8 @@ def page_data(spans: Sequence[Span]) -> str:
 
 
 def trace_page_html(trace_id: str, spans: Sequence[Span], token: str | None, control: bool = False) -> str:
-    """The live trace page of ``trace_id``; with ``control`` (the server has a token), with the buttons that
-    decide and cancel tool calls (``_http.control``)."""
+    """The live trace page of ``trace_id``; with ``control`` (the server has decider tokens), with the buttons
+    that decide and cancel tool calls (``_http.control``), shown to a token that may decide."""
     docs = to_pages(list(spans), live=True)
     query = _token_query(token)
     live = LiveOptions(
@@ -97,6 +97,7 @@ def trace_page_html(trace_id: str, spans: Sequence[Span], token: str | None, con
         data_url=f"/api/traces/{trace_id}/page{query}",
         decisions_url="/api/control/decisions" if control else None,
         cancels_url="/api/control/cancels" if control else None,
+        whoami_url="/api/whoami" if control else None,
     )
     return render_html(docs[0] if len(docs) == 1 else docs, live=live)
 

@@ -14,7 +14,15 @@ from typing import Any, Final, NamedTuple
 
 from toolspan import semconv as sc
 from toolspan.bridge import coalesce
-from toolspan.bridge.facts import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.facts import (
+    ACT_AWAITING_APPROVAL,
+    TOOL,
+    act_status,
+    classify,
+    tool_error,
+    tool_name,
+    tool_state,
+)
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import Ctx, bad_times
 from toolspan.bridge.readers import proto_resource_attributes as resource_attributes
@@ -66,6 +74,8 @@ class Row(NamedTuple):
     service: str | None
     conversation_id: str | None
     data: str | bytes
+    # 1 when the tool span waits for an approval (its last approval event asks for one) and has not ended.
+    waiting: int = 0
 
 
 def _conversation(attrs: Mapping[str, Any]) -> str | None:
@@ -98,6 +108,7 @@ def _row(span: Span, data: str | bytes) -> Row:
         None if service is None else str(service),
         _conversation(span.attributes),
         data,
+        int(tool and span.end_ns is None and act_status(span) == ACT_AWAITING_APPROVAL),
     )
 
 
