@@ -159,6 +159,13 @@ def add_parser(sub: Any) -> None:
         help="drop oldest traces beyond this many spans",
     )
     serve.add_argument(
+        "--stale-after",
+        type=_number(float, _MIN_S, what=_SECONDS),
+        default=60.0,
+        help="seconds after its application stopped asking for its decision that a waiting call leaves the"
+        " control channel's inbox",
+    )
+    serve.add_argument(
         "--heartbeat",
         type=_number(float, _MIN_S, what=_SECONDS),
         default=15.0,
@@ -242,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         cors_origins=tuple(args.cors_origin),
         max_body_bytes=args.max_body_bytes,
         idle_timeout_s=args.idle_timeout,
+        stale_after_s=args.stale_after,
         retention_s=args.retention,
         max_spans=args.max_spans,
         heartbeat_s=args.heartbeat,
