@@ -67,6 +67,26 @@ def _finite(text: str) -> float:
 # itself writes non-finite numbers as the strings "NaN" and "Infinity").
 _DECODER: Final = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
 _scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(_DECODER)  # type: ignore[arg-type]
+# An escaped UTF-16 surrogate (``\ud800``): a pair makes one character, one alone decodes to text no UTF-8
+# can carry (no view could be written), so such JSON stays the (ASCII) text it is.
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _carries(value: Any) -> bool:
+    """Whether ``value`` (decoded JSON) holds no lone surrogate (iterative: any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _LONE.search(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def classify(span: Span) -> str:
@@ -113,8 +133,8 @@ def classify(span: Span) -> str:
 
 
 def parse_json(value: Any) -> Any:
-    """``value`` parsed if it is a string holding JSON (strict: ``NaN``, ``Infinity`` and ``1e999`` are not);
-    anything else (or non-JSON text) unchanged."""
+    """``value`` parsed if it is a string holding JSON (strict: ``NaN``, ``Infinity``, ``1e999`` and a lone
+    surrogate escape are not); anything else (or non-JSON text) unchanged."""
     if isinstance(value, str) and value:
         first = value[0]
         if first in _JSON_START:
@@ -124,11 +144,14 @@ def parse_json(value: Any) -> Any:
             except (StopIteration, ValueError, RecursionError):
                 return value
             if end == len(value) or not value[end:].strip():
+                if "\\u" in value and _SURROGATE_ESCAPE.search(value) and not _carries(obj):
+                    return value
                 return obj
             return value
         if first in " \t\r\n":
             try:
-                return _DECODER.decode(value)
+                obj = _DECODER.decode(value)
             except (ValueError, RecursionError):
                 return value
+            return obj if "\\u" not in value or _carries(obj) else value
     return value
