@@ -242,7 +242,7 @@ def _inexact_result(attrs: Any, text: Any, value: Any) -> str | None:
     text = str(text)
     if _TRUNCATED in text or semconv.REDACTED_VALUE in text or semconv.TRUNCATION_FALLBACK_KEY in text:
         return "was cut or redacted when recorded"
-    if value is text and text[:1] in '{["-0123456789tfn':
+    if value is text and text[:1] in '"{[-0123456789tfn':
         return "is not the JSON toolspan records (cut by an attribute length limit?)"
     return None
 

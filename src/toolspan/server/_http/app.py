@@ -475,6 +475,13 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")
 
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        allowed = getattr(exc, "headers", None) or {}
+        response = error(405, f"{request.method[:20]} is not allowed on {request.url.path[:200]!r}")
+        if "allow" in {k.lower() for k in allowed}:
+            response.headers["allow"] = next(v for k, v in allowed.items() if k.lower() == "allow")
+        return response
+
     async def store_failed(request: Request, exc: Exception) -> Response:
         _logger.error("toolspan serve: the store failed a read: %s", exc)
         response = error(503, f"the store cannot answer now ({exc}): retry")
@@ -496,7 +503,12 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
     starlette = Starlette(
         routes=app.routes(),
         middleware=middleware,
-        exception_handlers={404: not_found, sqlite3.Error: store_failed, StoreUnavailable: store_failed},
+        exception_handlers={
+            404: not_found,
+            405: not_allowed,
+            sqlite3.Error: store_failed,
+            StoreUnavailable: store_failed,
+        },
         lifespan=lifespan,
     )
     return starlette, app
