@@ -161,28 +161,46 @@ def test_a_run_forgotten_past_4096_others_fails_closed(fresh_config: None) -> No
     assert ran == ["first"]
 
 
-def test_a_run_whose_root_ended_is_dropped_not_forgotten(fresh_config: None) -> None:
+@pytest.fixture
+def own_global_provider() -> Iterator[None]:
+    """A global tracer provider ``configure()`` may install for the test, the previous state restored."""
+    from opentelemetry.util._once import Once
+
+    saved = (trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER, trace._PROXY_TRACER_PROVIDER)
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+    trace._PROXY_TRACER_PROVIDER = trace.ProxyTracerProvider()
+    try:
+        yield
+    finally:
+        installed = trace._TRACER_PROVIDER
+        if isinstance(installed, TracerProvider):
+            installed.shutdown()
+        trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER, trace._PROXY_TRACER_PROVIDER = saved
+        chain.install_guard(None)
+        set_config(None)
+
+
+@pytest.mark.usefixtures("own_global_provider")
+def test_a_run_whose_root_ended_is_dropped_not_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLSPAN_POLICY", raising=False)
     policy = parse_policy(
         {"id": "b", "version": 1, "rules": [{"id": "one", "kind": "budget", "tool": "pay", "max_calls": 1}]}
     )
-    provider = toolspan.configure(exporters=[], policy=policy)
-    try:
-        guard = chain.GUARD[0]
-        assert isinstance(guard, PolicyGuard)
+    provider = toolspan.configure(exporters=[], policy=policy, instrument_threading=False)
+    guard = chain.GUARD[0]
+    assert isinstance(guard, PolicyGuard)
 
-        @toolspan.tool
-        def pay() -> str:
-            return "paid"
+    @toolspan.tool
+    def pay() -> str:
+        return "paid"
 
-        tracer = provider.get_tracer("t")
-        for _ in range(10):
-            with tracer.start_as_current_span("run"):
-                assert pay() == "paid"  # a new run each time: its own budget
-        assert guard._runs == {}  # every run ended: nothing held, nothing remembered as forgotten
-        assert guard._forgotten == set()
-    finally:
-        toolspan.configure(exporters=[])
-        provider.shutdown()  # type: ignore[attr-defined]
+    tracer = provider.get_tracer("t")
+    for _ in range(10):
+        with tracer.start_as_current_span("run"):
+            assert pay() == "paid"  # a new run each time: its own budget
+    assert guard._runs == {}  # every run ended: nothing held, nothing remembered as forgotten
+    assert guard._forgotten == set()
 
 
 @pytest.mark.usefixtures("guard")

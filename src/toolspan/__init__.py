@@ -91,18 +91,6 @@ _LAZY: dict[str, str | tuple[str, str]] = {
 __getattr__, __dir__ = lazy(globals(), _LAZY)
 
 
-def _replaying() -> None:
-    """A process started while a replay ran (``TOOLSPAN_REPLAYING``): the decision chain loads now, so a
-    tool called here refuses to run its body rather than run it for real."""
-    from toolspan._kernel import env as _env
-
-    if _env.get(_env.TOOLSPAN_REPLAYING):
-        import toolspan._decisions.chain  # noqa: F401
-
-
-_replaying()
-
-
 __all__ = [
     "Approval",
     "ApprovalBook",

@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Final
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolspan.bridge.model import pad_trace_id
@@ -197,6 +198,8 @@ class Failures:
 
         try:
             await self.app(scope, receive, tracked)
+        except ClientDisconnect:  # its client is gone: nobody to answer
+            _logger.debug("toolspan serve: %s %s: the client hung up", scope.get("method"), scope.get("path"))
         except Exception as exc:
             _logger.exception("toolspan serve: %s %s failed", scope.get("method"), scope.get("path"))
             if started:
