@@ -259,3 +259,36 @@ def test_the_server_served_every_probe_and_still_serves(server: Server) -> None:
     assert server.proc is not None
     assert server.proc.poll() is None
     assert "Traceback" not in server.log.read_text()
+
+
+# --- the examples found probing it ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (b'{"threadId": "\\ud800", "runId": "r", "messages": []}', "'threadId' holds a lone surrogate"),
+        (b'{"threadId": "t", "runId": "r", "state": {"a": NaN}}', "'state.a' holds NaN"),
+        (b'{"threadId": "t", "runId": "r", "state": 1e999}', "'state' holds 1e999"),
+        (b'{"threadId": "t", "runId": "r", "state": ' + b"[" * 3000 + b"]" * 3000 + b"}", "nested deeper"),
+    ],
+)
+def test_hostile_ag_ui_bodies_are_a_400_naming_the_field(server: Server, body: bytes, field: str) -> None:
+    status, headers, raw = _status_only(
+        server, "POST", "/api/ag-ui", body, {"Content-Type": "application/json"}
+    )
+    doc = _checked(status, headers, raw, {400})
+    assert field in doc["error"], doc
+
+
+@pytest.mark.parametrize("since", ["\u00b2", "9" * 5000, "-1", "1e3"])
+def test_hostile_since_on_the_ag_ui_and_ai_sdk_streams_is_a_400(server: Server, since: str) -> None:
+    for path in (
+        f"/api/traces/{TRACE}/ag-ui/stream",
+        f"/api/traces/{TRACE}/ai-sdk/stream",
+        f"/api/conversations/{TRACE}/ag-ui/stream",
+        f"/api/conversations/{TRACE}/ai-sdk/stream",
+    ):
+        status, headers, raw = _status_only(server, "GET", f"{path}?{_query('since', since)}", None, {})
+        doc = _checked(status, headers, raw, {400})
+        assert "since" in doc["error"], doc
