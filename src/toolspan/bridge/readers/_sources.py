@@ -147,13 +147,36 @@ def iter_path(
         f.close()
 
 
+# Files people pass by mistake, named by their first bytes.
+_MAGIC: Final = (
+    (
+        b"SQLite format 3\0",
+        "an SQLite database (toolspan serve's store? read its traces over the server's API)",
+    ),
+    (b"\x89PNG", "a PNG image"),
+    (b"PK\x03\x04", "a zip archive (unzip it first)"),
+    (b"%PDF", "a PDF document"),
+    (b"\x7fELF", "an executable"),
+)
+_PREVIEW_TEXT = 40
+
+
 def _preview(data: bytes) -> str:
-    text = repr(data[:_PREVIEW])
-    return text + "..." if len(data) > _PREVIEW else text
+    """What the input is, in words a person reads: a known kind of file, its first text, or its first
+    bytes in hex (never a Python bytes literal)."""
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            return f"it is {what}"
+    if _looks_like_text(data):
+        text = data[:_PREVIEW_TEXT].decode("utf-8", "ignore")
+        more = "..." if len(data) > _PREVIEW_TEXT else ""
+        return f"it starts with the text {json.dumps(text, ensure_ascii=False)}{more}"
+    more = "..." if len(data) > _PREVIEW else ""
+    return f"it starts with the bytes {data[:_PREVIEW].hex(' ')}{more}"
 
 
 def _not_a_trace(ctx: Ctx, data: bytes) -> None:
-    ctx.fail("", f"{NOT_A_TRACE}; it starts with {_preview(data)}")
+    ctx.fail("", f"{NOT_A_TRACE}; {_preview(data)}")
 
 
 def _looks_like_text(data: bytes) -> bool:
