@@ -318,6 +318,12 @@ def _iter_json(stream: IO[bytes], blank_lines: int, ctx: Ctx, on_bytes: OnBytes 
         try:
             doc = loads(whole)
         except (ValueError, RecursionError) as e:
+            documents = _concatenated(whole)
+            if documents is not None:  # pretty-printed documents one after the other (the SDK's console)
+                for line, each in documents:
+                    ctx.line = lineno + line
+                    yield from iter_document(each, ctx)
+                return
             if not (looks_lines and rest.strip()):
                 if isinstance(e, json.JSONDecodeError):
                     line = e.lineno + lineno - 1
@@ -338,6 +344,35 @@ def _iter_json(stream: IO[bytes], blank_lines: int, ctx: Ctx, on_bytes: OnBytes 
         on_bytes(len(first))
     yield from _one(doc, ctx)
     yield from _lines(stream, lineno, ctx, on_bytes)
+
+
+def _concatenated(data: bytes) -> list[tuple[int, Any]] | None:
+    """The JSON documents of ``data`` written one after the other (each with the 0-based line it starts
+    on), as the OpenTelemetry SDK's ``ConsoleSpanExporter`` prints spans; ``None`` unless all of ``data``
+    is two or more JSON objects and whitespace."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, Any]] = []
+    at, end, line = 0, len(text), 0
+    while True:
+        start = at
+        while at < end and text[at] in " \t\r\n":
+            at += 1
+        line += text.count("\n", start, at)
+        if at == end:
+            return found if len(found) > 1 else None
+        if text[at] != "{":
+            return None
+        try:
+            doc, stop = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return None
+        found.append((line, doc))
+        line += text.count("\n", at, stop)
+        at = stop
 
 
 def _one(doc: Any, ctx: Ctx) -> Iterator[Span]:
