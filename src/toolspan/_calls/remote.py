@@ -39,6 +39,7 @@ from typing import Any, Final
 from toolspan._calls.shapes import ToolCall
 from toolspan._decisions.approvals import Approval, abandoned
 from toolspan._decisions.cancel import Supervision
+from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
 
 __all__ = ["ServerApprover"]
@@ -74,6 +75,7 @@ class ServerApprover:
         self._lock = threading.Lock()
         self._running: dict[str, Supervision] = {}
         self._watcher: threading.Thread | None = None
+        self._warned = False  # about a call nothing exports (``_check_exported``)
 
     def __repr__(self) -> str:  # never shows the token
         return f"ServerApprover({self.url!r})"
@@ -104,6 +106,7 @@ class ServerApprover:
             raise ValueError(
                 f"ServerApprover needs the model's tool call id; the call of {call.name!r} has none"
             )
+        self._check_exported(call)
         path = f"/api/control/decisions/{urllib.parse.quote(call.id, safe='')}?wait={_WAIT_S:g}"
         down_since: float | None = None
         failures = 0
@@ -128,6 +131,24 @@ class ServerApprover:
             decision = doc.get("decision") if isinstance(doc, dict) else None
             if decision is not None:
                 return self._approval(call, decision, doc.get("waiting"), doc.get("decided_on"))
+
+    def _check_exported(self, call: ToolCall) -> None:
+        """Warn (once per approver) when nothing exports a pending record of the waiting call: the server
+        then never lists it, no one can decide it, and it waits out its timeout in silence."""
+        span = _permissions.tool_span()
+        if self._warned or not span.get_span_context().is_valid or _hooks.followed(span):
+            return
+        self._warned = True
+        _logger.warning(
+            "toolspan: ServerApprover: nothing exports a pending record of tool call %r (%s): toolspan serve"
+            " at %s cannot list it in its inbox, so no one can decide it, and it waits until its timeout."
+            " Export pending records to that server: TOOLSPAN_PENDING_SPANS=true with configure() and"
+            " OTEL_EXPORTER_OTLP_ENDPOINT=%s, or add a PendingSpanProcessor",
+            call.id,
+            call.name,
+            self.url,
+            self.url,
+        )
 
     def _approval(self, call: ToolCall, decision: dict[str, Any], waiting: Any, decided_on: Any) -> Approval:
         tool = decision.get("tool")
