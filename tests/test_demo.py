@@ -84,7 +84,10 @@ def test_writes_the_trace_page_and_prints_its_path(demo: tuple[Path, str]) -> No
     assert stdout.splitlines()[-1] == f"trace page: {(out / 'run.html').resolve()}"
     html = (out / "run.html").read_text("utf-8")
     data = html.split('<script id="ts-data" type="application/json">', 1)[1].split("</script>", 1)[0]
-    assert [page["title"] for page in json.loads(data)] == ["assistant", "assistant"]
+    assert [page["title"] for page in json.loads(data)] == [
+        "What's the weather in Paris and what is 25 + 30?",
+        "Research OpenTelemetry for me, then clean up the scratch files.",
+    ]
 
 
 def test_prints_the_act_observe_timeline(demo: tuple[Path, str]) -> None:

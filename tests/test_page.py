@@ -150,7 +150,7 @@ def _otlp_file(path: Path, traces: int) -> None:
 
     with capture_spans() as finished:
         for n in range(traces):
-            with toolspan.agent(f"agent-{n}", input="find", new_trace=True):
+            with toolspan.agent(f"agent-{n}", input=f"find {n}", new_trace=True):
                 search(f"q{n}")
         exporter = OtlpJsonFileExporter(path)
         exporter.export(finished())
@@ -168,6 +168,6 @@ def test_convert_to_html_writes_one_page_for_all_traces(
     assert capsys.readouterr().err == ""
     html = out.read_text("utf-8")
     data = json.loads(next(t for _tag, a, t in parse(html).raw if a.get("id") == "ts-data"))
-    assert [p["title"] for p in data] == [f"agent-{n}" for n in range(traces)]
+    assert [p["title"] for p in data] == [f"find {n}" for n in range(traces)]  # each run named by its request
     labels = [[s["label"] for s in p["steps"]] for p in data]
     assert labels == [[f"agent-{n}", "search"] for n in range(traces)]

@@ -220,7 +220,7 @@ def cross_trace_spans() -> list[Span]:
 
 def test_trace_picker_and_links_across_traces(open_page: Callable[..., Opened]) -> None:
     pages = to_pages(cross_trace_spans())
-    assert [p["title"] for p in pages] == ["boss", "job nightly"]
+    assert [p["title"] for p in pages] == ["go", "job nightly"]  # what was asked, else the root's name
     opened = open_page(render_html(pages))
     page = opened.page
     assert page.locator("#trace").is_visible()

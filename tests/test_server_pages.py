@@ -336,3 +336,110 @@ def test_hostile_list_parameters_are_a_page_or_a_400_never_a_500(tmp_path: Path)
         for raw in ("%ED%A0%80", "%FF%FE", "%00", "%C0%AF"):  # a lone surrogate, bytes that are no UTF-8
             for path in (f"/traces?q={raw}", f"/api/traces?q={raw}", f"/traces?refresh={raw}"):
                 assert server.request("GET", path)[0] in (200, 400), path
+
+
+# --- states and names the list shares with the trace page ---------------------------------------------
+
+
+def _stopped_runs() -> list[ReadableSpan]:
+    """A run whose tool was cancelled on request, and one stopped by Ctrl-C inside its tool."""
+    from toolspan.errors import ToolCancelled
+
+    @toolspan.tool
+    def watch(seconds: int) -> str:
+        raise ToolCancelled("enough", by="ops")
+
+    @toolspan.tool
+    def copy(path: str) -> str:
+        raise KeyboardInterrupt
+
+    with capture_spans() as finished:
+        with toolspan.agent("assistant", input="Watch the deploy.", new_trace=True):
+            toolspan.run_tool_calls(
+                [{"type": "tool_use", "id": "t1", "name": "watch", "input": {"seconds": 9}}], [watch]
+            )
+        try:
+            with toolspan.agent("assistant", input="Copy the logs.", new_trace=True):
+                copy("/var/log")
+        except KeyboardInterrupt:
+            pass
+        return list(finished())
+
+
+def test_a_cancelled_run_is_cancelled_in_the_list_and_on_its_page(tmp_path: Path) -> None:
+    spans = _stopped_runs()
+    on_request, by_ctrl_c = _trace_of(spans, "Watch the deploy."), _trace_of(spans, "Copy the logs.")
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(otlp_body(spans))[0] == 200
+        rows = {r["trace_id"]: r for r in server.get_json("/api/traces")["traces"]}
+        pages = {t: server.get_json(f"/api/traces/{t}/page") for t in rows}
+        only = {r["trace_id"] for r in server.get_json("/api/traces?state=CANCELLED")["traces"]}
+        failed = server.get_json("/api/traces?state=FAILED")["traces"]
+    for trace_id in (on_request, by_ctrl_c):
+        row = rows[trace_id]
+        assert (row["state"], row["errors"], row["cancelled"]) == ("CANCELLED", 0, 1), row
+        counts = pages[trace_id]["counts"]
+        assert counts.get("CANCELLED"), counts  # the page agrees: cancelled, no failure
+        assert not counts.get("FAILED"), counts
+        assert row["name"] == pages[trace_id]["title"]  # one name for the run, everywhere
+    assert only == {on_request, by_ctrl_c}
+    assert failed == []
+
+
+def test_a_run_waiting_for_approval_is_listed_as_such_and_named_from_its_first_record(tmp_path: Path) -> None:
+    """Only the waiting tool's pending record has arrived (the agent's span arrives when it ends): the run is
+    AWAITING_APPROVAL (and filtered so), named by the agent its approval request names, on the list and its
+    page alike; when it ends it is named by what the user asked."""
+    import threading
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from toolspan.exporters.pending import PendingSpanProcessor
+    from toolspan.testing import installed_tracer_provider
+
+    @toolspan.tool
+    def transfer(amount: int) -> str:
+        return "sent"
+
+    decided = threading.Event()
+
+    def approve(call: Any) -> bool:
+        decided.wait(30)
+        return True
+
+    with running_server(tmp_path) as server:
+        exporter = OTLPSpanExporter(endpoint=f"{server.url}/v1/traces")
+        provider = TracerProvider()
+        provider.add_span_processor(PendingSpanProcessor(exporter))
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        call = {"type": "tool_use", "id": "toolu_pay", "name": "transfer", "input": {"amount": 20}}
+
+        def run() -> None:
+            with toolspan.agent("treasurer", input="Pay the invoice."):
+                toolspan.run_tool_calls([call], [transfer], approve=approve)
+
+        with installed_tracer_provider(provider):
+            worker = threading.Thread(target=run)
+            worker.start()
+            try:
+                (row,) = wait_for(lambda: server.get_json("/api/traces")["traces"], "the waiting run")
+                waiting = server.get_json("/api/traces?state=AWAITING_APPROVAL")["traces"]
+                running = server.get_json("/api/traces?state=RUNNING")["traces"]
+                page = server.get_json(f"/api/traces/{row['trace_id']}/page")
+            finally:
+                decided.set()
+                worker.join(30)
+        provider.shutdown()
+        (done,) = wait_for(lambda: server.get_json("/api/traces?state=COMPLETED")["traces"], "the ended run")
+    assert (row["state"], row["waiting"], row["name"], row["root_name"]) == (
+        "AWAITING_APPROVAL",
+        1,
+        "treasurer",
+        None,
+    )
+    assert [r["trace_id"] for r in waiting] == [row["trace_id"]]
+    assert running == []
+    assert page["title"] == "treasurer"
+    assert (done["name"], done["waiting"]) == ("Pay the invoice.", 0)

@@ -49,6 +49,7 @@ from toolspan.bridge._kinds import (
     parse_json,
 )
 from toolspan.bridge._tools import (
+    ACT_AWAITING_APPROVAL,
     ApprovalEvent,
     ToolCallRecord,
     act_status,
@@ -56,6 +57,7 @@ from toolspan.bridge._tools import (
     call_id,
     edited_input,
     execution_id,
+    is_cancellation,
     parent_tool_ids,
     tool_call,
     tool_error,
@@ -66,6 +68,7 @@ from toolspan.bridge._tools import (
 )
 
 __all__ = [
+    "ACT_AWAITING_APPROVAL",
     "AGENT",
     "CHAIN",
     "LLM",
@@ -84,6 +87,7 @@ __all__ = [
     "classify",
     "edited_input",
     "execution_id",
+    "is_cancellation",
     "parent_tool_ids",
     "parse_json",
     "plan_name",

@@ -14,7 +14,15 @@ from typing import Any, Final, NamedTuple
 
 from toolspan import semconv as sc
 from toolspan.bridge import coalesce
-from toolspan.bridge.facts import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.facts import (
+    ACT_AWAITING_APPROVAL,
+    TOOL,
+    act_status,
+    classify,
+    tool_error,
+    tool_name,
+    tool_state,
+)
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import Ctx, bad_times
 from toolspan.bridge.readers import proto_resource_attributes as resource_attributes
@@ -79,6 +87,8 @@ def _conversation(attrs: Mapping[str, Any]) -> str | None:
 def _row(span: Span, data: str | bytes) -> Row:
     tool = classify(span) == TOOL
     state = tool_state(span) if tool and span.end_ns is not None else None
+    if tool and span.end_ns is None and act_status(span) == ACT_AWAITING_APPROVAL:
+        state = sc.STATE_AWAITING_APPROVAL  # a running call waiting for its approval: the list shows it
     if tool:
         error = span.end_ns is not None and tool_error(span, state) is not None
     else:
