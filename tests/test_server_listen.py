@@ -81,9 +81,18 @@ def test_the_banner_names_the_trace_list_first() -> None:
         lines[0]
         == "toolspan serve: trace list http://127.0.0.1:4318/traces (open it in a browser; / leads there)"
     )
-    assert lines[1] == "  OTLP/HTTP http://127.0.0.1:4318/v1/traces, no OTLP/gRPC"
-    assert "live stream http://127.0.0.1:4318/api/stream (SSE, from the live tail on)" in lines[2]
-    assert lines[3] == "  store toolspan.db"
+    assert lines[1] == "  inbox http://127.0.0.1:4318/inbox (tool calls waiting for a decision)"
+    assert lines[2] == "  OTLP/HTTP http://127.0.0.1:4318/v1/traces, no OTLP/gRPC"
+    assert "live stream http://127.0.0.1:4318/api/stream (SSE, from the live tail on)" in lines[3]
+    assert lines[4] == "  store toolspan.db"
+
+
+def test_with_a_token_the_banner_says_how_to_open_the_list() -> None:
+    (first, *_) = banner("http://127.0.0.1:4318", None, "toolspan.db", token=True).splitlines()
+    assert first == (
+        "toolspan serve: trace list http://127.0.0.1:4318/traces (open it in a browser and paste the token"
+        " when it asks (kept in that tab only); / leads there)"
+    )
 
 
 def test_an_otlp_grpc_exporter_on_the_http_port_is_named_on_the_server(tmp_path: Path) -> None:

@@ -11,28 +11,37 @@ page's own script and style (by sha256 hash) and no request at all (``default-sr
 Live mode, the contract for a server (``toolspan serve`` wires it): ``render_html(data,
 live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` and makes the page
 
-1. open ``EventSource(stream_url)`` (same origin). Each event refreshes the page, its data is ignored:
-   unnamed events (``message``) and events named ``update``, ``span``, ``act``, ``observe``, ``progress``,
-   ``tool:start``, ``tool:end``, ``tool:error`` or ``done`` (so a trace's act/observe or progress stream
-   can drive the page as it is);
-2. on each message, ``GET data_url`` (same origin, ``cache: no-store``), which must answer
-   ``application/json`` holding the same kind of value as ``data``: one page document or a list of them,
-   built with ``to_pages(spans, live=True)`` so spans that have not ended show as RUNNING (or
-   AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact text;
-3. re-render with that data, keeping the selected step, the trace shown and the scroll positions.
+1. open ``EventSource(stream_url)`` (same origin; with the tab's token as ``access_token``, since an
+   ``EventSource`` sends no header). Each event refreshes the page, its data is ignored: unnamed events
+   (``message``) and events named ``update``, ``span``, ``act``, ``observe``, ``progress``, ``tool:start``,
+   ``tool:end``, ``tool:error`` or ``done`` (so a trace's act/observe or progress stream can drive the page
+   as it is);
+2. on each message, ``GET data_url`` (same origin, ``cache: no-store``, the tab's token in the
+   ``Authorization`` header), which must answer ``application/json`` holding the same kind of value as
+   ``data``: one page document or a list of them, built with ``to_pages(spans, live=True)`` so spans that
+   have not ended show as RUNNING (or AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact
+   text; a 401 turns the page into the token page until a token the server takes is given;
+3. re-render with that data, keeping the selected step, the trace shown and the scroll positions. A page
+   opened on no step selects the first call waiting for an approval, and names every waiting call above the
+   timeline. ``fetch_first``: the page was served without its data and reads ``data_url`` first.
+4. with ``decisions_url``, ``cancels_url`` and ``waiting_url``, for a decider's token (``GET /api/whoami``):
+   the details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
+   arguments, checked to be a JSON object before anything is sent) and a note; a running call shows Cancel,
+   which asks to be confirmed. A decision names the call by its execution id and echoes the digest of the
+   arguments shown (``shown``: the ``arguments_sha256`` of its ``waiting_url`` entry, whose arguments must be
+   the ones the page shows). Each is a same-origin ``POST`` of JSON with ``Authorization: Bearer <token>``.
+   The answer (or the refusal, with its reason) shows under the buttons until the call's new state arrives
+   on the stream.
 
-4. with ``decisions_url`` and ``cancels_url`` (``toolspan serve --token``): the details of a tool call that
-   waits for its approval show Allow, Deny and Edit (a JSON editor of the arguments, checked to be a JSON
-   object before anything is sent), a running call shows Cancel: each a same-origin ``POST`` of JSON with
-   ``Authorization: Bearer <token>``. The token is the page's own ``?access_token=`` (the server needed it to
-   serve the page), else pasted once into the page; it is kept in the tab's ``sessionStorage`` only, and
-   never put in a URL or a cookie. The answer (or the refusal, with its reason) shows under the buttons, and
-   the call's new state arrives on the stream.
+The token of a served page is the tab's own (``common.js``): taken from ``?access_token=`` or
+``#access_token=`` (then removed from the address bar) or asked for, and kept in the tab's
+``sessionStorage`` only, never in a cookie. Bursts of messages collapse into one fetch at a time. Between
+updates, the bars of steps still running grow with the browser's clock (once a second; a clock more than an
+hour off the trace's times is ignored). The page works from ``file://`` and from any path of the server; the
+URLs may be relative to the page's URL.
 
-Bursts of messages collapse into one fetch at a time. Between updates, the bars of steps still running
-grow with the browser's clock (once a second; a clock more than an hour off the trace's times is
-ignored). The page works from ``file://`` and from any path of the server; the URLs may be relative to
-the page's URL.
+``render_app("list" | "inbox")``: the other pages of ``toolspan serve`` (the trace list and the inbox of
+calls waiting for a decision), holding no data: their scripts read the server's API with the tab's token.
 """
 
 from __future__ import annotations
@@ -47,7 +56,15 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-__all__ = ["LiveOptions", "content_security_policy", "embed_json", "page_json", "render_html"]
+__all__ = [
+    "APPS",
+    "LiveOptions",
+    "content_security_policy",
+    "embed_json",
+    "page_json",
+    "render_app",
+    "render_html",
+]
 
 _ESCAPES: Final = {
     "<": "\\u003c",
@@ -71,10 +88,14 @@ class LiveOptions:
 
     stream_url: str
     data_url: str
-    # Where the page decides waiting calls and cancels running ones (``toolspan serve`` with a token): the
-    # page then shows Allow, Deny, Edit and Cancel. ``None``: no such buttons.
+    # Where the page decides waiting calls and cancels running ones (``toolspan serve``), and reads the
+    # waiting calls (the digest of the arguments a decision echoes): the page shows Allow, Deny, Edit and
+    # Cancel to a decider's token (``GET /api/whoami``). ``None``: no such buttons.
     decisions_url: str | None = None
     cancels_url: str | None = None
+    waiting_url: str | None = None
+    # Served without its data (asked for without the token): the page reads ``data_url`` first.
+    fetch_first: bool = False
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -101,12 +122,13 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
 
 
-def content_security_policy(script: str, style: str, live: bool) -> str:
-    """The page's policy: only this script and style, no network (live: same-origin fetch and SSE)."""
+def content_security_policy(script: str | Sequence[str], style: str, live: bool) -> str:
+    """The page's policy: only these scripts and this style, no network (live: same-origin fetch and SSE)."""
+    scripts = [script] if isinstance(script, str) else list(script)
     return "; ".join(
         (
             "default-src 'none'",
-            f"script-src {_sha256(script)}",
+            "script-src " + " ".join(_sha256(s) for s in scripts),
             f"style-src {_sha256(style)}",
             "img-src data:",
             "connect-src 'self'" if live else "connect-src 'none'",
@@ -126,22 +148,58 @@ def render_html(
     title: str | None = None,
 ) -> str:
     """One self-contained HTML page showing ``data`` (a page document or a list of them)."""
+    common = _asset("common.js")
     script = _asset("page.js")
-    style = _asset("page.css")
+    style = _asset("theme.css") + _asset("page.css")
     config: dict[str, Any] = {
-        "live": None if live is None else {"stream_url": live.stream_url, "data_url": live.data_url}
+        "live": None
+        if live is None
+        else {"stream_url": live.stream_url, "data_url": live.data_url, "fetch_first": live.fetch_first}
     }
-    if live is not None and live.decisions_url and live.cancels_url:
-        config["control"] = {"decisions_url": live.decisions_url, "cancels_url": live.cancels_url}
+    if live is not None and live.decisions_url and live.cancels_url and live.waiting_url:
+        config["control"] = {
+            "decisions_url": live.decisions_url,
+            "cancels_url": live.cancels_url,
+            "waiting_url": live.waiting_url,
+        }
     if title is None:
         first = data if isinstance(data, Mapping) else (data[0] if data else {})
         title = str(first.get("title") or first.get("trace_id") or "trace")
     return _asset("template.html").format(
-        csp=_attr(content_security_policy(script, style, live is not None)),
+        csp=_attr(content_security_policy([common, script], style, live is not None)),
         icon=_ICON,
+        # The bar leading to the server's other pages: on a page the server serves with its control routes.
+        top=_asset("top.html").format(icon=_ICON) if "control" in config else "",
         title=_attr(title[:200]) + " \u2014 toolspan",
         style=style,
+        common=common,
         script=script,
         config=embed_json(config),
         data=embed_json(data),
+    )
+
+
+# The pages of ``toolspan serve`` besides the trace page: their script, and their title.
+APPS: Final = {"list": ("list.js", "Runs"), "inbox": ("inbox.js", "Inbox")}
+
+
+def render_app(app: str) -> str:
+    """The served page ``app`` (``"list"``: the trace list; ``"inbox"``: the calls waiting for a decision):
+    one self-contained HTML file holding no data (the script reads it from the server's API with the tab's
+    token), so it is served to anyone, and asks for the token when the API wants one."""
+    name, title = APPS[app]
+    common = _asset("common.js")
+    script = _asset(name)
+    style = _asset("theme.css") + _asset("app.css")
+    policy = content_security_policy([common, script], style, live=True)
+    return _asset("app.html").format(
+        csp=_attr(policy),
+        icon=_ICON,
+        top=_asset("top.html").format(icon=_ICON),
+        title=f"{title} \u2014 toolspan",
+        app=app,
+        style=style,
+        common=common,
+        script=script,
+        config=embed_json({"app": app}),
     )

@@ -20,6 +20,7 @@ from toolspan.bridge.model import pad_trace_id
 from toolspan.server._auth import bearer_token
 
 __all__ = [
+    "WITHOUT_TOKEN",
     "BearerAuth",
     "HostCheck",
     "SecurityHeaders",
@@ -38,14 +39,33 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
 
+# Set on the scope of a page request that came without the token: the page is served holding no data.
+WITHOUT_TOKEN: Final = "toolspan.without_token"
+
+
+def is_page(method: str, path: str, pages: frozenset[str]) -> bool:
+    """Whether a request asks for one of the HTML pages (``pages``, a trace page, a job's trace page)."""
+    if method not in ("GET", "HEAD"):
+        return False
+    if path in pages:
+        return True
+    parts = path.split("/")
+    return (len(parts) == 3 and parts[1] == "traces" and parts[2] != "") or (
+        len(parts) == 6 and parts[1:3] == ["api", "jobs"] and parts[4:] == ["trace", "page"]
+    )
+
+
 class BearerAuth:
     """Refuse requests without ``Authorization: Bearer <token>`` (constant-time compare); ``/healthz``
     and CORS preflights pass. A GET may carry the token as ``?access_token=`` instead: browsers'
-    ``EventSource`` cannot set headers."""
+    ``EventSource`` cannot set headers. A browser asking for a page without the token gets the page
+    without its data (``WITHOUT_TOKEN`` on the scope): it asks for the token, where a 401 in JSON greeted
+    it at the very address the banner printed."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, pages: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.token = token.encode()
+        self.pages = pages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == "/healthz" or scope["method"] == "OPTIONS":
@@ -60,6 +80,9 @@ class BearerAuth:
             # Percent-escapes decode as UTF-8 (any text, never an error), as the token given is encoded.
             given = query.get("access_token", [""])[0].encode("utf-8", "surrogatepass")
         if not hmac.compare_digest(given, self.token):
+            if is_page(scope["method"], scope["path"], self.pages):
+                await self.app({**scope, WITHOUT_TOKEN: True}, receive, send)
+                return
             response = error(401, "missing or wrong bearer token")
             response.headers["www-authenticate"] = "Bearer"
             await response(scope, receive, send)

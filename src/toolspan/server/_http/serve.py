@@ -305,7 +305,7 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{sock.getsockname()[1]}"
     grpc_at = None if grpc_port is None else f"{host}:{grpc_port}"  # the bound ports: 0 picks one
-    sys.stderr.write(banner(base, grpc_at, shown(config.db)))
+    sys.stderr.write(banner(base, grpc_at, shown(config.db), token=bool(config.token)))
     if wildcard_host(config.host) and not config.token:
         sys.stderr.write(
             f"toolspan serve: warning: listening on every address of this machine ({config.host}) without"
