@@ -36,6 +36,7 @@ from _server import running_server, sdk_env, wait_for  # noqa: E402
 
 APP = REPO / "tests" / "control_live_app.py"
 TOKEN = "bench-control-token"
+DECIDER = "bench-control-decider-token"
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -43,9 +44,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _waiting(server: Any, call_id: str) -> bool:
+def _waiting(server: Any, call_id: str) -> dict[str, Any] | None:
     doc = server.get_json("/api/control/waiting")
-    return any(entry["call_id"] == call_id for entry in doc["waiting"])
+    return next((entry for entry in doc["waiting"] if entry["call_id"] == call_id), None)
 
 
 def _body_times(path: Path) -> list[float]:
@@ -55,7 +56,11 @@ def _body_times(path: Path) -> list[float]:
 
 
 def run(decisions: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp, running_server(Path(tmp), "--token", TOKEN) as server:
+    decider = ("--decider", f"bench={DECIDER}")
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_server(Path(tmp), "--token", TOKEN, *decider) as server,
+    ):
         server.headers = {"Authorization": f"Bearer {TOKEN}"}
         env = {
             **sdk_env(server, "http/protobuf"),
@@ -73,15 +78,24 @@ def run(decisions: int) -> dict[str, Any]:
         try:
             for i in range(decisions):
                 call_id = f"toolu_b{i}"
-                wait_for(lambda call_id=call_id: _waiting(server, call_id), f"{call_id} in the inbox", 60)
+                entry = wait_for(
+                    lambda call_id=call_id: _waiting(server, call_id), f"{call_id} in the inbox", 60
+                )
                 start = time.perf_counter()
                 server.get("/healthz")  # the reference: one round trip of the smallest request
                 round_trips.append(time.perf_counter() - start)
                 status, _, raw = server.request(
                     "POST",
                     "/api/control/decisions",
-                    json.dumps({"call_id": call_id, "decision": "allow", "by": "bench"}).encode(),
-                    {"Content-Type": "application/json"},
+                    json.dumps(
+                        {
+                            "execution_id": entry["execution_id"],
+                            "trace_id": entry["trace_id"],
+                            "decision": "allow",
+                            "shown": entry["arguments_sha256"],
+                        }
+                    ).encode(),
+                    {"Content-Type": "application/json", "Authorization": f"Bearer {DECIDER}"},
                 )
                 answered = time.time()
                 assert status == 200, raw

@@ -26,6 +26,25 @@ def send_email(to: str, body: str) -> str:
     return f"sent to {to}: {body}"
 
 
+def schema(**params: str) -> dict[str, str]:
+    """The ``toolspan.tool.parameters`` attribute a gated call records: the JSON Schema of its parameters
+    (all required here, each of the JSON type named)."""
+    text = json.dumps(
+        {
+            "additionalProperties": False,
+            "properties": {name: {"type": kind} for name, kind in params.items()},
+            "required": list(params),
+            "type": "object",
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+    return {semconv.TOOLSPAN_TOOL_PARAMETERS: text}
+
+
+SEND_EMAIL = schema(to="string", body="string")
+
+
 def decided(span: ReadableSpan, **attrs: Any) -> dict[str, Any]:
     """The whole permission_decided attribute dict: ``attrs`` plus the wait, from the two events' times."""
     required, decision = (e.timestamp for e in span.events if e.name.startswith("toolspan.permission_"))
@@ -64,6 +83,8 @@ def test_an_edit_runs_the_tool_with_the_edited_arguments_and_keeps_both(spans: A
             result="sent to team@example.com: hi",
         ),
         semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: json.dumps({"to": "team@example.com", "body": "hi"}),
+        # The JSON Schema of its parameters, recorded with the approval request (not content).
+        **SEND_EMAIL,
     }
     assert events(span) == [
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
@@ -113,6 +134,7 @@ def test_edited_arguments_are_redacted_like_the_arguments(spans: Any) -> None:
         # The recorded copy lost the token: the digest of the whole arguments tells the call apart.
         semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST: "sha256:"
         + hashlib.sha256(b'{"token":"t0ken","url":"https://a.example"}').hexdigest(),
+        **schema(url="string", token="string"),
     }
 
 
@@ -140,7 +162,10 @@ def test_edited_arguments_and_the_note_are_not_recorded_without_content_capture(
         semconv.OI_OUTPUT_MIME_TYPE,
     }
     expected = tool_attrs(span, "send_email", "t1", {}, description="Send an email.", result=None)
-    assert dict(span.attributes or {}) == {k: v for k, v in expected.items() if k not in content}
+    assert dict(span.attributes or {}) == {
+        **{k: v for k, v in expected.items() if k not in content},
+        **SEND_EMAIL,  # the parameters describe the tool, not the call: recorded whatever the capture
+    }
     assert events(span)[1] == (
         semconv.PERMISSION_DECIDED_EVENT,
         decided(span, **{semconv.PERMISSION_DECISION: "allow", semconv.PERMISSION_DECIDED_BY: "carol"}),
@@ -199,9 +224,12 @@ def test_an_approver_that_does_not_answer_in_time_denies_by_timeout(spans: Any) 
     }
     assert ran == []
     (span,) = spans()
-    assert dict(span.attributes or {}) == tool_attrs(
-        span, "wipe", "t1", {"path": "/"}, state=semconv.STATE_DENIED, error_type="toolspan.ToolDenied"
-    )
+    assert dict(span.attributes or {}) == {
+        **tool_attrs(
+            span, "wipe", "t1", {"path": "/"}, state=semconv.STATE_DENIED, error_type="toolspan.ToolDenied"
+        ),
+        **schema(path="string"),
+    }
     assert events(span) == [
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
         (

@@ -58,9 +58,11 @@ def test_approve_timeout_denies_while_the_server_has_no_decision(spans: Spans, t
     assert decided.attributes[semconv.PERMISSION_DECIDED_BY] == "timeout"
 
 
-def test_a_decision_for_another_tool_or_other_arguments_is_refused() -> None:
-    """A decision names its tool and the span it was made on: a call that reuses the id for another tool is
-    denied, and so is a call re-issued in another span (a restart) whose recorded arguments differ."""
+def test_a_decision_is_taken_only_for_this_very_call() -> None:
+    """A decision names its call (trace and execution id), its tool and the digest of the arguments shown:
+    the approver takes it only when all three are its own; a decision made on another span is taken only as
+    the one its re-issued call resumes (same model call id, tool and arguments)."""
+    from toolspan._kernel.ids import arguments_sha256
     from toolspan.testing import capture_spans
 
     approver = toolspan.ServerApprover("http://127.0.0.1:1")
@@ -69,29 +71,50 @@ def test_a_decision_for_another_tool_or_other_arguments_is_refused() -> None:
     @toolspan.tool
     def remove(path: str) -> None:
         """Remove a path."""
-        here = format(trace.get_current_span().get_span_context().span_id, "016x")
-        recorded = {"attributes": {semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"path": "/x"}'}}
+        ctx = trace.get_current_span().get_span_context()
+        own = (f"{ctx.trace_id:032x}", f"exec_{ctx.span_id:016x}")
+        shown = arguments_sha256('{"path": "/x"}')
         call = toolspan.ToolCall("toolu_1", "remove", {"path": path}, "anthropic")
-        mine = {"decision": "allow", "tool": "remove", "by": "a", "span_id": here}
-        seen["same span"] = approver._approval(call, mine, None, None).decision
-        other = {**mine, "span_id": "00000000000000ff"}
-        seen["same arguments"] = approver._approval(call, other, None, recorded).decision
-        for name, decided_on in (
-            ("other arguments", {"attributes": {semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"path": "/"}'}}),
-            ("decided span unknown", None),
-        ):
+        mine = {
+            "decision": "allow",
+            "tool": "remove",
+            "by": "a",
+            "trace_id": own[0],
+            "execution_id": own[1],
+            "span_id": own[1][5:],
+            "call_id": "toolu_1",
+            "shown": shown,
+        }
+        seen["this call"] = approver._approval(call, mine, own, shown, resumed=False).decision
+        refused = {
+            "another tool": ({**mine, "tool": "other"}, False),
+            "other arguments": ({**mine, "shown": arguments_sha256('{"path": "/"}')}, False),
+            "another span": ({**mine, "execution_id": "exec_00000000000000ff"}, False),
+            "another trace": ({**mine, "trace_id": "f" * 32}, False),
+            "a resume of this very span": (mine, True),
+            "a resume of another call id": (
+                {**mine, "execution_id": "exec_00000000000000ff", "call_id": "x"},
+                True,
+            ),
+        }
+        for name, (decision, resumed) in refused.items():
             with pytest.raises(LookupError, match="a decision is never given to another call") as caught:
-                approver._approval(call, other, None, decided_on)
+                approver._approval(call, decision, own, shown, resumed=resumed)
             seen[name] = str(caught.value)
-        with pytest.raises(LookupError, match="not 'other'"):
-            approver._approval(toolspan.ToolCall("toolu_1", "other", {}, "anthropic"), mine, None, None)
+        other = {**mine, "execution_id": "exec_00000000000000ff", "span_id": "00000000000000ff"}
+        seen["resumed"] = approver._approval(call, other, own, shown, resumed=True).decision
 
-    with capture_spans():
+    with capture_spans() as finished:
         remove("/x")
-    assert seen["same span"] == "allow"
-    assert seen["same arguments"] == "allow"
-    assert "made on other arguments" in seen["other arguments"]
-    assert "cannot compare" in seen["decided span unknown"]
+    assert seen["this call"] == "allow"
+    assert seen["resumed"] == "allow"
+    assert "for tool 'other'" in seen["another tool"]
+    assert "on other arguments" in seen["other arguments"]
+    assert "on another call" in seen["another span"]
+    assert "on another call" in seen["another trace"]
+    (span,) = finished()
+    (link,) = span.links  # the resumed decision links back to the span it was made on
+    assert link.context.span_id == 0xFF
 
 
 class _PreCancelled:
@@ -231,37 +254,51 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield request.getfixturevalue("postgres").fresh_url()
 
 
+def _decision(span_id: int, decision: str, by: str, decided_ns: int, call_id: str = "c") -> Any:
+    from toolspan.server._store import control
+
+    return control.DecisionRow(
+        "a" * 32, f"{span_id:016x}", f"exec_{span_id:016x}", call_id, "t", decision, "0" * 64, None, by, None,
+        None, decided_ns,
+    )  # fmt: skip
+
+
 def test_retention_drops_old_decisions_and_cancel_requests(store_url: str) -> None:
     from toolspan.server._store import control
     from toolspan.server._store.api import open_store
 
     store = open_store(store_url)
+    old_key, new_key = ("a" * 32, f"{1:016x}"), ("a" * 32, f"{2:016x}")
     try:
-        old = control.DecisionRow("c-old", None, None, None, "t", "allow", None, "a", None, 1_000)
-        new = control.DecisionRow("c-new", None, None, None, "t", "deny", None, "b", None, 5_000)
+        old = _decision(1, "allow", "a", 1_000)
+        new = _decision(2, "deny", "b", 5_000)
         for row in (old, new):
             assert control.run(store, control.insert_decision, row) is row
-        cancel = control.CancelRow("exec_00000000000000aa", None, None, "ops", None, 1_000)
-        control.run(store, control.insert_cancel, cancel)
-        # A second decision on a call: the first stands.
-        late = control.DecisionRow("c-new", None, None, None, "t", "allow", None, "z", None, 6_000)
-        assert control.run(store, control.insert_decision, late) == new
-        assert control.run(store, control.prune, 2_000) == 2
-        assert control.run(store, control.decision_for, "c-old") is None
-        assert control.run(store, control.decision_for, "c-new") == new
-        assert control.run(store, control.cancels_for, ["exec_00000000000000aa"]) == []
-        # Nanosecond times hold on both engines (PostgreSQL's INTEGER would not).
-        now = control.DecisionRow(
-            "c-now", None, None, None, "t", "allow", None, "a", None, 1_764_000_000 * 10**9
+        cancel = control.CancelRow(
+            "a" * 32, "00000000000000aa", "exec_00000000000000aa", None, "ops", None, 1_000
         )
+        control.run(store, control.insert_cancel, cancel)
+        control.run(store, control.polled, "a" * 32, "00000000000000aa", 1_000)
+        # A second decision on a call: the first stands.
+        late = _decision(2, "allow", "z", 6_000)
+        assert control.run(store, control.insert_decision, late) == new
+        assert control.run(store, control.prune, 2_000) == 3
+        assert control.run(store, control.decision_for, old_key) == []
+        assert control.run(store, control.decision_for, new_key) == [new]
+        assert control.run(store, control.decision_for, (None, new_key[1])) == [new]
+        assert control.run(store, control.decisions_of_call, "c") == [new]
+        assert control.run(store, control.cancels_for, ["00000000000000aa"]) == []
+        assert control.run(store, control.poll_until, "a" * 32, "00000000000000aa") is None
+        # Nanosecond times hold on both engines (PostgreSQL's INTEGER would not).
+        now = _decision(3, "allow", "a", 1_764_000_000 * 10**9)
         assert control.run(store, control.insert_decision, now) is now
-        assert control.run(store, control.decision_for, "c-now") == now
+        assert control.run(store, control.decision_for, ("a" * 32, f"{3:016x}")) == [now]
     finally:
         store.close()
     # Stored durably: the decision is there when the store opens again.
     again = open_store(store_url)
     try:
-        assert control.run(again, control.decision_for, "c-new") == new
+        assert control.run(again, control.decision_for, new_key) == [new]
     finally:
         again.close()
 
@@ -273,10 +310,14 @@ def test_two_deciders_whose_transactions_overlap_both_get_the_first_decision(sto
     from toolspan.server._store.api import open_store
 
     store = open_store(store_url)
-    first = control.DecisionRow("c-race", None, None, None, "t", "allow", None, "first", None, 1_000)
-    second = control.DecisionRow("c-race", None, None, None, "t", "deny", None, "second", None, 2_000)
-    cancel_first = control.CancelRow("exec_00000000000000bb", None, None, "first", None, 1_000)
-    cancel_second = control.CancelRow("exec_00000000000000bb", None, None, "second", None, 2_000)
+    first = _decision(9, "allow", "first", 1_000)
+    second = _decision(9, "deny", "second", 2_000)
+    cancel_first = control.CancelRow(
+        "a" * 32, "00000000000000bb", "exec_00000000000000bb", None, "first", None, 1
+    )
+    cancel_second = control.CancelRow(
+        "a" * 32, "00000000000000bb", "exec_00000000000000bb", None, "second", None, 2
+    )
     outcome: list[object] = []
     try:
         with store.transaction() as conn:
@@ -295,7 +336,7 @@ def test_two_deciders_whose_transactions_overlap_both_get_the_first_decision(sto
             assert rival.is_alive()  # waiting for the first transaction, not refused
         rival.join(10)
         assert outcome == [first, cancel_first]
-        assert control.run(store, control.decision_for, "c-race") == first
+        assert control.run(store, control.decision_for, ("a" * 32, f"{9:016x}")) == [first]
     finally:
         store.close()
 

@@ -49,7 +49,7 @@ def test_protobuf_rows_index_and_store_each_span_as_the_reader_reads_it(name: st
     assert [decode(r.data) for r in rows] == expected
     assert all(isinstance(r.data, bytes) for r in rows)
     # Every column but the stored form is what the full span gives.
-    assert [r[:-1] for r in rows] == [row_of_span(s)[:-1] for s in expected]
+    assert [r._replace(data=b"") for r in rows] == [row_of_span(s)._replace(data=b"") for s in expected]
     assert any(r.is_tool for r in rows)
 
 

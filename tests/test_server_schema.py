@@ -44,12 +44,12 @@ def test_a_part_added_later_is_migrated_when_the_store_opens_and_its_sql_runs_on
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(db)
-    assert _versions(store) == [("control", 1), ("core", 1)]
+    assert _versions(store) == [("control", 2), ("core", 2)]
     store.close()
     monkeypatch.setattr(schema, "PARTS", [*schema.PARTS, EXTRA])
     store = open_store(db)
     try:
-        assert _versions(store) == [("control", 1), ("core", 1), ("extra", 2)]
+        assert _versions(store) == [("control", 2), ("core", 2), ("extra", 2)]
         with store.transaction() as conn:
             conn.execute("INSERT INTO extra VALUES (?, ?)", ("a", 2**62))
             conn.execute("INSERT INTO extra VALUES (?, ?)", ("b", 1))
@@ -78,18 +78,49 @@ def test_a_store_newer_than_this_release_is_refused_with_one_line(db: str) -> No
     with pytest.raises(StoreError) as caught:
         open_store(db)
     text = str(caught.value)
-    assert "newer than this release's 1: upgrade toolspan" in text
+    assert "newer than this release's 2: upgrade toolspan" in text
     assert "\n" not in text
 
 
-def test_a_store_of_0_1_0_is_taken_under_version_control_unchanged(tmp_path: Path) -> None:
+def test_a_store_of_0_1_0_is_taken_under_version_control_and_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as old:  # what 0.1.0 wrote: the tables, no version table
         old.executescript(schema.ddl(schema.CORE.migrations[0][1], schema.SQLITE))
         old.execute("INSERT INTO meta VALUES ('clock', 42)")
+        old.execute(
+            "INSERT INTO spans VALUES"
+            " ('a', 'b', NULL, 'execute_tool x', 1, NULL, 1, 'x', NULL, 0, NULL, NULL, '[]')"
+        )
     store = open_store(str(path))
     try:
-        assert _versions(store) == [("control", 1), ("core", 1)]  # the control tables joined
+        assert _versions(store) == [("control", 2), ("core", 2)]  # the control tables joined
         assert store.clock() >= 42
+        with store.transaction() as conn:  # the span kept, not waiting (it asked before the column existed)
+            assert conn.execute("SELECT span_id, waiting FROM spans").fetchall() == [("b", 0)]
+    finally:
+        store.close()
+
+
+def test_decisions_of_control_version_1_are_dropped_by_version_2(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 1 keyed a decision by the model's call id (it named no exact call): its decisions are not
+    carried over, so the calls waiting then are decided again, each on its own."""
+    monkeypatch.setattr(
+        schema, "PARTS", [schema.CORE, schema.SchemaPart("control", schema.CONTROL.migrations[:1])]
+    )
+    store = open_store(db)
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO control_decisions VALUES (?,?,?,?,?,?,?,?,?,?)",
+            ("toolu_1", "a" * 32, "b" * 16, "exec_" + "b" * 16, "t", "allow", None, "x", None, 1),
+        )
+    store.close()
+    monkeypatch.setattr(schema, "PARTS", [schema.CORE, schema.CONTROL])
+    store = open_store(db)
+    try:
+        assert _versions(store) == [("control", 2), ("core", 2)]
+        with store.transaction() as conn:
+            assert conn.execute("SELECT count(*) FROM control_decisions").fetchone()[0] == 0
     finally:
         store.close()

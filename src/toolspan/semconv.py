@@ -134,6 +134,12 @@ TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: Final = "toolspan.tool.call.edited_argument
 # the captured copy may differ from them (cut at the byte budget, redacted, converted): replay tells calls
 # apart by it, whatever the budget of the recording and of the replaying process.
 TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST: Final = "toolspan.tool.call.arguments.digest"
+# The same for the result: written when the captured result may differ from what the tool returned (cut,
+# redacted, converted): replay never serves such a result.
+TOOLSPAN_TOOL_CALL_RESULT_DIGEST: Final = "toolspan.tool.call.result.digest"
+# JSON Schema (text) of the tool's parameters, written on a call that asks for its approval: toolspan serve
+# checks a decider's edit of the arguments against it (not content: it describes the tool, not the call).
+TOOLSPAN_TOOL_PARAMETERS: Final = "toolspan.tool.parameters"
 # On a tool span that resumes an approval after a restart: the execution_id of the span that waited (also
 # a span link to it, whose attribute toolspan.link.type is "resumes_approval").
 # On a tool span cancelled on request (toolspan serve's control channel): who asked, and why.

@@ -6,20 +6,25 @@ delivers the cancel requests made there to the calls it approved.
 
 The application exports its spans to that server with pending records (``TOOLSPAN_PENDING_SPANS=true``), so
 the server lists each gated call in its inbox (``GET /api/control/waiting``) while it waits. The approver
-long-polls ``GET /api/control/decisions/{call_id}`` (the server answers the moment a decision is stored;
-no polling interval), by the model's tool call id: an application killed while a call waited and started
-again re-issues the same call, finds the decision made meanwhile (or waits for it), and its new tool span
-links back to the first span that waited (``toolspan.link.type`` = ``resumes_approval``), the latency
-counted from that first wait. A decision made for another tool under the same id is refused (denied), and so
-is one made on a span with other arguments (as the two spans recorded them: their JSON text, and their
-digest where that text may be cut or redacted; with content capture off nothing can be compared, so a
-re-issued call is denied), as ``ApprovalBook`` gives a decision only to the same arguments.
+long-polls ``GET /api/control/decisions/{execution_id}`` (the server answers the moment a decision is stored:
+no polling interval) for its own call: the span that waits, named by its execution id and trace id. A
+decision is taken only when it names exactly that call and the arguments it recorded: the decision's
+``shown`` digest must be the ``arguments_sha256`` of the arguments' JSON text the span recorded (what the
+decider was shown), and its tool the call's; anything else denies the call. The token is the application's
+(``--token``): it reads, and may never decide.
+
+An application killed while a call waited and started again re-issues the same call (same model call id,
+tool and arguments) in a new span: a decision made on the first span, which its dead application could not
+apply, is taken by the re-issued call (the server offers it as ``resumes`` only once that application stopped
+asking), and the new tool span links back to the span that waited (``toolspan.link.type`` =
+``resumes_approval``), the latency counted from that first wait.
 
 While the server cannot be reached (restarting, say) the approver reconnects, for at most ``unreachable_for``
 seconds in a row; after that the call is denied (fail closed). ``run_tool_calls(approve_timeout=...)``
 bounds the whole wait (then denied, ``by="timeout"``). While an approved call runs, a watcher thread
 long-polls ``GET /api/control/cancels`` for it and delivers a cancel request (see ``_decisions.cancel``).
-Standard library only (``urllib``).
+Redirects are never followed: the token goes to the server's own URL only. Standard library only
+(``urllib``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from toolspan._decisions.approvals import Approval, abandoned
 from toolspan._decisions.cancel import Supervision
 from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
+from toolspan._kernel.http import OPENER as _OPENER
+from toolspan._kernel.ids import arguments_sha256, execution_id
 
 __all__ = ["ServerApprover"]
 
@@ -48,6 +55,9 @@ _logger = logging.getLogger(__name__)
 _WAIT_S: Final = 10.0  # one long-poll round (the server holds it at most 30 s)
 _CANCEL_WAIT_S: Final = 1.0  # one round of the cancel watcher (a call started meanwhile joins the next)
 _BACKOFF_S: Final = (0.05, 0.1, 0.2, 0.5, 1.0)
+# A model call id longer than this (quoted) is not sent: such a call cannot take a decision made before a
+# restart (its own span's decision still reaches it).
+_MAX_QUOTED_ID: Final = 4096
 
 
 class _Unreachable(Exception):
@@ -73,7 +83,7 @@ class ServerApprover:
         self.unreachable_for = float(unreachable_for)
         self._token = token
         self._lock = threading.Lock()
-        self._running: dict[str, Supervision] = {}
+        self._running: dict[str, tuple[str | None, Supervision]] = {}
         self._watcher: threading.Thread | None = None
         self._warned = False  # about a call nothing exports (``_check_exported``)
 
@@ -88,10 +98,16 @@ class ServerApprover:
             headers["Authorization"] = f"Bearer {self._token}"
         request = urllib.request.Request(self.url + path, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with _OPENER.open(request, timeout=timeout) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as e:
             detail = e.read()[:300].decode("utf-8", "replace")
+            if 300 <= e.code < 400:
+                raise PermissionError(
+                    f"toolspan serve answered {path} with a redirect ({e.code}) to"
+                    f" {str(e.headers.get('location'))[:120]!r}: not followed (the token goes to"
+                    f" {self.url} only)"
+                ) from None
             if e.code >= 500:
                 raise _Unreachable(f"{e.code} {detail}") from None
             raise PermissionError(f"toolspan serve refused {path}: {e.code} {detail}") from None
@@ -101,18 +117,26 @@ class ServerApprover:
     # --- the approver -------------------------------------------------------------------------------
 
     def __call__(self, call: ToolCall) -> Approval:
-        """Wait for the server's decision on ``call`` (by the model's tool call id)."""
-        if not call.id:
-            raise ValueError(
-                f"ServerApprover needs the model's tool call id; the call of {call.name!r} has none"
+        """Wait for the server's decision on ``call``: on the span that runs it, named by its execution id."""
+        ctx = _permissions.tool_span().get_span_context()
+        if not ctx.is_valid:
+            raise LookupError(
+                f"the call of {call.name!r} has no recording tool span: the server cannot show it, so no"
+                " decision can name it"
             )
         self._check_exported(call)
-        path = f"/api/control/decisions/{urllib.parse.quote(call.id, safe='')}?wait={_WAIT_S:g}"
+        own = execution_id(ctx.span_id)
+        trace_id = f"{ctx.trace_id:032x}"
+        shown = arguments_sha256(_permissions.recorded_arguments()[0])
+        query = [("trace_id", trace_id), ("wait", f"{_WAIT_S:g}")]
+        if call.id and len(urllib.parse.quote(call.id, safe="")) <= _MAX_QUOTED_ID:
+            query += [("call_id", call.id), ("tool", call.name), ("shown", shown)]
+        path = f"/api/control/decisions/{own}?{urllib.parse.urlencode(query)}"
         down_since: float | None = None
         failures = 0
         while True:
             if abandoned():  # approve_timeout: the call went on without us
-                raise TimeoutError(f"tool call {call.id!r} stopped waiting for its approval")
+                raise TimeoutError(f"tool call {own} stopped waiting for its approval")
             try:
                 doc = self._get(path, _WAIT_S + 10)
             except _Unreachable as e:
@@ -128,9 +152,14 @@ class ServerApprover:
                 failures += 1
                 continue
             down_since, failures = None, 0
-            decision = doc.get("decision") if isinstance(doc, dict) else None
-            if decision is not None:
-                return self._approval(call, decision, doc.get("waiting"), doc.get("decided_on"))
+            if not isinstance(doc, dict):
+                continue
+            decision = doc.get("decision")
+            if isinstance(decision, dict):
+                return self._approval(call, decision, (trace_id, own), shown, resumed=False)
+            resumes = doc.get("resumes")
+            if isinstance(resumes, dict):
+                return self._approval(call, resumes, (trace_id, own), shown, resumed=True)
 
     def _check_exported(self, call: ToolCall) -> None:
         """Warn (once per approver) when nothing exports a pending record of the waiting call: the server
@@ -150,49 +179,38 @@ class ServerApprover:
             self.url,
         )
 
-    def _approval(self, call: ToolCall, decision: dict[str, Any], waiting: Any, decided_on: Any) -> Approval:
-        tool = decision.get("tool")
-        if tool is not None and tool != call.name:
+    def _approval(
+        self, call: ToolCall, decision: dict[str, Any], own: tuple[str, str], shown: str, *, resumed: bool
+    ) -> Approval:
+        """The decision as an ``Approval``, once it names this very call (else ``LookupError``: denied)."""
+        where = (decision.get("trace_id"), decision.get("execution_id"))
+        why = None
+        if decision.get("tool") != call.name:
+            why = f"for tool {str(decision.get('tool'))[:80]!r}, not {call.name!r}"
+        elif decision.get("shown") != shown:
+            why = "on other arguments than this call recorded"
+        elif not resumed and where != own:
+            why = f"on another call ({where[1]} of trace {where[0]})"
+        elif resumed and (where == own or decision.get("call_id") != call.id):
+            why = "on a call that is not this one re-issued"
+        if why is not None:
             raise LookupError(
-                f"toolspan serve holds a decision on tool call {call.id!r} for tool {tool!r}, not"
-                f" {call.name!r}: a decision is never given to another call"
+                f"toolspan serve holds a decision made {why}: a decision is never given to another call"
             )
-        ctx = _permissions.tool_span().get_span_context()
-        if not ctx.is_valid or decision.get("span_id") != f"{ctx.span_id:016x}":
-            # Decided on another span of this call id (the call re-issued after a restart): given only to
-            # the same arguments, as the decided span recorded them (its JSON text, and its digest where
-            # that text may be cut or redacted).
-            mine = _permissions.recorded_arguments()
-            theirs = (
-                _permissions.recorded_arguments(decided_on.get("attributes"))
-                if isinstance(decided_on, dict)
-                else (None, None)
-            )
-            why = None
-            if (None, None) in (mine, theirs):
-                why = "arguments it cannot compare (content capture off, or the decided span unknown)"
-            elif mine != theirs:
-                why = "other arguments"
-            if why is not None:
-                raise LookupError(
-                    f"toolspan serve holds a decision on tool call {call.id!r} made on {why}: a decision is"
-                    " never given to another call"
-                )
         required_ns = None
-        if isinstance(waiting, dict) and waiting.get("span_id"):
-            ctx = _permissions.tool_span().get_span_context()
-            here = (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}") if ctx.is_valid else (None, None)
-            there = (str(waiting.get("trace_id")), str(waiting["span_id"]))
-            if there != here:  # this call waited before, in another span (a restart): link back to it
-                _permissions.link_waiting_span(int(there[0], 16), int(there[1], 16))
-            required = waiting.get("required_ns")
-            required_ns = required if isinstance(required, int) else None
+        if resumed:  # this call waited before, in another span (a restart): link back to it
+            span_id = str(decision.get("span_id"))
+            _permissions.link_waiting_span(int(str(where[0]), 16), int(span_id, 16))
+            since = decision.get("waiting_since_ns")
+            required_ns = since if isinstance(since, int) and not isinstance(since, bool) else None
         arguments = decision.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise LookupError("toolspan serve holds an edit of the arguments that is not an object: denied")
         return Approval(
             str(decision.get("decision")),
             note=decision.get("note"),
             by=decision.get("by"),
-            arguments=arguments if isinstance(arguments, dict) else None,
+            arguments=arguments,
             required_ns=required_ns,
         )
 
@@ -202,8 +220,10 @@ class ServerApprover:
     def supervise(self, execution_id: str) -> Iterator[Supervision]:
         """While an approved call runs: deliver the cancel requests made for it (``_decisions.cancel``)."""
         supervision = Supervision(execution_id)
+        ctx = _permissions.tool_span().get_span_context()
+        trace_id = f"{ctx.trace_id:032x}" if ctx.is_valid else None
         with self._lock:
-            self._running[execution_id] = supervision
+            self._running[execution_id] = (trace_id, supervision)
             if self._watcher is None:
                 self._watcher = threading.Thread(
                     target=self._watch, name="toolspan-cancel-watch", daemon=True
@@ -223,7 +243,7 @@ class ServerApprover:
                     self._watcher = None
                     return
                 # A call cancelled already is not asked about again (its body may take a while to stop).
-                ids = [i for i, s in self._running.items() if not s.requested]
+                ids = [i for i, (_, s) in self._running.items() if not s.requested]
             if not ids:
                 time.sleep(0.05)
                 continue
@@ -240,7 +260,9 @@ class ServerApprover:
                 continue
             for row in doc.get("cancels", []) if isinstance(doc, dict) else []:
                 with self._lock:
-                    supervision = self._running.get(str(row.get("execution_id")))
-                if supervision is not None:
+                    running = self._running.get(str(row.get("execution_id")))
+                # A request for this very call only: the same span id in another trace is not it.
+                if running is not None and running[0] in (None, row.get("trace_id")):
+                    supervision = running[1]
                     by, note = row.get("by"), row.get("note")
                     supervision.request(None if by is None else str(by), None if note is None else str(note))

@@ -317,15 +317,16 @@ def claim() -> ApprovalRequest | None:
     return request
 
 
-def ask_sync(request: ApprovalRequest) -> dict[str, Any] | None:
-    """Ask ``request``'s approver (sync code); ``ToolDenied`` unless allowed; the edited arguments, if any."""
+def ask_sync(request: ApprovalRequest, parameters: str | None = None) -> dict[str, Any] | None:
+    """Ask ``request``'s approver (sync code); ``ToolDenied`` unless allowed; the edited arguments, if any.
+    ``parameters``: the JSON Schema of the tool's parameters, recorded with the request."""
     required_ns = time.time_ns()
-    _permissions.record_permission_required(timestamp=required_ns)
+    _permissions.record_permission_required(timestamp=required_ns, parameters=parameters)
     return _record(_decide_sync(request), required_ns)
 
 
-async def ask_async(request: ApprovalRequest) -> dict[str, Any] | None:
+async def ask_async(request: ApprovalRequest, parameters: str | None = None) -> dict[str, Any] | None:
     """``ask_sync`` for async code: an async approver is awaited, a sync one runs off the event loop."""
     required_ns = time.time_ns()
-    _permissions.record_permission_required(timestamp=required_ns)
+    _permissions.record_permission_required(timestamp=required_ns, parameters=parameters)
     return _record(await _decide_async(request), required_ns)

@@ -187,15 +187,21 @@ def _session() -> Session | None:
     )
 
 
+def _parameters(info: Any, instance: Any) -> str | None:
+    """The JSON Schema of the tool's parameters, recorded with an approval request."""
+    schema = getattr(info.params, "schema", None)
+    return schema(instance is not None) if schema is not None else None
+
+
 def _decide_sync(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan:
     request, model = _first(info, instance, args, kwargs)
-    edited = None if request is None else _approvals.ask_sync(request)
+    edited = None if request is None else _approvals.ask_sync(request, _parameters(info, instance))
     return _last(info, instance, args, kwargs, request, model, edited)
 
 
 async def _decide_async(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan:
     request, model = _first(info, instance, args, kwargs)
-    edited = None if request is None else await _approvals.ask_async(request)
+    edited = None if request is None else await _approvals.ask_async(request, _parameters(info, instance))
     return _last(info, instance, args, kwargs, request, model, edited)
 
 

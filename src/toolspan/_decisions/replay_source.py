@@ -8,10 +8,11 @@ base URL with the trace named by ``trace_id=``. A path prefix before them (a rev
 string (``?access_token=``) are kept.
 
 The bearer token is ``token=``, else ``TOOLSPAN_SERVER_TOKEN`` (the variable ``toolspan serve`` reads its own
-from), else none. Every failure (server unreachable, token refused, unknown trace, a body that is not a trace)
-raises ``SourceError`` with a one-line reason before anything is replayed. The fetch is bounded: at most
-``MAX_BYTES`` of body, within ``DEADLINE_S`` seconds in all (each read within ``TIMEOUT_S``), so a server
-that sends without end, or a byte a minute, fails the replay instead of holding it.
+from), else none; a redirect is never followed (it would take the token elsewhere). Every failure (server
+unreachable, token refused, unknown trace, a body that is not a trace) raises ``SourceError`` with a one-line
+reason before anything is replayed. The fetch is bounded: at most ``MAX_BYTES`` of body, within ``DEADLINE_S``
+seconds in all (each read within ``TIMEOUT_S``), so a server that sends without end, or a byte a minute, fails
+the replay instead of holding it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import urllib.request
 from typing import Any, Final
 
 from toolspan._kernel import env as _env
+from toolspan._kernel.http import OPENER as _OPENER
 from toolspan.bridge.model import Span
 
 __all__ = ["SourceError", "fetch_spans", "is_server_url"]
@@ -112,11 +114,14 @@ def fetch_spans(url: str, trace_id: str | None = None, token: str | None = None)
         headers["Authorization"] = f"Bearer {token}"
     where = f"toolspan serve at {base or url}"
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(target, headers=headers), timeout=TIMEOUT_S
-        ) as reply:
+        with _OPENER.open(urllib.request.Request(target, headers=headers), timeout=TIMEOUT_S) as reply:
             body = _read_bounded(reply, where, name)
     except urllib.error.HTTPError as e:
+        if 300 <= e.code < 400:  # never followed: the token goes to the URL given only
+            raise SourceError(
+                f"{where} redirected trace {name!r} ({e.code}) to {str(e.headers.get('location'))[:120]!r}:"
+                " not followed (give the URL it redirects to)"
+            ) from None
         message = _server_message(e)
         if e.code == 401:
             hint = "the token given was refused" if token else "pass token= or set TOOLSPAN_SERVER_TOKEN"

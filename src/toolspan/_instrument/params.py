@@ -9,10 +9,28 @@ its name. ``self``/``cls`` are never included.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import inspect
-from typing import Any
+import json
+import logging
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-__all__ = ["Parameters", "first_str_argument"]
+__all__ = ["Parameters", "first_str_argument", "json_schema"]
+
+_logger = logging.getLogger(__name__)
+_SCALARS: Final[dict[Any, dict[str, Any]]] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    type(None): {"type": "null"},
+    None: {"type": "null"},
+}
+_MAX_TYPE_DEPTH: Final = 16
 
 _RECEIVERS = frozenset({"self", "cls"})
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -21,7 +39,16 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 class Parameters:
     """The parameter layout of one function, computed once."""
 
-    __slots__ = ("bound_names", "defaults", "has_receiver", "names", "static", "var_positional")
+    __slots__ = (
+        "_schema",
+        "bound_names",
+        "defaults",
+        "func",
+        "has_receiver",
+        "names",
+        "static",
+        "var_positional",
+    )
 
     def __init__(
         self,
@@ -37,6 +64,22 @@ class Parameters:
         self.defaults = defaults
         self.has_receiver = has_receiver
         self.static = static
+        self.func: Any = None
+        self._schema: dict[bool, str] = {}
+
+    def schema(self, bound: bool) -> str:
+        """The JSON Schema (text) of the arguments a call binds (``bind``; ``bound``: the call has its
+        receiver, ``instance``, apart), computed once: what a decider's edit of the arguments must fit
+        (``toolspan.tool.parameters``)."""
+        found = self._schema.get(bound)
+        if found is None:
+            try:
+                schema = json_schema(self.func, bound and self.has_receiver)
+            except Exception:  # an annotation that cannot be read: any value, for each parameter
+                _logger.debug("toolspan: could not read the parameter types of %r", self.func, exc_info=True)
+                schema = {"type": "object"}
+            found = self._schema[bound] = json.dumps(schema, separators=(",", ":"), sort_keys=True)
+        return found
 
     @classmethod
     def of(cls, obj: Any) -> Parameters:
@@ -62,7 +105,9 @@ class Parameters:
         has_receiver = bool(names) and (
             isinstance(obj, classmethod) or (inspect.isfunction(func) and not static)
         )
-        return cls(tuple(names), var_positional, tuple(defaults), has_receiver, static)
+        params = cls(tuple(names), var_positional, tuple(defaults), has_receiver, static)
+        params.func = func
+        return params
 
     def bind(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The arguments of one call (``instance``/``args``/``kwargs`` as wrapt gives them)."""
@@ -96,3 +141,76 @@ def first_str_argument(spec: Parameters, instance: Any, args: tuple[Any, ...], k
         if isinstance(value, str):
             return value
     return None
+
+
+def _type_schema(hint: Any, depth: int = 0) -> dict[str, Any]:
+    """The JSON Schema of one annotation (``{}``, any value, for what JSON Schema cannot say)."""
+    if depth > _MAX_TYPE_DEPTH or hint is Any or hint is object or hint is inspect.Parameter.empty:
+        return {}
+    if hint in _SCALARS:
+        return dict(_SCALARS[hint])
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _type_schema(args[0], depth + 1)
+    if origin is typing.Literal:
+        return {"enum": [a.value if isinstance(a, enum.Enum) else a for a in args]}
+    if origin in (typing.Union, types.UnionType):
+        options = [_type_schema(a, depth + 1) for a in args]
+        return {} if {} in options else {"anyOf": options}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [m.value for m in hint]}
+    if isinstance(hint, type) and hasattr(hint, "model_json_schema"):  # a pydantic model
+        found = hint.model_json_schema()
+        return dict(found) if isinstance(found, dict) else {"type": "object"}
+    container = origin if origin is not None else hint
+    if isinstance(container, type):
+        if issubclass(container, (str, bytes)):
+            return {"type": "string"}
+        if issubclass(container, Mapping) or dataclasses.is_dataclass(container) or typing.is_typeddict(hint):
+            out: dict[str, Any] = {"type": "object"}
+            if origin is not None and len(args) == 2:
+                out["additionalProperties"] = _type_schema(args[1], depth + 1)
+            return out
+        if issubclass(container, tuple) and args and args[-1] is not Ellipsis:
+            return {
+                "type": "array",
+                "prefixItems": [_type_schema(a, depth + 1) for a in args],
+                "minItems": len(args),
+                "maxItems": len(args),
+            }
+        if issubclass(container, (Sequence, set, frozenset)):
+            return {"type": "array", "items": _type_schema(args[0], depth + 1)} if args else {"type": "array"}
+    return {}
+
+
+def json_schema(func: Any, has_receiver: bool) -> dict[str, Any]:
+    """The JSON Schema of the arguments of ``func`` as ``Parameters.bind`` names them: an object with a
+    property per parameter (its annotation's schema), the ones without a default required, no other key
+    unless the function takes ``**kwargs``."""
+    signature = inspect.signature(func)
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception:  # forward references that do not resolve: the raw annotations, read as far as they go
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    extra = False
+    params = list(signature.parameters.values())
+    if has_receiver and params and params[0].kind in _POSITIONAL:
+        params = params[1:]
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            extra = True
+            continue
+        hint = hints.get(param.name, param.annotation)
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            properties[param.name] = {"type": "array", "items": _type_schema(hint)}
+            continue
+        properties[param.name] = _type_schema(hint)
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": extra}
+    if required:
+        schema["required"] = required
+    return schema

@@ -57,13 +57,18 @@ def _note(note: object) -> dict[str, str]:
     return {semconv.PERMISSION_NOTE: redact_text(str(note), config)} if config.capture_content else {}
 
 
-def record_permission_required(note: str | None = None, *, timestamp: int | None = None) -> None:
+def record_permission_required(
+    note: str | None = None, *, timestamp: int | None = None, parameters: str | None = None
+) -> None:
     """Record on the running tool's span that the call waits for a permission decision (at
     ``timestamp``, ns since the epoch, default now), with the agent it runs under (``gen_ai.agent.name``:
-    an inbox names it while the agent's own span, which ends later, is not exported yet)."""
+    an inbox names it while the agent's own span, which ends later, is not exported yet) and, when given,
+    the JSON Schema of the tool's parameters (``toolspan.tool.parameters``: a decider's edit must fit it)."""
     try:
         span = _tool_span()
         if span.is_recording():
+            if parameters is not None:
+                span.set_attribute(semconv.TOOLSPAN_TOOL_PARAMETERS, parameters)
             attrs = {} if note is None else _note(note)
             agents = current_agents()
             if agents:

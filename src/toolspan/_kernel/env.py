@@ -68,8 +68,14 @@ TOOLSPAN_OTEL_SHORTCUTS: Final = EnvVar(
 TOOLSPAN_SERVER_TOKEN: Final = EnvVar(
     "TOOLSPAN_SERVER_TOKEN",
     "",
-    "Bearer token `toolspan serve` requires on ingest and reads when `--token` is not given;"
-    " `toolspan.replay` from a server URL sends it when `token=` is not given.",
+    "The application's bearer token `toolspan serve` requires on ingest and reads when `--token` is not"
+    " given (it never decides); `toolspan.replay` from a server URL sends it when `token=` is not given.",
+)
+TOOLSPAN_DECIDERS: Final = EnvVar(
+    "TOOLSPAN_DECIDERS",
+    "",
+    "Decider tokens of `toolspan serve` when no `--decider` is given, `name=token,name=token`: each may"
+    " read, decide and cancel tool calls through the control channel, recorded as its name.",
 )
 TOOLSPAN_DATABASE_URL: Final = EnvVar(
     "TOOLSPAN_DATABASE_URL",
@@ -150,6 +156,7 @@ ALL: Final = (
     TOOLSPAN_JSON,
     TOOLSPAN_OTEL_SHORTCUTS,
     TOOLSPAN_SERVER_TOKEN,
+    TOOLSPAN_DECIDERS,
     TOOLSPAN_DATABASE_URL,
     TOOLSPAN_PENDING_SPANS,
     TOOLSPAN_POLICY,

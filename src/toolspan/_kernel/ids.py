@@ -11,9 +11,22 @@ an int or as its lowercase hex text (what the bridge's neutral model holds).
 
 from __future__ import annotations
 
+import hashlib
+from typing import Final
+
 from toolspan.semconv import CALL_ID_PREFIX, EXECUTION_ID_PREFIX, PLAN_ID_PREFIX
 
-__all__ = ["execution_id", "parse_execution_id", "plan_id", "span_id_hex", "synthetic_call_id", "tool_ids"]
+__all__ = [
+    "arguments_sha256",
+    "execution_id",
+    "parse_execution_id",
+    "plan_id",
+    "span_id_hex",
+    "synthetic_call_id",
+    "tool_ids",
+]
+
+_HEX: Final = frozenset("0123456789abcdef")
 
 
 def span_id_hex(span_id: int | str) -> str:
@@ -47,10 +60,14 @@ def parse_execution_id(value: str) -> int | None:
     if not value.startswith(EXECUTION_ID_PREFIX):
         return None
     digits = value[len(EXECUTION_ID_PREFIX) :]
-    if len(digits) != 16:
+    # Exactly 16 lowercase hex digits: one spelling per id (``int`` alone takes signs, ``_`` and spaces).
+    if len(digits) != 16 or not _HEX.issuperset(digits):
         return None
-    try:
-        span_id = int(digits, 16)
-    except ValueError:
-        return None
-    return span_id or None
+    return int(digits, 16) or None
+
+
+def arguments_sha256(text: str | None) -> str:
+    """The digest a person's decision names the arguments it was shown by (the control channel's ``shown``):
+    hex SHA-256 of the arguments' JSON text as the tool span recorded it (its UTF-8 bytes, lone surrogates
+    kept), of the empty text when nothing was recorded (content capture off)."""
+    return hashlib.sha256((text or "").encode("utf-8", "surrogatepass")).hexdigest()

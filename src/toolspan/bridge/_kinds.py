@@ -50,7 +50,23 @@ _TRACELOOP_KINDS: Final[Mapping[str, str]] = {
 }
 _LLAMAINDEX_AGENT_RUN: Final = re.compile(r"\w{0,100}(?:Agent|AgentWorkflow)\.run")
 _JSON_START: Final = frozenset('{["-0123456789tfn')
-_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def _not_json(text: str) -> Any:
+    raise ValueError(f"{text} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # an infinity (1e999): no JSON number holds it
+        raise ValueError(f"{text} is beyond what a JSON number holds")
+    return value
+
+
+# Strict JSON: NaN, Infinity and numbers past a double (1e999) are no JSON: such text stays text (toolspan
+# itself writes non-finite numbers as the strings "NaN" and "Infinity").
+_DECODER: Final = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(_DECODER)  # type: ignore[arg-type]
 
 
 def classify(span: Span) -> str:
@@ -97,7 +113,8 @@ def classify(span: Span) -> str:
 
 
 def parse_json(value: Any) -> Any:
-    """``value`` parsed if it is a string holding JSON; anything else (or non-JSON text) unchanged."""
+    """``value`` parsed if it is a string holding JSON (strict: ``NaN``, ``Infinity`` and ``1e999`` are not);
+    anything else (or non-JSON text) unchanged."""
     if isinstance(value, str) and value:
         first = value[0]
         if first in _JSON_START:
@@ -111,7 +128,7 @@ def parse_json(value: Any) -> Any:
             return value
         if first in " \t\r\n":
             try:
-                return json.loads(value)
+                return _DECODER.decode(value)
             except (ValueError, RecursionError):
                 return value
     return value

@@ -20,6 +20,7 @@ __all__ = [
     "ToolCallRecord",
     "act_status",
     "approvals",
+    "arguments_text",
     "edited_input",
     "call_id",
     "execution_id",
@@ -115,6 +116,18 @@ def tool_input(span: Span) -> Any:
     value = attrs.get(sc.TRACELOOP_ENTITY_INPUT)
     if value is not None:
         return _unwrap_traceloop_input(parse_json(value))
+    return None
+
+
+def arguments_text(span: Span) -> str | None:
+    """The arguments' JSON text exactly as the tool span recorded it (``gen_ai.tool.call.arguments``, else
+    OpenInference's ``input.value``), ``None`` when it recorded none: what a person deciding the call sees,
+    and what the control channel's ``shown`` digest covers (``toolspan._kernel.ids.arguments_sha256``)."""
+    attrs = span.attributes
+    for key in (sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.OI_INPUT_VALUE):
+        value = attrs.get(key)
+        if isinstance(value, str):
+            return value
     return None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from toolspan.cli._help import HelpFormatter
 
-__all__ = ["add_parser", "check_token", "run"]
+__all__ = ["add_parser", "check_token", "deciders_from", "run"]
 
 
 def _number(kind: type, low: float, high: float = math.inf, what: str = "") -> Callable[[str], Any]:
@@ -47,6 +47,32 @@ def _token(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return text
+
+
+def _decider(text: str) -> tuple[str, str]:
+    """``NAME=TOKEN`` of ``--decider`` (and of each entry of ``TOOLSPAN_DECIDERS``)."""
+    name, eq, token = text.partition("=")
+    if not eq or not name.strip():
+        raise argparse.ArgumentTypeError(
+            "expected NAME=TOKEN (the name decisions are recorded as, its token)"
+        )
+    problem = check_token(token)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"decider {name.strip()!r}: {problem}")
+    return name.strip(), token
+
+
+def deciders_from(text: str) -> list[tuple[str, str]]:
+    """The deciders of ``TOOLSPAN_DECIDERS`` (``name=token,name=token``); ``ValueError`` naming the entry that
+    is not ``NAME=TOKEN`` with a usable token."""
+    out = []
+    for n, part in enumerate(p.strip() for p in text.split(",")):
+        if part:
+            try:
+                out.append(_decider(part))
+            except argparse.ArgumentTypeError as e:
+                raise ValueError(f"entry {n + 1}: {e}") from None
+    return out
 
 
 def _host_name(text: str) -> str:
@@ -95,7 +121,17 @@ def add_parser(sub: Any) -> None:
         "--token",
         type=_token,
         default=None,
-        help="bearer token for ingest and reads (or TOOLSPAN_SERVER_TOKEN)",
+        help="the application's bearer token: it may send spans and read, never decide"
+        " (or TOOLSPAN_SERVER_TOKEN)",
+    )
+    serve.add_argument(
+        "--decider",
+        action="append",
+        default=[],
+        type=_decider,
+        metavar="NAME=TOKEN",
+        help="a decider's bearer token: it may read, decide and cancel tool calls (the control channel),"
+        " recorded as NAME (repeat; or TOOLSPAN_DECIDERS=name=token,...)",
     )
     serve.add_argument("--cors-origin", action="append", default=[], help="allowed frontend origin (repeat)")
     serve.add_argument(
@@ -121,6 +157,13 @@ def add_parser(sub: Any) -> None:
         type=_number(int, 1, what="spans"),
         default=None,
         help="drop oldest traces beyond this many spans",
+    )
+    serve.add_argument(
+        "--stale-after",
+        type=_number(float, _MIN_S, what=_SECONDS),
+        default=60.0,
+        help="seconds after its application stopped asking for its decision that a waiting call leaves the"
+        " control channel's inbox",
     )
     serve.add_argument(
         "--heartbeat",
@@ -188,6 +231,13 @@ def run(args: argparse.Namespace) -> int:
     if token is not None and (problem := check_token(token)) is not None:
         sys.stderr.write(f"toolspan serve: error: {_env.TOOLSPAN_SERVER_TOKEN.name}: {problem}\n")
         return 2
+    deciders = list(args.decider)
+    if not deciders and (listed := _env.get(_env.TOOLSPAN_DECIDERS)) is not None:
+        try:
+            deciders = deciders_from(listed)
+        except ValueError as e:
+            sys.stderr.write(f"toolspan serve: error: {_env.TOOLSPAN_DECIDERS.name}: {e}\n")
+            return 2
     db = args.db or _env.get(_env.TOOLSPAN_DATABASE_URL) or _env.TOOLSPAN_DATABASE_URL.default
     config = ServerConfig(
         db=db,
@@ -195,9 +245,11 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         grpc_port=None if args.grpc_port < 0 else args.grpc_port,
         token=token,
+        deciders=tuple(deciders),
         cors_origins=tuple(args.cors_origin),
         max_body_bytes=args.max_body_bytes,
         idle_timeout_s=args.idle_timeout,
+        stale_after_s=args.stale_after,
         retention_s=args.retention,
         max_spans=args.max_spans,
         heartbeat_s=args.heartbeat,

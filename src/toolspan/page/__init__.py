@@ -24,14 +24,15 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
 3. re-render with that data, keeping the selected step, the trace shown and the scroll positions. A page
    opened on no step selects the first call waiting for an approval, and names every waiting call above the
    timeline. ``fetch_first``: the page was served without its data and reads ``data_url`` first.
-4. with ``decisions_url``, ``cancels_url`` and ``waiting_url``, for a decider's token (``GET /api/whoami``):
-   the details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
-   arguments, checked to be a JSON object before anything is sent) and a note; a running call shows Cancel,
-   which asks to be confirmed. A decision names the call by its execution id and echoes the digest of the
-   arguments shown (``shown``: the ``arguments_sha256`` of its ``waiting_url`` entry, whose arguments must be
-   the ones the page shows). Each is a same-origin ``POST`` of JSON with ``Authorization: Bearer <token>``.
-   The answer (or the refusal, with its reason) shows under the buttons until the call's new state arrives
-   on the stream.
+   ``list_url``: the list of runs the page belongs to; a bar across the top leads there and to the inbox.
+4. with ``decisions_url``, ``cancels_url`` and ``whoami_url`` (``toolspan serve --decider NAME=TOKEN``): the
+   page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token) the
+   details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
+   arguments, checked to be a JSON object before anything is sent) and a note, a running call shows Cancel
+   (which asks to be confirmed), with the decider's name: each a same-origin ``POST`` of JSON with
+   ``Authorization: Bearer <token>`` naming the exact call (``execution_id``, ``trace_id``) and, for a
+   decision, the digest of the arguments shown (``shown``: the step's ``arguments_sha256``). The answer (or
+   the refusal, with its reason) shows under the buttons until the call's new state arrives on the stream.
 
 The token of a served page is the tab's own (``common.js``): taken from ``?access_token=`` or
 ``#access_token=`` (then removed from the address bar) or asked for, and kept in the tab's
@@ -88,14 +89,17 @@ class LiveOptions:
 
     stream_url: str
     data_url: str
-    # Where the page decides waiting calls and cancels running ones (``toolspan serve``), and reads the
-    # waiting calls (the digest of the arguments a decision echoes): the page shows Allow, Deny, Edit and
-    # Cancel to a decider's token (``GET /api/whoami``). ``None``: no such buttons.
+    # Where the page decides waiting calls and cancels running ones (``toolspan serve``): the page shows
+    # Allow, Deny, Edit and Cancel to a decider's token (``whoami_url``). ``None``: no such buttons.
     decisions_url: str | None = None
     cancels_url: str | None = None
-    waiting_url: str | None = None
+    # What the page's token may do (``GET /api/whoami``): the buttons show to a decider token only.
+    whoami_url: str | None = None
     # Served without its data (asked for without the token): the page reads ``data_url`` first.
     fetch_first: bool = False
+    # The list of runs the page belongs to (``toolspan serve``'s ``/traces``): a bar across the top leads
+    # there and to the inbox. ``None``: no such bar.
+    list_url: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -156,11 +160,13 @@ def render_html(
         if live is None
         else {"stream_url": live.stream_url, "data_url": live.data_url, "fetch_first": live.fetch_first}
     }
-    if live is not None and live.decisions_url and live.cancels_url and live.waiting_url:
+    if live is not None and live.list_url:
+        config["live"]["list_url"] = live.list_url
+    if live is not None and live.decisions_url and live.cancels_url and live.whoami_url:
         config["control"] = {
             "decisions_url": live.decisions_url,
             "cancels_url": live.cancels_url,
-            "waiting_url": live.waiting_url,
+            "whoami_url": live.whoami_url,
         }
     if title is None:
         first = data if isinstance(data, Mapping) else (data[0] if data else {})
@@ -168,8 +174,8 @@ def render_html(
     return _asset("template.html").format(
         csp=_attr(content_security_policy([common, script], style, live is not None)),
         icon=_ICON,
-        # The bar leading to the server's other pages: on a page the server serves with its control routes.
-        top=_asset("top.html").format(icon=_ICON) if "control" in config else "",
+        # The bar leading to the server's other pages.
+        top=_asset("top.html").format(icon=_ICON) if live is not None and live.list_url else "",
         title=_attr(title[:200]) + " \u2014 toolspan",
         style=style,
         common=common,

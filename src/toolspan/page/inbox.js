@@ -47,6 +47,32 @@
 
   function canDecide() { return who.can.indexOf("decide") >= 0; }
 
+  // To a token that may not decide: a field taking a decider's token (it reads too: it becomes the tab's).
+  function deciderField(box) {
+    box.append(el("span", null, (C.token() ? "This tab's token may read, not decide. " : "") + "To Allow, Deny or Edit, give a decider's token (toolspan serve --decider NAME=TOKEN): "));
+    const form = el("form", "inline");
+    const field = el("input");
+    field.type = "password";
+    field.id = "decider-token";
+    field.placeholder = "a decider's token";
+    field.setAttribute("aria-label", "A decider's token");
+    field.autocomplete = "off";
+    const go = el("button", null, "Use it");
+    go.type = "submit";
+    go.id = "decider-token-go";
+    form.append(field, go);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const value = field.value.trim();
+      if (!value) return;
+      C.setToken(value);
+      C.forgetWho();
+      box.textContent = "";
+      start();
+    });
+    box.append(form);
+  }
+
   function render() {
     if (!built) build();
     const now = Date.now();
@@ -55,7 +81,7 @@
       : "Calls waiting for a decision show here, oldest first.";
     const notice = doc.getElementById("notice");
     notice.hidden = canDecide() || !entries.length;
-    notice.textContent = "This tab's token may read but not decide. A decider's token may (toolspan serve --decider NAME=TOKEN): open this page with it to Allow, Deny or Edit.";
+    if (!notice.hidden && !notice.firstChild) deciderField(notice);
     doc.getElementById("empty").hidden = entries.length > 0;
     const list = doc.getElementById("cards");
     const focused = doc.activeElement && doc.activeElement.closest ? doc.activeElement.closest(".card") : null;
@@ -146,7 +172,7 @@
   }
 
   function decide(e, s, decision, args) {
-    const body = { execution_id: e.execution_id, decision: decision, shown: e.arguments_sha256 };
+    const body = { execution_id: e.execution_id, trace_id: e.trace_id, decision: decision, shown: e.arguments_sha256 };
     if (args !== undefined) body.arguments = args;
     if (s.note.trim()) body.note = s.note.trim();
     s.busy = true;
@@ -167,8 +193,10 @@
     }).catch((err) => { s.busy = false; s.ok = false; s.message = "Failed: " + err; render(); });
   }
 
+  let generation = 0; // one polling loop at a time (a token given again starts a new one)
   function poll() {
     clearTimeout(timer);
+    const mine = generation;
     C.api("/api/control/waiting").then(([status, body]) => {
       const p = doc.getElementById("problem");
       if (status !== 200) {
@@ -190,7 +218,7 @@
       if (p) { p.hidden = false; p.textContent = "Could not load the inbox: " + err; }
     }).finally(() => {
       doc.body.dataset.ready = "1";
-      if (!doc.getElementById("token-page")) timer = setTimeout(poll, POLL_MS);
+      if (mine === generation && !doc.getElementById("token-page")) timer = setTimeout(poll, POLL_MS);
     });
   }
 
@@ -200,9 +228,10 @@
   }
 
   function start() {
+    generation += 1;
     C.topBar("inbox");
     C.whoami().then((w) => { who = w; render(); poll(); }, (err) => {
-      if (err instanceof C.Unauthorized) C.askToken(app, null, start);
+      if (err instanceof C.Unauthorized) { built = false; C.askToken(app, null, start); }
     });
   }
   setInterval(tick, 1000);

@@ -638,46 +638,61 @@
   }
 
   // ---------- control: decide and cancel through the server ----------
-  // Shown for a decider's token (GET /api/whoami says it may decide). The token is the tab's own (common.js:
-  // session storage, sent in the Authorization header of each POST, never in a URL or a cookie). A decision
-  // names the exact call and echoes the digest of the arguments shown (from the server's inbox entry of
-  // that call, checked to be the arguments this page shows), so it is given to that call only.
+  // Deciding needs a decider token (toolspan serve --decider NAME=TOKEN): the page asks the server what the
+  // tab's token may do (whoami_url) and shows the buttons, with the decider's name, only to a token that may
+  // decide; to another it offers to take a decider's token instead (which reads too). The token is the tab's
+  // own (common.js: session storage only, sent in the Authorization header, never in a URL or a cookie). A
+  // decision names the exact call (its execution id and trace) and the digest of the arguments the page
+  // shows (arguments_sha256), so it is given to that call only, and only while it shows them.
   const control = { who: null, editing: null, confirming: null, note: "", message: null };
   function decider() { return control.who && control.who.can.indexOf("decide") >= 0; }
-  function sameJSON(a, b) { return JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b)); }
-  function sortKeys(v) {
-    if (Array.isArray(v)) return v.map(sortKeys);
-    if (v && typeof v === "object") { const o = {}; Object.keys(v).sort().forEach((k) => { o[k] = sortKeys(v[k]); }); return o; }
-    return v;
-  }
+  function learnWho() { C.whoami().then((w) => { control.who = w; detail(); }, () => { control.who = { name: null, can: [] }; detail(); }); }
   function say(s, text, ok) { control.message = { id: s.id, state: s.state, text: text, ok: ok }; detail(); }
   function post(url, body, s, what) {
     say(s, what + "\u2026", true);
-    return C.api(url, { method: "POST", body: body }).then(([status, doc]) => {
+    C.api(url, { method: "POST", body: body }).then(([status, doc]) => {
       const ok = status >= 200 && status < 300;
-      const done = doc && doc.decision && typeof doc.decision === "string" ? doc.decision + (doc.by ? " by " + doc.by : "") : what;
+      if (status === 401) { C.setToken(null); C.forgetWho(); learnWho(); }
       if (ok) { control.editing = null; control.confirming = null; control.note = ""; }
-      say(s, ok ? done + ": sent; the call's new state arrives here" : "refused (" + status + "): " + ((doc && doc.error) || ""), ok);
+      const done = doc && typeof doc.decision === "string" ? doc.decision + (doc.by ? " by " + doc.by : "") : what + (doc && doc.by ? " by " + doc.by : "");
+      say(s, ok ? done + ": sent; the call's new state shows here when it arrives" : "refused (" + status + "): " + ((doc && doc.error) || ""), ok);
     }).catch((e) => say(s, what + " failed: " + e, false));
   }
+  function target(s) { return { execution_id: s.execution_id, trace_id: P.trace_id }; }
   function decide(s, decision, args) {
-    const c = config.control;
-    say(s, "checking the call\u2026", true);
-    C.api(c.waiting_url).then(([status, doc]) => {
-      const entry = status === 200 && doc && Array.isArray(doc.waiting) ? doc.waiting.find((e) => e.execution_id === s.execution_id) : null;
-      if (!entry) { say(s, "this call no longer waits for a decision here", false); return; }
-      if (!sameJSON(entry.arguments, s.input === undefined ? null : s.input)) { say(s, "the server holds other arguments for this call than this page shows: reload the page", false); return; }
-      const body = { execution_id: s.execution_id, decision: decision, shown: entry.arguments_sha256 };
-      if (args !== undefined) body.arguments = args;
-      if (control.note.trim()) body.note = control.note.trim();
-      post(c.decisions_url, body, s, args !== undefined ? "allow with edited arguments" : decision);
-    }).catch((e) => say(s, "failed: " + e, false));
+    const body = Object.assign(target(s), { decision: decision, shown: s.arguments_sha256 });
+    if (args !== undefined) body.arguments = args;
+    if (control.note.trim()) body.note = control.note.trim();
+    post(config.control.decisions_url, body, s, args !== undefined ? "allow with edited arguments" : decision);
   }
   function cancel(s) {
-    const body = { execution_id: s.execution_id };
+    const body = target(s);
     if (control.note.trim()) body.note = control.note.trim();
     post(config.control.cancels_url, body, s, "cancel");
   }
+  function tokenField(bar, box, note) {
+    if (note) bar.appendChild(el("span", "meta", note));
+    const field = el("input");
+    field.type = "password";
+    field.id = "control-token";
+    field.placeholder = "a decider's token";
+    field.setAttribute("aria-label", "A decider's token");
+    field.autocomplete = "off";
+    const save = el("button", null, "Use it");
+    save.type = "button";
+    save.id = "control-token-save";
+    save.addEventListener("click", () => {
+      const v = field.value.trim();
+      if (!v) return;
+      C.setToken(v); // a decider's token reads too: it becomes the tab's token
+      C.forgetWho();
+      control.who = null;
+      learnWho();
+    });
+    bar.append(field, save);
+    box.appendChild(bar);
+  }
+  function result(box, m) { if (m) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); } }
   function controls(box, s) {
     const c = config.control;
     if (!c || s.kind !== "tool" || !P || !config.live) return;
@@ -685,13 +700,18 @@
     const running = s.state === "RUNNING";
     // A message stays while the call is in the state it was sent in (then its new state says the rest).
     const m = control.message && control.message.id === s.id && control.message.state === s.state ? control.message : null;
-    if ((!waiting && !running) || !decider()) {
-      if (m) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); }
-      return;
-    }
+    if (!waiting && !running) { result(box, m); return; }
     const bar = el("div", "control");
     bar.id = "control";
-    bar.appendChild(el("span", "meta", "deciding as " + (control.who.name || "?")));
+    if (!control.who) { bar.appendChild(el("span", "meta", "checking what this tab's token may do\u2026")); box.appendChild(bar); return; }
+    if (!decider()) {
+      tokenField(bar, box, (C.token() ? "This tab's token may read, not decide. " : "") + (waiting ? "To decide this call: " : "To cancel this call: "));
+      result(box, m);
+      return;
+    }
+    const me = el("span", "meta", "deciding as " + (control.who.name || "?"));
+    me.id = "control-by";
+    bar.appendChild(me);
     const note = el("input");
     note.id = "control-note";
     note.type = "text";
@@ -739,7 +759,7 @@
       if (ed.error) wrap.appendChild(el("p", "control-error", ed.error));
       box.appendChild(wrap);
     }
-    if (m) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); }
+    result(box, m);
   }
 
   // ---------- conversation ----------
@@ -841,10 +861,8 @@
     const l = config.live;
     const badge = $("live");
     if (!l) { badge.hidden = true; return; }
-    if (config.control) {  // served by toolspan serve: its bar, and what this tab's token may do
-      C.topBar("traces");
-      C.whoami().then((w) => { control.who = w; detail(); }, () => {});
-    }
+    if (l.list_url) C.topBar("traces"); // served by toolspan serve: its bar
+    if (config.control) learnWho(); // what this tab's token may do
     badge.hidden = false;
     let busy = false;
     let again = false;
@@ -881,7 +899,8 @@
     doc.body.dataset.ready = "1";
     C.askToken($("gate"), null, () => {
       ungate();
-      if (config.control) { C.topBar("traces"); C.whoami().then((w) => { control.who = w; detail(); }, () => {}); }
+      if (config.live.list_url) C.topBar("traces");
+      if (config.control) { C.forgetWho(); learnWho(); }
       then();
     });
   }

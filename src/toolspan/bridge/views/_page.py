@@ -16,7 +16,9 @@ spans of one trace. Schema ``page``. A document:
   cancellation's ``error.type``, Ctrl-C) or, not ended, ``SEALED``
   (``RUNNING`` when ``live``). A live tool that asked for approval and got no decision yet is
   ``AWAITING_APPROVAL``.
-  Optional fields appear only when they have a value: ``execution_id``, ``call_id`` (tools), ``input`` /
+  Optional fields appear only when they have a value: ``execution_id``, ``call_id`` (tools),
+  ``arguments_sha256`` (a tool ``AWAITING_APPROVAL``: the digest of its recorded arguments' JSON text, which a
+  decision on it names as ``shown``), ``input`` /
   ``output`` (tools: arguments and result; agents: the user text and the answer), ``error``
   (``{type, message, stack}``), ``thoughts`` (``[t_us, text]``), ``approvals`` (``{t_us, decision, note,
   wait_us}`` and ``by``, who decided, when recorded; ``decision`` ``null`` for a request), ``wait``
@@ -40,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan._kernel.ids import arguments_sha256
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
 from toolspan.bridge.facts import (
     AGENT,
@@ -50,6 +53,7 @@ from toolspan.bridge.facts import (
     agent_name,
     agent_output_text,
     approvals,
+    arguments_text,
     is_cancellation,
     parent_tool_ids,
     parse_json,
@@ -290,6 +294,9 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
             by_exec[tc.execution_id] = i
             if tc.input is not None:
                 step["input"] = tc.input
+            if state == sc.STATE_AWAITING_APPROVAL:
+                # What a decision on this call must echo as ``shown`` (the control channel of toolspan serve).
+                step["arguments_sha256"] = arguments_sha256(arguments_text(span))
             if tc.output is not None:
                 step["output"] = tc.output
             if span.end_ns is not None:

@@ -19,16 +19,18 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from toolspan.bridge import to_otlp_json
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
+from toolspan.server._auth import Tokens
 from toolspan.server._http import pages as _pages
 from toolspan.server._http.auth import (
     WITHOUT_TOKEN,
     BearerAuth,
+    Failures,
     HostCheck,
     SecurityHeaders,
     allowed_hosts,
@@ -37,6 +39,7 @@ from toolspan.server._http.auth import (
 )
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.control import ControlRoutes
+from toolspan.server._http.jsonio import BodyError, JSONResponse, read_body
 from toolspan.server._http.openapi import openapi_document
 from toolspan.server._http.render import LINES, TARGETS, document_bytes, render, tree_document
 from toolspan.server._ingest import otlp as _ingest
@@ -49,7 +52,7 @@ from toolspan.server._store.remote import RemoteError, fetch_remote
 from toolspan.server._streams.deltas import DeltaHub, split_deltas, with_deltas
 from toolspan.server._streams.frontend import agent_response, frontend_response
 from toolspan.server._streams.progress import progress_response
-from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks, within
+from toolspan.server._streams.sse import EventStreamResponse, Notifier, event_chunks
 from toolspan.server._streams.trace import trace_chunks
 
 __all__ = ["ServerHandlers", "build_app"]
@@ -101,7 +104,11 @@ class ServerHandlers:
             if not loop.is_closed():
                 self.deltas.relay(loop, records, self.store.trace_row)
 
-        self.store.watch(committed, relayed)
+        def decided() -> None:  # a decision or cancel request stored by another replica
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self.control.changes.notify)
+
+        self.store.watch(committed, relayed, decided)
 
     def end_streams(self) -> None:
         """End every open stream, on the event loop (the server is shutting down)."""
@@ -139,27 +146,11 @@ class ServerHandlers:
         return result
 
     async def _read_body(self, request: Request) -> bytes:
-        limit = self.config.max_body_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
-            raise _ingest.IngestError(
-                413, f"body of {declared} bytes is over the size limit of {limit} bytes"
-            )
-        body = bytearray()
-        chunks = request.stream()
-        while True:
-            # A client that stops sending its body is cut off (``--read-timeout``), not waited on.
-            following = asyncio.ensure_future(anext(chunks, None))
-            if not await within(following, self.config.read_timeout_s):
-                raise _ingest.IngestError(
-                    408, f"no body bytes for {self.config.read_timeout_s:g} s: request timed out"
-                )
-            chunk = following.result()
-            if chunk is None:
-                return bytes(body)
-            body += chunk
-            if len(body) > limit:
-                raise _ingest.IngestError(413, f"body is over the size limit of {limit} bytes")
+        # A client that stops sending its body is cut off (``--read-timeout``), not waited on.
+        try:
+            return await read_body(request, self.config.max_body_bytes, self.config.read_timeout_s)
+        except BodyError as e:
+            raise _ingest.IngestError(e.status, e.message) from None
 
     async def _otlp_body(self, request: Request) -> tuple[str, bytes]:
         """``(media kind, inflated body)`` of an OTLP/HTTP export; ``IngestError`` (413, 415, 400)."""
@@ -269,11 +260,18 @@ class ServerHandlers:
             trace_id = trace_id_param(request.path_params[param])
             if trace_id is None:
                 return error(404, f"no trace {request.path_params[param]!r}")
-            return HTMLResponse(await run_in_threadpool(_pages.trace_page_html, trace_id, None))
+            text = await run_in_threadpool(_pages.trace_page_html, trace_id, None, self._control)
+            return HTMLResponse(text)
         found = await self._lookup(request, param)
         if isinstance(found, Response):
             return found
-        return HTMLResponse(await run_in_threadpool(_pages.trace_page_html, *found))
+        text = await run_in_threadpool(_pages.trace_page_html, *found, self._control)
+        return HTMLResponse(text)
+
+    @property
+    def _control(self) -> bool:
+        """Whether the pages show the buttons that decide and cancel: deciding needs a decider token."""
+        return bool(self.config.deciders)
 
     async def page_data(self, request: Request) -> Response:
         found = await self._lookup(request, "trace_id")
@@ -455,6 +453,7 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
     app = ServerHandlers(config, store)
     middleware: list[Middleware] = [
         Middleware(SecurityHeaders),
+        Middleware(Failures),
         Middleware(HostCheck, allowed=allowed_hosts(config.host, config.allowed_hosts)),
     ]
     if config.cors_origins:
@@ -466,8 +465,9 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
                 allow_headers=["authorization", "content-type", "content-encoding", "last-event-id"],
             )
         )
-    if config.token:
-        middleware.append(Middleware(BearerAuth, token=config.token, pages=_pages.PAGE_PATHS))
+    # Always: it also tells the routes what the request's token may do (``auth.access_of``).
+    tokens = Tokens(config.token, config.deciders)
+    middleware.append(Middleware(BearerAuth, tokens=tokens, pages=_pages.PAGE_PATHS))
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")

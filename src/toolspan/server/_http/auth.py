@@ -5,31 +5,35 @@ response, and the trace id of a path."""
 from __future__ import annotations
 
 import base64
-import hmac
 import html
 import ipaddress
+import logging
 import re
 import urllib.parse
 from collections.abc import Iterable
 from typing import Final
 
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolspan.bridge.model import pad_trace_id
-from toolspan.server._auth import bearer_token
+from toolspan.server._auth import INGEST, READ, Access, Tokens, bearer_token
+from toolspan.server._http.jsonio import JSONResponse
 
 __all__ = [
+    "ACCESS_KEY",
     "WITHOUT_TOKEN",
     "BearerAuth",
+    "Failures",
     "HostCheck",
     "SecurityHeaders",
+    "access_of",
     "allowed_hosts",
     "error",
     "host_allowed",
     "trace_id_param",
 ]
 
+_logger = logging.getLogger(__name__)
 _HEX: Final = frozenset("0123456789abcdef")
 _WILDCARDS: Final = frozenset({"", "0.0.0.0", "::", "[::]", "*"})
 
@@ -39,8 +43,20 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
 
-# Set on the scope of a page request that came without the token: the page is served holding no data.
+_OPEN: Final = frozenset({"/healthz", "/api/whoami"})
+_INGEST_PATHS: Final = frozenset({"/v1/traces", "/v1/logs"})
+# Set on the scope of a page request that came without a token the server holds: the page is served
+# holding no data, and asks for the token.
 WITHOUT_TOKEN: Final = "toolspan.without_token"
+
+
+def access_of(scope: Scope) -> Access:
+    """What the request's token may do (set by ``BearerAuth``; anonymous when it did not run)."""
+    found = scope.get("state", {}).get(ACCESS_KEY)
+    return found if isinstance(found, Access) else Access(None, frozenset({INGEST, READ}))
+
+
+ACCESS_KEY: Final = "toolspan_access"
 
 
 def is_page(method: str, path: str, pages: frozenset[str]) -> bool:
@@ -56,36 +72,61 @@ def is_page(method: str, path: str, pages: frozenset[str]) -> bool:
 
 
 class BearerAuth:
-    """Refuse requests without ``Authorization: Bearer <token>`` (constant-time compare); ``/healthz``
-    and CORS preflights pass. A GET may carry the token as ``?access_token=`` instead: browsers'
-    ``EventSource`` cannot set headers. A browser asking for a page without the token gets the page
-    without its data (``WITHOUT_TOKEN`` on the scope): it asks for the token, where a 401 in JSON greeted
-    it at the very address the banner printed."""
+    """Refuse requests whose token may not do what they ask (``toolspan.server._auth``): without a token a
+    request may do what the server leaves open, a token the server does not hold is a 401, the application's
+    token may send spans and read, a decider's may read (and decide: the control routes check that). Sending
+    spans is ``POST /v1/traces`` and ``/v1/logs``; ``/healthz``, ``/api/whoami`` and CORS preflights pass;
+    everything else is a read. A GET may carry the token as ``?access_token=`` instead (browsers'
+    ``EventSource`` cannot set headers); a write never. What the token may do is left in the request's
+    state for the routes (``access_of``). A browser asking for a page (``pages``, a trace page) without a
+    token the server holds gets the page without its data (``WITHOUT_TOKEN`` on the scope): it asks for
+    the token, where a 401 in JSON greeted it at the very address the banner printed."""
 
-    def __init__(self, app: ASGIApp, token: str, pages: frozenset[str] = frozenset()) -> None:
+    def __init__(self, app: ASGIApp, tokens: Tokens, pages: frozenset[str] = frozenset()) -> None:
         self.app = app
-        self.token = token.encode()
+        self.tokens = tokens
         self.pages = pages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/healthz" or scope["method"] == "OPTIONS":
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        tokens = self.tokens
         given = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                given = bearer_token(value)
-        if not given and scope["method"] == "GET":
-            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            # Percent-escapes decode as UTF-8 (any text, never an error), as the token given is encoded.
-            given = query.get("access_token", [""])[0].encode("utf-8", "surrogatepass")
-        if not hmac.compare_digest(given, self.token):
-            if is_page(scope["method"], scope["path"], self.pages):
-                await self.app({**scope, WITHOUT_TOKEN: True}, receive, send)
-                return
-            response = error(401, "missing or wrong bearer token")
-            response.headers["www-authenticate"] = "Bearer"
-            await response(scope, receive, send)
+        if tokens.any:
+            for name, value in scope["headers"]:
+                if name == b"authorization":
+                    given = bearer_token(value)
+            if not given and scope["method"] == "GET":
+                query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+                # Percent-escapes decode as UTF-8 (any text, never an error), as the token given is encoded.
+                given = query.get("access_token", [""])[0].encode("utf-8", "surrogatepass")
+        access = tokens.access(given)
+        scope.setdefault("state", {})[ACCESS_KEY] = access
+        path = scope["path"]
+        if scope["method"] == "OPTIONS" or path == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        need = INGEST if path in _INGEST_PATHS and scope["method"] == "POST" else READ
+        refused: JSONResponse | None = None
+        if not access.known and (tokens.app is not None or path in _OPEN):
+            refused = error(401, "missing or wrong bearer token")
+        elif path in _OPEN:
+            refused = None
+        elif need not in access.can:
+            if access.name is not None:  # a decider's token: it reads and decides, never sends spans
+                refused = error(
+                    403, "a decider token may not send spans: the application exports with its own token"
+                )
+            else:
+                refused = error(401, "missing or wrong bearer token")
+        if refused is not None and refused.status_code == 401 and is_page(scope["method"], path, self.pages):
+            await self.app({**scope, WITHOUT_TOKEN: True}, receive, send)
+            return
+        if refused is not None:
+            if refused.status_code == 401:
+                refused.headers["www-authenticate"] = "Bearer"
+            await refused(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -133,6 +174,36 @@ def allowed_hosts(bound: str, extra: Iterable[str]) -> frozenset[str]:
     if bound.strip().lower() not in _WILDCARDS:
         names.add(_host_name(bound))
     return frozenset(names)
+
+
+class Failures:
+    """Answer a request whose handler failed unexpectedly with the server's JSON error (500), inside the
+    security headers (Starlette's own error page is outside every middleware); the failure is logged with
+    its traceback. A response already started cannot be replaced: its connection is closed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            _logger.exception("toolspan serve: %s %s failed", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            response = error(500, f"the server failed this request ({type(exc).__name__}); see its log")
+            await response(scope, receive, send)
 
 
 class HostCheck:

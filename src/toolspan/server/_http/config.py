@@ -22,10 +22,15 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 4318
     grpc_port: int | None = 4317
+    # The application's token: it may send spans and read (``--token``).
     token: str | None = None
+    # Decider tokens, ``(name, token)``: each may read, decide and cancel, as its name (``--decider``).
+    deciders: tuple[tuple[str, str], ...] = ()
     cors_origins: tuple[str, ...] = ()
     # Largest request body accepted, before and after gunzip (413 beyond).
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # A waiting call whose application stopped asking for its decision this long ago leaves the inbox.
+    stale_after_s: float = 60.0
     # A tool still open this long after its trace was last updated is reported SEALED.
     idle_timeout_s: float = 300.0
     # Retention: whole traces older than this (by last update) or beyond this many spans are dropped.

@@ -69,69 +69,106 @@ def _post(summary: str, schema: dict[str, Any], responses: dict[str, str]) -> di
 
 
 _WRITE_REFUSALS = {
-    "400": "a field missing or malformed: {error, status}",
-    "401": "missing or wrong bearer token",
-    "403": "the server has no --token (deciding needs one, always), or a foreign Origin",
+    "400": "a field missing, malformed or not taken (by included), or a value JSON has no place for (NaN,"
+    " 1e999, a lone surrogate, nesting too deep): {error, status}, naming the field",
+    "401": "missing or wrong decider token",
+    "403": "the server has no decider (--decider NAME=TOKEN), the application's token (it never decides),"
+    " or a foreign Origin",
     "404": "no such tool call known here",
+    "408": "the body stopped coming",
     "413": "body over the size limit",
     "415": "the body is not application/json",
 }
 
 
 def _control_paths() -> dict[str, Any]:
-    """The control channel (``_http.control``): the inbox, decisions and cancel requests."""
+    """The control channel (``_http.control``): who the token is, the inbox, decisions and cancel requests."""
     text = {"type": ["string", "null"]}
+    execution = {"type": "string", "pattern": "^exec_[0-9a-f]{16}$", "description": "exec_<span id>"}
+    trace = {
+        "type": "string",
+        "pattern": "^[0-9a-fA-F]{32}$",
+        "description": "the call's trace (needed only when another trace holds the same span id)",
+    }
     decision = {
         "type": "object",
-        "required": ["decision", "by"],
+        "additionalProperties": False,
+        "required": ["execution_id", "decision", "shown"],
         "properties": {
-            "call_id": {"type": "string", "description": "the model's tool call id"},
-            "execution_id": {"type": "string", "description": "exec_<span id> (either names the call)"},
+            "execution_id": execution,
+            "trace_id": trace,
             "decision": {"enum": ["allow", "deny"]},
+            "shown": {
+                "type": "string",
+                "description": "arguments_sha256 of the inbox entry (or page step) the decider was shown",
+            },
             "note": text,
-            "by": {"type": "string", "description": "who decides"},
-            "arguments": {"type": ["object", "null"], "description": "edited arguments (allow only)"},
+            "arguments": {
+                "type": ["object", "null"],
+                "description": "edited arguments (allow only): must fit the tool's recorded parameter schema",
+            },
         },
     }
     cancel = {
         "type": "object",
-        "required": ["execution_id", "by"],
-        "properties": {"execution_id": {"type": "string"}, "by": {"type": "string"}, "note": text},
+        "additionalProperties": False,
+        "required": ["execution_id"],
+        "properties": {"execution_id": execution, "trace_id": trace, "note": text},
     }
     wait = {"name": "wait", "in": "query", "required": False, "schema": {"type": "number", "maximum": 30}}
     decision_get = _get(
-        "The decision on a tool call (null until made), long-polled up to ?wait= seconds; also the first"
-        " span that waited for it, and the arguments the decided span recorded (decided_on)",
-        params=("call_id",),
+        "The decision on one tool call (null until made), long-polled up to ?wait= seconds (?trace_id= names"
+        " the call's trace); with ?call_id=, ?tool= and ?shown=, also a decision made on the same call before"
+        " its application died (resumes)",
+        params=("execution_id",),
     )
-    decision_get["get"]["parameters"].append(wait)
+    decision_get["get"]["parameters"] += [
+        wait,
+        *(
+            {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+            for name in ("trace_id", "call_id", "tool", "shown")
+        ),
+    ]
     cancels_get = _get("Cancel requests of the running calls named by ?execution_id= (repeated), long-polled")
     cancels_get["get"]["parameters"] = [
         {"name": "execution_id", "in": "query", "required": True, "schema": {"type": "string"}},
         wait,
     ]
+    inbox = _get(
+        "Inbox: one entry per tool span waiting for a decision (execution_id, trace_id, span_id, call_id,"
+        " tool, arguments as recorded, arguments_sha256, agent, service, waiting_since, decision), oldest"
+        " first; paged by ?limit= and ?after= (the page's next)"
+    )
+    inbox["get"]["parameters"] = [
+        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "maximum": 1000}},
+        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+    ]
     return {
-        "/api/control/waiting": _get(
-            "Inbox: tool calls waiting for a decision across traces (tool, arguments, agent, trace, waiting"
-            " since)"
+        "/api/whoami": _get(
+            "What the token sent may do: {name (a decider's, else null), can (ingest, read, decide)}; 401 for"
+            " a token the server does not hold"
         ),
+        "/api/control/waiting": inbox,
         "/api/control/decisions": {
             "post": _post(
-                "Decide a waiting tool call: allow, deny, or allow with edited arguments (first decision"
-                " wins)",
+                "Decide one waiting tool call: allow, deny, or allow with edited arguments (first decision"
+                " wins), recorded as made by the decider token's name",
                 decision,
                 {
                     "200": "the decision that stands (made now, or the same one made before)",
                     **_WRITE_REFUSALS,
-                    "409": "already decided otherwise (body.decision: the one that stands), or not waiting",
+                    "409": "already decided otherwise (body.decision: the one that stands), not waiting"
+                    " (body.state), or shown does not match what the call recorded (body.arguments_sha256)",
+                    "422": "the edited arguments do not fit the tool's recorded parameter schema (or it has"
+                    " none)",
                 },
             )
         },
-        "/api/control/decisions/{call_id}": decision_get,
+        "/api/control/decisions/{execution_id}": decision_get,
         "/api/control/cancels": {
             **cancels_get,
             "post": _post(
-                "Ask the application to cancel a running tool call",
+                "Ask the application to cancel a running tool call (with a decider token)",
                 cancel,
                 {
                     "202": "requested",

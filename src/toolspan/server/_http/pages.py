@@ -65,17 +65,20 @@ def page_data(spans: Sequence[Span]) -> str:
     return page_json(docs[0] if len(docs) == 1 else docs)
 
 
-def trace_page_html(trace_id: str, spans: Sequence[Span] | None) -> str:
+def trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool = False) -> str:
     """The live trace page of ``trace_id``; ``spans=None``: served without its data (the request had no
-    token), the page reads it with the tab's token."""
+    token the server holds), the page reads it with the tab's token. With ``control`` (the server has
+    decider tokens), with the buttons that decide and cancel tool calls (``_http.control``), shown to a
+    token that may decide."""
     docs = to_pages(list(spans), live=True) if spans is not None else []
     live = LiveOptions(
         stream_url=f"/api/traces/{trace_id}/stream",
         data_url=f"/api/traces/{trace_id}/page",
-        decisions_url="/api/control/decisions",
-        cancels_url="/api/control/cancels",
-        waiting_url="/api/control/waiting",
+        decisions_url="/api/control/decisions" if control else None,
+        cancels_url="/api/control/cancels" if control else None,
+        whoami_url="/api/whoami" if control else None,
         fetch_first=spans is None,
+        list_url="/traces",
     )
     title = None if spans is not None else "trace " + trace_id
     return render_html(docs[0] if len(docs) == 1 else docs, live=live, title=title)

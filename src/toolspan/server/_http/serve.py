@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any, Final
 
+from toolspan.server._auth import decider_problem
 from toolspan.server._http.app import ServerHandlers, build_app
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
@@ -233,9 +234,13 @@ def _refused(e: ListenError) -> int:
 
 def serve(config: ServerConfig) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status (1: a port is busy; 2: the store cannot be
-    used)."""
+    used, or the tokens cannot be told apart: a decider's token equal to the application's or another's)."""
     import uvicorn
 
+    problem = decider_problem(config.token, config.deciders)
+    if problem is not None:
+        sys.stderr.write(f"toolspan serve: error: {problem}\n")
+        return 2
     try:  # both ports first: a busy one is one line naming its flag, before anything is announced
         sock = bind_http(config.host, config.port)
     except ListenError as e:

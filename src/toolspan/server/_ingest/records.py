@@ -74,6 +74,8 @@ class Row(NamedTuple):
     service: str | None
     conversation_id: str | None
     data: str | bytes
+    # 1 when the tool span waits for an approval (its last approval event asks for one) and has not ended.
+    waiting: int = 0
 
 
 def _conversation(attrs: Mapping[str, Any]) -> str | None:
@@ -87,8 +89,6 @@ def _conversation(attrs: Mapping[str, Any]) -> str | None:
 def _row(span: Span, data: str | bytes) -> Row:
     tool = classify(span) == TOOL
     state = tool_state(span) if tool and span.end_ns is not None else None
-    if tool and span.end_ns is None and act_status(span) == ACT_AWAITING_APPROVAL:
-        state = sc.STATE_AWAITING_APPROVAL  # a running call waiting for its approval: the list shows it
     if tool:
         error = span.end_ns is not None and tool_error(span, state) is not None
     else:
@@ -108,6 +108,7 @@ def _row(span: Span, data: str | bytes) -> Row:
         None if service is None else str(service),
         _conversation(span.attributes),
         data,
+        int(tool and span.end_ns is None and act_status(span) == ACT_AWAITING_APPROVAL),
     )
 
 

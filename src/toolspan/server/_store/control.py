@@ -1,35 +1,49 @@
-"""The control channel's tables: decisions on tool calls that wait for an approval, and requests to cancel
-running calls, made through ``toolspan serve`` (``_http.control``).
+"""The control channel's tables: decisions on tool calls that wait for an approval, requests to cancel
+running calls, and when each waiting call's application last asked for its decision, made through
+``toolspan serve`` (``_http.control``).
 
-- ``control_decisions``: one row per model tool call id: the first decision wins (an insert that meets its
-  primary key does nothing, and the row that stands is read back), with the waiting span it was made on
-  (trace id, span id, execution id), who decided, the note, the edited arguments (JSON text) and when
-  (ns since the epoch).
-- ``control_cancels``: one row per execution id: who asked, the note and when.
+- ``control_decisions``: one row per waiting tool span (its trace id and span id): the first decision wins (an
+  insert that meets its primary key does nothing, and the row that stands is read back). A row names the
+  exact call: its execution id, the model's call id, the tool, the digest of the arguments the decider was
+  shown (``shown``), who decided (the decider token's name), the note, the edited arguments (JSON text), when
+  the call began waiting (as the server could verify it) and when it was decided (ns since the epoch).
+- ``control_cancels``: one row per running tool span: who asked, the note and when.
+- ``control_polls``: per waiting tool span, until when its application is known to be asking for the
+  decision (a long poll holds it; ``until_ns`` is the end of the last one, plus a grace for the next): a
+  call whose application stopped asking (it died) ages out of the inbox, and only a call whose application
+  stopped asking can hand its decision to the same call re-issued after a restart.
 
 Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes a connection of
 the store's (``run`` gives it one transaction of ``StoreApi.transaction``, on either engine). The tables are
 the ``control`` part of the store's versioned schema (``schema.PARTS``), written in its engine words
-(``{int8}`` for nanosecond times); the SQL is plain, parameterised with ``?`` on both engines.
+(``{int8}`` for nanosecond times, ``{id}`` for ids); the SQL is plain, parameterised with ``?`` on both
+engines. Version 2 replaced version 1's decisions keyed by the model's call id (a decision then named no
+exact call): decisions stored under version 1 are dropped by the migration, so the calls waiting then are
+decided again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, TypeVar
 
 __all__ = [
     "SCHEMA",
+    "SCHEMA_V2",
     "CancelRow",
     "DecisionRow",
     "cancels_for",
     "decision_for",
-    "decisions_since",
+    "decisions_of_call",
     "insert_cancel",
     "insert_decision",
+    "poll_until",
+    "polled",
     "prune",
+    "received_ns",
     "run",
+    "span_state",
 ]
 
 SCHEMA: Final = """
@@ -40,6 +54,24 @@ CREATE INDEX IF NOT EXISTS control_decisions_time ON control_decisions (decided_
 CREATE TABLE IF NOT EXISTS control_cancels (
   execution_id {id} PRIMARY KEY, trace_id TEXT, call_id TEXT, requested_by TEXT NOT NULL, note TEXT,
   requested_ns {int8} NOT NULL);
+"""
+
+SCHEMA_V2: Final = """
+DROP TABLE IF EXISTS control_decisions;
+DROP TABLE IF EXISTS control_cancels;
+CREATE TABLE control_decisions (
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, execution_id TEXT NOT NULL, call_id TEXT, tool TEXT,
+  decision TEXT NOT NULL, shown TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT,
+  waiting_since_ns {int8}, decided_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
+CREATE INDEX control_decisions_time ON control_decisions (decided_ns);
+CREATE INDEX control_decisions_call ON control_decisions (call_id);
+CREATE INDEX control_decisions_span ON control_decisions (span_id);
+CREATE TABLE control_cancels (
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, execution_id TEXT NOT NULL, call_id TEXT,
+  requested_by TEXT NOT NULL, note TEXT, requested_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
+CREATE INDEX control_cancels_span ON control_cancels (span_id);
+CREATE TABLE IF NOT EXISTS control_polls (
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, until_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
 """
 
 T = TypeVar("T")
@@ -53,22 +85,25 @@ def run(store: Any, fn: Callable[..., T], *args: Any) -> T:
 
 
 _DECISION_COLUMNS: Final = (
-    "call_id, trace_id, span_id, execution_id, tool, decision, note, decided_by, arguments, decided_ns"
+    "trace_id, span_id, execution_id, call_id, tool, decision, shown, note, decided_by, arguments,"
+    " waiting_since_ns, decided_ns"
 )
-_CANCEL_COLUMNS: Final = "execution_id, trace_id, call_id, requested_by, note, requested_ns"
+_CANCEL_COLUMNS: Final = "trace_id, span_id, execution_id, call_id, requested_by, note, requested_ns"
 
 
 @dataclass(frozen=True, slots=True)
 class DecisionRow:
-    call_id: str
-    trace_id: str | None
-    span_id: str | None
-    execution_id: str | None
+    trace_id: str
+    span_id: str
+    execution_id: str
+    call_id: str | None
     tool: str | None
     decision: str
+    shown: str  # arguments_sha256 of the arguments the decider was shown
     note: str | None
-    decided_by: str
+    decided_by: str  # the name of the decider token
     arguments: str | None  # JSON text of the edited arguments
+    waiting_since_ns: int | None
     decided_ns: int
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,66 +112,96 @@ class DecisionRow:
 
 @dataclass(frozen=True, slots=True)
 class CancelRow:
+    trace_id: str
+    span_id: str
     execution_id: str
-    trace_id: str | None
     call_id: str | None
     requested_by: str
     note: str | None
     requested_ns: int
 
 
-def decision_for(db: Any, call_id: str) -> DecisionRow | None:
-    """The decision stored for the model's tool call id ``call_id``, if any."""
-    row = db.execute(
-        f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE call_id = ?", (call_id,)
-    ).fetchone()
-    return None if row is None else DecisionRow(*row)
+def decision_for(db: Any, key: tuple[str | None, str]) -> list[DecisionRow]:
+    """The decisions stored for the tool span ``(trace_id, span_id)`` (``trace_id`` ``None``: that span id in
+    any trace)."""
+    trace_id, span_id = key
+    if trace_id is None:
+        rows = db.execute(
+            f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE span_id = ? ORDER BY trace_id",
+            (span_id,),
+        ).fetchall()
+    else:
+        rows = db.execute(
+            f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE trace_id = ? AND span_id = ?",
+            (trace_id, span_id),
+        ).fetchall()
+    return [DecisionRow(*r) for r in rows]
+
+
+def decisions_of_call(db: Any, call_id: str, limit: int = 20) -> list[DecisionRow]:
+    """The decisions made on spans of the model's call id ``call_id``, newest first."""
+    rows = db.execute(
+        f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE call_id = ?"
+        " ORDER BY decided_ns DESC, trace_id, span_id LIMIT ?",
+        (call_id, limit),
+    ).fetchall()
+    return [DecisionRow(*r) for r in rows]
 
 
 def insert_decision(db: Any, row: DecisionRow) -> DecisionRow:
-    """Store ``row`` unless a decision on its call is stored already; returns the decision that stands.
+    """Store ``row`` unless a decision on its span is stored already; returns the decision that stands.
 
     One statement decides: on PostgreSQL two deciders' transactions run at once, so a read before the insert
     would not see a row the other is inserting; ``ON CONFLICT DO NOTHING`` waits for it instead, and the
     read after it sees the winner (the same on SQLite, whose write transactions take turns)."""
     values = (
-        row.call_id,
         row.trace_id,
         row.span_id,
         row.execution_id,
+        row.call_id,
         row.tool,
         row.decision,
+        row.shown,
         row.note,
         row.decided_by,
         row.arguments,
+        row.waiting_since_ns,
         row.decided_ns,
     )
     sql = (
-        f"INSERT INTO control_decisions ({_DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
-        " ON CONFLICT (call_id) DO NOTHING"
+        f"INSERT INTO control_decisions ({_DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+        " ON CONFLICT (trace_id, span_id) DO NOTHING"
     )
-    return _first(db, sql, values, row, lambda: decision_for(db, row.call_id))
-
-
-def decisions_since(db: Any, after_ns: int, limit: int) -> list[DecisionRow]:
-    """Decisions made after ``after_ns``, oldest first."""
-    rows = db.execute(
-        f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE decided_ns > ?"
-        " ORDER BY decided_ns, call_id LIMIT ?",
-        (after_ns, limit),
-    ).fetchall()
-    return [DecisionRow(*r) for r in rows]
+    return _first(
+        db, sql, values, row, lambda: next(iter(decision_for(db, (row.trace_id, row.span_id))), None)
+    )
 
 
 def insert_cancel(db: Any, row: CancelRow) -> CancelRow:
-    """Store the cancel request ``row`` unless one for its execution is stored; returns the one that
-    stands (one statement decides, as in ``insert_decision``)."""
-    values = (row.execution_id, row.trace_id, row.call_id, row.requested_by, row.note, row.requested_ns)
-    sql = (
-        f"INSERT INTO control_cancels ({_CANCEL_COLUMNS}) VALUES (?,?,?,?,?,?)"
-        " ON CONFLICT (execution_id) DO NOTHING"
+    """Store the cancel request ``row`` unless one for its span is stored; returns the one that stands (one
+    statement decides, as in ``insert_decision``)."""
+    values = (
+        row.trace_id,
+        row.span_id,
+        row.execution_id,
+        row.call_id,
+        row.requested_by,
+        row.note,
+        row.requested_ns,
     )
-    return _first(db, sql, values, row, lambda: next(iter(cancels_for(db, [row.execution_id])), None))
+    sql = (
+        f"INSERT INTO control_cancels ({_CANCEL_COLUMNS}) VALUES (?,?,?,?,?,?,?)"
+        " ON CONFLICT (trace_id, span_id) DO NOTHING"
+    )
+    return _first(db, sql, values, row, lambda: next(iter(_cancel_of(db, row.trace_id, row.span_id)), None))
+
+
+def _cancel_of(db: Any, trace_id: str, span_id: str) -> list[CancelRow]:
+    rows = db.execute(
+        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE trace_id = ? AND span_id = ?",
+        (trace_id, span_id),
+    ).fetchall()
+    return [CancelRow(*r) for r in rows]
 
 
 def _first(db: Any, sql: str, values: tuple[Any, ...], row: T, stored: Callable[[], T | None]) -> T:
@@ -150,21 +215,59 @@ def _first(db: Any, sql: str, values: tuple[Any, ...], row: T, stored: Callable[
             return known
 
 
-def cancels_for(db: Any, execution_ids: list[str]) -> list[CancelRow]:
-    """The cancel requests stored for any of ``execution_ids``."""
-    if not execution_ids:
+def cancels_for(db: Any, span_ids: Sequence[str]) -> list[CancelRow]:
+    """The cancel requests stored for any of the tool spans ``span_ids`` (in any trace: the caller checks
+    the trace)."""
+    if not span_ids:
         return []
-    marks = ",".join("?" * len(execution_ids))
+    marks = ",".join("?" * len(span_ids))
     rows = db.execute(
-        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE execution_id IN ({marks})"
-        " ORDER BY requested_ns, execution_id",
-        tuple(execution_ids),
+        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE span_id IN ({marks})"
+        " ORDER BY requested_ns, trace_id, span_id",
+        tuple(span_ids),
     ).fetchall()
     return [CancelRow(*r) for r in rows]
 
 
+def polled(db: Any, trace_id: str, span_id: str, until_ns: int) -> None:
+    """The application of the tool span asks for its decision until ``until_ns`` (never moved back while a
+    later poll holds it, except to end it: a poll whose client hung up sets the time it hung up)."""
+    db.execute(
+        "INSERT INTO control_polls (trace_id, span_id, until_ns) VALUES (?,?,?)"
+        " ON CONFLICT (trace_id, span_id) DO UPDATE SET until_ns = excluded.until_ns",
+        (trace_id, span_id, until_ns),
+    )
+
+
+def poll_until(db: Any, trace_id: str, span_id: str) -> int | None:
+    """Until when the tool span's application was last known to ask for its decision (``None``: never)."""
+    row = db.execute(
+        "SELECT until_ns FROM control_polls WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def received_ns(db: Any, trace_id: str, span_id: str) -> int | None:
+    """When the server first received the tool span (its first act in the event log, on the server's
+    commit clock), ``None`` when it has no event of it."""
+    row = db.execute(
+        "SELECT min(ns) FROM events WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def span_state(db: Any, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
+    """``(end_ns, waiting)`` of a stored span, ``None`` when it is not stored."""
+    row = db.execute(
+        "SELECT end_ns, waiting FROM spans WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
+    ).fetchone()
+    return None if row is None else (None if row[0] is None else int(row[0]), int(row[1]))
+
+
 def prune(db: Any, before_ns: int) -> int:
-    """Drop the decisions and cancel requests made before ``before_ns`` (retention); returns how many."""
+    """Drop the decisions, cancel requests and poll marks older than ``before_ns`` (retention); returns how
+    many."""
     dropped = db.execute("DELETE FROM control_decisions WHERE decided_ns < ?", (before_ns,)).rowcount
     dropped += db.execute("DELETE FROM control_cancels WHERE requested_ns < ?", (before_ns,)).rowcount
+    dropped += db.execute("DELETE FROM control_polls WHERE until_ns < ?", (before_ns,)).rowcount
     return int(dropped)

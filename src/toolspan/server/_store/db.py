@@ -41,16 +41,34 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
-from toolspan.server._store.listing import LISTED_TOOL_STATES_SQL, NAMING_SPANS_SQL, tool_state_counts
+from toolspan.server._store.listing import NAMING_SPANS_SQL, TOOL_STATE_COUNTS_SQL, tool_state_counts
 from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, statements
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, merge_batch, put_rows
 from toolspan.server._streams.cursor import Cursor
 
-__all__ = ["ACT", "OBSERVE", "Cursor", "IngestResult", "Store", "StoreError", "TraceRow", "log_rows"]
+__all__ = [
+    "ACT",
+    "OBSERVE",
+    "WAITING_SQL",
+    "Cursor",
+    "IngestResult",
+    "Store",
+    "StoreError",
+    "TraceRow",
+    "log_rows",
+]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
+# The waiting tool spans of the control channel's inbox (``waiting_tool_spans``), on both engines (``?``).
+WAITING_SQL: Final = (
+    "SELECT s.data, s.trace_id FROM spans s JOIN traces t ON t.trace_id = s.trace_id"
+    " LEFT JOIN control_polls p ON p.trace_id = s.trace_id AND p.span_id = s.span_id"
+    " WHERE s.waiting = 1 AND (s.start_ns, s.trace_id, s.span_id) > (?, ?, ?)"
+    " AND (p.until_ns >= ? OR (p.until_ns IS NULL AND t.last_seen_ns >= ?))"
+    " ORDER BY s.start_ns, s.trace_id, s.span_id LIMIT ?"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +214,16 @@ class Store:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
 
-    def watch(self, on_commit: Callable[[], None], on_deltas: Callable[[list[LogRecord]], None]) -> None:
+    def watch(
+        self,
+        on_commit: Callable[[], None],
+        on_deltas: Callable[[list[LogRecord]], None],
+        on_control: Callable[[], None] | None = None,
+    ) -> None:
         """Nothing to watch: one process writes this store, and wakes its own streams."""
+
+    def publish_control(self) -> None:
+        """Nothing to publish: the process that stored a decision wakes its own long polls."""
 
     def publish_deltas(self, records: Sequence[LogRecord]) -> None:
         """Nothing to publish: the text deltas this process relays reach every client of the store."""
@@ -357,12 +383,8 @@ class Store:
         or its first span while no root has arrived."""
         ids = json.dumps(list(trace_ids))
         with self._lock:
-            counted = self._db.execute(
-                "SELECT s.trace_id, s.tool_state, count(*) FROM json_each(?) AS j CROSS JOIN spans AS s"
-                f" ON s.trace_id = j.value WHERE s.is_tool = 1 AND s.tool_state IN {LISTED_TOOL_STATES_SQL}"
-                " GROUP BY s.trace_id, s.tool_state",
-                (ids,),
-            ).fetchall()
+            joined = "FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value WHERE 1 = 1"
+            counted = self._db.execute(TOOL_STATE_COUNTS_SQL.format(from_where=joined), (ids,)).fetchall()
         naming = self._spans(
             "SELECT s.data, s.trace_id FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value"
             f" WHERE {NAMING_SPANS_SQL}",
@@ -441,6 +463,15 @@ class Store:
             " ORDER BY start_ns, span_id LIMIT ?",
             (limit,),
         )
+
+    def waiting_tool_spans(
+        self, after: tuple[int, str, str], live_since_ns: int, seen_since_ns: int, limit: int
+    ) -> list[Span]:
+        """Tool spans that wait for an approval (``spans.waiting``), after ``after`` (``(start_ns, trace_id,
+        span_id)``) in that order: those whose application asked for the decision until ``live_since_ns`` or
+        later (``control_polls``), and those it never asked for whose trace arrived at ``seen_since_ns`` or
+        later."""
+        return self._spans(WAITING_SQL, (*after, live_since_ns, seen_since_ns, limit))
 
     def span(self, trace_id: str | None, span_id: str) -> list[Span]:
         """The span ``span_id`` (of ``trace_id`` when given); a list of at most one span per trace."""

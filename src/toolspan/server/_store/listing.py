@@ -8,12 +8,18 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 
-__all__ = ["LISTED_TOOL_STATES", "LISTED_TOOL_STATES_SQL", "NAMING_SPANS_SQL", "tool_state_counts"]
+__all__ = ["LISTED_TOOL_STATES", "TOOL_STATE_COUNTS_SQL", "NAMING_SPANS_SQL", "tool_state_counts"]
 
 # The tool states a trace's state depends on beyond its summary row: a denied or cancelled call is not an
-# error of the run, and a call waiting for its approval makes the run AWAITING_APPROVAL.
+# error of the run, and a call waiting for its approval (``spans.waiting``) makes the run AWAITING_APPROVAL.
 LISTED_TOOL_STATES: Final = (sc.STATE_DENIED, sc.STATE_CANCELLED, sc.STATE_AWAITING_APPROVAL)
-LISTED_TOOL_STATES_SQL: Final = "(" + ", ".join(f"'{state}'" for state in LISTED_TOOL_STATES) + ")"
+# ``(trace id, state, calls)`` of the tool spans ``s`` of the traces joined in (the caller's FROM and WHERE
+# name them), grouped.
+TOOL_STATE_COUNTS_SQL: Final = (
+    f"SELECT s.trace_id, CASE WHEN s.waiting = 1 THEN '{sc.STATE_AWAITING_APPROVAL}' ELSE s.tool_state END"
+    " AS listed, count(*) {from_where} AND s.is_tool = 1 AND (s.waiting = 1 OR s.tool_state IN"
+    f" ('{sc.STATE_DENIED}', '{sc.STATE_CANCELLED}')) GROUP BY s.trace_id, listed"
+)
 # The spans of ``s`` (table ``spans``) that name their run: the roots, else (no root has arrived yet: a live
 # run of which only a tool's record is here) the first span.
 NAMING_SPANS_SQL: Final = (

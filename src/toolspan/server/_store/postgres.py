@@ -51,21 +51,22 @@ from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
 from toolspan.server._store.api import StoreUnavailable, shown
-from toolspan.server._store.db import StoreError, TraceRow, _log_record, _trace_row, log_rows
-from toolspan.server._store.listing import LISTED_TOOL_STATES_SQL, NAMING_SPANS_SQL, tool_state_counts
+from toolspan.server._store.db import WAITING_SQL, StoreError, TraceRow, _log_record, _trace_row, log_rows
+from toolspan.server._store.listing import NAMING_SPANS_SQL, TOOL_STATE_COUNTS_SQL, tool_state_counts
 from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import POSTGRES, VERSIONS_DDL, pending, statements
 from toolspan.server._store.summaries import summary_rows
 from toolspan.server._store.writes import IngestResult, merge_batch, plan_rows
 from toolspan.server._streams.cursor import Cursor
 
-__all__ = ["COMMITS", "DELTAS", "PostgresStore", "QmarkConnection"]
+__all__ = ["COMMITS", "CONTROL", "DELTAS", "PostgresStore", "QmarkConnection"]
 
 _logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 COMMITS: Final = "toolspan_commits"
 DELTAS: Final = "toolspan_deltas"
+CONTROL: Final = "toolspan_control"
 # Advisory lock keys of the schema migration and of the retention sweep (traces use their own keys).
 _SCHEMA_LOCK: Final = 0x746F6F6C7370616E  # "toolspan"
 _PRUNE_LOCK: Final = _SCHEMA_LOCK + 1
@@ -76,12 +77,13 @@ _PAYLOAD_BYTES: Final = 7000  # PostgreSQL's limit is 8000 bytes per notificatio
 _PRUNE_EVERY_NS: Final = 1_000_000_000
 _SPAN_COLUMNS: Final = (
     "trace_id, span_id, parent, name, start_ns, end_ns, is_tool, tool_name, tool_state, is_error,"
-    " service, conversation_id, data"
+    " service, conversation_id, data, waiting"
 )
 _SPAN_TYPES: Final = (
     "text[]", "text[]", "text[]", "text[]", "bigint[]", "bigint[]", "int[]", "text[]", "text[]", "int[]",
-    "text[]", "text[]", "bytea[]",
+    "text[]", "text[]", "bytea[]", "int[]",
 )  # fmt: skip
+_DATA: Final = Row._fields.index("data")
 _TRACE_COLUMNS: Final = (
     "trace_id, service, conversation_id, root_name, root_ended, start_ns, end_ns, last_seen_ns, spans,"
     " tools, errors, open_tools"
@@ -341,28 +343,51 @@ class PostgresStore:
 
     # --- change feed ---
 
-    def watch(self, on_commit: Callable[[], None], on_deltas: Callable[[list[LogRecord]], None]) -> None:
-        """Call ``on_commit`` after every commit of any replica, and ``on_deltas`` with the text deltas
-        other replicas relayed, from a thread of its own (``LISTEN`` on a connection of its own)."""
+    def watch(
+        self,
+        on_commit: Callable[[], None],
+        on_deltas: Callable[[list[LogRecord]], None],
+        on_control: Callable[[], None] | None = None,
+    ) -> None:
+        """Call ``on_commit`` after every commit of any replica, ``on_deltas`` with the text deltas other
+        replicas relayed, and ``on_control`` after a decision or cancel request stored by any replica
+        (``publish_control``), from a thread of its own (``LISTEN`` on a connection of its own)."""
         self._listener = threading.Thread(
-            target=self._listen, args=(on_commit, on_deltas), name="toolspan-listen", daemon=True
+            target=self._listen,
+            args=(on_commit, on_deltas, on_control or (lambda: None)),
+            name="toolspan-listen",
+            daemon=True,
         )
         self._listener.start()
 
-    def _listen(self, on_commit: Callable[[], None], on_deltas: Callable[[list[LogRecord]], None]) -> None:
+    def publish_control(self) -> None:
+        """Tell every replica a decision or cancel request was stored (their long polls read it now)."""
+        self._run(lambda conn: conn.execute("SELECT pg_notify(%s, '')", (CONTROL,)))
+
+    def _listen(
+        self,
+        on_commit: Callable[[], None],
+        on_deltas: Callable[[list[LogRecord]], None],
+        on_control: Callable[[], None],
+    ) -> None:
         backoff = 0.1
         while not self._stop.is_set():
             try:
                 with self._psycopg.connect(self._url, autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {COMMITS}")
                     conn.execute(f"LISTEN {DELTAS}")
+                    conn.execute(f"LISTEN {CONTROL}")
                     backoff = 0.1
-                    _wake(on_commit)  # anything committed while this connection was down is read now
+                    # Anything committed or decided while this connection was down is read now.
+                    _wake(on_commit)
+                    _wake(on_control)
                     while not self._stop.is_set():
                         # Each notification as it arrives (the timeout only looks at ``_stop`` again).
                         for note in conn.notifies(timeout=0.5):
                             if note.channel == DELTAS:
                                 self._deliver(note.payload, on_deltas)
+                            elif note.channel == CONTROL:
+                                _wake(on_control)
                             else:
                                 _wake(on_commit)
                             if self._stop.is_set():
@@ -433,7 +458,7 @@ class PostgresStore:
             return
         written = inserts + replaces
         columns = [_texts(c) for c in zip(*written, strict=True)]
-        columns[-1] = [_as_bytes(d) for d in columns[-1]]
+        columns[_DATA] = [_as_bytes(d) for d in columns[_DATA]]
         conn.execute(_UPSERT_SPANS, columns)
         changed = {r.trace_id for r in replaces}
         wanted = sorted({r.trace_id for r in inserts} - changed)
@@ -556,6 +581,12 @@ class PostgresStore:
             (limit,),
         )
 
+    def waiting_tool_spans(
+        self, after: tuple[int, str, str], live_since_ns: int, seen_since_ns: int, limit: int
+    ) -> list[Span]:
+        """The waiting tool spans of the control channel's inbox (``db.Store.waiting_tool_spans``)."""
+        return self._spans(_sql(WAITING_SQL), (*after, live_since_ns, seen_since_ns, limit))
+
     def span(self, trace_id: str | None, span_id: str) -> list[Span]:
         """The span ``span_id`` (of ``trace_id`` when given); a list of at most one span per trace."""
         if trace_id is None:
@@ -594,9 +625,7 @@ class PostgresStore:
     def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, dict[str, int]], list[Span]]:
         ids = list(trace_ids)
         counted = self._rows(
-            "SELECT trace_id, tool_state, count(*) FROM spans WHERE trace_id = ANY(%s) AND is_tool = 1"
-            f" AND tool_state IN {LISTED_TOOL_STATES_SQL} GROUP BY trace_id, tool_state",
-            (ids,),
+            TOOL_STATE_COUNTS_SQL.format(from_where="FROM spans s WHERE s.trace_id = ANY(%s)"), (ids,)
         )
         naming = self._spans(
             f"SELECT data, trace_id FROM spans s WHERE trace_id = ANY(%s) AND {NAMING_SPANS_SQL}", (ids,)

@@ -64,7 +64,9 @@ def _calls_in(state: str) -> str:
 
 _DENIED_SQL: Final = _calls_in(sc.STATE_DENIED)
 _CANCELLED_SQL: Final = _calls_in(sc.STATE_CANCELLED)
-_WAITING_SQL: Final = f"{_calls_in(sc.STATE_AWAITING_APPROVAL)} > 0"
+_WAITING_SQL: Final = (
+    "EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1 AND s.waiting = 1)"
+)
 _STATE_SQL: Final = {
     "SEALED": "open_tools > 0",
     "FAILED": f"open_tools = 0 AND errors > {_DENIED_SQL} + {_CANCELLED_SQL}",

@@ -16,7 +16,8 @@ statements run through ``StoreApi.transaction()``, whose connection takes SQLite
 both engines.
 
 Version 1 of ``core`` is the schema of 0.1.0 (every statement ``IF NOT EXISTS``): a store written by an
-earlier release is brought under version control without a change.
+earlier release is brought under version control without a change. Later versions change a store once
+(``ALTER TABLE``): ``pending`` applies each version exactly once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from toolspan.server._store.control import SCHEMA as _CONTROL_V1
+from toolspan.server._store.control import SCHEMA_V2 as _CONTROL_V2
 
 __all__ = [
     "CONTROL",
@@ -107,9 +109,18 @@ CREATE TABLE IF NOT EXISTS logs (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value{any} NOT NULL){rowid_free};
 """
 
-CORE: Final = SchemaPart("core", ((1, _CORE_V1),))
-# The control channel's decisions and cancel requests (``control``).
-CONTROL: Final = SchemaPart("control", ((1, _CONTROL_V1),))
+# Version 2: which tool spans wait for an approval (``waiting``, set at ingest from the span's approval
+# events), indexed, so the control channel's inbox finds every waiting call however many calls never ended.
+# Spans stored before it count as not waiting (an application re-sends its waiting span's record when it
+# asks again).
+_CORE_V2: Final = """
+ALTER TABLE spans ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS spans_waiting ON spans (start_ns, trace_id, span_id) WHERE waiting = 1;
+"""
+
+CORE: Final = SchemaPart("core", ((1, _CORE_V1), (2, _CORE_V2)))
+# The control channel's decisions, cancel requests and poll marks (``control``).
+CONTROL: Final = SchemaPart("control", ((1, _CONTROL_V1), (2, _CONTROL_V2)))
 # Every part of the schema, in the order they are applied.
 PARTS: Final[list[SchemaPart]] = [CORE, CONTROL]
 
