@@ -53,16 +53,12 @@ document.addEventListener('securitypolicyviolation', (e) => window.__cspViolatio
 
 
 def _page(browser: Browser, url: str, **context: Any) -> tuple[Any, Any, list[str]]:
-    """``(context, page, problems)``: ``url`` opened and ready; problems: console and page errors (until the
-    server has ``/api/whoami``, its 404 is none)."""
+    """``(context, page, problems)``: ``url`` opened and ready; problems: console and page errors."""
     ctx = browser.new_context(**context)
     page = ctx.new_page()
     page.add_init_script(WATCH)
     problems: list[str] = []
-    page.on(
-        "console",
-        lambda m: problems.append(m.text) if m.type == "error" and "404" not in m.text else None,  # TODO(28)
-    )
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
     page.goto(url)
     page.wait_for_selector("body[data-ready='1']")
