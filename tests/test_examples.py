@@ -503,3 +503,38 @@ def test_ag_ui_frontend_says_what_is_missing_when_the_client_cannot_run(
     module.NODE_DIR = REPO_NODE
     if (REPO_NODE / "node_modules" / "@ag-ui" / "client").is_dir() and shutil.which("node"):
         assert module.why_no_client() is None
+
+
+def test_approve_through_server(tmp_path: Path) -> None:
+    """The runnable example of the control channel: a real `toolspan serve --token --decider`, a real
+    application gated by ServerApprover, a decider over HTTP; every call ends as decided."""
+    stdout = run_example("approve_through_server", tmp_path)
+    url = stdout[0].split()[3].rstrip(":")
+    assert url.startswith("http://127.0.0.1:")
+    assert stdout[1] == "user: Clear last year's releases, tell everyone, and watch the checkout deploy."
+    assert stdout[2] == f"in the inbox ({url}/inbox):"
+    assert stdout[3:6] == [
+        '  delete_files({"path": "/srv/releases"}) from agent ops-assistant, waiting',
+        '  send_email({"to": "everyone@example.org"}) from agent ops-assistant, waiting',
+        '  watch_deploy({"service": "checkout"}) from agent ops-assistant, waiting',
+    ]
+    assert stdout[6].startswith("the application's token may not decide: 403 (")
+    assert stdout[7:11] == [
+        'ops allows delete_files with {"path": "/srv/releases/2023"}: 200, by ops',
+        "ops denies send_email: 200, by ops",
+        "ops allows watch_deploy: 200, by ops",
+        "ops cancels watch_deploy while it runs: 202, by ops",
+    ]
+    assert stdout[11:15] == [
+        "the model gets back:",
+        '  delete_files -> {"deleted": "/srv/releases/2023"}',
+        "  send_email -> PermissionDenied: not to everyone",
+        "  watch_deploy -> ToolCancelled: taking too long",
+    ]
+    assert stdout[15] == (
+        'the run "Clear last year\'s releases, tell everyone, and watch the checkout deploy.": CANCELLED;'
+        ' its calls: {"delete_files": "COMPLETED", "send_email": "DENIED", "watch_deploy": "CANCELLED"}'
+    )
+    assert stdout[16].startswith(f"its page: {url}/traces/")
+    (run,) = json.loads((tmp_path / "traces.json").read_text("utf-8"))["traces"]
+    assert (run["state"], run["denied"], run["cancelled"], run["errors"]) == ("CANCELLED", 1, 1, 0)
