@@ -404,3 +404,22 @@ def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
         logging.getLogger("toolspan._calls.remote").removeHandler(handler)
         provider.shutdown()
     return listed, [m for m in said if "ServerApprover" in m]
+
+
+def test_deciding_a_call_the_server_never_saw_says_why_it_may_be_unknown(tmp_path: Path) -> None:
+    """An application that sends no pending records leaves its waiting call unseen: the 404 names the
+    setting that would have shown it, on deciding and on cancelling alike."""
+    import json
+
+    with running_server(tmp_path, "--decider", "ops=ops-token") as server:
+        server.headers = {"Authorization": "Bearer ops-token", "Content-Type": "application/json"}
+        body = {"execution_id": "exec_00000000000000ab", "decision": "allow", "shown": "0" * 64}
+        decided = server.request("POST", "/api/control/decisions", json.dumps(body).encode())
+        cancel = {"execution_id": "exec_00000000000000ab"}
+        cancelled = server.request("POST", "/api/control/cancels", json.dumps(cancel).encode())
+    for status, _, answer in (decided, cancelled):
+        assert status == 404
+        assert json.loads(answer)["error"] == (
+            "no tool call exec_00000000000000ab is known here (a call shows here while it waits or runs only"
+            " when its application exports pending records: TOOLSPAN_PENDING_SPANS=true)"
+        )
