@@ -164,6 +164,7 @@ def _trace_of(page: Page, name: str) -> str:
 
 
 def _shoot(page: Page, path: Path, shots: list[Path]) -> None:
+    page.mouse.move(0, 0)  # no row left hovered
     page.screenshot(path=str(path))
     shots.append(path)
 
