@@ -23,8 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import subprocess
 import sys
 import threading
 import time
@@ -32,6 +30,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from serve_with_page import start_server  # the sibling example's: toolspan serve on a free port
 
 import toolspan
 
@@ -69,26 +69,6 @@ def watch_deploy(service: str) -> str:
 
 
 # --- the server ---------------------------------------------------------------------------------
-
-
-def start_server(out: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``toolspan serve`` with the application's token and one decider; its URL, read from its banner."""
-    command = [sys.executable, "-m", "toolspan", "serve", "--db", str(out / "toolspan.db")]
-    command += ["--host", "127.0.0.1", "--port", "0", "--grpc-port", "-1"]
-    command += ["--token", APP_TOKEN, "--decider", f"ops={OPS_TOKEN}"]
-    log = out / "server.log"
-    with log.open("wb") as sink:
-        server = subprocess.Popen(command, stdout=sink, stderr=sink)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"toolspan serve exited; see {log}")
-        found = re.search(r"OTLP/HTTP (http://\S+)/v1/traces", log.read_text("utf-8", "replace"))
-        if found:
-            return server, found.group(1)
-        time.sleep(0.05)
-    server.terminate()
-    raise SystemExit(f"toolspan serve did not start; see {log}")
 
 
 def call(url: str, token: str, method: str = "GET", body: dict[str, Any] | None = None) -> tuple[int, Any]:
@@ -170,7 +150,8 @@ def run_agent(url: str) -> list[dict[str, Any]]:
 def main(out: Path, keep: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "toolspan.db").unlink(missing_ok=True)
-    server, url = start_server(out)
+    # The application's token, and one decider: ops (its decisions are recorded as made by "ops").
+    server, url = start_server(out, "--token", APP_TOKEN, "--decider", f"ops={OPS_TOKEN}")
     try:
         # What you would export in the agent's shell; configure() reads them.
         os.environ.update(

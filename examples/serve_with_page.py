@@ -35,10 +35,10 @@ def fetch(url: str) -> tuple[int, str]:
         return response.status, response.read().decode("utf-8")
 
 
-def start_server(out: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``toolspan serve`` on a port it picks; its URL, read back from the banner it prints."""
+def start_server(out: Path, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``toolspan serve`` (and ``flags``) on a port it picks; its URL, read back from its banner."""
     command = [sys.executable, "-m", "toolspan", "serve", "--db", str(out / "toolspan.db")]
-    command += ["--host", HOST, "--port", "0", "--grpc-port", "-1"]
+    command += ["--host", HOST, "--port", "0", "--grpc-port", "-1", *flags]
     log = out / "server.log"
     with log.open("wb") as sink:
         server = subprocess.Popen(command, stdout=sink, stderr=sink)

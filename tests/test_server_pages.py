@@ -135,9 +135,12 @@ def test_a_browser_without_the_token_gets_a_page_that_asks_for_it(tmp_path: Path
         ctx, page, _ = _page(browser, f"{server.url}/traces")
         try:
             expect(page.locator("#token-page h1")).to_have_text("This toolspan serve needs its token")
+            expect(page.locator("#token-problem")).to_have_count(0)
             page.fill("#token", "wrong")
             page.click("#token-go")
-            expect(page.locator("#token-page")).to_be_visible()  # asked again
+            expect(page.locator("#token-problem")).to_have_text(  # asked again, saying why
+                "The server did not take that token: check it and paste it again."
+            )
             page.fill("#token", "s3cret")
             page.click("#token-go")
             expect(page.locator("#rows tr")).to_have_count(1)
@@ -540,3 +543,41 @@ def test_an_empty_inbox_says_what_brings_a_call_there(tmp_path: Path, browser: B
             assert problems == []
         finally:
             ctx.close()
+
+
+def test_the_list_and_the_inbox_fit_a_phone_and_follow_the_dark_scheme(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """At phone width nothing runs off the side (the list's rows become cards) and every run stays one tap
+    away; in the dark scheme the pages are dark, with their state colours still told apart."""
+    finished = _two_runs()  # (recorded before the waiting run installs its provider)
+    with running_server(tmp_path) as server, _waiting_run(server):
+        assert server.post_otlp(otlp_body(finished))[0] == 200
+        wait_for(lambda: server.get_json("/api/control/waiting")["waiting"], "the waiting call")
+        for scheme in ("light", "dark"):
+            phone = {"viewport": {"width": 390, "height": 844}, "color_scheme": scheme}
+            ctx, page, problems = _page(browser, f"{server.url}/traces", **phone)
+            try:
+                expect(page.locator("#rows tr")).to_have_count(3)
+                widths = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+                assert widths[0] <= widths[1], widths
+                assert (
+                    page.evaluate("getComputedStyle(document.querySelector('#runs thead')).display") == "none"
+                )
+                boxes = page.eval_on_selector_all(
+                    "#rows tr", "rows => rows.map(r => r.getBoundingClientRect().width)"
+                )
+                assert all(width <= 390 for width in boxes)
+                background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                badges = page.eval_on_selector_all(
+                    "#rows .badge", "bs => bs.map(b => getComputedStyle(b).backgroundColor)"
+                )
+                assert len(set(badges)) == 3  # awaiting approval, denied, completed: three colours
+                page.goto(f"{server.url}/inbox")
+                page.wait_for_selector(".card")
+                widths = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+                assert widths[0] <= widths[1], widths
+                assert problems == []
+            finally:
+                ctx.close()
+            assert background == ("rgb(255, 255, 255)" if scheme == "light" else "rgb(13, 17, 23)")

@@ -37,7 +37,11 @@ window.toolspanCommon = (function () {
   function token() { return stored() || memory; }
 
   // ---------- requests ----------
-  class Unauthorized extends Error {}
+  // A 401: ``refused`` when a token was sent (and not taken), else none was.
+  class Unauthorized extends Error {
+    constructor(refused) { super(refused ? "the server did not take this token" : "the server wants a token"); this.refused = refused; }
+  }
+  const REFUSED = "The server did not take that token: check it and paste it again.";
   function headers(extra) {
     const h = Object.assign({}, extra || {});
     const t = token();
@@ -54,7 +58,7 @@ window.toolspanCommon = (function () {
     return fetch(url, init).then((r) => {
       if (r.status === 401 && (o.method || "GET") === "GET") {
         if (token() === sent) setToken(null); // (not one given since this request left)
-        throw new Unauthorized("missing or wrong token");
+        throw new Unauthorized(Boolean(sent));
       }
       return r.text().then((text) => {
         let body = null;
@@ -85,28 +89,22 @@ window.toolspanCommon = (function () {
   }
   function forgetWho() { whoPromise = null; }
 
-  // ---------- the page that asks for the token ----------
-  function askToken(host, problem, onToken) {
-    host.textContent = "";
-    const box = el("section", "tokenbox");
-    box.id = "token-page";
-    box.append(el("h1", null, "This toolspan serve needs its token"));
-    box.append(el("p", null, "It was started with --token (or TOOLSPAN_SERVER_TOKEN). Paste that token, or a decider's token to decide waiting calls too."));
-    const form = el("form");
+  // ---------- giving a token ----------
+  // A form taking a token: submitted, the token becomes this tab's (a decider's token reads too), and
+  // onToken runs. ids: {field, button}.
+  function tokenForm(ids, placeholder, button, onToken, cls) {
+    const form = el("form", cls);
     form.setAttribute("autocomplete", "off");
     const field = el("input");
     field.type = "password";
-    field.id = "token";
-    field.placeholder = "token";
-    field.setAttribute("aria-label", "Token");
+    field.id = ids.field;
+    field.placeholder = placeholder;
+    field.setAttribute("aria-label", placeholder);
     field.autocomplete = "off";
-    const go = el("button", null, "Open");
+    const go = el("button", null, button);
     go.type = "submit";
-    go.id = "token-go";
+    go.id = ids.button;
     form.append(field, go);
-    box.append(form);
-    if (problem) { const p = el("p", "problem", problem); p.id = "token-problem"; box.append(p); }
-    box.append(el("p", null, "Kept in this browser tab only (its session storage): never in a cookie or a URL; closing the tab forgets it."));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const value = field.value.trim();
@@ -115,8 +113,23 @@ window.toolspanCommon = (function () {
       forgetWho();
       onToken();
     });
+    return form;
+  }
+
+  // The page that asks for the token, in place of the page's own content (``why``: the Unauthorized that
+  // sent us here, if any: a token refused is said so).
+  function askToken(host, why, onToken) {
+    const problem = why && why.refused ? REFUSED : null;
+    host.textContent = "";
+    const box = el("section", "tokenbox");
+    box.id = "token-page";
+    box.append(el("h1", null, "This toolspan serve needs its token"));
+    box.append(el("p", null, "It was started with --token (or TOOLSPAN_SERVER_TOKEN). Paste that token, or a decider's token to decide waiting calls too."));
+    box.append(tokenForm({ field: "token", button: "token-go" }, "Token", "Open", onToken));
+    if (problem) { const p = el("p", "problem", problem); p.id = "token-problem"; box.append(p); }
+    box.append(el("p", null, "Kept in this browser tab only (its session storage): never in a cookie or a URL; closing the tab forgets it."));
     host.appendChild(box);
-    field.focus();
+    doc.getElementById("token").focus();
   }
 
   // ---------- the bar across the top ----------
@@ -184,5 +197,5 @@ window.toolspanCommon = (function () {
   }
   function fmtWhen(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }
 
-  return Object.freeze({ config, el, token, setToken, api, streamUrl, whoami, forgetWho, askToken, topBar, refreshInboxCount, Unauthorized, fmtMs, fmtAgo, fmtWhen, switchTheme });
+  return Object.freeze({ config, el, token, setToken, api, streamUrl, whoami, forgetWho, tokenForm, askToken, topBar, refreshInboxCount, Unauthorized, fmtMs, fmtAgo, fmtWhen, switchTheme });
 })();

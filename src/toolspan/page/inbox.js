@@ -50,27 +50,7 @@
   // To a token that may not decide: a field taking a decider's token (it reads too: it becomes the tab's).
   function deciderField(box) {
     box.append(el("span", null, (C.token() ? "This tab's token may read, not decide. " : "") + "To Allow, Deny or Edit, give a decider's token (toolspan serve --decider NAME=TOKEN): "));
-    const form = el("form", "inline");
-    const field = el("input");
-    field.type = "password";
-    field.id = "decider-token";
-    field.placeholder = "a decider's token";
-    field.setAttribute("aria-label", "A decider's token");
-    field.autocomplete = "off";
-    const go = el("button", null, "Use it");
-    go.type = "submit";
-    go.id = "decider-token-go";
-    form.append(field, go);
-    form.addEventListener("submit", (e) => {
-      e.preventDefault();
-      const value = field.value.trim();
-      if (!value) return;
-      C.setToken(value);
-      C.forgetWho();
-      box.textContent = "";
-      start();
-    });
-    box.append(form);
+    box.append(C.tokenForm({ field: "decider-token", button: "decider-token-go" }, "A decider's token", "Use it", () => { box.textContent = ""; start(); }, "inline"));
   }
 
   function render() {
@@ -213,7 +193,7 @@
       const editing = Array.from(local.values()).some((x) => x.editing) && doc.activeElement && doc.activeElement.tagName === "TEXTAREA";
       if (!editing) render();
     }).catch((err) => {
-      if (err instanceof C.Unauthorized) { built = false; clearTimeout(timer); C.askToken(app, null, start); return; }
+      if (err instanceof C.Unauthorized) { built = false; clearTimeout(timer); C.askToken(app, err, start); return; }
       const p = doc.getElementById("problem");
       if (p) { p.hidden = false; p.textContent = "Could not load the inbox: " + err; }
     }).finally(() => {
@@ -231,7 +211,7 @@
     generation += 1;
     C.topBar("inbox");
     C.whoami().then((w) => { who = w; render(); poll(); }, (err) => {
-      if (err instanceof C.Unauthorized) { built = false; C.askToken(app, null, start); }
+      if (err instanceof C.Unauthorized) { built = false; C.askToken(app, err, start); }
     });
   }
   setInterval(tick, 1000);

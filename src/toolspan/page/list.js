@@ -184,7 +184,7 @@
 
   // ---------- data ----------
   function fail(e) {
-    if (e instanceof C.Unauthorized) { built = false; C.askToken(app, C.token() ? null : null, start); return; }
+    if (e instanceof C.Unauthorized) { built = false; C.askToken(app, e, start); return; }
     const p = doc.getElementById("problem");
     if (p) { p.hidden = false; p.textContent = "Could not load the runs: " + e; }
   }

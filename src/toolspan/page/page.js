@@ -672,24 +672,7 @@
   }
   function tokenField(bar, box, note) {
     if (note) bar.appendChild(el("span", "meta", note));
-    const field = el("input");
-    field.type = "password";
-    field.id = "control-token";
-    field.placeholder = "a decider's token";
-    field.setAttribute("aria-label", "A decider's token");
-    field.autocomplete = "off";
-    const save = el("button", null, "Use it");
-    save.type = "button";
-    save.id = "control-token-save";
-    save.addEventListener("click", () => {
-      const v = field.value.trim();
-      if (!v) return;
-      C.setToken(v); // a decider's token reads too: it becomes the tab's token
-      C.forgetWho();
-      control.who = null;
-      learnWho();
-    });
-    bar.append(field, save);
+    bar.appendChild(C.tokenForm({ field: "control-token", button: "control-token-save" }, "A decider's token", "Use it", () => { control.who = null; learnWho(); }, "control-token"));
     box.appendChild(bar);
   }
   function result(box, m) { if (m) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); } }
@@ -878,7 +861,7 @@
           badge.dataset.updates = String(Number(badge.dataset.updates || "0") + 1);
           if (!es) follow();
         })
-        .catch((e) => { if (e instanceof C.Unauthorized) gate(refresh); else { badge.className = ""; badge.textContent = "live: update failed (" + e.message + ")"; } })
+        .catch((e) => { if (e instanceof C.Unauthorized) gate(refresh, e); else { badge.className = ""; badge.textContent = "live: update failed (" + e.message + ")"; } })
         .finally(() => { busy = false; if (again) { again = false; refresh(); } });
     };
     const follow = () => {
@@ -894,10 +877,10 @@
   }
 
   // The token page in place of the trace page, until a token the server takes is given.
-  function gate(then) {
+  function gate(then, why) {
     doc.body.classList.add("gated");
     doc.body.dataset.ready = "1";
-    C.askToken($("gate"), null, () => {
+    C.askToken($("gate"), why, () => {
       ungate();
       if (config.live.list_url) C.topBar("traces");
       if (config.control) { C.forgetWho(); learnWho(); }
