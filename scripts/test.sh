@@ -54,4 +54,5 @@ TOOLSPAN_OTEL_SHORTCUTS=off .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/test_server_hangups.py tests/test_server_parsers.py tests/test_trace_stream.py \
   tests/test_progress_stream.py tests/test_frontend_streams.py tests/test_approvals_live.py \
   tests/test_replay_server.py tests/test_corpus.py tests/test_control.py tests/test_control_live.py \
-  tests/test_control_page.py
+  tests/test_control_page.py \
+  tests/test_control_hostile.py tests/test_server_resources.py tests/test_server_hostile_json.py

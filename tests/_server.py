@@ -67,6 +67,8 @@ class Server:
     headers: dict[str, str] = field(default_factory=dict)
     # Its own process group (a terminal's Ctrl-C reaches the server and its parse workers together).
     new_session: bool = False
+    # The server's limit on open files, soft and hard (``None``: this process's).
+    open_files: int | None = None
 
     @property
     def url(self) -> str:
@@ -88,7 +90,14 @@ class Server:
         ]
         with open(self.log, "ab") as log:
             start = log.tell()
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=self.new_session)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=log,
+                start_new_session=self.new_session,
+                # (Only setrlimit runs between fork and exec: safe with the test's threads.)
+                preexec_fn=None if self.open_files is None else _limit_files(self.open_files),  # noqa: PLW1509
+            )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -174,6 +183,15 @@ class Server:
     def counts(self) -> dict[str, int]:
         doc = self.get_json("/healthz")
         return {"spans": doc["spans"], "traces": doc["traces"]}
+
+
+def _limit_files(count: int) -> Callable[[], None]:
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
 
 
 @contextmanager

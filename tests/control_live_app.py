@@ -13,7 +13,12 @@ bodies ran. Modes:
 - ``async``: ``watch_async(seconds)`` (id ``toolu_async``), an async tool that sleeps;
 - ``sync``: ``watch_sync(seconds)`` (id ``toolu_sync``), a sync tool that calls ``check_cancelled()``;
 - ``gen``: ``watch_gen(count)`` (id ``toolu_gen``), a generator tool yielding one item every 50 ms;
-- ``bench``: COUNT calls of ``delete_files`` one after the other (ids ``toolu_b0``, ``toolu_b1``...).
+- ``bench``: COUNT calls of ``delete_files`` one after the other (ids ``toolu_b0``, ``toolu_b1``...);
+- ``pay-small`` / ``pay-big``: ``transfer(amount, to)`` (id ``toolu_pay``) of 1 to ``acct-1`` / of 100000 to
+  ``mallory``: two applications waiting on the same model call id;
+- ``long-id``: ``delete_files("/srv/long")`` whose model call id holds ``/`` and is 3,000 characters long.
+
+``CONTROL_APP_SERVICE`` (environment) names the service (default ``control-app``).
 
 The results go to ``DIR/NAME-results.json`` (a list per batch).
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -77,15 +83,25 @@ def watch_gen(count: int) -> Any:
         yield i
 
 
+def transfer(amount: int, to: str) -> str:
+    """Move money between accounts."""
+    _ran("transfer", {"amount": amount, "to": to})
+    return f"moved {amount} to {to}"
+
+
+LONG_ID = "toolu/" + "x/" * 1497
+
+
 def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
 
-TOOLS = [delete_files, watch_async, watch_sync, watch_gen]
+TOOLS = [delete_files, watch_async, watch_sync, watch_gen, transfer]
 
 
 def main() -> None:
-    provider = toolspan.configure(service_name="control-app", file=DIR / f"{NAME}.jsonl")
+    service = os.environ.get("CONTROL_APP_SERVICE", "control-app")
+    provider = toolspan.configure(service_name=service, file=DIR / f"{NAME}.jsonl")
     approver = toolspan.ServerApprover(URL, token=TOKEN or None, unreachable_for=60)
     batches: list[Any] = []
     with toolspan.agent("control-agent", conversation_id="conv-control"):
@@ -99,6 +115,12 @@ def main() -> None:
             calls = [[_call("toolu_sync", "watch_sync", {"seconds": 60})]]
         elif MODE == "gen":
             calls = [[_call("toolu_gen", "watch_gen", {"count": 1200})]]
+        elif MODE == "pay-small":
+            calls = [[_call("toolu_pay", "transfer", {"amount": 1, "to": "acct-1"})]]
+        elif MODE == "pay-big":
+            calls = [[_call("toolu_pay", "transfer", {"amount": 100000, "to": "mallory"})]]
+        elif MODE == "long-id":
+            calls = [[_call(LONG_ID, "delete_files", {"path": "/srv/long"})]]
         else:
             calls = [[_call(f"toolu_b{i}", "delete_files", {"path": f"/srv/{i}"})] for i in range(COUNT)]
         for batch in calls:

@@ -134,6 +134,9 @@ def test_edited_arguments_are_redacted_like_the_arguments(spans: Any) -> None:
         # The recorded copy lost the token: the digest of the whole arguments tells the call apart.
         semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST: "sha256:"
         + hashlib.sha256(b'{"token":"t0ken","url":"https://a.example"}').hexdigest(),
+        # So did the edit's: its digest says so (an audit then reads its [REDACTED] as unknown).
+        semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS_DIGEST: "sha256:"
+        + hashlib.sha256(b'{"token":"s3cret","url":"https://b.example"}').hexdigest(),
         **schema(url="string", token="string"),
     }
 

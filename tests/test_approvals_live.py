@@ -226,6 +226,9 @@ def test_an_approval_after_a_restart_is_matched_by_call_id_and_links_the_waiting
         semconv.GEN_AI_TOOL_CALL_RESULT: result,
         semconv.OI_OUTPUT_VALUE: result,
         semconv.OI_OUTPUT_MIME_TYPE: "application/json",
+        # The JSON Schema of its parameters, recorded with the approval request.
+        semconv.TOOLSPAN_TOOL_PARAMETERS: '{"additionalProperties":false,'
+        '"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}',
     }
     required, decided = resumed.events
     assert (required.name, dict(required.attributes)) == (

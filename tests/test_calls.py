@@ -104,8 +104,11 @@ def tool_attrs(
     state: str = semconv.STATE_COMPLETED,
     error_type: str | None = None,
     items: int | None = None,
+    parameters: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The whole attribute dict a tool span run by run_tool_calls must carry."""
+    """The whole attribute dict a tool span run by run_tool_calls must carry; ``parameters`` (a gated call:
+    the JSON Schema of its parameters, recorded with the approval request): name -> JSON type, all
+    required."""
     assert span.context is not None
     hex_id = format(span.context.span_id, "016x")
     args = json.dumps(arguments, ensure_ascii=False)
@@ -136,6 +139,15 @@ def tool_attrs(
         attrs[semconv.ERROR_TYPE] = error_type
     if items is not None:
         attrs[semconv.TOOLSPAN_RESULT_ITEMS] = items
+    if parameters is not None:
+        schema: dict[str, Any] = {
+            "additionalProperties": False,
+            "properties": {p: {"type": kind} for p, kind in parameters.items()},
+            "type": "object",
+        }
+        if parameters:
+            schema["required"] = list(parameters)
+        attrs[semconv.TOOLSPAN_TOOL_PARAMETERS] = json.dumps(schema, separators=(",", ":"), sort_keys=True)
     return attrs
 
 
@@ -799,7 +811,13 @@ def test_approval_allow_runs_the_tool_with_events_on_its_span(parent: Any) -> No
     assert seen == [ToolCall(id="toolu_1", name="add", arguments={"a": 1, "b": 2}, api="anthropic")]
     (span,) = spans()
     assert dict(span.attributes or {}) == tool_attrs(
-        span, "add", "toolu_1", {"a": 1, "b": 2}, description="Add two numbers.", result=3
+        span,
+        "add",
+        "toolu_1",
+        {"a": 1, "b": 2},
+        description="Add two numbers.",
+        result=3,
+        parameters={"a": "integer", "b": "integer"},
     )
     assert events(span) == [
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
@@ -847,6 +865,7 @@ def test_approval_deny_does_not_run_the_tool(parent: Any) -> None:
         {"command": "rm -rf /"},
         state=semconv.STATE_DENIED,
         error_type="toolspan.ToolDenied",
+        parameters={"command": "string"},
     )
     assert denied.status.status_code == StatusCode.UNSET
     assert events(denied) == [
@@ -912,7 +931,7 @@ def test_approval_that_raises_denies_and_logs(parent: Any, caplog: pytest.LogCap
     assert any(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in caplog.records)
     (span,) = spans()
     assert dict(span.attributes or {}) == tool_attrs(
-        span, "count", "t1", {}, state=semconv.STATE_DENIED, error_type="toolspan.ToolDenied"
+        span, "count", "t1", {}, state=semconv.STATE_DENIED, error_type="toolspan.ToolDenied", parameters={}
     )
     assert events(span) == [
         (semconv.PERMISSION_REQUIRED_EVENT, {}),
@@ -963,6 +982,7 @@ def test_async_approver_in_sync_run_and_generator_tool_gated(parent: Any) -> Non
         state=semconv.STATE_DENIED,
         error_type="toolspan.ToolDenied",
         items=0,
+        parameters={"n": "integer"},
     )
 
 
@@ -1004,7 +1024,13 @@ async def test_arun_async_approver_for_async_and_sync_tools() -> None:
         },
     )
     assert dict(by_id["w1"].attributes or {}) == tool_attrs(
-        by_id["w1"], "wipe", "w1", {}, state=semconv.STATE_DENIED, error_type="toolspan.ToolDenied"
+        by_id["w1"],
+        "wipe",
+        "w1",
+        {},
+        state=semconv.STATE_DENIED,
+        error_type="toolspan.ToolDenied",
+        parameters={},
     )
 
 

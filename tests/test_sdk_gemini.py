@@ -224,6 +224,9 @@ def test_denied_call_is_an_error_response_and_a_denied_span(parent: Any) -> None
         result=None,
         state="DENIED",
         error__type="toolspan.ToolDenied",
+        # The JSON Schema of its parameters, recorded with the approval request.
+        toolspan__tool__parameters='{"additionalProperties":false,"properties":{"city":{"type":"string"}},'
+        '"required":["city"],"type":"object"}',
     )
     assert [event.name for event in span.events] == [
         "toolspan.permission_required",

@@ -115,8 +115,8 @@ def test_replicas_starting_together_on_an_empty_database_come_up_with_one_schema
             thread.join(60)
         assert [s.get_json("/healthz")["status"] for s in servers] == ["ok", "ok"]
         assert sorted(servers[0].query("SELECT part, version FROM schema_versions")) == [
-            ("control", 1),
-            ("core", 1),
+            ("control", 2),
+            ("core", 2),
         ]
         tables = servers[1].query(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
@@ -124,6 +124,7 @@ def test_replicas_starting_together_on_an_empty_database_come_up_with_one_schema
         assert [t[0] for t in tables] == [
             "control_cancels",
             "control_decisions",
+            "control_polls",
             "events",
             "logs",
             "meta",

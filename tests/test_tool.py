@@ -529,6 +529,7 @@ def test_serializer_failure_is_logged_and_the_span_still_ends(
 
     monkeypatch.setattr(_serialize, "dumps", explode)
     monkeypatch.setattr(_serialize, "dumps_exact", explode)
+    monkeypatch.setattr(_serialize, "dumps_marked", explode)
     with caplog.at_level(logging.WARNING, logger="toolspan"):
         assert add(1, 1) == 2
     span = only(spans)
@@ -557,6 +558,9 @@ def test_serializer_failure_at_the_end_keeps_the_state(spans: Spans, monkeypatch
 
     monkeypatch.setattr(_serialize, "dumps", fail_on_result)
     monkeypatch.setattr(_serialize, "dumps_exact", exact)
+    monkeypatch.setattr(
+        _serialize, "dumps_marked", lambda value, config: (fail_on_result(value, config), False)
+    )
     assert add(2, 2) == 4
     span = only(spans)
     assert dict(span.attributes or {}) == tool_attrs(
@@ -581,6 +585,7 @@ def test_non_recording_span_serializes_nothing(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(_serialize, "dumps", counting)
     monkeypatch.setattr(_serialize, "dumps_exact", counting_exact)
+    monkeypatch.setattr(_serialize, "dumps_marked", counting_exact)
     exporter = InMemorySpanExporter()
     provider = TracerProvider(sampler=ALWAYS_OFF)
     provider.add_span_processor(SimpleSpanProcessor(exporter))

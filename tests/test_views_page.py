@@ -286,13 +286,19 @@ def test_any_forest_is_valid_deterministic_and_keeps_every_record(data: tuple[li
 
 
 def test_deeply_nested_values_are_read_and_marked() -> None:
-    attrs = tool_attrs(1, "deep", {})
-    attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = "[" * 900 + '"x...[truncated 5 chars]"' + "]" * 900
-    step = to_page([span(1, None, "execute_tool deep", 0, 1, attrs)])["steps"][0]
-    depth, value = 0, step["input"]
-    while isinstance(value, list):
-        depth, value = depth + 1, value[0]
-    assert (depth, value, step["truncated"]) == (900, "x...[truncated 5 chars]", True)
+    """JSON text up to 256 levels deep is read as its value; deeper, it stays the text it is, whatever the
+    depth of the caller's stack (one answer for every view: the page, its HTML, the CLI)."""
+    for levels, shown in ((256, list), (257, str), (900, str)):
+        attrs = tool_attrs(1, "deep", {})
+        attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = "[" * levels + '"x...[truncated 5 chars]"' + "]" * levels
+        step = to_page([span(1, None, "execute_tool deep", 0, 1, attrs)])["steps"][0]
+        assert type(step["input"]) is shown
+        assert step["truncated"] is True
+        depth, value = 0, step["input"]
+        while isinstance(value, list):
+            depth, value = depth + 1, value[0]
+        if shown is list:
+            assert (depth, value) == (levels, "x...[truncated 5 chars]")
 
 
 def test_approvals_say_who_decided_when_recorded() -> None:

@@ -10,7 +10,9 @@ Settings:
   ``TOOLSPAN_CAPTURE_CONTENT`` > ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (a no-content
   value such as ``false``/``NO_CONTENT`` turns capture off) > on.
 - ``max_attribute_bytes``: UTF-8 byte budget of one captured value (default 16384, minimum 64).
-  Argument > ``TOOLSPAN_MAX_ATTRIBUTE_BYTES`` > default.
+  Argument > ``TOOLSPAN_MAX_ATTRIBUTE_BYTES`` > default, and never above the SDK's attribute length limit
+  (``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT`` / ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``), which would cut
+  a value unmarked.
 - ``redact_keys``: values under these keys are replaced by ``"[REDACTED]"`` at any depth. A key
   matches when its normalised form (case-folded, ``-`` and ``_`` removed) *ends with* one of these
   normalised names, so ``"X-Api-Key"``, ``"apiKey"`` and ``"OPENAI_API_KEY"`` all match ``api_key``
@@ -190,6 +192,18 @@ def resolve_config(
         max_attribute_bytes = _env.get_int(_env.TOOLSPAN_MAX_ATTRIBUTE_BYTES, minimum=MIN_ATTRIBUTE_BYTES)
         if max_attribute_bytes is None:
             max_attribute_bytes = DEFAULT_MAX_ATTRIBUTE_BYTES
+    sdk_limit = _env.sdk_attribute_limit()
+    if sdk_limit is not None and isinstance(max_attribute_bytes, int) and sdk_limit < max_attribute_bytes:
+        # The SDK would cut a longer value where toolspan did not mark it (an audit, a replay could not tell):
+        # toolspan cuts first, within the SDK's limit (characters: a value within N bytes has at most N).
+        if sdk_limit < MIN_ATTRIBUTE_BYTES:
+            _logger.warning(
+                "toolspan: the SDK's attribute length limit (%d) is under toolspan's least budget (%d):"
+                " captured values longer than it are cut by the SDK, unmarked",
+                sdk_limit,
+                MIN_ATTRIBUTE_BYTES,
+            )
+        max_attribute_bytes = max(MIN_ATTRIBUTE_BYTES, sdk_limit)
     keys = set(DEFAULT_REDACT_KEYS)
     for name in _env.get_list(_env.TOOLSPAN_REDACT_KEYS):
         norm = normalize_key(name)

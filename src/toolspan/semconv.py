@@ -130,13 +130,15 @@ PERMISSION_LATENCY_MS: Final = "toolspan.permission.latency_ms"  # int: from req
 # The arguments an approver edited (JSON, captured and redacted like gen_ai.tool.call.arguments, which
 # keeps the model's own); the tool ran with these.
 TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS: Final = "toolspan.tool.call.edited_arguments"
+# The digest of the whole edit, written when its captured copy may differ from it (as the arguments').
+TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS_DIGEST: Final = "toolspan.tool.call.edited_arguments.digest"
 # "sha256:<hex>" of the canonical JSON (sorted keys, no spaces) of the call's whole arguments, written when
 # the captured copy may differ from them (cut at the byte budget, redacted, converted): replay tells calls
 # apart by it, whatever the budget of the recording and of the replaying process.
 TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST: Final = "toolspan.tool.call.arguments.digest"
-# The same for the result: written when the captured result may differ from what the tool returned (cut,
-# redacted, converted): replay never serves such a result.
-TOOLSPAN_TOOL_CALL_RESULT_DIGEST: Final = "toolspan.tool.call.result.digest"
+# true when the captured result may differ from what the tool returned (cut at the byte budget, redacted,
+# converted): replay never serves such a result.
+TOOLSPAN_TOOL_CALL_RESULT_INEXACT: Final = "toolspan.tool.call.result.inexact"
 # JSON Schema (text) of the tool's parameters, written on a call that asks for its approval: toolspan serve
 # checks a decider's edit of the arguments against it (not content: it describes the tool, not the call).
 TOOLSPAN_TOOL_PARAMETERS: Final = "toolspan.tool.parameters"

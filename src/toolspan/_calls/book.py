@@ -160,6 +160,9 @@ class ApprovalBook:
                 row = self._row(db, call.id)
             if row is None:
                 raise LookupError(f"tool call {call.id!r} was removed from the approval book while it waited")
+            # Checked on every poll, not only when booked: the id may have been forgotten and booked again by
+            # another call (another tool, other arguments) meanwhile; its decision is not this call's.
+            _same_call(call, row[7], row[8])
             if row[3] is not None:
                 edited = None if row[6] is None else json.loads(row[6])
                 return Approval(row[3], note=row[4], by=row[5], arguments=edited, required_ns=row[2])

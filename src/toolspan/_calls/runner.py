@@ -34,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import copy
+import dataclasses
 import inspect
 import logging
 import threading
@@ -151,7 +153,16 @@ class _Job:
     def approval(self, loop: asyncio.AbstractEventLoop | None) -> ApprovalRequest | None:
         if self.approve is None:
             return None
-        return ApprovalRequest(self.approve, self.call, loop, self.timeout)
+        # The approver gets a copy of the arguments of its own: what it (or a thread of its) does to them
+        # never reaches the body, which runs with another copy (``_arguments``).
+        call = dataclasses.replace(self.call, arguments=copy.deepcopy(self.call.arguments))
+        return ApprovalRequest(self.approve, call, loop, self.timeout)
+
+    def arguments(self) -> dict[str, Any]:
+        """The model's arguments for the body: a copy no one else holds (the caller's message, the approver,
+        other threads keep theirs), so what the decision chain judges is what the body receives."""
+        deciding = self.approve is not None or chain.ACTIVE[0] > 0  # (nothing judges them otherwise)
+        return copy.deepcopy(self.call.arguments) if deciding else self.call.arguments
 
 
 def _prepare(
@@ -209,7 +220,7 @@ def _execute(job: _Job, loop: asyncio.AbstractEventLoop | None = None) -> dict[s
     token = APPROVAL.set(job.approval(loop))
     try:
         with _model_id(job.call), _gate_mark(job):
-            outcome = job.fn(**job.call.arguments)
+            outcome = job.fn(**job.arguments())
             if inspect.isawaitable(outcome):
                 outcome = run_blocking(outcome)
             elif inspect.isgenerator(outcome):
@@ -235,7 +246,7 @@ async def _aexecute(job: _Job) -> dict[str, Any]:
     token = APPROVAL.set(job.approval(loop))
     try:
         with _model_id(job.call), _gate_mark(job):
-            outcome = job.fn(**job.call.arguments)
+            outcome = job.fn(**job.arguments())
             if inspect.isasyncgen(outcome):
                 outcome = await _collect(outcome)
             elif inspect.isawaitable(outcome):

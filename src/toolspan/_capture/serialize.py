@@ -57,9 +57,12 @@ __all__ = [
     "digest",
     "dumps",
     "dumps_exact",
+    "dumps_marked",
     "json_values",
     "redact_text",
     "to_json_text",
+    "Unjudgeable",
+    "whole_values",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -71,7 +74,7 @@ _MARGIN: Final = 256  # chars read past a cut, so a secret split by the cut is s
 class _Walker:
     """Turns any value into JSON-native data; with a budget, stops early (cuts are marked by Cut*)."""
 
-    __slots__ = ("budget", "cut", "left", "redact", "redaction", "stack")
+    __slots__ = ("budget", "cut", "left", "redact", "redacted", "redaction", "stack")
 
     def __init__(self, redaction: Redaction | None, redact: Redactor | None, budget: int | None) -> None:
         self.redaction = redaction
@@ -81,6 +84,7 @@ class _Walker:
         self.left = budget if budget is not None else -1
         self.stack: set[int] = set()
         self.cut = False  # whether anything was left out (then the result needs fit to render markers)
+        self.redacted = False  # whether anything was redacted (replaced, or may have been by a callback)
 
     def spend(self, amount: int) -> None:
         if self.budget is not None:
@@ -92,10 +96,14 @@ class _Walker:
     def call_redact(self, path: str, value: Any) -> Any:
         assert self.redact is not None
         try:
-            return self.redact(path, value)
+            out = self.redact(path, value)
         except Exception:
             _logger.warning("toolspan: redact callback raised for %r; value redacted", path, exc_info=True)
+            self.redacted = True
             return REDACTED
+        if out is not value:
+            self.redacted = True
+        return out
 
     def root(self, value: Any) -> Any:
         if self.redact is not None:
@@ -115,13 +123,17 @@ class _Walker:
             keep = max(self.left, 0)
             head = clean(text[: keep + _MARGIN])
             if scrub is not None:
-                head = scrub.text(head)
+                scrubbed = scrub.text(head)
+                self.redacted = self.redacted or scrubbed != head
+                head = scrubbed
             self.spend(keep + 2)
             self.cut = True
             return _truncate.cut_str(head[:keep], len(text) - keep)
         text = clean(text)
         if scrub is not None:
-            text = scrub.text(text)
+            scrubbed = scrub.text(text)
+            self.redacted = self.redacted or scrubbed != text
+            text = scrubbed
         self.spend(len(text) + 2)
         return text
 
@@ -166,6 +178,7 @@ class _Walker:
             if isinstance(value, (set, frozenset)):
                 return self.conv_set(value, depth, path)
             if self.redaction is not None and self.redaction.is_secret_pair(value):
+                self.redacted = True
                 return self.sequence((value[0], REDACTED), 2, depth, path)  # a (secret name, value) pair
             return self.sequence(value, len(value), depth, path)
         finally:
@@ -182,6 +195,7 @@ class _Walker:
         if self.redaction is not None and not text.startswith("base64:"):
             scrubbed = self.redaction.text(text)
             if scrubbed is not text:
+                self.redacted = self.redacted or scrubbed != text
                 omitted = getattr(text, "omitted", 0)
                 text = _truncate.cut_str(scrubbed, omitted) if omitted else scrubbed
         self.cut = self.cut or keep < size
@@ -201,9 +215,12 @@ class _Walker:
             if scrub is not None:
                 if scrub.is_secret(key):
                     self.spend(len(key) + len(REDACTED) + 6)
+                    self.redacted = True
                     out[key] = REDACTED
                     continue
-                key = scrub.text(key)
+                scrubbed_key = scrub.text(key)
+                self.redacted = self.redacted or scrubbed_key != key
+                key = scrubbed_key
             self.spend(len(key) + 4)
             if self.redact is not None:
                 child_path = f"{path}.{key}" if path else key
@@ -343,6 +360,30 @@ def dumps_exact(value: Any, config: Config) -> tuple[str, bool]:
 _dumps_exact = dumps_exact
 
 
+def dumps_marked(value: Any, config: Config) -> tuple[str, bool]:
+    """``dumps(value, config)`` and whether that copy lost anything: cut at the budget or redacted (a value
+    only converted, a tuple to an array, a dataclass to an object, is whole)."""
+    budget = config.max_attribute_bytes
+    scrub = redaction(config.redact_keys)
+    if config.redact is None and _plain(value, budget, scrub):
+        try:
+            text = ENCODE(value)
+            size = len(text) if text.isascii() else len(text.encode("utf-8"))
+            if size <= budget:
+                return text, False
+        except Exception:
+            pass
+    try:
+        walker = _Walker(scrub, config.redact, budget)
+        tree = walker.root(value)
+        text, cut = _finish_marked(tree, walker.cut, budget)
+        return text, cut or walker.redacted
+    except Exception:
+        _logger.warning("toolspan: could not serialise a %s value", type_name(value), exc_info=True)
+        text = ENCODE(f"[unrepresentable {type_name(value)}]")
+        return (text if nbytes(text) <= budget else "null"), True
+
+
 def _dumps_slow(value: Any, scrub: Redaction, redact: Redactor | None, budget: int) -> str:
     walker = _Walker(scrub, redact, budget)
     return _finish(walker.root(value), walker.cut, budget)
@@ -350,19 +391,24 @@ def _dumps_slow(value: Any, scrub: Redaction, redact: Redactor | None, budget: i
 
 def _finish(tree: Any, cut: bool, budget: int) -> str:
     """The JSON text of a walked ``tree`` within ``budget``, cut and marked where needed."""
+    return _finish_marked(tree, cut, budget)[0]
+
+
+def _finish_marked(tree: Any, cut: bool, budget: int) -> tuple[str, bool]:
+    """``_finish`` and whether the text lost anything of ``tree`` (it was cut, now or in the walk)."""
     if not cut:
         text = ENCODE(tree)
         if nbytes(text) <= budget:
-            return text
+            return text, False
     fitted = _truncate.fit(tree, budget)
     cut_text = None
     if fitted is not None:
         text = ENCODE(fitted[0])
         if nbytes(text) <= budget:
             if not _truncate.only_marker(tree, fitted[0]):
-                return text
+                return text, True
             cut_text = text
-    return _truncate.fallback(ENCODE(_truncate.render(tree)), budget, cut_text)
+    return _truncate.fallback(ENCODE(_truncate.render(tree)), budget, cut_text), True
 
 
 class Collector:
@@ -373,7 +419,7 @@ class Collector:
     says how many items were left out. The ``redact`` callback sees each item under its index path.
     """
 
-    __slots__ = ("budget", "count", "cut", "items", "left", "redact", "scrub")
+    __slots__ = ("budget", "count", "cut", "inexact", "items", "left", "redact", "scrub")
 
     def __init__(self, config: Config) -> None:
         self.budget = config.max_attribute_bytes
@@ -383,6 +429,7 @@ class Collector:
         self.items: list[Any] = []
         self.count = 0
         self.cut = False
+        self.inexact = False  # an item may have been cut, redacted or converted (``dumps_exact``'s sense)
 
     def add(self, value: Any) -> None:
         """Take the next item (never raises)."""
@@ -401,6 +448,7 @@ class Collector:
             walker.left -= len(tree)
         self.items.append(tree)
         self.cut = self.cut or walker.cut
+        self.inexact = self.inexact or walker.cut or walker.redacted
         self.left = walker.left - 2
 
     def dumps(self) -> str:
@@ -411,7 +459,9 @@ class Collector:
             if omitted:
                 tree = _truncate.CutList(self.items)
                 tree.omitted = omitted
-            return _finish(tree, self.cut or bool(omitted), self.budget)
+            text, cut = _finish_marked(tree, self.cut or bool(omitted), self.budget)
+            self.inexact = self.inexact or cut
+            return text
         except Exception:
             _logger.warning("toolspan: could not serialise generator items", exc_info=True)
             return "null"
@@ -450,6 +500,92 @@ def json_values(value: Any) -> Any:
     except Exception:
         _logger.warning("toolspan: could not convert a %s value", type_name(value), exc_info=True)
         return f"[unrepresentable {type_name(value)}]"
+
+
+class Unjudgeable(ValueError):
+    """A value a decision cannot judge as the body will read it (``whole_values``): the reason, one line."""
+
+
+# Containers whose reads (``d[k]``, iteration, ``items()``) are their storage's: a subclass that overrides one
+# of these may show a check one thing and the body another.
+_READS: Final = {
+    dict: ("__getitem__", "get", "items", "keys", "values", "__iter__", "__len__", "__contains__"),
+    list: ("__getitem__", "__iter__", "__len__", "__reversed__"),
+    tuple: ("__getitem__", "__iter__", "__len__"),
+}
+# Standard subclasses whose overrides read their storage (C implementations, or the same data).
+_FAITHFUL: Final = ("collections.OrderedDict", "collections.defaultdict", "collections.Counter")
+
+
+def _storage(value: Any) -> tuple[type, Any] | None:
+    """``(base, value)`` for a dict, list or tuple (a subclass: read through its base type, after checking it
+    reads its storage as the base does), else ``None``."""
+    for base, reads in _READS.items():
+        if isinstance(value, base):
+            kind = type(value)
+            if kind is not base and f"{kind.__module__}.{kind.__qualname__}" not in _FAITHFUL:
+                for cls in kind.__mro__:
+                    if cls is base:
+                        break
+                    lying = [name for name in reads if name in vars(cls)]
+                    if lying:
+                        raise Unjudgeable(
+                            f"a {type_name(value)} overrides {lying[0]}: what a check reads of it may not be"
+                            " what the tool reads"
+                        )
+            return base, value
+    return None
+
+
+def whole_values(value: Any) -> Any:
+    """``value`` as JSON-native data, whole and at any depth (no redaction, no budget, no depth limit; walked
+    without recursion): what a decision judges, the values the body will read. A dict, list or tuple is read
+    through its base type (what ``d[k]`` and iteration give); a subclass that overrides those reads, a value
+    whose conversion fails, are ``Unjudgeable`` (the decision then denies). Otherwise the conversion is
+    ``json_values``' (a structure met again inside itself: its ``[cycle]`` marker; its content is judged
+    where it was met first)."""
+    walker = _Walker(None, None, None)
+    root: list[Any] = [None]
+    # (value, where the converted value goes, its key there, the ids of the containers above it)
+    todo: list[tuple[Any, Any, Any, frozenset[int]]] = [(value, root, 0, frozenset())]
+    sets: list[list[Any]] = []  # converted sets, to sort once their items are converted (inner ones first)
+    while todo:
+        item, holder, key, above = todo.pop()
+        while isinstance(item, enum.Enum):
+            item = item.value
+        found = _storage(item)
+        if found is None and not isinstance(item, (set, frozenset, deque, Mapping)):
+            model = model_items(item) if not isinstance(item, (str, bytes, bytearray, memoryview)) else None
+            if model is None:
+                try:
+                    holder[key] = walker._conv(item, 0, "")
+                except Exception as exc:
+                    raise Unjudgeable(f"a {type_name(item)} could not be read: {type_name(exc)}") from None
+                continue
+            found = (dict, dict(model))
+        if id(item) in above:
+            holder[key] = f"[cycle: {type_name(item)}]"
+            continue
+        inside = above | {id(item)}
+        base, data = found if found is not None else (None, item)
+        if base is dict or (base is None and isinstance(item, Mapping)):
+            pairs = list(dict.items(data) if base is dict else item.items())
+            keys = [key_text(raw_key) for raw_key, _ in pairs]
+            out: dict[str, Any] = dict.fromkeys(keys)
+            holder[key] = out
+            todo.extend(
+                (child, out, k, inside) for k, (_, child) in reversed(list(zip(keys, pairs, strict=True)))
+            )
+            continue
+        items = list(list.__iter__(data) if base is list else tuple.__iter__(data) if base is tuple else item)
+        out_list: list[Any] = [None] * len(items)
+        holder[key] = out_list
+        if isinstance(item, (set, frozenset)):
+            sets.append(out_list)
+        todo.extend((child, out_list, n, inside) for n, child in reversed(list(enumerate(items))))
+    for converted in reversed(sets):
+        converted.sort(key=ENCODE)
+    return root[0]
 
 
 def canonical(tree: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import inspect
 import itertools
 import logging
@@ -196,7 +197,8 @@ def _normalize(value: Any) -> _Verdict:
             _verdict(value.decision),
             None if value.note is None else str(value.note),
             None if value.by is None else str(value.by),
-            None if arguments is None else dict(arguments),
+            # A copy of its own: the approver (or a thread of its) changing its dict later changes nothing.
+            None if arguments is None else copy.deepcopy(dict(arguments)),
             value.required_ns,
         )
     note: str | None = None

@@ -11,8 +11,9 @@ of a decorated tool runs these steps, in this order, inside the tool's span and 
 2. **approval** (``run_tool_calls(approve=...)``) of this call, asked once: allow, deny, or allow with edited
    arguments. A tool called from inside an approved tool's body is a call of its own, with no approver:
    its own rules apply to it wherever it is called from;
-3. **policy again** on the arguments the body will now receive (the approver's edit, if any), approved; only
-   now is the call counted for budgets and ordering;
+3. **policy again** on the arguments the body will now receive (the approver's edit, if any), judged anew
+   from them (the approver had a copy of its own: nothing it did to that copy reaches the body), approved;
+   only now is the call counted for budgets and ordering;
 4. **replay** (``toolspan.replay``): the recorded call matching this one (by the model's call id, else by
    name and the model's full arguments) is served instead of the body. A thread that did not inherit the
    replay's context still replays: a body never runs silently while a replay is active;
@@ -38,13 +39,17 @@ from toolspan._decisions import approvals as _approvals
 from toolspan._decisions import cancel as _cancel
 from toolspan._decisions.approvals import ApprovalRequest
 from toolspan._instrument import hooks
+from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.context import current_execution_id
 from toolspan._instrument.hooks import ACTIVE
+from toolspan._instrument.outcome import ToolDenied
+from toolspan._kernel import env as _env
 
 __all__ = [
     "ACTIVE",
     "GUARD",
     "SESSION_KEY",
+    "UNJUDGED_BY",
     "Guard",
     "Session",
     "active_sessions",
@@ -76,6 +81,9 @@ class Session(Protocol):
 SESSION_KEY: Final = context_api.create_key("toolspan-replay-session")
 _SESSIONS: Final[list[Session]] = []
 
+# Who denies a call whose arguments cannot be judged (``arguments_of``).
+UNJUDGED_BY: Final = "toolspan"
+
 # The policy guard of the process (``configure(policy=...)``), if any.
 GUARD: Final[list[Guard | None]] = [None]
 _lock: Final = threading.Lock()
@@ -105,6 +113,31 @@ def install_guard(guard: Guard | None) -> None:
         GUARD[0] = guard
 
 
+_replays = [0]  # replays running in this process (``mark_processes``)
+
+
+def mark_processes(running: bool) -> None:
+    """A replay starts (``True``) or ends: while one runs, the processes this one starts inherit
+    ``TOOLSPAN_REPLAYING``, so a tool called there refuses to run its body (``_Inherited``)."""
+    with _lock:
+        _replays[0] += 1 if running else -1
+        _env.put(_env.TOOLSPAN_REPLAYING, "1" if _replays[0] > 0 else None)
+
+
+class _Inherited:
+    """The replay of the process that started this one: its records are not here, so a tool called in this
+    process cannot be served from them, and its body does not run either."""
+
+    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+        from toolspan._decisions.replay import ReplayError
+
+        raise ReplayError(
+            f"tool {info.name!r} was called in a process started while a replay ran (TOOLSPAN_REPLAYING): the"
+            " replay's records are not in this process, so its body does not run (call it in the replaying"
+            " process, or replay in this one)"
+        )
+
+
 def current_session() -> Session | None:
     """The replay session of the current context, if any."""
     session: Session | None = context_api.get_value(SESSION_KEY)  # type: ignore[assignment]
@@ -125,8 +158,15 @@ class _Plan(NamedTuple):
 
 
 def arguments_of(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The arguments the body receives, by parameter name, as whole JSON values (no budget, no redaction)."""
-    return _serialize.json_values(info.params.bind(instance, args, kwargs))
+    """The arguments the body receives, by parameter name, as whole JSON values at any depth (no budget, no
+    redaction, no depth limit: ``serialize.whole_values``). Arguments that cannot be judged as the body will
+    read them (a container that overrides its reads, a value that fails to convert) deny the call."""
+    try:
+        return _serialize.whole_values(info.params.bind(instance, args, kwargs))
+    except _serialize.Unjudgeable as e:
+        note = f"the arguments of {info.name!r} cannot be judged: {e}"
+        _permissions.record_permission_decided("deny", note=note, by=UNJUDGED_BY)
+        raise ToolDenied(note) from None
 
 
 def _first(
@@ -153,8 +193,9 @@ def _last(  # noqa: PLR0917
     run_args, run_kwargs = (args, kwargs) if edited is None else ((), edited)
     guard = GUARD[0]
     if guard is not None and request is not None:
-        if model is None:  # the guard was installed while the approver decided
-            model = arguments_of(info, instance, args, kwargs)
+        # Judged again now, not from the copy taken before the approver ran: what the body will receive (the
+        # runner's own copy of the model's arguments, which no approver or other thread holds; the edit).
+        model = arguments_of(info, instance, args, kwargs)
         edit = None if edited is None else arguments_of(info, instance, run_args, run_kwargs)
         guard.check(info.name, model, approver=True, approved=True, final=True, edited=edit)
     session = _session()
@@ -306,3 +347,5 @@ def substitute(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str)
 
 
 hooks.DECIDER[0] = substitute
+if _env.get(_env.TOOLSPAN_REPLAYING) and not _replays[0]:  # started by a process while it replayed
+    enter(_Inherited())

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from opentelemetry import trace as trace_api
@@ -30,34 +31,73 @@ from toolspan import semconv
 from toolspan._instrument.context import current_agents, own_tool_span
 from toolspan._instrument.outcome import ToolDenied
 from toolspan._instrument.permissions import record_permission_decided
-from toolspan.policy import ApprovalRule, Call, Checker, Finding, OrderRule, Policy
+from toolspan.policy import ApprovalRule, BudgetRule, Call, Checker, Finding, OrderRule, Policy
 
 __all__ = ["PolicyGuard"]
 
 _logger = logging.getLogger(__name__)
-_MAX_RUNS: Final = 4096  # checkers kept for the most recent runs (traces)
+_MAX_RUNS: Final = 4096  # checkers kept for the runs (traces) that called a tool most recently
 
 
 class PolicyGuard:
-    """Checks every tool call of the process against ``policy`` (one checker per run, the newest kept)."""
+    """Checks every tool call of the process against ``policy``, with one checker per run (its budgets and
+    order so far) kept until the run ends (``run_ended``: its root span ended in this process).
+
+    At most ``_MAX_RUNS`` checkers are held: past that, the run idle the longest is forgotten, and the guard
+    remembers that it forgot it. A later call of a forgotten run fails closed: every rule that needs the run's
+    record (a budget, an order rule) and applies to the call denies it, as it cannot be checked; the other
+    rules are judged as ever. A run whose root ends in this process is dropped (and never counts as
+    forgotten); one whose root is in another process (a remote parent) is forgotten only past
+    ``_MAX_RUNS``."""
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self._runs: OrderedDict[int, Checker] = OrderedDict()
+        self._forgotten: set[int] = set()
         self._lock = threading.Lock()
         self._deferrable = {r.id for r in policy.rules if isinstance(r, ApprovalRule)} | {
             r.id for r in policy.rules if isinstance(r, OrderRule) and r.unless_approved
         }
+        self._stateful = [r for r in policy.rules if isinstance(r, BudgetRule | OrderRule)]
 
     def _checker(self, run: int) -> Checker:
         checker = self._runs.get(run)
         if checker is None:
             checker = self._runs[run] = Checker(self.policy)
             if len(self._runs) > _MAX_RUNS:
-                self._runs.popitem(last=False)
+                gone, _ = self._runs.popitem(last=False)
+                if self._stateful:  # (a policy without budgets or order rules forgets nothing that counts)
+                    self._forgotten.add(gone)
         else:
             self._runs.move_to_end(run)
         return checker
+
+    def run_ended(self, trace_id: int) -> None:
+        """The run ``trace_id`` ended (its root span ended here): its record is dropped."""
+        with self._lock:
+            self._runs.pop(trace_id, None)
+            self._forgotten.discard(trace_id)
+
+    def _forgotten_findings(self, call: Call) -> list[Finding]:
+        """The rules a call of a forgotten run cannot be checked against (they need the run's record)."""
+        out = []
+        for rule in self._stateful:
+            if isinstance(rule, BudgetRule):
+                applies = fnmatchcase(call.tool, rule.tool)
+            else:
+                applies = fnmatchcase(call.tool, rule.forbid) and not (rule.unless_approved and call.approved)
+            if applies and (
+                not rule.agents or any(fnmatchcase(a, p) for a in call.agents for p in rule.agents)
+            ):
+                out.append(
+                    Finding(
+                        rule.id,
+                        "budget" if isinstance(rule, BudgetRule) else "order",
+                        f"this run's record was dropped (over {_MAX_RUNS} runs called tools since its last"
+                        " call): its budgets and order cannot be checked",
+                    )
+                )
+        return out
 
     def check(
         self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool, edited: Any = None
@@ -80,11 +120,13 @@ class PolicyGuard:
         )
         try:
             with self._lock:
-                checker = self._checker(ctx.trace_id if ctx.is_valid else 0)
+                run = ctx.trace_id if ctx.is_valid else 0
+                checker = self._checker(run)
                 verdict = checker.evaluate(call)
+                forgotten = self._forgotten_findings(call) if run in self._forgotten else []
                 blocking = [
                     f
-                    for f in (*verdict.violations, *verdict.unchecked)
+                    for f in (*verdict.violations, *verdict.unchecked, *forgotten)
                     if not (approver and not approved and f.rule_id in self._deferrable)
                 ]
                 if not blocking:

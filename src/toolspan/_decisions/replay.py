@@ -22,7 +22,9 @@ Replay is step 4 of the decision chain (``chain``): the policy and the approver 
 A tool called from a thread that did not inherit the replay's context (a plain ``ThreadPoolExecutor``,
 ``loop.run_in_executor`` with threading not instrumented) is replayed by the one replay active in the
 process; with several active, it cannot be told which, and the call fails with ``ReplayError`` rather than
-run its body.
+run its body. A process started while a replay runs (``multiprocessing`` with ``spawn`` or
+``forkserver``, a subprocess) inherits ``TOOLSPAN_REPLAYING``: a tool called there cannot be replayed from
+it, and fails with ``ReplayError`` rather than run its body.
 
 - ``until=`` (an ``execution_id``, or the 1-based number of a recorded tool call) travels in time: calls
   matching records before it are served; the call matching it, and every call that matches nothing after
@@ -32,7 +34,9 @@ run its body.
   actual call side by side; ``on_divergence="live"`` runs it, and every call after it, for real instead.
 - A call matching a record that never ended (``SEALED``: the recording process died in it) is never re-run
   silently: it raises ``ReplaySealed`` unless ``approve_sealed(record)`` returns true, then it runs for real.
-- Results are JSON values; ``decode={"tool name": fn}`` turns them into the tool's own types.
+- Results are JSON values; ``decode={"tool name": fn}`` turns them into the tool's own types. A result
+  recorded cut, redacted or converted (``toolspan.tool.call.result.inexact``, or toolspan's markers in it,
+  or text that is no JSON: cut by an SDK attribute length limit) is never served: ``ReplayError``.
 - A recorded failure is raised as a ``ReplayedToolError`` whose class has the recorded exception's name
   (and derives from it, for a builtin exception: ``except KeyError`` still catches it) and whose text is
   the recorded message, so ``run_tool_calls`` answers the model exactly as in the recorded run; a recorded
@@ -79,20 +83,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 _TRUNCATED: Final = "...[truncated"
 
 
-_ERROR_CLASSES: dict[str, type[ReplayedToolError]] = {}
+_ERROR_CLASSES: dict[tuple[str, str], type[ReplayedToolError]] = {}
 _ERROR_CLASSES_LOCK: Final = threading.Lock()
 
 
 def replayed_error(error_type: str, message: str, execution_id: str) -> ReplayedToolError:
     """A ``ReplayedToolError`` whose class is named like the recorded exception (the last part of
-    ``error_type``), deriving from the builtin exception of that name when there is one."""
-    name = error_type.rsplit(".", 1)[-1] or "ToolError"
+    ``error_type``), in the recorded module (``builtins`` for a builtin name without one), deriving from the
+    builtin exception of that name when there is one: its span records the same ``error.type`` as the
+    recorded call's (``KeyError``, ``app.errors.Quota``)."""
+    module, _, name = error_type.rpartition(".")
     if not name.isidentifier():
-        name = "ToolError"
+        module, name = "", "ToolError"
     with _ERROR_CLASSES_LOCK:
-        cls = _ERROR_CLASSES.get(name)
+        cls = _ERROR_CLASSES.get((module, name))
         if cls is None:
-            native = getattr(builtins, name, None)
+            native = getattr(builtins, name, None) if not module else None
             bases: tuple[type, ...] = (ReplayedToolError,)
             if (
                 isinstance(native, type)
@@ -100,11 +106,12 @@ def replayed_error(error_type: str, message: str, execution_id: str) -> Replayed
                 and not issubclass(native, ReplayedToolError)
             ):
                 bases = (ReplayedToolError, native)
+            namespace = {"__module__": module or "builtins", "__qualname__": name}
             try:
-                cls = type(name, bases, {"__module__": __name__})
+                cls = type(name, bases, namespace)
             except TypeError:  # a builtin whose layout cannot be combined
-                cls = type(name, (ReplayedToolError,), {"__module__": __name__})
-            _ERROR_CLASSES[name] = cls
+                cls = type(name, (ReplayedToolError,), namespace)
+            _ERROR_CLASSES[(module, name)] = cls
     return cls(error_type, message, execution_id)
 
 
@@ -128,6 +135,8 @@ class Recorded:
     execution_id: str
     closed_early: bool = False  # a generator its consumer closed: ``result`` holds what it yielded
     denial_note: str | None = None
+    # Why the recorded result is not the value the tool returned (cut, redacted, converted), if it is not.
+    result_inexact: str | None = None
 
     @property
     def inexact(self) -> bool:
@@ -195,6 +204,7 @@ def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[R
             except ValueError:
                 result = None
         model_id = None if tc.call_id == synthetic_call_id(span.span_id) else tc.call_id
+        inexact = _inexact_result(attrs, result_text, result)
         digest = attrs.get(semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST)
         records.append(
             Recorded(
@@ -214,9 +224,27 @@ def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[R
                 execution_id=tc.execution_id,
                 closed_early=closed and result_text is not None,
                 denial_note=_denial_note(span) if tc.state == semconv.STATE_DENIED else None,
+                result_inexact=inexact,
             )
         )
     return records
+
+
+def _inexact_result(attrs: Any, text: Any, value: Any) -> str | None:
+    """Why a recorded result is not the value its tool returned (``None`` when it is): the span says its copy
+    may differ (``toolspan.tool.call.result.inexact``: cut, redacted, converted), or the text carries
+    toolspan's markers (a recording that did not say), or it is no JSON at all (cut where toolspan did not
+    mark it: an SDK attribute length limit)."""
+    if text is None:
+        return None
+    if attrs.get(semconv.TOOLSPAN_TOOL_CALL_RESULT_INEXACT) is True:
+        return "was cut or redacted when recorded"
+    text = str(text)
+    if _TRUNCATED in text or semconv.REDACTED_VALUE in text or semconv.TRUNCATION_FALLBACK_KEY in text:
+        return "was cut or redacted when recorded"
+    if value is text and text[:1] in '"{[-0123456789tfn':
+        return "is not the JSON toolspan records (cut by an attribute length limit?)"
+    return None
 
 
 def _denial_note(span: Any) -> str | None:
@@ -357,10 +385,11 @@ class _Session:
             raise ToolDenied(rec.denial_note)
         if rec.state != semconv.STATE_COMPLETED and not rec.closed_early:
             raise replayed_error(rec.error_type or "ToolError", rec.error_message, rec.execution_id)
-        if rec.result_text is not None and _TRUNCATED in rec.result_text:
+        if rec.result_inexact is not None:
             raise ReplayError(
-                f"the recorded result of {rec.name!r} ({rec.execution_id}) was cut at the byte budget; record"
-                " with a larger TOOLSPAN_MAX_ATTRIBUTE_BYTES to replay it"
+                f"the recorded result of {rec.name!r} ({rec.execution_id}) {rec.result_inexact}: it is not"
+                " what the tool returned, so it is not served (record with a larger"
+                " TOOLSPAN_MAX_ATTRIBUTE_BYTES, or without redacting it, to replay it)"
             )
         decode = self.player.decode.get(rec.name)
         return rec.result if decode is None else decode(rec.result)
@@ -413,10 +442,12 @@ class replay:
         token = context_api.attach(context_api.set_value(chain.SESSION_KEY, session))
         self._tokens.push((token, session))
         chain.enter(session)
+        chain.mark_processes(True)
         return self
 
     def __exit__(self, *exc: object) -> None:
         token, session = self._tokens.pop()
+        chain.mark_processes(False)
         chain.leave(session)
         context_api.detach(token)  # type: ignore[arg-type]
 

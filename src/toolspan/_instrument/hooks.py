@@ -23,6 +23,9 @@ from typing import Any, Final, Protocol
 
 from opentelemetry import trace as trace_api
 
+from toolspan._kernel import env as _env
+from toolspan.errors import ReplayError
+
 __all__ = [
     "ACTIVE",
     "DECIDER",
@@ -41,6 +44,48 @@ ACTIVE: Final[list[int]] = [0]
 # ``DECIDER[0](info, wrapped, instance, kind)``: ``wrapped`` behind the decision chain (set by the chain).
 Decider = Callable[[Any, Callable[..., Any], Any, str], Callable[..., Any]]
 DECIDER: Final[list[Decider]] = [lambda info, wrapped, instance, kind: wrapped]
+
+
+def _replaying(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
+    """The decider of a process started while a replay ran (``TOOLSPAN_REPLAYING``), until the decision chain
+    loads: the replay's records are not here, so no body runs (a ``ReplayError`` of the kind's own shape)."""
+
+    def refuse() -> ReplayError:
+        return ReplayError(
+            f"tool {info.name!r} was called in a process started while a replay ran (TOOLSPAN_REPLAYING): the"
+            " replay's records are not in this process, so its body does not run"
+        )
+
+    if kind == "async":
+
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            raise refuse()
+
+        return call_async
+    if kind == "gen":
+
+        def call_gen(*args: Any, **kwargs: Any) -> Any:
+            raise refuse()
+            yield  # a generator function, as the tool is
+
+        return call_gen
+    if kind == "agen":
+
+        async def call_agen(*args: Any, **kwargs: Any) -> Any:
+            raise refuse()
+            yield  # an async generator function, as the tool is
+
+        return call_agen
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise refuse()
+
+    return call
+
+
+if _env.get(_env.TOOLSPAN_REPLAYING):  # started by a process while it replayed (the chain, once loaded, too)
+    ACTIVE[0] += 1
+    DECIDER[0] = _replaying
 
 
 class SpanHook(Protocol):

@@ -2,9 +2,11 @@
 
 The parameter layout of a function is read once (``Parameters.of``); ``bind`` then builds the mapping
 with a zip and a dict update. The mapping holds what the caller passed (positional arguments under
-their parameter names, then keyword arguments, extra ``**kwargs`` flattened in), then the defaults
-of the parameters not passed; extra positional arguments of a ``*args`` parameter are a list under
-its name. ``self``/``cls`` are never included.
+their parameter names, then keyword arguments, extra ``**kwargs`` flattened in, except a keyword named like
+a positional-only parameter, which goes under the ``**kwargs`` name: it never stands for that parameter),
+then the defaults of the parameters not passed; extra positional arguments of a ``*args`` parameter are a
+list under its name. The receiver of a method (``self``/``cls``) is never included; a function defined
+outside a class has none, whatever its first parameter is named.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ _SCALARS: Final[dict[Any, dict[str, Any]]] = {
 }
 _MAX_TYPE_DEPTH: Final = 16
 
-_RECEIVERS = frozenset({"self", "cls"})
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -45,8 +46,11 @@ class Parameters:
         "defaults",
         "func",
         "has_receiver",
+        "method",
         "names",
+        "positional_only",
         "static",
+        "var_keyword",
         "var_positional",
     )
 
@@ -66,6 +70,12 @@ class Parameters:
         self.static = static
         self.func: Any = None
         self._schema: dict[bool, str] = {}
+        # Defined in a class (its qualified name says so) with a first parameter named ``self``/``cls``:
+        # called through the class, its receiver comes first among the arguments. A function ``f(cls, x)``
+        # outside a class has no receiver (``cls`` is an argument like any other).
+        self.method = False
+        self.positional_only: frozenset[str] = frozenset()
+        self.var_keyword: str | None = None
 
     def schema(self, bound: bool) -> str:
         """The JSON Schema (text) of the arguments a call binds (``bind``; ``bound``: the call has its
@@ -92,12 +102,18 @@ class Parameters:
             return cls((), "args", (), False, static)
         names: list[str] = []
         var_positional: str | None = None
+        var_keyword: str | None = None
+        positional_only: set[str] = set()
         defaults: list[tuple[str, Any]] = []
         for param in signature.parameters.values():
             if param.kind in _POSITIONAL:
                 names.append(param.name)
+                if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+                    positional_only.add(param.name)
             elif param.kind is inspect.Parameter.VAR_POSITIONAL:
                 var_positional = param.name
+            elif param.kind is inspect.Parameter.VAR_KEYWORD:
+                var_keyword = param.name
             if param.default is not inspect.Parameter.empty:
                 defaults.append((param.name, param.default))
         # A receiver (self/cls) exists for classmethods and plain functions (which wrapt binds as
@@ -107,20 +123,30 @@ class Parameters:
         )
         params = cls(tuple(names), var_positional, tuple(defaults), has_receiver, static)
         params.func = func
+        qualname = getattr(func, "__qualname__", "")
+        parent = qualname.rsplit(".", 2)[-2] if qualname.count(".") >= 1 else ""
+        params.method = has_receiver and parent not in ("", "<locals>") and names[0] in ("self", "cls")
+        params.positional_only = frozenset(positional_only)
+        params.var_keyword = var_keyword
         return params
 
     def bind(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The arguments of one call (``instance``/``args``/``kwargs`` as wrapt gives them)."""
         if instance is not None and self.has_receiver:
             names = self.bound_names
-        elif args and self.has_receiver and self.names[0] in _RECEIVERS:
-            names, args = self.bound_names, args[1:]  # called unbound with its receiver first
+        elif args and self.method:
+            names, args = self.bound_names, args[1:]  # a method called through its class, receiver first
         else:
             names = self.names
         out = dict(zip(names, args, strict=False)) if args else {}
         if len(args) > len(names):
             out[self.var_positional or "args"] = list(args[len(names) :])
         if kwargs:
+            clash = self.positional_only.intersection(kwargs)
+            if clash:
+                # ``f(a, /, **kw)`` called ``f(1, a=2)``: ``a`` is 1, and 2 goes to ``kw``: never over ``a``.
+                kwargs = dict(kwargs)
+                out[self.var_keyword or "kwargs"] = {k: kwargs.pop(k) for k in sorted(clash)}
             out.update(kwargs)
         for name, default in self.defaults:
             if name not in out:

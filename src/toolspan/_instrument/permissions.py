@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry import trace as trace_api
 
 from toolspan import semconv
-from toolspan._capture.serialize import dumps, redact_text
+from toolspan._capture.serialize import digest, dumps_exact, json_values, redact_text
 from toolspan._instrument import hooks
 from toolspan._instrument.context import current_agents, current_tool, suppressed
 from toolspan._kernel import ids as _ids
@@ -120,7 +120,12 @@ def record_edited_arguments(arguments: Mapping[str, Any]) -> None:
         span = _tool_span()
         config = get_config()
         if span.is_recording() and config.capture_content:
-            span.set_attribute(semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS, dumps(dict(arguments), config))
+            text, exact = dumps_exact(dict(arguments), config)
+            span.set_attribute(semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS, text)
+            if not exact:  # the copy may differ from the edit: its digest says so (the audit reads it)
+                span.set_attribute(
+                    semconv.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS_DIGEST, digest(json_values(dict(arguments)))
+                )
     except Exception:
         _logger.warning("toolspan: could not record the edited arguments", exc_info=True)
 

@@ -377,7 +377,13 @@ class _CallSpan:
                 if config.capture_content:
                     try:
                         items = self.items
-                        text = items.dumps() if items is not None else _serialize.dumps(result, config)
+                        if items is not None:
+                            text, exact = items.dumps(), not items.inexact
+                        else:
+                            text, lossy = _serialize.dumps_marked(result, config)
+                            exact = not lossy
+                        if not exact:  # the copy may differ from the result: replay never serves it
+                            attrs[semconv.TOOLSPAN_TOOL_CALL_RESULT_INEXACT] = True
                     except Exception:
                         _logger.warning(
                             "toolspan: could not record the result of %s", self.info.name, exc_info=True

@@ -77,6 +77,12 @@ TOOLSPAN_DECIDERS: Final = EnvVar(
     "Decider tokens of `toolspan serve` when no `--decider` is given, `name=token,name=token`: each may"
     " read, decide and cancel tool calls through the control channel, recorded as its name.",
 )
+TOOLSPAN_REPLAYING: Final = EnvVar(
+    "TOOLSPAN_REPLAYING",
+    "",
+    "Set by `toolspan.replay()` while it runs, for the processes started meanwhile (a `spawn` worker): a"
+    " tool called in such a process fails with `ReplayError` instead of running its body.",
+)
 TOOLSPAN_DATABASE_URL: Final = EnvVar(
     "TOOLSPAN_DATABASE_URL",
     "toolspan.db",
@@ -132,6 +138,17 @@ OTEL_BSP_MAX_QUEUE_SIZE: Final = EnvVar(
     "2048",
     "Spans `configure()`'s batch processors hold at most while exporting (more are dropped).",
 )
+OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: Final = EnvVar(
+    "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+    "",
+    "The SDK cuts attribute strings to this many characters, unmarked: toolspan's byte budget of a captured"
+    " value stays within it (so toolspan cuts first, and marks the cut).",
+)
+OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: Final = EnvVar(
+    "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+    "",
+    "The same for span attributes only; overrides `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`.",
+)
 OTEL_LOGS_EXPORTER: Final = EnvVar(
     "OTEL_LOGS_EXPORTER",
     "",
@@ -157,6 +174,7 @@ ALL: Final = (
     TOOLSPAN_OTEL_SHORTCUTS,
     TOOLSPAN_SERVER_TOKEN,
     TOOLSPAN_DECIDERS,
+    TOOLSPAN_REPLAYING,
     TOOLSPAN_DATABASE_URL,
     TOOLSPAN_PENDING_SPANS,
     TOOLSPAN_POLICY,
@@ -170,6 +188,8 @@ ALL: Final = (
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
     OTEL_EXPORTER_OTLP_HEADERS,
     OTEL_BSP_MAX_QUEUE_SIZE,
+    OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+    OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
     OTEL_LOGS_EXPORTER,
     OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
     OTEL_EXPORTER_OTLP_LOGS_PROTOCOL,
@@ -183,6 +203,14 @@ def get(var: EnvVar) -> str | None:
     """The variable's value, stripped; ``None`` when unset or empty."""
     value = os.environ.get(var.name, "").strip()
     return value or None
+
+
+def put(var: EnvVar, value: str | None) -> None:
+    """Set ``var`` for this process and those it starts (``None``: remove it)."""
+    if value is None:
+        os.environ.pop(var.name, None)
+    else:
+        os.environ[var.name] = value
 
 
 def get_bool(var: EnvVar) -> bool | None:
@@ -220,6 +248,16 @@ def get_list(var: EnvVar) -> tuple[str, ...]:
     if value is None:
         return ()
     return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def sdk_attribute_limit() -> int | None:
+    """The SDK's length limit of a span attribute string (``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else
+    ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``; characters), ``None`` when there is none."""
+    for var in (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT):
+        value = get(var)
+        if value is not None:
+            return get_int(var, minimum=0)
+    return None
 
 
 def genai_capture_content() -> bool | None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
-from toolspan._decisions.chain import install_guard
+from toolspan._decisions.chain import GUARD, install_guard
 from toolspan._kernel import env as _env
 from toolspan._sdk.exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
 from toolspan._sdk.logsetup import configure_logs
@@ -132,7 +133,27 @@ def configure(
     # The policy is part of the configuration: configure() without one (and no TOOLSPAN_POLICY) removes an
     # earlier one, as it resets every other setting.
     install_guard(guard)
+    if guard is not None and isinstance(provider, TracerProvider):
+        with _lock:
+            if provider not in _run_ends:  # once per provider: it tells whichever guard is installed
+                _run_ends.add(provider)
+                provider.add_span_processor(_RunEnds())
     return provider
+
+
+class _RunEnds(SpanProcessor):
+    """Tells the policy guard when a run ends here: a root span (no parent: the trace began in this process)
+    ended, so the guard drops that run's record (budgets and order) instead of holding it."""
+
+    def on_end(self, span: Any) -> None:
+        if span.parent is None and span.context is not None:
+            guard = GUARD[0]
+            ended = getattr(guard, "run_ended", None)
+            if ended is not None:
+                ended(span.context.trace_id)
+
+
+_run_ends: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 
 
 def _policy_guard(policy: str | os.PathLike[str] | Policy | None) -> PolicyGuard | None:

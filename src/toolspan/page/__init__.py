@@ -75,6 +75,7 @@ _ESCAPES: Final = {
     "\u2029": "\\u2029",
 }
 _UNSAFE: Final = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+_LONE: Final = re.compile("[\ud800-\udfff]")
 _ICON: Final = (
     "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
     "%3Crect x='1' y='3' width='9' height='3' rx='1' fill='%230969da'/%3E"
@@ -143,6 +144,9 @@ def content_security_policy(script: str | Sequence[str], style: str, live: bool)
 
 
 def _attr(text: str) -> str:
+    """``text`` for an attribute or element of the page: escaped, and a lone surrogate (text no UTF-8 can
+    carry, from a span's name) as U+FFFD, so the page can always be written."""
+    text = _LONE.sub("\ufffd", text)
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 

@@ -30,6 +30,7 @@ from toolspan.policy._model import (
     load_policy,
     parse_policy,
 )
+from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
 
 __all__ = [
     "UNKNOWN",
@@ -42,11 +43,14 @@ __all__ = [
     "OrderRule",
     "PartialArray",
     "PartialObject",
+    "Pattern",
+    "PatternError",
     "Policy",
     "PolicyError",
     "Rule",
     "ToolsRule",
     "Verdict",
+    "compile_pattern",
     "load_policy",
     "parse_policy",
     "rule_kind",

@@ -1,14 +1,20 @@
 """Policy audit of recorded runs: ``audit(spans, policy)`` -> the violations report, with the execution tree
 of every trace whose offending tool nodes are marked.
 
-A run is a trace. Tool calls are checked in the order they started (the coalesced order); a call's agents are
-the agent spans above it, through sub-plans too, outermost first. Both argument sets of a call are checked:
+A run is a trace. Tool calls are checked in the order the live guard judged and counted them: at the allow
+of a call that asked for an approval, else at its start; a call's agents are the agent spans above it,
+through sub-plans too, outermost first. A call that asked for an approval and never got an allow (SEALED or
+CANCELLED while it waited) never ran its body: like a denied one, it is not counted, and what it breaks is
+listed under ``enforced``. Both argument sets of a call are checked:
 the model's and, when an approver edited them, the edit the body ran with. A denied call (state ``DENIED``:
 its body never ran) that breaks a rule is listed under ``enforced``, not ``violations``: the policy held; so
 is every rule the live policy named on the span when it denied the call (``toolspan.policy.rules``), even
 when the record cannot show why (content capture off). A rule that applies but cannot be evaluated is listed
 under ``unchecked``: arguments not recorded, or the value it reads cut at the byte budget or redacted (a
-recorded copy is never taken for the value the call had).
+recorded copy is never taken for the value the call had). A copy is read as cut or redacted only where the
+span says it may differ from the call (the digest of the whole arguments beside it): in an exact copy a
+value that merely contains ``[REDACTED]`` is judged as the value it is; and arguments whose JSON text does
+not parse were cut where toolspan did not mark it (an SDK attribute length limit): unknown.
 
 Each finding: ``policy_id``, ``policy_version``, ``rule_id``, ``rule_kind``, ``trace_id``, ``span_id``,
 ``execution_id``, ``call_id``, ``tool_name``, ``agent`` (the innermost agent, or null) and a one-line
@@ -62,9 +68,13 @@ def _agents(index: TraceIndex, i: int) -> tuple[str, ...]:
     return tuple(reversed(names))
 
 
-def _known(recorded: Any) -> Any:
+def _known(recorded: Any, inexact: bool) -> Any:
     """A recorded argument value for the checker: what was cut or redacted becomes unknown (``UNKNOWN``, or a
-    partial object or array), never a value the call did not have."""
+    partial object or array), never a value the call did not have. Markers count only in a copy the span
+    says may differ from the call (``inexact``: it recorded the digest of the whole arguments beside it); in
+    an exact copy, ``[REDACTED]`` or ``...[truncated`` is what the call was given, and is judged as such."""
+    if not inexact:
+        return recorded
 
     def convert(value: Any) -> Any:
         if isinstance(value, str):
@@ -90,6 +100,36 @@ def _known(recorded: Any) -> Any:
         return convert(recorded)
     except RecursionError:
         return UNKNOWN
+
+
+def _recorded(span: Span, text_key: str, digest_key: str, value: Any) -> Any:
+    """A recorded argument set for the checker: ``UNKNOWN`` when its text is not the JSON toolspan writes (a
+    copy cut where toolspan did not mark it: an SDK attribute length limit), else ``_known``."""
+    text = span.attributes.get(text_key)
+    if text_key == sc.GEN_AI_TOOL_CALL_ARGUMENTS and not isinstance(text, str):
+        text = span.attributes.get(sc.OI_INPUT_VALUE)
+        json_text = span.attributes.get(sc.OI_INPUT_MIME_TYPE, sc.MIME_JSON) == sc.MIME_JSON
+    else:
+        json_text = True
+    if isinstance(text, str) and json_text and value is text:
+        return UNKNOWN  # JSON text that does not parse: cut (or not toolspan's), never judged as a string
+    return _known(value, isinstance(span.attributes.get(digest_key), str))
+
+
+def _ran(span: Span, state: str) -> bool:
+    """Whether the call's body ran, as the live guard counts it: not denied, and when it asked for an
+    approval, allowed (a call that never got its allow, SEALED or CANCELLED while it waited, never ran)."""
+    if state == sc.STATE_DENIED:
+        return False
+    marks = approvals(span)
+    return not marks or any(a.decision == "allow" for a in marks)
+
+
+def _counted_at(span: Span) -> int:
+    """When the live guard counted the call for budgets and order: at its allow when it asked for an
+    approval (step 3 of the decision chain), else at its start."""
+    allows = [a.time_ns for a in approvals(span) if a.decision == "allow"]
+    return allows[-1] if allows else span.start_ns
 
 
 def _enforced_live(span: Span, policy: Policy) -> list[str]:
@@ -125,9 +165,13 @@ def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
         dup = duplicate_flags(trace)
         checker = Checker(policy)
         marks: dict[str, list[str]] = {}
-        for i, span in enumerate(trace):
-            if index.kinds[i] != TOOL or dup[i]:
-                continue
+        # In the order the live guard judged and counted them (``_counted_at``), not the order they started.
+        tools = sorted(
+            (i for i, span in enumerate(trace) if index.kinds[i] == TOOL and not dup[i]),
+            key=lambda i: (_counted_at(trace[i]), i),
+        )
+        for i in tools:
+            span = trace[i]
             calls += 1
             tc = tool_call(span)
             agents = _agents(index, i)
@@ -135,11 +179,20 @@ def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
             call = Call(
                 tool=tc.name,
                 agents=agents,
-                arguments=_known(tc.input),
+                arguments=_recorded(
+                    span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST, tc.input
+                ),
                 arguments_recorded=tc.input is not None,
                 approved=any(a.decision == "allow" for a in approvals(span)),
-                ran=tc.state != sc.STATE_DENIED,
-                edited_arguments=None if edited is None else _known(edited),
+                ran=_ran(span, tc.state),
+                edited_arguments=None
+                if edited is None
+                else _recorded(
+                    span,
+                    sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS,
+                    sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS_DIGEST,
+                    edited,
+                ),
             )
             verdict = checker.check(call)
             if not call.ran:

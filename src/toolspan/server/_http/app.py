@@ -11,7 +11,7 @@ import contextlib
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -96,9 +96,9 @@ class ServerHandlers:
         if loop is None:
             return
 
-        def committed() -> None:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(self.notifier.notify)
+        def committed(traces: Sequence[str] | None = None, conversations: Sequence[str] = ()) -> None:
+            # Another replica's commit: the traces it wrote, when its notification could say (else all).
+            self._wake(loop, None if traces is None else set(traces), set(conversations))
 
         def relayed(records: list[LogRecord]) -> None:
             if not loop.is_closed():
@@ -125,8 +125,23 @@ class ServerHandlers:
         result.message = message
         loop = self.loop
         if loop is not None and good:
-            loop.call_soon_threadsafe(self.notifier.notify)
+            traces = {r.trace_id for r in good}
+            self._wake(loop, traces, {r.conversation_id for r in good if r.conversation_id is not None})
         return result
+
+    def _wake(
+        self, loop: asyncio.AbstractEventLoop, traces: set[str] | None, conversations: set[str]
+    ) -> None:
+        """Wake the streams a commit of ``traces`` concerns (any thread; ``None``: every stream). A stream of
+        a conversation wakes also for a trace of it whose records written now do not name it: the store says
+        which conversations the traces belong to (asked only while such a stream waits)."""
+        if traces is not None and self.notifier.conversations_waiting:
+            try:
+                conversations = conversations | self.store.trace_conversations(sorted(traces))
+            except Exception:  # the store cannot say now: every stream looks
+                traces = None
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self.notifier.notify, traces, conversations)
 
     def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult:
         """Store span-tied log records (any thread); returns the counts. Records are joined to their spans
@@ -472,6 +487,13 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")
 
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        allowed = getattr(exc, "headers", None) or {}
+        response = error(405, f"{request.method[:20]} is not allowed on {request.url.path[:200]!r}")
+        if "allow" in {k.lower() for k in allowed}:
+            response.headers["allow"] = next(v for k, v in allowed.items() if k.lower() == "allow")
+        return response
+
     async def store_failed(request: Request, exc: Exception) -> Response:
         _logger.error("toolspan serve: the store failed a read: %s", exc)
         response = error(503, f"the store cannot answer now ({exc}): retry")
@@ -493,7 +515,12 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
     starlette = Starlette(
         routes=app.routes(),
         middleware=middleware,
-        exception_handlers={404: not_found, sqlite3.Error: store_failed, StoreUnavailable: store_failed},
+        exception_handlers={
+            404: not_found,
+            405: not_allowed,
+            sqlite3.Error: store_failed,
+            StoreUnavailable: store_failed,
+        },
         lifespan=lifespan,
     )
     return starlette, app

@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Final
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolspan.bridge.model import pad_trace_id
@@ -151,11 +152,32 @@ def _host_name(header: str) -> str:
     return text.rsplit(":", 1)[0].rstrip(".") if text.count(":") <= 1 else text
 
 
+def _port_ok(header: str) -> bool:
+    """Whether the port of a ``Host`` header, if it has one, is a port (1 to 5 ASCII digits up to 65535)."""
+    text = header.strip()
+    if text.startswith("["):
+        end = text.find("]")
+        rest = text[end + 1 :] if end >= 0 else ":"
+    elif text.count(":") == 1:
+        rest = text[text.index(":") :]
+    else:
+        rest = ""  # no port (or a bare IPv6 address, which has none)
+    if not rest:
+        return True
+    port = rest[1:]
+    return rest[0] == ":" and port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535
+
+
 def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
     """Whether a request's ``Host`` may be served. A DNS rebinding attack needs a name its attacker
     controls, so an IP address, ``localhost`` (and ``*.localhost``, which resolve to loopback) and the
-    names in ``allowed`` (``*``: every name) pass; any other name does not."""
-    if header is None or "*" in allowed:
+    names in ``allowed`` (``*``: every name) pass; any other name does not, and neither does a header whose
+    port is not a number."""
+    if header is None:
+        return True
+    if not _port_ok(header):
+        return False
+    if "*" in allowed:
         return True
     name = _host_name(header)
     if name == "localhost" or name.endswith(".localhost") or name in allowed:
@@ -198,6 +220,8 @@ class Failures:
 
         try:
             await self.app(scope, receive, tracked)
+        except ClientDisconnect:  # its client is gone: nobody to answer
+            _logger.debug("toolspan serve: %s %s: the client hung up", scope.get("method"), scope.get("path"))
         except Exception as exc:
             _logger.exception("toolspan serve: %s %s failed", scope.get("method"), scope.get("path"))
             if started:
@@ -224,11 +248,13 @@ class HostCheck:
                     break
             if not host_allowed(header, self.allowed):
                 shown = (header or "")[:100]
-                response = error(
-                    403,
-                    f"host {shown!r} is not served here (a DNS rebinding guard):"
-                    " start toolspan serve with --allowed-host NAME to serve a name",
+                why = (
+                    f"host {shown!r} has a port that is not a number"
+                    if header is not None and not _port_ok(header)
+                    else f"host {shown!r} is not served here (a DNS rebinding guard): start toolspan serve"
+                    " with --allowed-host NAME to serve a name"
                 )
+                response = error(403, why)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)

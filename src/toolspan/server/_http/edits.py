@@ -7,8 +7,9 @@ a call that recorded no schema, or one whose schema cannot be checked: it is nev
 
 A schema comes from whoever sent the span, so it is read as untrusted: at most ``MAX_SCHEMA_BYTES``, strict
 JSON, a valid schema of its draft, no reference outside itself, and regular expressions (``pattern``,
-``patternProperties``) only on the linear-time RE2 engine (``google-re2``, the ``policy`` extra): without it,
-a schema with patterns cannot be checked (a backtracking engine would let a schema stall the server).
+``patternProperties``) only on the policy's linear-time engine (RE2: ``google-re2``, the ``policy`` extra):
+without it, or for a pattern RE2 refuses, a schema with patterns cannot be checked (a backtracking engine
+would let a schema stall the server).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.policy import PatternError
 
 __all__ = ["MAX_SCHEMA_BYTES", "edit_problem", "recorded_schema"]
 
@@ -45,24 +47,24 @@ def _walk(schema: Any) -> Iterator[Any]:
             stack.extend(item)
 
 
-def _re2_validators() -> dict[str, Any] | None:
-    """``pattern`` and ``patternProperties`` on RE2 (``None`` when google-re2 is not installed)."""
-    try:
-        import re2
-    except ImportError:
-        return None
+def _linear_validators() -> dict[str, Any]:
+    """``pattern`` and ``patternProperties`` on the policy's linear-time engine (RE2): a pattern it cannot
+    run (RE2 not installed, a backreference) fails the check (``PatternError``), never a backtracking try."""
     from jsonschema.exceptions import ValidationError
 
+    from toolspan.policy import compile_pattern
+
     def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[Any]:
-        if validator.is_type(instance, "string") and not re2.search(patrn, instance):
+        if validator.is_type(instance, "string") and not compile_pattern(patrn).search(instance):
             yield ValidationError(f"{instance!r:.80} does not match {patrn!r}")
 
     def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
         if not validator.is_type(instance, "object"):
             return
         for patrn, subschema in patterns.items():
+            compiled = compile_pattern(patrn)
             for key, value in instance.items():
-                if re2.search(patrn, key):
+                if compiled.search(key):
                     yield from validator.descend(value, subschema, path=key, schema_path=patrn)
 
     return {"pattern": pattern, "patternProperties": pattern_properties}
@@ -85,13 +87,7 @@ def _validator(schema: dict[str, Any]) -> Any:
         if isinstance(ref, str) and not ref.startswith("#"):
             raise ValueError(f"the recorded parameter schema refers outside itself ({ref[:80]!r})")
     if any(not _PATTERN_KEYS.isdisjoint(node) for node in _walk(schema)):
-        safe = _re2_validators()
-        if safe is None:
-            raise ValueError(
-                "the recorded parameter schema has patterns, which this server checks only with the RE2"
-                " engine (google-re2, the policy extra)"
-            )
-        cls = jsonschema.validators.extend(cls, safe)
+        cls = jsonschema.validators.extend(cls, _linear_validators())
     return cls(schema)
 
 
@@ -125,6 +121,11 @@ def edit_problem(schema_text: Any, arguments: dict[str, Any]) -> str | None:
     try:
         validator = _validator(schema)
         errors = list(validator.iter_errors(arguments))
+    except PatternError as e:
+        return (
+            f"the recorded parameter schema has a pattern this server cannot check ({e}): an edit cannot be"
+            " checked"
+        )
     except ValueError as e:
         return f"{e}: an edit cannot be checked"
     except Exception as e:  # an unresolvable reference, a schema the validator cannot follow: fail closed

@@ -49,7 +49,11 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     chunks: AsyncIterator[bytes] = request.stream()
     while True:
         following = asyncio.ensure_future(anext(chunks, None))
-        done, _ = await asyncio.wait({following}, timeout=timeout_s)
+        try:
+            done, _ = await asyncio.wait({following}, timeout=timeout_s)
+        except BaseException:  # the request itself was cancelled: so is the read
+            following.cancel()
+            raise
         if not done:
             following.cancel()
             raise BodyError(408, f"no body bytes for {timeout_s:g} s: request timed out")

@@ -5,9 +5,10 @@
 - SIGINT and SIGTERM both run the shutdown path: streams and requests end, the parse workers exit, the
   store is checkpointed and closed (no WAL left behind), status 0, no traceback. A second SIGINT
   stops without waiting for open connections.
-- Connections: at most ``max_connections`` at once (uvicorn's ``limit_concurrency``: 503 beyond), idle
-  keep-alive connections closed after ``keep_alive_s``, and a connection whose request headers do not
-  arrive within ``read_timeout_s`` closed, so half-open sockets cannot lock clients out.
+- Connections: at most ``max_connections`` at once (uvicorn's ``limit_concurrency``: 503 beyond), lowered
+  to stay under the open-files limit (``connection_cap``), a connection beyond them answered 503 and closed
+  at once, idle keep-alive connections closed after ``keep_alive_s``, and a connection whose request
+  headers do not arrive within ``read_timeout_s`` closed, so half-open sockets cannot lock clients out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
@@ -67,6 +69,13 @@ class _DroppedStreams(logging.Filter):
         return not str(record.msg).startswith("ASGI callable returned without completing response")
 
 
+_BUSY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 77\r\n"
+    b"retry-after: 1\r\nconnection: close\r\nx-content-type-options: nosniff\r\n"
+    b"x-frame-options: DENY\r\nreferrer-policy: no-referrer\r\n"
+    b"content-security-policy: default-src 'none'; frame-ancestors 'none'\r\n\r\n"
+    b'{"error":"too many open connections: try again in a moment","status":503}    '
+)
 # What an HTTP/2 client sends first: on the OTLP/HTTP port, an OTLP/gRPC exporter (the SDK's default
 # protocol) pointed at the wrong port.
 _HTTP2_PREFACE: Final = b"PRI * HTTP/2.0\r\n"
@@ -87,11 +96,13 @@ def grpc_on_http_port(peer: str, port: int | None, grpc_port: int | None) -> str
     )
 
 
-def _protocol(read_timeout_s: float, grpc_port: int | None = None) -> type[asyncio.Protocol]:
+def _protocol(read_timeout_s: float, cap: int, grpc_port: int | None = None) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
-    (from its opening, or from the end of its previous response) to arrive, and naming the mistake of a
-    client that opens with HTTP/2 (an OTLP/gRPC exporter on the wrong port): one warning per client host a
-    minute, and a 400 saying the same, where uvicorn only logged "Invalid HTTP request received"."""
+    (from its opening, or from the end of its previous response) to arrive, answering a connection
+    beyond ``cap`` open ones 503 at once (then closing it), so clients are told, not left to time out, and
+    naming the mistake of a client that opens with HTTP/2 (an OTLP/gRPC exporter on the wrong port): one
+    warning per client host a minute, and a 400 saying the same, where uvicorn only logged "Invalid HTTP
+    request received"."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     warned: dict[str, float] = {}
@@ -141,6 +152,10 @@ def _protocol(read_timeout_s: float, grpc_port: int | None = None) -> type[async
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            if len(self.server_state.connections) > cap:
+                transport.write(_BUSY)
+                transport.close()
+                return
             self._arm()
 
         def handle_events(self) -> None:
@@ -196,6 +211,33 @@ def _raise_open_files_limit(wanted: int) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     except (OSError, ValueError):
         _logger.debug("toolspan serve: could not raise the open files limit", exc_info=True)
+
+
+# Connections accepted in one go (the listen backlog: asyncio accepts up to that many per wake-up, before
+# any refused one is closed), and the descriptors kept free beside those in use at start, the connections
+# and such a burst: the store's (SQLite's WAL and checkpoint connection, PostgreSQL's pool and listener),
+# the parse workers' pipes, gRPC.
+_ACCEPT_BURST: Final = 128
+_FD_HEADROOM: Final = 64 + _ACCEPT_BURST
+
+
+def connection_cap(wanted: int) -> tuple[int, int | None]:
+    """``(connections served at once, the open-files limit)``: ``wanted``, lowered so that the connections
+    and every descriptor the server holds stay under the limit on open files (beyond it ``accept`` fails,
+    and a new client waits in the kernel's queue until it times out, instead of being told 503)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return wanted, None
+    if soft == resource.RLIM_INFINITY:
+        return wanted, None
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 64  # no /proc (macOS): a generous guess
+    return max(1, min(wanted, soft - in_use - _FD_HEADROOM)), int(soft)
 
 
 def _uvicorn_server(config: Any, app: ServerHandlers) -> Any:
@@ -269,6 +311,13 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
     starlette, app = build_app(config, store)
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     _raise_open_files_limit(config.max_connections + 256)
+    cap, limit = connection_cap(config.max_connections)
+    if cap < config.max_connections:
+        sys.stderr.write(
+            f"toolspan serve: warning: serving {cap} connections at once, not --max-connections"
+            f" {config.max_connections}: the open-files limit is {limit} (ulimit -n), and the server's own"
+            " files need the rest\n"
+        )
     grpc_server = None
     grpc_port = config.grpc_port
     if config.grpc_port is not None:
@@ -286,8 +335,9 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
             starlette,
             host=config.host,
             port=config.port,
-            http=_protocol(config.read_timeout_s, grpc_port),
-            limit_concurrency=config.max_connections,
+            http=_protocol(config.read_timeout_s, cap, grpc_port),
+            limit_concurrency=cap,
+            backlog=_ACCEPT_BURST,
             timeout_keep_alive=max(1, round(config.keep_alive_s)),
             log_level="warning",
             timeout_graceful_shutdown=2,

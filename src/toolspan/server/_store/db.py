@@ -216,7 +216,7 @@ class Store:
 
     def watch(
         self,
-        on_commit: Callable[[], None],
+        on_commit: Callable[..., None],
         on_deltas: Callable[[list[LogRecord]], None],
         on_control: Callable[[], None] | None = None,
     ) -> None:
@@ -363,6 +363,16 @@ class Store:
             " (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)",
             (conversation_id, conversation_id),
         )
+
+    def trace_conversations(self, trace_ids: Sequence[str]) -> set[str]:
+        """The conversation ids of the traces ``trace_ids`` (those that have one)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t.conversation_id FROM json_each(?) AS j CROSS JOIN traces AS t"
+                " ON t.trace_id = j.value WHERE t.conversation_id IS NOT NULL",
+                (json.dumps(list(trace_ids)),),
+            ).fetchall()
+        return {str(r[0]) for r in rows}
 
     def trace_row(self, trace_id: str) -> TraceRow | None:
         with self._lock:

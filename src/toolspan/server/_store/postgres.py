@@ -20,7 +20,8 @@ is how concurrent writers stay correct:
   order: a reader that sees tick ``n`` sees every tick before it, on every replica. A cursor issued by
   any replica resumes on any other exactly once, with no gap. (Only transactions with tool events take
   the clock; the wait is the commit itself.)
-- **Wake-ups.** Every write ``NOTIFY``s channel ``toolspan_commits`` at commit; each replica ``LISTEN``s
+- **Wake-ups.** Every write ``NOTIFY``s channel ``toolspan_commits`` at commit, naming the traces it wrote
+  (``commit_payload``; nothing when they do not fit: then every stream wakes); each replica ``LISTEN``s
   on its own connection (``watch``) and wakes its streams, which read the log from their cursors (a
   notification lost while the connection was down is made up for by a wake-up on reconnect). Text
   deltas, never stored, go to every replica on channel ``toolspan_deltas`` (``publish_deltas``); one
@@ -195,6 +196,29 @@ def delta_payloads(origin: str, records: Sequence[LogRecord]) -> list[str]:
     return out
 
 
+def commit_payload(rows: Sequence[Row]) -> str:
+    """The payload of a commit notification: the traces (and conversations) it wrote, so each replica wakes
+    only the streams they concern; empty (every stream wakes) when they do not fit a notification."""
+    traces = sorted({r.trace_id for r in rows})
+    conversations = sorted({r.conversation_id for r in rows if r.conversation_id is not None})
+    text = json.dumps({"t": traces, "c": conversations}, ensure_ascii=False)
+    return text if len(text.encode("utf-8", "surrogatepass")) <= _PAYLOAD_BYTES else ""
+
+
+def commit_scope(payload: str) -> tuple[list[str] | None, list[str]]:
+    """``(traces, conversations)`` of a commit notification (``None``: it says not which: all of them)."""
+    try:
+        doc = json.loads(payload) if payload else None
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("t"), list):
+        return None, []
+    conversations = doc.get("c")
+    return [str(t) for t in doc["t"]], [str(c) for c in conversations] if isinstance(
+        conversations, list
+    ) else []
+
+
 def _records(payload: str, own: str) -> list[LogRecord]:
     """The delta records of a notification, unless this process sent it (it relayed them already)."""
     message = json.loads(payload)
@@ -345,7 +369,7 @@ class PostgresStore:
 
     def watch(
         self,
-        on_commit: Callable[[], None],
+        on_commit: Callable[..., None],
         on_deltas: Callable[[list[LogRecord]], None],
         on_control: Callable[[], None] | None = None,
     ) -> None:
@@ -366,7 +390,7 @@ class PostgresStore:
 
     def _listen(
         self,
-        on_commit: Callable[[], None],
+        on_commit: Callable[..., None],
         on_deltas: Callable[[list[LogRecord]], None],
         on_control: Callable[[], None],
     ) -> None:
@@ -389,7 +413,7 @@ class PostgresStore:
                             elif note.channel == CONTROL:
                                 _wake(on_control)
                             else:
-                                _wake(on_commit)
+                                _wake(on_commit, *commit_scope(note.payload))
                             if self._stop.is_set():
                                 break
             except self._psycopg.Error as e:
@@ -474,7 +498,7 @@ class PostgresStore:
             conn.execute(_UPSERT_TRACES, [_texts(c) for c in zip(*rows, strict=True)])
         if recompute:
             conn.execute(_RECOMPUTE, (now, sorted(recompute)))
-        conn.execute(f"NOTIFY {COMMITS}")
+        conn.execute("SELECT pg_notify(%s, %s)", (COMMITS, commit_payload(written)))
         if events:
             # Last: the clock row stays locked until this transaction is visible (see the module doc).
             ns = conn.execute(_TICK, (now,)).fetchone()[0]
@@ -500,7 +524,11 @@ class PostgresStore:
                 (time.time_ns(), *columns),
             )
             result.duplicates = len(rows) - max(0, cursor.rowcount)
-            conn.execute(f"NOTIFY {COMMITS}")
+            traces = sorted({r[0] for r in rows})
+            payload = json.dumps({"t": traces, "c": []})
+            conn.execute(
+                "SELECT pg_notify(%s, %s)", (COMMITS, payload if len(payload) <= _PAYLOAD_BYTES else "")
+            )
             return result
 
         return self._run(write, write=True)
@@ -610,6 +638,14 @@ class PostgresStore:
             (_text(conversation_id), _text(conversation_id)),
         )
 
+    def trace_conversations(self, trace_ids: Sequence[str]) -> set[str]:
+        """The conversation ids of the traces ``trace_ids`` (those that have one)."""
+        rows = self._rows(
+            "SELECT conversation_id FROM traces WHERE trace_id = ANY(%s) AND conversation_id IS NOT NULL",
+            (list(trace_ids),),
+        )
+        return {str(r[0]) for r in rows}
+
     def trace_row(self, trace_id: str) -> TraceRow | None:
         rows = self._rows(f"SELECT {_TRACE_COLUMNS} FROM traces WHERE trace_id = %s", (_text(trace_id),))
         return _trace_row(rows[0]) if rows else None
@@ -702,9 +738,9 @@ class PostgresStore:
         return int(self._rows("SELECT count(*) FROM logs")[0][0])
 
 
-def _wake(on_commit: Callable[[], None]) -> None:
+def _wake(on_commit: Callable[..., None], *args: Any) -> None:
     try:
-        on_commit()
+        on_commit(*args)
     except Exception:  # (the server shutting down): the listener goes on until it is stopped
         _logger.debug("toolspan serve: could not wake the streams", exc_info=True)
 

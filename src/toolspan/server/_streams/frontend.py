@@ -53,6 +53,7 @@ from toolspan.bridge.views import Turn as Run
 from toolspan.bridge.views import TurnItem as Item
 from toolspan.bridge.views import to_turns as to_runs
 from toolspan.server._http.auth import error, trace_id_param
+from toolspan.server._http.jsonio import BodyError, parse_object, read_body
 from toolspan.server._streams.deltas import DeltaDropped, Subscription, relay_until_commit
 from toolspan.server._streams.progress import Reader, conversation_reader, trace_reader
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse
@@ -67,6 +68,7 @@ _logger = logging.getLogger(__name__)
 LINGER_S: Final = 1.0
 _REMOTE_POLL_S: Final = 1.0
 _MAX_INPUT_BYTES: Final = 4 << 20
+_MAX_DEPTH: Final = 100
 
 Entry = tuple[dict[str, Any], Item | None, Run, bool]  # event, its item, its run, is the run's end
 
@@ -245,8 +247,11 @@ async def stream_chunks(
     linger_s: float,
     known: frozenset[str] = frozenset(),
     with_ids: bool = True,
+    trace_id: str | None = None,
+    conversation_id: str | None = None,
 ) -> AsyncIterator[bytes]:
-    """The SSE chunks of one stream after event ``since`` (0: from the start)."""
+    """The SSE chunks of one stream after event ``since`` (0: from the start): of the trace ``trace_id`` or
+    the conversation ``conversation_id`` (whose commits wake it)."""
     yield CONNECTED
     live = _Live(protocol)
     sent: list[str] = []  # lines of the view events sent on this connection, from ``since + 1``
@@ -254,10 +259,14 @@ async def stream_chunks(
     quiet_since = time.monotonic()
     skipped: set[str] = set()
     snapshot_due = since > 0 and protocol is AG_UI
+    held: set[str] = set() if trace_id is None else {trace_id}  # the traces whose commits wake it
     try:
         while True:
-            waiter = app.notifier.waiter()
+            conversations = () if conversation_id is None else (conversation_id,)
+            waiter = app.notifier.waiter(traces=held, conversations=conversations)
             spans, final, local = await read()
+            if conversation_id is not None:
+                held = {span.trace_id for span in spans}
             complete = _complete(spans)
             if (spans, final) != last:
                 last = (spans, final)
@@ -333,9 +342,14 @@ async def stream_chunks(
 
 
 def _since(request: Request) -> int | None:
+    """The event number a client resumes after (``Last-Event-ID`` or ``?since=``), ``None`` unless it is
+    ASCII digits of a number no view reaches beyond (``str.isdigit`` alone takes ``²``, and ``int`` refuses
+    thousands of digits with an error)."""
     raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
     text = raw.strip()
-    return int(text) if text.isdigit() else None
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+        return None
+    return int(text)
 
 
 def _response(app: ServerHandlers, protocol: Protocol, chunks: AsyncIterator[bytes]) -> Response:
@@ -362,11 +376,13 @@ async def frontend_response(app: ServerHandlers, request: Request) -> Response:
         read = trace_reader(app.store, trace_id, idle_s, app.remote_reader(trace_id))
         subscription = app.deltas.subscribe(trace_id=trace_id, conversation_id=None, kind="text_delta")
         end_when_complete = True
+        scope: tuple[str | None, str | None] = (trace_id, None)
     else:
         conversation_id = request.path_params["conversation_id"]
         read = conversation_reader(app.store, conversation_id, idle_s)
         subscription = app.deltas.subscribe(trace_id=None, conversation_id=conversation_id, kind="text_delta")
         end_when_complete = False
+        scope = (None, conversation_id)
     chunks = stream_chunks(
         protocol,
         read,
@@ -375,6 +391,8 @@ async def frontend_response(app: ServerHandlers, request: Request) -> Response:
         subscription=subscription,
         end_when_complete=end_when_complete,
         linger_s=min(LINGER_S, idle_s),
+        trace_id=scope[0],
+        conversation_id=scope[1],
     )
     return _response(app, protocol, chunks)
 
@@ -396,14 +414,15 @@ def _input_problem(body: Any) -> str | None:
 
 
 async def agent_response(app: ServerHandlers, request: Request) -> Response:
-    """``POST /api/ag-ui``: the conversation ``RunAgentInput.threadId`` as an AG-UI agent's run stream."""
-    raw = await request.body()
-    if len(raw) > _MAX_INPUT_BYTES:
-        return error(413, f"RunAgentInput over {_MAX_INPUT_BYTES} bytes")
+    """``POST /api/ag-ui``: the conversation ``RunAgentInput.threadId`` as an AG-UI agent's run stream. The
+    body is read as a stream (413 past ``_MAX_INPUT_BYTES`` before the rest is read, 408 when it stops coming
+    for ``--read-timeout``) and parsed strictly (``NaN``, ``1e999``, lone surrogates, nesting deeper than
+    ``_MAX_DEPTH``: a 400 naming the field)."""
     try:
-        body = json.loads(raw)
-    except ValueError as e:
-        return error(400, f"the body is not JSON: {e}")
+        raw = await read_body(request, _MAX_INPUT_BYTES, app.config.read_timeout_s)
+        body = parse_object(raw, max_depth=_MAX_DEPTH, what="the RunAgentInput")
+    except BodyError as e:
+        return error(e.status, e.message)
     problem = _input_problem(body)
     if problem is not None:
         return error(400, problem)
@@ -422,5 +441,6 @@ async def agent_response(app: ServerHandlers, request: Request) -> Response:
         linger_s=min(LINGER_S, idle_s),
         known=known,
         with_ids=False,
+        conversation_id=thread,
     )
     return _response(app, AG_UI, chunks)

@@ -192,10 +192,15 @@ async def progress_chunks(
         subscription = deltas.subscribe(trace_id=trace_id, conversation_id=conversation_id, kind="text_chunk")
     sent: list[bytes] = []  # lines sent on this connection, from seq ``since + 1``
     last: tuple[list[Span], bool] | None = None
+    held: set[str] = set() if trace_id is None else {trace_id}  # the traces whose commits wake it
     try:
         while True:
-            waiter = notifier.waiter()
+            waiter = notifier.waiter(
+                traces=held, conversations=() if conversation_id is None else (conversation_id,)
+            )
             spans, final, local = await read()
+            if conversation_id is not None:
+                held = {span.trace_id for span in spans}
             if (spans, final) != last:  # the same spans (the store's cached list) give the same view
                 last = (spans, final)
                 envelopes = settled(spans, final=final)

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -84,17 +85,61 @@ async def within(awaitable: Awaitable[Any], timeout_s: float) -> bool:
 
 
 class Notifier:
-    """Wakes every waiting stream after a commit (call ``notify`` on the event loop)."""
+    """Wakes the waiting streams after a commit (call ``notify`` on the event loop), only those it concerns:
+    a stream of one trace wakes on commits of that trace, a conversation's on commits of that conversation
+    or of a trace it holds, the all-traces stream on every commit. A commit that cannot say what it touched
+    (``notify()`` with no traces) wakes every stream. So many idle streams cost a commit nothing but the
+    lookups of the traces it wrote."""
+
+    _SWEEP: Final = 1024  # waiters registered between two sweeps of keys whose waiters are all gone
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._all = asyncio.Event()
+        self._keyed: dict[tuple[str, str], weakref.WeakSet[asyncio.Event]] = {}
+        self._conversations = 0  # keyed conversation waiters registered since the last sweep (a hint)
+        self._made = 0
 
-    def waiter(self) -> asyncio.Event:
-        return self._event
+    def waiter(
+        self, *, traces: Iterable[str] | None = None, conversations: Iterable[str] = ()
+    ) -> asyncio.Event:
+        """The event the next commit concerning ``traces`` or ``conversations`` sets (``traces`` ``None``:
+        the next commit at all). Taken before a read, so no commit after that read is missed."""
+        if traces is None:
+            return self._all
+        event = asyncio.Event()
+        for trace_id in traces:
+            self._keyed.setdefault(("t", trace_id), weakref.WeakSet()).add(event)
+        for conversation_id in conversations:
+            self._keyed.setdefault(("c", conversation_id), weakref.WeakSet()).add(event)
+            self._conversations += 1
+        self._made += 1
+        if self._made >= self._SWEEP:
+            self._made = 0
+            self._keyed = {k: v for k, v in self._keyed.items() if len(v)}
+            self._conversations = sum(1 for k in self._keyed if k[0] == "c")
+        return event
 
-    def notify(self) -> None:
-        event, self._event = self._event, asyncio.Event()
+    @property
+    def conversations_waiting(self) -> bool:
+        """Whether any stream may wait on a conversation (then a commit names the conversations of the
+        traces it wrote)."""
+        return self._conversations > 0
+
+    def notify(self, traces: Iterable[str] | None = None, conversations: Iterable[str] = ()) -> None:
+        """A commit of ``traces`` (of those ``conversations``); ``None``: it cannot say which."""
+        event, self._all = self._all, asyncio.Event()
         event.set()
+        if traces is None:
+            keyed, self._keyed = self._keyed, {}
+            for waiters in keyed.values():
+                for waiting in list(waiters):
+                    waiting.set()
+            return
+        keys = [("t", t) for t in traces] + [("c", c) for c in conversations]
+        for key in keys:
+            found = self._keyed.pop(key, None)
+            for waiting in list(found or ()):
+                waiting.set()
 
 
 def format_event(cursor: Cursor, kind: str, data: Any) -> bytes:
@@ -158,14 +203,23 @@ async def tail(
     heartbeat_s: float,
 ) -> AsyncGenerator[list[tuple[Cursor, int, Span]] | None, None]:
     """The event log after ``position``, forever: each page of entries as it is read, ``None`` when
-    ``heartbeat_s`` passed without a commit (time for a heartbeat)."""
+    ``heartbeat_s`` passed without a commit (time for a heartbeat). It wakes on commits of its trace, of its
+    conversation or the traces it read of it, or (neither given) on every commit."""
+    seen: set[str] = set()
     while True:
-        waiter = notifier.waiter()
+        if trace_id is not None:
+            waiter = notifier.waiter(traces=(trace_id,))
+        elif conversation_id is not None:
+            waiter = notifier.waiter(traces=seen, conversations=(conversation_id,))
+        else:
+            waiter = notifier.waiter()
         rows = await run_in_threadpool(
             store.events_after, position, trace_id=trace_id, conversation_id=conversation_id, limit=PAGE
         )
         if rows:
             position = rows[-1][0]
+            if conversation_id is not None:
+                seen.update(span.trace_id for _, _, span in rows)
             yield rows
         if len(rows) == PAGE:
             continue
