@@ -8,7 +8,7 @@ What it shows: the example starts ``python -m toolspan serve`` (free ports on 12
 1. starts the ``@ag-ui/client`` ``HttpAgent`` (Node, ``tests/node``: ``npm ci`` there first) against
    ``POST /api/ag-ui`` with ``threadId`` = the conversation ``conv-ag-ui``, *before* the agent runs; then
    runs a toolspan agent exporting to the server by the standard OTLP variables, with pending records of
-   every span (``PendingSpanProcessor(tools_only=False)``) so its run, its thought and each tool are on
+   every span (``TOOLSPAN_PENDING_SPANS=all``) so its run, its thought and each tool are on
    the stream while they run. The client streams the run live and ends when the conversation is done;
 2. sends the server a trace recorded from a framework, the OpenAI Agents SDK with its OpenInference
    instrumentation (``tests/corpus/openai_agents``), and runs the client on that conversation: a framework
@@ -33,7 +33,6 @@ from typing import Any
 from serve_with_page import fetch, start_server
 
 import toolspan
-from toolspan.exporters.pending import PendingSpanProcessor
 
 REPO = Path(__file__).resolve().parent.parent
 NODE_DIR = REPO / "tests" / "node"
@@ -70,10 +69,19 @@ def run_agent() -> None:
         run.set_output("Paris: 18 C. I could not find Atlantis.")
 
 
+def why_no_client() -> str | None:
+    """Why the real @ag-ui/client cannot run here (``None`` when it can)."""
+    if shutil.which("node") is None:
+        return "no Node.js on PATH"
+    if not (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir():
+        return f"Node.js is here, its packages are not: run (cd {NODE_DIR} && npm ci) once"
+    return None
+
+
 def client(url: str, thread: str) -> subprocess.Popen[bytes] | None:
     """The real @ag-ui/client running the thread (None without Node and its packages)."""
     node = shutil.which("node")
-    if node is None or not (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir():
+    if node is None or why_no_client() is not None:
         return None
     script = NODE_DIR / "ag_ui_run.mjs"
     return subprocess.Popen(
@@ -86,7 +94,7 @@ def show(out: Path, url: str, thread: str, proc: subprocess.Popen[bytes] | None)
         with urllib.request.urlopen(f"{url}/api/conversations/{thread}/ag-ui/stream", timeout=30) as response:
             body = response.read().decode("utf-8")
         events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
-        print(f"{thread} (no Node: the raw stream): {' '.join(e['type'] for e in events)}")
+        print(f"{thread} ({why_no_client()}; the raw stream): {' '.join(e['type'] for e in events)}")
         return
     stdout, _ = proc.communicate(timeout=120)
     result = json.loads(stdout)
@@ -108,8 +116,8 @@ def main(out: Path) -> None:
     try:
         watcher = client(url, THREAD)  # connected before the agent starts: it watches the run live
         os.environ.update(OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf")
+        os.environ["TOOLSPAN_PENDING_SPANS"] = "all"  # the whole run streams live: agent, model and tools
         provider: Any = toolspan.configure(service_name="ag-ui-agent")
-        provider.add_span_processor(PendingSpanProcessor(tools_only=False))
         run_agent()
         provider.shutdown()
         show(out, url, THREAD, watcher)
@@ -132,4 +140,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

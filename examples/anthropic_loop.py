@@ -14,6 +14,7 @@ Offline by default (a scripted model behind the client's ``http_client`` hook, `
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -69,6 +70,7 @@ def main(out: Path) -> None:
     client = make_client()
     question = "What's the weather in Paris, and what is 25 + 30?"
     messages: list[Any] = [{"role": "user", "content": question}]
+    print(f"user: {question}")
     with toolspan.agent("assistant", input=question) as run:
         while True:
             message = client.messages.create(
@@ -77,13 +79,17 @@ def main(out: Path) -> None:
             if message.stop_reason != "tool_use":
                 break
             messages.append({"role": "assistant", "content": message.content})
-            messages.append({"role": "user", "content": toolspan.run_tool_calls(message, [get_weather, add])})
+            results = toolspan.run_tool_calls(message, [get_weather, add])
+            calls = [block for block in message.content if block.type == "tool_use"]
+            for call, result in zip(calls, results, strict=True):  # one result per call, in order
+                print(f"  {call.name}({json.dumps(call.input)}) -> {result['content']}")  # type: ignore[union-attr]
+            messages.append({"role": "user", "content": results})
         answer = "".join(block.text for block in message.content if block.type == "text")
         run.set_output(answer)
-    print(answer)
+    print(f"assistant: {answer}")
     getattr(provider, "shutdown", lambda: None)()  # flush the trace file
     print(f"trace: {out / 'traces.jsonl'}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

@@ -90,4 +90,4 @@ def print_tree(node: dict[str, Any], depth: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

@@ -15,6 +15,7 @@ Offline by default (a scripted model behind the client's ``httpx_client`` hook, 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -79,19 +80,23 @@ def main(out: Path) -> None:
     )
     question = "What's the weather in Paris, and what is 25 + 30?"
     contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=question)])]
+    print(f"user: {question}")
     with toolspan.agent("assistant", input=question) as run:
         while True:
             response = client.models.generate_content(model=MODEL, contents=contents, config=config)
             results = toolspan.run_tool_calls(response, [get_weather, add])
             if not results:
                 break
+            for call, result in zip(response.function_calls or [], results, strict=True):  # in call order
+                said = result["function_response"]["response"]  # type: ignore[index]
+                print(f"  {call.name}({json.dumps(call.args)}) -> {json.dumps(said)}")
             contents.append(response.candidates[0].content)  # type: ignore[index]
             contents.append(types.Content(role="user", parts=results))  # type: ignore[arg-type]
         run.set_output(response.text or "")
-    print(response.text)
+    print(f"assistant: {response.text}")
     getattr(provider, "shutdown", lambda: None)()  # flush the trace file
     print(f"trace: {out / 'traces.jsonl'}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

@@ -129,4 +129,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--server"]:
         serve(Path(sys.argv[2]))
     else:
-        main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

@@ -79,6 +79,7 @@ def main(out: Path) -> None:
     client = make_client()
     question = "What's the weather in Paris, and what is 25 + 30?"
     messages: list[Any] = [{"role": "user", "content": question}]
+    print(f"user: {question}")
     with toolspan.agent("assistant", input=question) as run:
         while True:
             reply = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOL_SCHEMAS)
@@ -86,12 +87,17 @@ def main(out: Path) -> None:
             if not message.tool_calls:
                 break
             messages.append(message)  # the SDK sends its own message object back as it is
-            messages += toolspan.run_tool_calls(message, [get_weather, add])
+            results = toolspan.run_tool_calls(message, [get_weather, add])
+            for call, result in zip(
+                message.tool_calls, results, strict=True
+            ):  # one result per call, in order
+                print(f"  {call.function.name}({call.function.arguments}) -> {result['content']}")  # type: ignore[union-attr]
+            messages += results
         run.set_output(message.content or "")
-    print(message.content)
+    print(f"assistant: {message.content}")
     getattr(provider, "shutdown", lambda: None)()  # flush the trace file
     print(f"trace: {out / 'traces.jsonl'}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

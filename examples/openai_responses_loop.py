@@ -70,18 +70,22 @@ def main(out: Path) -> None:
     client = make_client()
     question = "What's the weather in Paris, and what is 25 + 30?"
     items: list[Any] = [{"role": "user", "content": question}]
+    print(f"user: {question}")
     with toolspan.agent("assistant", input=question) as run:
         while True:
             response = client.responses.create(model=MODEL, input=items, tools=TOOL_SCHEMAS)
             results = toolspan.run_tool_calls(response, [get_weather, add])
             if not results:
                 break
+            calls = [item for item in response.output if item.type == "function_call"]
+            for call, result in zip(calls, results, strict=True):  # one result per call, in order
+                print(f"  {call.name}({call.arguments}) -> {result['output']}")  # type: ignore[union-attr]
             items += [*response.output, *results]
         run.set_output(response.output_text)
-    print(response.output_text)
+    print(f"assistant: {response.output_text}")
     getattr(provider, "shutdown", lambda: None)()  # flush the trace file
     print(f"trace: {out / 'traces.jsonl'}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("example-output") / Path(__file__).stem)

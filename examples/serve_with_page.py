@@ -2,14 +2,14 @@
 
     python examples/serve_with_page.py [OUT_DIR] [--keep]
 
-What it shows: the example starts ``python -m toolspan serve`` (its SQLite file ``OUT_DIR/toolspan.db``,
-free ports on 127.0.0.1), then runs a small agent configured only by the standard environment variables
-any OpenTelemetry SDK reads (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_PROTOCOL``; plus
-``TOOLSPAN_PENDING_SPANS=true`` so a running tool shows at once). It then reads back what the server
-holds. What to look at: the printed URLs of the trace list (``/traces``) and of the run's trace page
-(``/traces/{id}``, with its Content-Security-Policy), the summary from ``/api/traces``, and the saved
-``OUT_DIR/trace-page.html`` and ``OUT_DIR/traces.json``. With ``--keep`` the server stays up until
-Ctrl-C, so you can open the URLs in a browser.
+What it shows: the example starts ``python -m toolspan serve`` (its SQLite file ``OUT_DIR/toolspan.db``, a
+port on 127.0.0.1 it reads back from the server's banner), then runs a small agent configured only by the
+standard environment variables any OpenTelemetry SDK reads (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+``OTEL_EXPORTER_OTLP_PROTOCOL``; plus ``TOOLSPAN_PENDING_SPANS=all`` so the run shows while it runs). It
+then reads back what the server holds. What to look at: the run as the server lists it (its name, state and
+counts from ``/api/traces``, saved in ``OUT_DIR/traces.json``), and the printed URLs of the list of runs
+and of the run's live trace page. With ``--keep`` the server stays up until Ctrl-C, so you can open them
+in a browser.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -31,36 +30,28 @@ import toolspan
 HOST = "127.0.0.1"
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 def fetch(url: str) -> tuple[int, str]:
     with urllib.request.urlopen(url, timeout=10) as response:
         return response.status, response.read().decode("utf-8")
 
 
-def start_server(out: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port, grpc_port = free_port(), free_port()
-    db = out / "toolspan.db"
-    command = [sys.executable, "-m", "toolspan", "serve", "--db", str(db), "--port", str(port)]
-    command += ["--grpc-port", str(grpc_port)]
-    with (out / "server.log").open("wb") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=log)
-    url = f"http://{HOST}:{port}"
+def start_server(out: Path, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``toolspan serve`` (and ``flags``) on a port it picks; its URL, read back from its banner."""
+    command = [sys.executable, "-m", "toolspan", "serve", "--db", str(out / "toolspan.db")]
+    command += ["--host", HOST, "--port", "0", "--grpc-port", "-1", *flags]
+    log = out / "server.log"
+    with log.open("wb") as sink:
+        server = subprocess.Popen(command, stdout=sink, stderr=sink)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:  # wait until it answers
+    while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"toolspan serve exited; see {out / 'server.log'}")
-        try:
-            fetch(url + "/healthz")
-            return server, url
-        except OSError:
-            time.sleep(0.05)
+            raise SystemExit(f"toolspan serve exited; see {log}")
+        found = re.search(r"OTLP/HTTP (http://\S+)/v1/traces", log.read_text("utf-8", "replace"))
+        if found:
+            return server, found.group(1)
+        time.sleep(0.05)
     server.terminate()
-    raise SystemExit(f"toolspan serve did not start; see {out / 'server.log'}")
+    raise SystemExit(f"toolspan serve did not start; see {log}")
 
 
 @toolspan.tool
@@ -94,7 +85,7 @@ def main(out: Path, keep: bool) -> None:
         os.environ.update(
             OTEL_EXPORTER_OTLP_ENDPOINT=url,
             OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
-            TOOLSPAN_PENDING_SPANS="true",
+            TOOLSPAN_PENDING_SPANS="all",
         )
         provider = toolspan.configure(service_name="served-agent")
         run_agent()
@@ -103,19 +94,14 @@ def main(out: Path, keep: bool) -> None:
         _status, body = fetch(url + "/api/traces")
         listing = json.loads(body)
         (out / "traces.json").write_text(json.dumps(listing, indent=2) + "\n", encoding="utf-8")
-        summary = listing["traces"][0]
-        trace_id = summary["trace_id"]
-        status, page = fetch(f"{url}/traces/{trace_id}")
-        (out / "trace-page.html").write_text(page, encoding="utf-8")
-        csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
-
-        list_status, trace_list = fetch(url + "/traces")
-        linked = f'href="/traces/{trace_id}"' in trace_list
-        print(f"trace list: {url}/traces (HTTP {list_status}, links the run: {linked})")
-        print(f"trace page: {url}/traces/{trace_id} (HTTP {status})")
-        print("page policy:", csp.group(1) if csp else None)
-        fields = ("root_name", "service", "conversation_id", "spans", "tool_calls", "errors", "state")
-        print("summary:", json.dumps({key: summary[key] for key in fields}))
+        run = listing["traces"][0]
+        status, _page = fetch(f"{url}/traces/{run['trace_id']}")
+        print(f"toolspan serve at {url} holds the run {run['name']!r}:")
+        counts = f"{run['tool_calls']} tool calls, {run['errors']} errors"
+        print(f"  {run['state']}, {counts}, service {run['service']}")
+        print(f"  list of runs  {url}/traces")
+        print(f"  its page      {url}/traces/{run['trace_id']} (HTTP {status})")
+        print(f"  as JSON       {url}/api/traces?q={run['trace_id']}")
         if keep:
             print("serving; Ctrl-C to stop", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
@@ -127,4 +113,6 @@ def main(out: Path, keep: bool) -> None:
 
 if __name__ == "__main__":
     args = [arg for arg in sys.argv[1:] if arg != "--keep"]
-    main(Path(args[0]) if args else Path("example-output"), keep="--keep" in sys.argv[1:])
+    main(
+        Path(args[0]) if args else Path("example-output") / Path(__file__).stem, keep="--keep" in sys.argv[1:]
+    )

@@ -53,7 +53,15 @@ BASE="http://127.0.0.1:$PORT"
 mkdir -p demo-output
 .venv/bin/toolspan serve --db demo-output/toolspan.db --port "$PORT" --grpc-port "$GRPC_PORT" &
 SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null' EXIT INT TERM
+stop() {
+  # Ctrl-C (or a TERM) ends the demo as it should: the server stopped cleanly, status 0.
+  trap - EXIT INT TERM
+  kill "$SERVER" 2>/dev/null || true
+  wait "$SERVER" 2>/dev/null || true
+  exit 0
+}
+trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null' EXIT
+trap stop INT TERM
 up=0
 for _ in $(seq 1 100); do
   if ! kill -0 "$SERVER" 2>/dev/null; then
@@ -74,32 +82,30 @@ if [ "$up" = 0 ]; then
   echo "demo: toolspan serve did not answer on $BASE/healthz within 10 s" >&2
   exit 1
 fi
-OTEL_EXPORTER_OTLP_ENDPOINT="$BASE" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf TOOLSPAN_PENDING_SPANS=true \
+SINCE_MS=$(.venv/bin/python -c "import time; print(time.time_ns() // 1_000_000)")
+OTEL_EXPORTER_OTLP_ENDPOINT="$BASE" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf TOOLSPAN_PENDING_SPANS=all \
   .venv/bin/python examples/demo_agent.py "${ARGS[@]}"
 if ! kill -0 "$SERVER" 2>/dev/null; then
   echo "demo: toolspan serve stopped while the demo ran; its error is above" >&2
   exit 1
 fi
-.venv/bin/python - "$BASE" <<'PY'
+.venv/bin/python - "$BASE" "$SINCE_MS" <<'PY'
 import json
 import sys
 import urllib.request
 
-base = sys.argv[1]
-rows = json.load(urllib.request.urlopen(f"{base}/api/traces"))["traces"]
+base, since = sys.argv[1], sys.argv[2]
+# This run's traces only (the store keeps earlier runs of the demo too: they are in the list).
+rows = json.load(urllib.request.urlopen(f"{base}/api/traces?from_ms={since}"))["traces"]
 print(f"\ntoolspan serve is running: {base}")
-print(f"  trace list      {base}/traces            (open in a browser: every run, its live trace page)")
-print(f"  traces (JSON)   {base}/api/traces")
-print(f"  live stream     {base}/api/stream            (SSE; curl -N; starts at the live tail)")
-for row in rows:
-    trace = row["trace_id"]
-    print(f"  trace {trace}  {row['root_name']} ({row['state']}, {row['tool_calls']} tool calls)")
-    print(f"    page      {base}/traces/{trace}")
-    for view in ("events", "tree", "plans", "progress", "stream"):
-        print(f"    {view:<9} {base}/api/traces/{trace}/{view}")
-    if row["conversation_id"]:
-        print(f"    timeline  {base}/api/conversations/{row['conversation_id']}/timeline")
-print(f"  OpenAPI         {base}/openapi.json")
-print("Ctrl-C to stop.")
+print(f"  runs    {base}/traces   (open it in a browser: every run, each with its live trace page)")
+print(f"  inbox   {base}/inbox    (tool calls waiting for a decision)")
+print("This demo's runs:")
+for row in reversed(rows):  # in the order they ran
+    print(f"  {row['name']}")
+    print(f"    {row['state']}, {row['tool_calls']} tool calls   page {base}/traces/{row['trace_id']}")
+print(f"API: {base}/api/traces, {base}/api/traces/<id>/events (or tree, plans, progress, stream),")
+print(f"     live stream {base}/api/stream (SSE), OpenAPI {base}/openapi.json")
+print("Ctrl-C to stop.", flush=True)
 PY
-wait "$SERVER"
+wait "$SERVER" || true

@@ -40,9 +40,11 @@ WHEEL_MUST_HOLD = (
     "toolspan/_kernel/lazy.py",
     *(f"toolspan/bridge/schemas/{name}.schema.json" for name in SCHEMAS),
     "toolspan/policy/schemas/policy.schema.json",
-    "toolspan/page/page.js",
-    "toolspan/page/page.css",
-    "toolspan/page/template.html",
+    *(
+        f"toolspan/page/{name}"
+        for name in ("page.js", "page.css", "template.html", "theme.css", "common.js", "top.html")
+    ),
+    *(f"toolspan/page/{name}" for name in ("app.html", "app.css", "list.js", "inbox.js")),
 )
 
 

@@ -4,8 +4,8 @@ text and asks for three tools, paced by the test.
     python frontend_live_app.py DIR CONVERSATION_ID
 
 Exports with ``configure()`` from the environment (OTLP to the server; text deltas as OTLP log records),
-plus a pending record of every span at its start (``PendingSpanProcessor(tools_only=False)``: the agent's
-run and the model call are on the stream while they run, not only the tools). After the agent span
+plus a pending record of every span at its start (``TOOLSPAN_PENDING_SPANS=all``, set by the test: the
+agent's run and the model call are on the stream while they run, not only the tools). After the agent span
 started it writes ``DIR/ready`` and waits for ``DIR/go``. The model call is a GenAI ``chat`` span, as a
 model SDK's instrumentation records it, streaming its text as deltas (then it waits for ``DIR/said``).
 ``get_weather`` writes ``DIR/started``, waits for ``DIR/release`` and returns a result; ``get_station``
@@ -25,7 +25,6 @@ from opentelemetry import trace
 
 import toolspan
 from toolspan import semconv as sc
-from toolspan.exporters.pending import PendingSpanProcessor
 
 DIR = Path(sys.argv[1])
 CONVERSATION = sys.argv[2]
@@ -68,7 +67,6 @@ def _calls() -> list[dict[str, Any]]:
 
 def main() -> None:
     provider: Any = toolspan.configure(service_name="frontend-app")
-    provider.add_span_processor(PendingSpanProcessor(tools_only=False))
     tracer = trace.get_tracer("frontend-app")
     with toolspan.agent("assistant", input=QUESTION, conversation_id=CONVERSATION) as run:
         (DIR / "ready").write_text("1")

@@ -225,6 +225,34 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
 
 
+@pytest.mark.parametrize(
+    ("argv", "usage", "error"),
+    [
+        (["convert", "x.json", "--too", "events"], "usage: toolspan convert", "--too (did you mean --to?)"),
+        (["convert", "x.json", "--to", "events", "--lenent"], "usage: toolspan convert", "--lenient?)"),
+        (
+            ["audit", "x.json", "--polcy", "p.json"],
+            "usage: toolspan audit",
+            "--polcy (did you mean --policy?)",
+        ),
+        (["serve", "--tokn", "t"], "usage: toolspan serve", "--tokn (did you mean --token?)"),
+    ],
+)
+def test_a_misspelled_flag_gets_its_command_s_usage(
+    argv: list[str], usage: str, error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command's own usage (which lists the flag meant) and the closest flag, not the top-level usage."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.startswith(usage)
+    (last,) = [line for line in err.splitlines() if "error:" in line]
+    assert last.startswith(f"toolspan {argv[0]}: error: unrecognized arguments: ")
+    assert last.endswith(error)
+    assert "usage: toolspan [-h]" not in err
+
+
 def test_progress_bar_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "trace.jsonl"
     src.write_bytes(render("otlp_jsonl", parity_trace()))
@@ -311,10 +339,10 @@ def hostile_corpus(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     gz = gzip.compress(good.encode() * 20)
     cut_at = len(zlib.decompressobj(31).decompress(gz[:-30]))
     cases: dict[str, tuple[bytes, str]] = {
-        "random.bin": (RANDOM, f": {NOT_A_TRACE}; it starts with {RANDOM[:16]!r}..."),
-        "notes.txt": (b"hello\n", f": {NOT_A_TRACE}; it starts with {b'hello' + bytes([10])!r}"),
-        "image.png": (PNG, f": {NOT_A_TRACE}; it starts with {PNG[:16]!r}..."),
-        "zeros.bin": (bytes(64), f": {NOT_A_TRACE}; it starts with {bytes(16)!r}..."),
+        "random.bin": (RANDOM, f": {NOT_A_TRACE}; it starts with the bytes {RANDOM[:16].hex(' ')}..."),
+        "notes.txt": (b"hello\n", f': {NOT_A_TRACE}; it starts with the text "hello\\n"'),
+        "image.png": (PNG, f": {NOT_A_TRACE}; it is a PNG image"),
+        "zeros.bin": (bytes(64), f": {NOT_A_TRACE}; it starts with the bytes {bytes(16).hex(' ')}..."),
         "cut.jsonl.gz": (gz[:-30], f": gzip data cut off after {cut_at:,} decompressed bytes"),
         "time.jsonl": (
             good.replace("1700000000000000000", "100000000000000000000000000").encode(),
@@ -372,7 +400,7 @@ def test_dev_zero_stops_at_once_in_both_modes(tmp_path: Path) -> None:
         )
         label = "skipped" if extra else "error"
         assert proc.stderr.decode().splitlines()[0] == (
-            f"toolspan: {label}: /dev/zero: {NOT_A_TRACE}; it starts with {bytes(16)!r}..."
+            f"toolspan: {label}: /dev/zero: {NOT_A_TRACE}; it starts with the bytes {bytes(16).hex(' ')}..."
         )
         assert (proc.returncode, proc.stdout) == (0 if extra else 1, b"")
 

@@ -339,3 +339,87 @@ def test_two_deciders_whose_transactions_overlap_both_get_the_first_decision(sto
         assert control.run(store, control.decision_for, ("a" * 32, f"{9:016x}")) == [first]
     finally:
         store.close()
+
+
+def test_the_approver_warns_when_nothing_exports_the_waiting_call(
+    spans: Spans, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without pending records the server never lists the call, so no one can decide it: the approver says
+    so, once, naming the setting; with a ``PendingSpanProcessor`` to that server the call is in the inbox
+    and nothing is said."""
+
+    def remove(path: str) -> str:
+        return "removed"
+
+    second = {**CALL, "id": "toolu_2"}
+    with running_server(tmp_path) as server:
+        approver = toolspan.ServerApprover(server.url)
+        with caplog.at_level("WARNING", logger="toolspan._calls.remote"):
+            toolspan.run_tool_calls(
+                [CALL, second], [remove], approve=approver, approve_timeout=0.3, parallel=False
+            )
+        silent = _exported_run(server, remove)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolspan._calls.remote"]
+    assert len(warnings) == 1  # once per approver, not once per call
+    assert warnings[0].startswith(
+        "toolspan: ServerApprover: nothing exports a pending record of tool call 'toolu_1' (remove):"
+        f" toolspan serve at {server.url} cannot list it in its inbox"
+    )
+    assert "TOOLSPAN_PENDING_SPANS=true" in warnings[0]
+    assert silent == (["toolu_3"], [])
+
+
+def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
+    """A call gated by a fresh approver whose spans go to ``server`` with pending records: ``(the call ids
+    the server's inbox listed while it waited, the approver's warnings)``."""
+    import logging
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from tests._server import wait_for
+
+    from toolspan.exporters.pending import PendingSpanProcessor
+    from toolspan.testing import installed_tracer_provider
+
+    exporter = OTLPSpanExporter(endpoint=f"{server.url}/v1/traces")
+    provider = TracerProvider()
+    provider.add_span_processor(PendingSpanProcessor(exporter))
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("toolspan._calls.remote").addHandler(handler)
+    listed: list[str] = []
+    try:
+        with installed_tracer_provider(provider):
+            waiter = threading.Thread(
+                target=toolspan.run_tool_calls,
+                args=([{**CALL, "id": "toolu_3"}], [remove]),
+                kwargs={"approve": toolspan.ServerApprover(server.url), "approve_timeout": 5},
+            )
+            waiter.start()
+            entries = wait_for(lambda: server.get_json("/api/control/waiting")["waiting"], "the call listed")
+            listed = [e["call_id"] for e in entries]
+            waiter.join(10)
+    finally:
+        logging.getLogger("toolspan._calls.remote").removeHandler(handler)
+        provider.shutdown()
+    return listed, [m for m in said if "ServerApprover" in m]
+
+
+def test_deciding_a_call_the_server_never_saw_says_why_it_may_be_unknown(tmp_path: Path) -> None:
+    """An application that sends no pending records leaves its waiting call unseen: the 404 names the
+    setting that would have shown it, on deciding and on cancelling alike."""
+    import json
+
+    with running_server(tmp_path, "--decider", "ops=ops-token") as server:
+        server.headers = {"Authorization": "Bearer ops-token", "Content-Type": "application/json"}
+        body = {"execution_id": "exec_00000000000000ab", "decision": "allow", "shown": "0" * 64}
+        decided = server.request("POST", "/api/control/decisions", json.dumps(body).encode())
+        cancel = {"execution_id": "exec_00000000000000ab"}
+        cancelled = server.request("POST", "/api/control/cancels", json.dumps(cancel).encode())
+    for status, _, answer in (decided, cancelled):
+        assert status == 404
+        assert json.loads(answer)["error"] == (
+            "no tool call exec_00000000000000ab is known here (a call shows here while it waits or runs only"
+            " when its application exports pending records: TOOLSPAN_PENDING_SPANS=true)"
+        )

@@ -84,7 +84,10 @@ def test_writes_the_trace_page_and_prints_its_path(demo: tuple[Path, str]) -> No
     assert stdout.splitlines()[-1] == f"trace page: {(out / 'run.html').resolve()}"
     html = (out / "run.html").read_text("utf-8")
     data = html.split('<script id="ts-data" type="application/json">', 1)[1].split("</script>", 1)[0]
-    assert [page["title"] for page in json.loads(data)] == ["assistant", "assistant"]
+    assert [page["title"] for page in json.loads(data)] == [
+        "What's the weather in Paris and what is 25 + 30?",
+        "Research OpenTelemetry for me, then clean up the scratch files.",
+    ]
 
 
 def test_prints_the_act_observe_timeline(demo: tuple[Path, str]) -> None:
@@ -370,7 +373,10 @@ def test_demo_sh_serve_notices_a_server_that_died(tmp_path: Path) -> None:
     )
 
 
-def test_demo_sh_serve_prints_the_trace_list_and_serves_it(tmp_path: Path) -> None:
+def test_demo_sh_serve_prints_this_run_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    """Run twice on one store: each run lists its own two runs (not every run the store kept), the list
+    the browser opens shows them by name and state, and Ctrl-C stops the demo with status 0."""
+    import json
     import signal
     import urllib.request
 
@@ -378,34 +384,43 @@ def test_demo_sh_serve_prints_the_trace_list_and_serves_it(tmp_path: Path) -> No
 
     repo, _log = _checkout(tmp_path)
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_", "PORT", "GRPC"))}
-    proc = subprocess.Popen(
-        ["bash", str(repo / "scripts" / "demo.sh"), "--serve"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**clean, "PORT": str(port), "GRPC_PORT": "-1"},
-        start_new_session=True,  # its own process group: the script, its server and the demo
-    )
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.startswith("Ctrl-C to stop."):
-                break
-        base = f"http://127.0.0.1:{port}"
-        assert (
-            f"  trace list      {base}/traces            (open in a browser: every run, its live trace page)"
-            in lines
+    for attempt in (1, 2):
+        proc = subprocess.Popen(
+            ["bash", str(repo / "scripts" / "demo.sh"), "--serve"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**clean, "PORT": str(port), "GRPC_PORT": "-1"},
+            start_new_session=True,  # its own process group: the script, its server and the demo
         )
-        pages = [line.split()[1] for line in lines if line.strip().startswith("page ")]
-        assert len(pages) == 2
-        assert all(page.startswith(f"{base}/traces/") for page in pages)
-        with urllib.request.urlopen(f"{base}/", timeout=10) as response:  # / leads to the list
-            listing = response.read().decode("utf-8")
-        assert "What&#x27;s the weather in Paris and what is 25 + 30?</a>" in listing
-        assert '<td class="DENIED">DENIED</td>' in listing  # the second turn's denied call
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+        try:
+            assert proc.stdout is not None
+            lines = []
+            for line in proc.stdout:
+                lines.append(line.rstrip("\n"))
+                if line.startswith("Ctrl-C to stop."):
+                    break
+            assert (
+                f"  runs    {base}/traces   (open it in a browser: every run, each with its live trace page)"
+                in lines
+            )
+            assert f"  inbox   {base}/inbox    (tool calls waiting for a decision)" in lines
+            at = lines.index("This demo's runs:")
+            assert lines[at + 1] == "  What's the weather in Paris and what is 25 + 30?"
+            assert lines[at + 2].startswith(f"    COMPLETED, 2 tool calls   page {base}/traces/")
+            assert lines[at + 3] == "  Research OpenTelemetry for me, then clean up the scratch files."
+            assert lines[at + 4].startswith(f"    DENIED, 3 tool calls   page {base}/traces/")
+            assert lines[at + 5].startswith("API: ")  # this run's two, however many the store holds
+            with urllib.request.urlopen(f"{base}/api/traces", timeout=10) as response:
+                stored = json.load(response)["traces"]
+            assert len(stored) == 2 * attempt
+            with urllib.request.urlopen(f"{base}/", timeout=10) as response:  # / leads to the list page
+                assert response.url == f"{base}/traces"
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in its terminal sends
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)

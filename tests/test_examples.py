@@ -92,9 +92,18 @@ def test_sdk_loop_examples(
 ) -> None:
     stdout = run_example(example, tmp_path)
     answer = ANSWER
+    weather, added = json.dumps(WEATHER), "55"
     if example == "gemini_loop":  # the scripted model quotes the function_response objects
         answer = 'Here is what the tools said: {"output": ' + json.dumps(WEATHER) + '}; {"output": 55}'
-    assert stdout == [answer, f"trace: {tmp_path / 'traces.jsonl'}"]
+        weather, added = '{"output": ' + weather + "}", '{"output": 55}'
+    # Each turn of the loop, then the answer: what the model asked for, what each tool answered.
+    assert stdout == [
+        "user: What's the weather in Paris, and what is 25 + 30?",
+        f'  get_weather({{"city": "Paris"}}) -> {weather}',
+        f'  add({{"a": 25, "b": 30}}) -> {added}',
+        f"assistant: {answer}",
+        f"trace: {tmp_path / 'traces.jsonl'}",
+    ]
 
     spans, _report = read_spans(tmp_path / "traces.jsonl")
     names = by_name(spans)
@@ -317,14 +326,17 @@ def test_serve_with_page(tmp_path: Path) -> None:
     listing = json.loads((tmp_path / "traces.json").read_text("utf-8"))
     (summary,) = listing["traces"]
     trace_id = summary["trace_id"]
-    url = stdout[0].split()[2].removesuffix("/traces")
+    url = stdout[0].split()[3]
     assert url.startswith("http://127.0.0.1:")
-    assert stdout[0] == f"trace list: {url}/traces (HTTP 200, links the run: True)"
-    assert stdout[1] == f"trace page: {url}/traces/{trace_id} (HTTP 200)"
-    csp = stdout[2].removeprefix("page policy: ")
-    assert csp.startswith("default-src 'none'; script-src 'sha256-")
-    assert "connect-src 'self'" in csp  # live: same-origin requests only
+    assert stdout == [
+        f"toolspan serve at {url} holds the run 'Weather in Paris, and 25 + 30?':",
+        "  COMPLETED, 2 tool calls, 0 errors, service served-agent",
+        f"  list of runs  {url}/traces",
+        f"  its page      {url}/traces/{trace_id} (HTTP 200)",
+        f"  as JSON       {url}/api/traces?q={trace_id}",
+    ]
     expected = {
+        "name": "Weather in Paris, and 25 + 30?",
         "root_name": "invoke_agent assistant",
         "service": "served-agent",
         "conversation_id": "conv-serve",
@@ -333,10 +345,7 @@ def test_serve_with_page(tmp_path: Path) -> None:
         "errors": 0,
         "state": "COMPLETED",
     }
-    assert json.loads(stdout[3].removeprefix("summary: ")) == expected
     assert {k: summary[k] for k in expected} == expected
-    page = (tmp_path / "trace-page.html").read_text("utf-8")
-    assert f"/api/traces/{trace_id}/stream" in page  # the page follows the trace live
     assert (tmp_path / "toolspan.db").exists()
     log = (tmp_path / "server.log").read_text("utf-8")
     assert f"OTLP/HTTP {url}/v1/traces" in log  # the real server process received the spans
@@ -427,6 +436,15 @@ def test_the_examples_extra_installs_everything_the_examples_import() -> None:
     assert missing == []
 
 
+def test_the_examples_extra_holds_the_server_and_the_policy_extras() -> None:
+    """serve_with_page.py and the control example start `toolspan serve`; policy_in_ci.py's policy has a
+    pattern (RE2): after `pip install ".[examples]"` alone they run, not stop at an import or a pattern."""
+    examples = installed_by({"examples"})
+    assert installed_by({"server"}) <= examples, installed_by({"server"}) - examples
+    assert installed_by({"policy"}) <= examples, installed_by({"policy"}) - examples
+    assert "google-re2" in examples
+
+
 def test_the_core_alone_does_not_cover_the_examples() -> None:
     """The check above can fail: without the extra, the SDK loops' imports are not installed."""
     provided = installed_by(set())
@@ -459,3 +477,64 @@ def test_ag_ui_frontend(tmp_path: Path) -> None:
     assert types[0] == "RUN_STARTED"
     assert types[-1] == "RUN_FINISHED"
     assert "REASONING_MESSAGE_CONTENT" in types
+
+
+def test_ag_ui_frontend_says_what_is_missing_when_the_client_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Node.js installed but its packages not: the example says to run npm ci, not that there is no Node."""
+    import importlib.util
+    import shutil
+
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # as when run as a script: its sibling modules import
+    spec = importlib.util.spec_from_file_location("ag_ui_frontend_example", EXAMPLES / "ag_ui_frontend.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.NODE_DIR = tmp_path  # a directory without node_modules
+    if shutil.which("node") is None:
+        assert module.why_no_client() == "no Node.js on PATH"
+    else:
+        assert (
+            module.why_no_client()
+            == f"Node.js is here, its packages are not: run (cd {tmp_path} && npm ci) once"
+        )
+    module.NODE_DIR = REPO_NODE
+    if (REPO_NODE / "node_modules" / "@ag-ui" / "client").is_dir() and shutil.which("node"):
+        assert module.why_no_client() is None
+
+
+def test_approve_through_server(tmp_path: Path) -> None:
+    """The runnable example of the control channel: a real `toolspan serve --token --decider`, a real
+    application gated by ServerApprover, a decider over HTTP; every call ends as decided."""
+    stdout = run_example("approve_through_server", tmp_path)
+    url = stdout[0].split()[3].rstrip(":")
+    assert url.startswith("http://127.0.0.1:")
+    assert stdout[1] == "user: Clear last year's releases, tell everyone, and watch the checkout deploy."
+    assert stdout[2] == f"in the inbox ({url}/inbox):"
+    assert stdout[3:6] == [
+        '  delete_files({"path": "/srv/releases"}) from agent ops-assistant, waiting',
+        '  send_email({"to": "everyone@example.org"}) from agent ops-assistant, waiting',
+        '  watch_deploy({"service": "checkout"}) from agent ops-assistant, waiting',
+    ]
+    assert stdout[6].startswith("the application's token may not decide: 403 (")
+    assert stdout[7:11] == [
+        'ops allows delete_files with {"path": "/srv/releases/2023"}: 200, by ops',
+        "ops denies send_email: 200, by ops",
+        "ops allows watch_deploy: 200, by ops",
+        "ops cancels watch_deploy while it runs: 202, by ops",
+    ]
+    assert stdout[11:15] == [
+        "the model gets back:",
+        '  delete_files -> {"deleted": "/srv/releases/2023"}',
+        "  send_email -> PermissionDenied: not to everyone",
+        "  watch_deploy -> ToolCancelled: taking too long",
+    ]
+    assert stdout[15] == (
+        'the run "Clear last year\'s releases, tell everyone, and watch the checkout deploy.": CANCELLED;'
+        ' its calls: {"delete_files": "COMPLETED", "send_email": "DENIED", "watch_deploy": "CANCELLED"}'
+    )
+    assert stdout[16].startswith(f"its page: {url}/traces/")
+    (run,) = json.loads((tmp_path / "traces.json").read_text("utf-8"))["traces"]
+    assert (run["state"], run["denied"], run["cancelled"], run["errors"]) == ("CANCELLED", 1, 1, 0)

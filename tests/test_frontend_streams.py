@@ -120,7 +120,12 @@ def _check_ai_sdk_message(message: dict[str, Any]) -> None:
 
 def test_real_clients_follow_a_live_run_and_its_replay(tmp_path: Path, node: str) -> None:
     with running_server(tmp_path, "--heartbeat", "0.5") as server:
-        env = {**sdk_env(server, "http/protobuf"), "OTEL_BLRP_SCHEDULE_DELAY": "50"}
+        # Whole runs stream live: the agent's and the model call's records too, from the setting alone.
+        env = {
+            **sdk_env(server, "http/protobuf"),
+            "OTEL_BLRP_SCHEDULE_DELAY": "50",
+            "TOOLSPAN_PENDING_SPANS": "all",
+        }
         app = subprocess.Popen([sys.executable, str(APP), str(tmp_path), CONVERSATION], env=env)
         try:
             wait_for((tmp_path / "ready").exists, "the agent to start")

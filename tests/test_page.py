@@ -95,12 +95,13 @@ def test_page_is_self_contained_and_csp_allows_only_its_own_script_and_style() -
         {"id": "ts-config", "type": "application/json"},
         {"id": "ts-data", "type": "application/json"},
         {},
+        {},
     ]
     assert len(styles) == 1
-    code = scripts[2][1]
+    common, code = scripts[2][1], scripts[3][1]
     csp = [a["content"] for t, a in doc.tags if a.get("http-equiv") == "Content-Security-Policy"]
-    assert csp == [NO_NETWORK_CSP.format(script=sha(code), style=sha(styles[0]))]
-    assert content_security_policy(code, styles[0], live=False) == csp[0]
+    assert csp == [NO_NETWORK_CSP.format(script=sha(common) + " " + sha(code), style=sha(styles[0]))]
+    assert content_security_policy([common, code], styles[0], live=False) == csp[0]
     assert json.loads(scripts[1][1]) == pages
     assert json.loads(scripts[0][1]) == {"live": None}
     # Nothing loads from elsewhere: the only URL is the inline data: icon.
@@ -108,9 +109,10 @@ def test_page_is_self_contained_and_csp_allows_only_its_own_script_and_style() -
     assert len(urls) == 1
     assert urls[0] is not None
     assert urls[0].startswith("data:image/svg+xml,")
-    assert "innerHTML" not in code
-    assert "insertAdjacentHTML" not in code
-    assert "document.write" not in code
+    for script in (common, code):
+        assert "innerHTML" not in script
+        assert "insertAdjacentHTML" not in script
+        assert "document.write" not in script
 
 
 def test_live_page_may_connect_to_its_own_origin_only() -> None:
@@ -121,7 +123,9 @@ def test_live_page_may_connect_to_its_own_origin_only() -> None:
     assert "connect-src 'self'" in csp
     assert "connect-src 'none'" not in csp
     config = next(text for tag, attrs, text in doc.raw if attrs.get("id") == "ts-config")
-    assert json.loads(config) == {"live": {"stream_url": "/stream?x=<", "data_url": "api/data"}}
+    assert json.loads(config) == {
+        "live": {"stream_url": "/stream?x=<", "data_url": "api/data", "fetch_first": False}
+    }
 
 
 def test_hostile_values_stay_inside_the_data_element() -> None:
@@ -150,7 +154,7 @@ def _otlp_file(path: Path, traces: int) -> None:
 
     with capture_spans() as finished:
         for n in range(traces):
-            with toolspan.agent(f"agent-{n}", input="find", new_trace=True):
+            with toolspan.agent(f"agent-{n}", input=f"find {n}", new_trace=True):
                 search(f"q{n}")
         exporter = OtlpJsonFileExporter(path)
         exporter.export(finished())
@@ -168,6 +172,6 @@ def test_convert_to_html_writes_one_page_for_all_traces(
     assert capsys.readouterr().err == ""
     html = out.read_text("utf-8")
     data = json.loads(next(t for _tag, a, t in parse(html).raw if a.get("id") == "ts-data"))
-    assert [p["title"] for p in data] == [f"agent-{n}" for n in range(traces)]
+    assert [p["title"] for p in data] == [f"find {n}" for n in range(traces)]  # each run named by its request
     labels = [[s["label"] for s in p["steps"]] for p in data]
     assert labels == [[f"agent-{n}", "search"] for n in range(traces)]

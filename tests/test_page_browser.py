@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import re
 import threading
@@ -220,7 +221,7 @@ def cross_trace_spans() -> list[Span]:
 
 def test_trace_picker_and_links_across_traces(open_page: Callable[..., Opened]) -> None:
     pages = to_pages(cross_trace_spans())
-    assert [p["title"] for p in pages] == ["boss", "job nightly"]
+    assert [p["title"] for p in pages] == ["go", "job nightly"]  # what was asked, else the root's name
     opened = open_page(render_html(pages))
     page = opened.page
     assert page.locator("#trace").is_visible()
@@ -351,6 +352,21 @@ def test_phone_width_and_dark_scheme(open_page: Callable[..., Opened]) -> None:
     )
     assert widths[0] <= 390
     assert widths[1] > 300
+    page.click("#timeline .row >> nth=1")
+    # The details take the height their content needs (they shrank to a sliver), below a timeline as tall
+    # as its rows; the axis labels shown do not overlap.
+    detail = page.evaluate("document.getElementById('detail').getBoundingClientRect().height")
+    assert detail > 300
+    rows = page.evaluate("document.querySelectorAll('#timeline .row').length")
+    timeline = page.evaluate("document.getElementById('timeline').getBoundingClientRect().height")
+    assert timeline <= 18 + rows * 24 + 8
+    ticks = page.eval_on_selector_all(
+        "#axis .ticks span",
+        "spans => spans.filter(s => getComputedStyle(s).display !== 'none')"
+        ".map(s => { const r = s.getBoundingClientRect(); return [r.left, r.right]; })",
+    )
+    assert len(ticks) >= 2
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ticks)), ticks
     light = page.evaluate("getComputedStyle(document.body).backgroundColor")
     page.click("#theme")
     dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
@@ -407,7 +423,7 @@ def test_hostile_corpus_runs_nothing_requests_nothing_and_shows_everything_as_te
         "select", "option", "input", "label", "button", "nav", "main", "section", "div", "p", "script",
         "dl", "dt", "dd", "pre", "details", "summary", "a", "ol",
     }  # fmt: skip
-    assert page.evaluate("document.querySelectorAll('script').length") == 3
+    assert page.evaluate("document.querySelectorAll('script').length") == 4  # config, data, common, page
     assert page.evaluate("Array.from(document.querySelectorAll('a'), a => a.getAttribute('href'))") == [
         None
     ] * page.evaluate("document.querySelectorAll('a').length")
@@ -590,3 +606,59 @@ def test_live_mode_shows_running_tools_finish(open_page: Callable[..., Opened]) 
         }
     finally:
         server.close()
+
+
+def test_critical_path_is_off_until_asked_for_and_outcomes_are_not_errors(
+    open_page: Callable[..., Opened],
+) -> None:
+    """The critical path outlines nothing until its box is ticked; a denied or cancelled call says how it
+    ended in plain words, not in the red of an error, while a failure stays red."""
+    from toolspan.errors import ToolCancelled
+
+    @toolspan.tool
+    def remove(path: str) -> str:
+        return "removed"
+
+    @toolspan.tool
+    def watch(n: int) -> str:
+        raise ToolCancelled("enough", by="ops")
+
+    @toolspan.tool
+    def explode(n: int) -> int:
+        raise ValueError("bad")
+
+    with capture_spans(deterministic=True) as finished:
+        with toolspan.agent("assistant", input="Clean up."):
+            toolspan.run_tool_calls(
+                [{"type": "tool_use", "id": "t1", "name": "remove", "input": {"path": "/"}}],
+                [remove],
+                approve=lambda call: ("deny", "not the root"),
+            )
+            toolspan.run_tool_calls(
+                [{"type": "tool_use", "id": "t2", "name": "watch", "input": {"n": 1}}], [watch]
+            )
+            with contextlib.suppress(ValueError):
+                explode(1)
+        spans = from_readable_spans(finished())
+    page = open_page(render_html(to_pages(spans))).page
+    outlined = (
+        "Array.from(document.querySelectorAll('#timeline .row.crit .bar'))"
+        ".filter(b => getComputedStyle(b).outlineStyle !== 'none').length"
+    )
+    assert page.evaluate(outlined) == 0
+    page.check("#crit")
+    assert page.evaluate(outlined) > 0
+    for label, title, box in (
+        ("remove", "Denied", "outcome"),
+        ("watch", "Cancelled", "outcome"),
+        ("explode", "Error", "error"),
+    ):
+        page.locator("#timeline .row", has_text=label).first.click()
+        headings = page.eval_on_selector_all("#detail h4", "hs => hs.map(h => h.firstChild.textContent)")
+        assert title in headings, (label, headings)
+        assert page.locator(f"#detail .{box}").count() == 1, label
+    page.locator("#timeline .row", has_text="remove").first.click()
+    colour = page.evaluate("getComputedStyle(document.querySelector('#detail .outcome pre')).borderColor")
+    page.locator("#timeline .row", has_text="explode").first.click()
+    red = page.evaluate("getComputedStyle(document.querySelector('#detail .error pre')).borderColor")
+    assert colour != red

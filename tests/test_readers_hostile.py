@@ -73,13 +73,21 @@ PNG = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
 )
 NOT_TRACES: dict[str, tuple[bytes, str]] = {
-    "random.bin": (RANDOM, repr(RANDOM[:16]) + "..."),
-    "notes.txt": (b"hello world\nthis is not a trace\n", "b'hello world\\nthis'..."),
-    "image.png": (PNG, repr(PNG[:16]) + "..."),
-    "zeros.bin": (b"\0" * 4096, repr(b"\0" * 16) + "..."),
-    "blank-then-text.txt": (b"\n\n  \nplain text\n", "b'plain text\\n'"),
-    "short.bin": (b"\x00\x01", "b'\\x00\\x01'"),
-    "string.json": (b'"just a string"\n', "b'\"just a string\"\\n'"),
+    "random.bin": (RANDOM, "it starts with the bytes " + RANDOM[:16].hex(" ") + "..."),
+    "notes.txt": (
+        b"hello world\nthis is not a trace\n",
+        'it starts with the text "hello world\\nthis is not a trace\\n"',
+    ),
+    "long.txt": (b"x" * 100, 'it starts with the text "' + "x" * 40 + '"...'),
+    "image.png": (PNG, "it is a PNG image"),
+    "store.db": (
+        b"SQLite format 3\0" + bytes(100),
+        "it is an SQLite database (toolspan serve's store? read its traces over the server's API)",
+    ),
+    "zeros.bin": (b"\0" * 4096, "it starts with the bytes " + " ".join(["00"] * 16) + "..."),
+    "blank-then-text.txt": (b"\n\n  \nplain text\n", 'it starts with the text "plain text\\n"'),
+    "short.bin": (b"\x00\x01", "it starts with the bytes 00 01"),
+    "string.json": (b'"just a string"\n', 'it starts with the text "\\"just a string\\"\\n"'),
 }
 
 
@@ -90,7 +98,8 @@ def test_a_file_that_is_not_a_trace_is_an_error_naming_it(tmp_path: Path, name: 
     path.write_bytes(data)
     with pytest.raises(BridgeReadError) as info:
         read_spans(path)
-    assert str(info.value) == f"{path}: {NOT_A_TRACE}; it starts with {preview}"
+    assert str(info.value) == f"{path}: {NOT_A_TRACE}; {preview}"
+    assert "b'" not in str(info.value)  # never a Python bytes literal
 
 
 def test_lenient_counts_a_non_trace_file_and_reads_the_others(tmp_path: Path) -> None:
@@ -99,7 +108,7 @@ def test_lenient_counts_a_non_trace_file_and_reads_the_others(tmp_path: Path) ->
     spans, report = read_spans([bad, good_file(tmp_path)], lenient=True)
     assert [s.name for s in spans] == ["op1", "op2"]
     assert (report.records_skipped, report.sources_read) == (1, 2)
-    assert [str(i) for i in report.issues] == [f"{bad}: {NOT_A_TRACE}; it starts with {PNG[:16]!r}..."]
+    assert [str(i) for i in report.issues] == [f"{bad}: {NOT_A_TRACE}; it is a PNG image"]
 
 
 class Zeros(io.RawIOBase):
@@ -299,7 +308,7 @@ def test_gzip_of_a_non_trace_names_the_file(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(b"hello world\n"))
     with pytest.raises(BridgeReadError) as info:
         read_spans(path)
-    assert str(info.value) == f"{path}: {NOT_A_TRACE}; it starts with b'hello world\\n'"
+    assert str(info.value) == f'{path}: {NOT_A_TRACE}; it starts with the text "hello world\\n"'
 
 
 # --- times -----------------------------------------------------------------------------------------------

@@ -93,6 +93,7 @@ def test_listing_summarises_newest_first_with_filters_and_cursor(demo: tuple[Ser
     # The second turn's delete_files call was denied by the approver: a denial, not an error, as the
     # trace page counts it (COMPLETED 5, DENIED 1).
     assert {k: first[k] for k in first if k not in ("trace_id", "start", "duration_ms")} == {
+        "name": "Research OpenTelemetry for me, then clean up the scratch files.",
         "root_name": "invoke_agent assistant",
         "input": "Research OpenTelemetry for me, then clean up the scratch files.",
         "service": "toolspan-demo",
@@ -101,6 +102,8 @@ def test_listing_summarises_newest_first_with_filters_and_cursor(demo: tuple[Ser
         "tool_calls": 3,
         "errors": 0,
         "denied": 1,
+        "cancelled": 0,
+        "waiting": 0,
         "state": "DENIED",
     }
     assert (second["tool_calls"], second["errors"], second["denied"], second["state"]) == (
@@ -149,7 +152,8 @@ def test_listing_summarises_newest_first_with_filters_and_cursor(demo: tuple[Ser
     status, _, body = server.request("GET", "/api/traces?state=NOPE")
     assert (status, json.loads(body)["error"]) == (
         400,
-        "state: expected one of RUNNING, COMPLETED, FAILED, DENIED, SEALED, got 'NOPE'",
+        "state: expected one of RUNNING, AWAITING_APPROVAL, COMPLETED, FAILED, CANCELLED, DENIED, SEALED,"
+        " got 'NOPE'",
     )
 
 

@@ -32,9 +32,34 @@ from toolspan.testing import capture_spans
 APP = Path(__file__).with_name("server_live_app.py")
 
 
-def _app(server: Server, workdir: Path, mode: str) -> subprocess.Popen[bytes]:
-    env = {**sdk_env(server, "http/protobuf"), "TOOLSPAN_PENDING_SPANS": "true"}
+def _app(server: Server, workdir: Path, mode: str, pending: str = "true") -> subprocess.Popen[bytes]:
+    env = {**sdk_env(server, "http/protobuf"), "TOOLSPAN_PENDING_SPANS": pending}
     return subprocess.Popen([sys.executable, str(APP), str(workdir), mode], env=env)
+
+
+def _while_running(workdir: Path, setting: str) -> tuple[str | None, str, int]:
+    """``(root name, state, spans)`` of the one listed run while its tool runs, with ``setting``."""
+    with running_server(workdir) as server:
+        app = _app(server, workdir, "finish", setting)
+        try:
+            wait_for((workdir / "started").exists, "the tool started")
+            wanted = 2 if setting == "all" else 1
+            wait_for(lambda: server.counts()["spans"] == wanted, "the records")
+            (row,) = server.get_json("/api/traces")["traces"]
+            assert not (workdir / "returned").exists()
+            return row["root_name"], row["state"], row["spans"]
+        finally:
+            (workdir / "release").write_text("1")
+            assert app.wait(60) == 0
+
+
+def test_the_setting_all_streams_the_whole_run_while_it_runs(tmp_path: Path) -> None:
+    """``TOOLSPAN_PENDING_SPANS=all``: the agent's record arrives when it starts, so the running run is listed
+    under its agent; with ``true`` only the tool's record arrives (the run has no root yet)."""
+    (tmp_path / "all").mkdir()
+    (tmp_path / "true").mkdir()
+    assert _while_running(tmp_path / "all", "all") == ("invoke_agent live-agent", "RUNNING", 2)
+    assert _while_running(tmp_path / "true", "true") == (None, "RUNNING", 1)
 
 
 def test_a_running_tool_is_on_the_stream_before_it_returns(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_small_trace_exact_document() -> None:
     assert page == {
         "schema_version": SCHEMA_VERSION,
         "trace_id": TRACE_1,
-        "title": "calc",
+        "title": "1 + 2?",  # the run's one name: what the user asked
         "start_time": "2023-11-14T22:13:20.000000Z",
         "start_ms": T0 // MS,
         "duration_us": 10_000,

@@ -44,6 +44,7 @@ from typing import Any, Final
 from toolspan._calls.shapes import ToolCall
 from toolspan._decisions.approvals import Approval, abandoned
 from toolspan._decisions.cancel import Supervision
+from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._kernel.http import OPENER as _OPENER
 from toolspan._kernel.ids import arguments_sha256, execution_id
@@ -84,6 +85,7 @@ class ServerApprover:
         self._lock = threading.Lock()
         self._running: dict[str, tuple[str | None, Supervision]] = {}
         self._watcher: threading.Thread | None = None
+        self._warned = False  # about a call nothing exports (``_check_exported``)
 
     def __repr__(self) -> str:  # never shows the token
         return f"ServerApprover({self.url!r})"
@@ -122,6 +124,7 @@ class ServerApprover:
                 f"the call of {call.name!r} has no recording tool span: the server cannot show it, so no"
                 " decision can name it"
             )
+        self._check_exported(call)
         own = execution_id(ctx.span_id)
         trace_id = f"{ctx.trace_id:032x}"
         shown = arguments_sha256(_permissions.recorded_arguments()[0])
@@ -157,6 +160,24 @@ class ServerApprover:
             resumes = doc.get("resumes")
             if isinstance(resumes, dict):
                 return self._approval(call, resumes, (trace_id, own), shown, resumed=True)
+
+    def _check_exported(self, call: ToolCall) -> None:
+        """Warn (once per approver) when nothing exports a pending record of the waiting call: the server
+        then never lists it, no one can decide it, and it waits out its timeout in silence."""
+        span = _permissions.tool_span()
+        if self._warned or not span.get_span_context().is_valid or _hooks.followed(span):
+            return
+        self._warned = True
+        _logger.warning(
+            "toolspan: ServerApprover: nothing exports a pending record of tool call %r (%s): toolspan serve"
+            " at %s cannot list it in its inbox, so no one can decide it, and it waits until its timeout."
+            " Export pending records to that server: TOOLSPAN_PENDING_SPANS=true with configure() and"
+            " OTEL_EXPORTER_OTLP_ENDPOINT=%s, or add a PendingSpanProcessor",
+            call.id,
+            call.name,
+            self.url,
+            self.url,
+        )
 
     def _approval(
         self, call: ToolCall, decision: dict[str, Any], own: tuple[str, str], shown: str, *, resumed: bool

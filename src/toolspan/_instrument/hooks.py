@@ -9,7 +9,8 @@ without the core importing them.
   ``on_start``/``on_end`` register here: ``on_refresh(span)`` when a running span's state changed (an
   approval asked for or decided: the pending processor exports a fresh record), ``on_text_delta(span,
   event)`` for each ``text_delta`` chunk (the live processor relays it). A hook that raises is logged and
-  skipped.
+  skipped. A hook that exports records of running spans may also answer ``follows(span)`` (whether it
+  does for that span): ``followed(span)`` asks them all (the server's approver warns when none does).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "ACTIVE",
     "DECIDER",
     "SpanHook",
+    "followed",
     "hooks",
     "refresh",
     "register",
@@ -127,3 +129,15 @@ def refresh(span: trace_api.Span) -> None:
             hook.on_refresh(span)
         except Exception:
             _logger.warning("toolspan: a span hook failed on refresh", exc_info=True)
+
+
+def followed(span: trace_api.Span) -> bool:
+    """Whether some hook exports records of ``span`` while it runs (its optional ``follows(span)``)."""
+    for hook in hooks():
+        follows = getattr(hook, "follows", None)
+        try:
+            if follows is not None and follows(span):
+                return True
+        except Exception:
+            _logger.warning("toolspan: a span hook failed on follows", exc_info=True)
+    return False

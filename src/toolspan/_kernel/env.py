@@ -93,7 +93,8 @@ TOOLSPAN_PENDING_SPANS: Final = EnvVar(
     "TOOLSPAN_PENDING_SPANS",
     "false",
     "`configure()` with OTLP from the environment also exports each tool span when it starts (a running tool "
-    "is visible on `toolspan serve`).",
+    "is visible on `toolspan serve`); `all`: every span when it starts, agents and plans too (a whole run "
+    "streams live, to the trace list, the trace page and AG-UI).",
 )
 TOOLSPAN_POLICY: Final = EnvVar(
     "TOOLSPAN_POLICY",

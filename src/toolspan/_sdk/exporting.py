@@ -109,11 +109,21 @@ def env_parts() -> list[Part]:
 
 
 def _pending_parts(names: list[str]) -> list[Part]:
-    """With ``TOOLSPAN_PENDING_SPANS``, tool spans also go out over OTLP when they start."""
-    if not _env.get_bool(_env.TOOLSPAN_PENDING_SPANS) or "otlp" not in names:
+    """With ``TOOLSPAN_PENDING_SPANS``, tool spans also go out over OTLP when they start (``all``: every
+    span, agents and plans too)."""
+    whole_runs = (_env.get(_env.TOOLSPAN_PENDING_SPANS) or "").lower() == "all"
+    if not (whole_runs or _env.get_bool(_env.TOOLSPAN_PENDING_SPANS)) or "otlp" not in names:
         return []
     from toolspan.exporters.pending import PendingSpanProcessor
 
+    if whole_runs:
+        return [
+            (
+                "pending:otlp",
+                "pending records of every span over OTLP",
+                lambda: PendingSpanProcessor(tools_only=False),
+            )
+        ]
     return [("pending:otlp", "pending records over OTLP", PendingSpanProcessor)]
 
 

@@ -161,6 +161,12 @@ def _is_cancel(error_type: Any) -> bool:
     return isinstance(error_type, str) and error_type.rsplit(".", 1)[-1] in _CANCEL_NAMES
 
 
+def is_cancellation(span: Span) -> bool:
+    """Whether ``span`` ended by being stopped (``error.type`` a cancellation: Ctrl-C, a cancelled task, a
+    cancel request): a cancelled run, not a failed one."""
+    return _is_cancel(span.attributes.get(sc.ERROR_TYPE))
+
+
 def _decision(span: Span) -> str | None:
     decision = None
     for event in span.events:

@@ -4,10 +4,13 @@ of the docstrings they come from, and each option's default after its help when 
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
-from typing import Final
+import sys
+from collections.abc import Sequence
+from typing import Any, Final
 
-__all__ = ["HelpFormatter", "plain"]
+__all__ = ["CommandParser", "HelpFormatter", "plain"]
 
 _ROLE: Final = re.compile(r":[a-z]+:`([^`]*)`")  # :func:`name` -> name
 
@@ -30,3 +33,48 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if action.default in (None, False, [], (), argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one command (``toolspan convert``...): an argument it does not know is its own error,
+    shown with its own usage and the flag it most likely meant. (argparse leaves a command's unknown
+    arguments to the top-level parser, whose usage names none of the command's flags.)"""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        unknown = self._unknown_flags(list(args or []))
+        if unknown:  # before a missing required argument is reported: the misspelling is the cause
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{self._suggestion(unknown)}")
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._suggestion(extras)}")
+        return parsed, extras
+
+    def _flags(self) -> list[str]:
+        return [s for action in self._actions for s in action.option_strings]
+
+    def _unknown_flags(self, args: list[str]) -> list[str]:
+        known = set(self._flags())
+        found = []
+        for arg in args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            # Not a flag of this command, nor the abbreviation of one.
+            if name.startswith("--") and len(name) > 2 and not any(f.startswith(name) for f in known):
+                found.append(arg)
+        return found
+
+    def _suggestion(self, extras: list[str]) -> str:
+        flags = [s for s in self._flags() if s.startswith("--")]
+        for extra in extras:
+            if extra.startswith("-"):
+                close = difflib.get_close_matches(extra.split("=", 1)[0], flags, n=1, cutoff=0.6)
+                if close:
+                    return f" (did you mean {close[0]}?)"
+        return ""
+
+    def error(self, message: str) -> Any:  # the command's usage, then one line
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")

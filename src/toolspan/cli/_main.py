@@ -46,7 +46,7 @@ from toolspan.bridge.views.registry import VIEWS
 from toolspan.cli import _audit as _cli_audit
 from toolspan.cli import _output as _outputs
 from toolspan.cli import _serve as _cli_serve
-from toolspan.cli._help import HelpFormatter, plain
+from toolspan.cli._help import CommandParser, HelpFormatter, plain
 
 TARGETS = tuple(VIEWS)
 STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"toolspan {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     _add_convert(sub)
     _cli_audit.add_parser(sub)
     _cli_serve.add_parser(sub)

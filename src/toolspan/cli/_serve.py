@@ -92,9 +92,10 @@ def add_parser(sub: Any) -> None:
         help="receive OTLP and serve the bridge formats over HTTP and SSE; the trace list at /traces",
         description="Receive OTLP (HTTP and gRPC) into SQLite and serve every bridge format over HTTP/SSE.\n"
         "Open http://HOST:PORT/traces in a browser (/ leads there): every run, each with its live trace\n"
-        "page. Send spans with OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT and\n"
-        "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (or gRPC on --grpc-port). The defaults are OTLP's own\n"
-        "ports, so an OpenTelemetry Collector or Jaeger running here holds them already: then choose\n"
+        "page; /inbox: the tool calls waiting for a decision (with --token, the pages ask for the token\n"
+        "and keep it in that browser tab only). Send spans with OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT\n"
+        "and OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (or gRPC on --grpc-port). The defaults are OTLP's\n"
+        "own ports, so an OpenTelemetry Collector or Jaeger running here holds them already: then choose\n"
         "others with --port and --grpc-port.",
         formatter_class=HelpFormatter,
     )

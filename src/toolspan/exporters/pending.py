@@ -158,6 +158,11 @@ class PendingSpanProcessor(SpanProcessor):
         except Exception:
             _logger.exception("toolspan: pending record failed for span %r", getattr(span, "name", "?"))
 
+    def follows(self, span: Any) -> bool:
+        """Whether this processor exports records of ``span`` while it runs (``hooks.followed``)."""
+        ctx = span.get_span_context()
+        return (ctx.trace_id, ctx.span_id) in self._open
+
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
         if ctx is not None:

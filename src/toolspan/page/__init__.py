@@ -11,30 +11,38 @@ page's own script and style (by sha256 hash) and no request at all (``default-sr
 Live mode, the contract for a server (``toolspan serve`` wires it): ``render_html(data,
 live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` and makes the page
 
-1. open ``EventSource(stream_url)`` (same origin). Each event refreshes the page, its data is ignored:
-   unnamed events (``message``) and events named ``update``, ``span``, ``act``, ``observe``, ``progress``,
-   ``tool:start``, ``tool:end``, ``tool:error`` or ``done`` (so a trace's act/observe or progress stream
-   can drive the page as it is);
-2. on each message, ``GET data_url`` (same origin, ``cache: no-store``), which must answer
-   ``application/json`` holding the same kind of value as ``data``: one page document or a list of them,
-   built with ``to_pages(spans, live=True)`` so spans that have not ended show as RUNNING (or
-   AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact text;
-3. re-render with that data, keeping the selected step, the trace shown and the scroll positions.
-
+1. open ``EventSource(stream_url)`` (same origin; with the tab's token as ``access_token``, since an
+   ``EventSource`` sends no header). Each event refreshes the page, its data is ignored: unnamed events
+   (``message``) and events named ``update``, ``span``, ``act``, ``observe``, ``progress``, ``tool:start``,
+   ``tool:end``, ``tool:error`` or ``done`` (so a trace's act/observe or progress stream can drive the page
+   as it is);
+2. on each message, ``GET data_url`` (same origin, ``cache: no-store``, the tab's token in the
+   ``Authorization`` header), which must answer ``application/json`` holding the same kind of value as
+   ``data``: one page document or a list of them, built with ``to_pages(spans, live=True)`` so spans that
+   have not ended show as RUNNING (or AWAITING_APPROVAL) instead of SEALED; ``page_json`` gives the exact
+   text; a 401 turns the page into the token page until a token the server takes is given;
+3. re-render with that data, keeping the selected step, the trace shown and the scroll positions. A page
+   opened on no step selects the first call waiting for an approval, and names every waiting call above the
+   timeline. ``fetch_first``: the page was served without its data and reads ``data_url`` first.
+   ``list_url``: the list of runs the page belongs to; a bar across the top leads there and to the inbox.
 4. with ``decisions_url``, ``cancels_url`` and ``whoami_url`` (``toolspan serve --decider NAME=TOKEN``): the
-   page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token: the
-   page's own ``?access_token=``, else one pasted once, kept in the tab's ``sessionStorage`` only and never
-   put in a URL or a cookie) the details of a tool call that waits for its approval show Allow, Deny and
-   Edit (a JSON editor of the arguments, checked to be a JSON object before anything is sent), a running
-   call shows Cancel, with the decider's name: each a same-origin ``POST`` of JSON with ``Authorization:
-   Bearer <token>`` naming the exact call (``execution_id``, ``trace_id``) and, for a decision, the digest of
-   the arguments shown (``shown``: the step's ``arguments_sha256``). The answer (or the refusal, with its
-   reason) shows under the buttons, and the call's new state arrives on the stream.
+   page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token) the
+   details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
+   arguments, checked to be a JSON object before anything is sent) and a note, a running call shows Cancel
+   (which asks to be confirmed), with the decider's name: each a same-origin ``POST`` of JSON with
+   ``Authorization: Bearer <token>`` naming the exact call (``execution_id``, ``trace_id``) and, for a
+   decision, the digest of the arguments shown (``shown``: the step's ``arguments_sha256``). The answer (or
+   the refusal, with its reason) shows under the buttons until the call's new state arrives on the stream.
 
-Bursts of messages collapse into one fetch at a time. Between updates, the bars of steps still running
-grow with the browser's clock (once a second; a clock more than an hour off the trace's times is
-ignored). The page works from ``file://`` and from any path of the server; the URLs may be relative to
-the page's URL.
+The token of a served page is the tab's own (``common.js``): taken from ``?access_token=`` or
+``#access_token=`` (then removed from the address bar) or asked for, and kept in the tab's
+``sessionStorage`` only, never in a cookie. Bursts of messages collapse into one fetch at a time. Between
+updates, the bars of steps still running grow with the browser's clock (once a second; a clock more than an
+hour off the trace's times is ignored). The page works from ``file://`` and from any path of the server; the
+URLs may be relative to the page's URL.
+
+``render_app("list" | "inbox")``: the other pages of ``toolspan serve`` (the trace list and the inbox of
+calls waiting for a decision), holding no data: their scripts read the server's API with the tab's token.
 """
 
 from __future__ import annotations
@@ -49,7 +57,15 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-__all__ = ["LiveOptions", "content_security_policy", "embed_json", "page_json", "render_html"]
+__all__ = [
+    "APPS",
+    "LiveOptions",
+    "content_security_policy",
+    "embed_json",
+    "page_json",
+    "render_app",
+    "render_html",
+]
 
 _ESCAPES: Final = {
     "<": "\\u003c",
@@ -74,12 +90,17 @@ class LiveOptions:
 
     stream_url: str
     data_url: str
-    # Where the page decides waiting calls and cancels running ones (``toolspan serve`` with a token): the
-    # page then shows Allow, Deny, Edit and Cancel. ``None``: no such buttons.
+    # Where the page decides waiting calls and cancels running ones (``toolspan serve``): the page shows
+    # Allow, Deny, Edit and Cancel to a decider's token (``whoami_url``). ``None``: no such buttons.
     decisions_url: str | None = None
     cancels_url: str | None = None
     # What the page's token may do (``GET /api/whoami``): the buttons show to a decider token only.
     whoami_url: str | None = None
+    # Served without its data (asked for without the token): the page reads ``data_url`` first.
+    fetch_first: bool = False
+    # The list of runs the page belongs to (``toolspan serve``'s ``/traces``): a bar across the top leads
+    # there and to the inbox. ``None``: no such bar.
+    list_url: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -106,12 +127,13 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
 
 
-def content_security_policy(script: str, style: str, live: bool) -> str:
-    """The page's policy: only this script and style, no network (live: same-origin fetch and SSE)."""
+def content_security_policy(script: str | Sequence[str], style: str, live: bool) -> str:
+    """The page's policy: only these scripts and this style, no network (live: same-origin fetch and SSE)."""
+    scripts = [script] if isinstance(script, str) else list(script)
     return "; ".join(
         (
             "default-src 'none'",
-            f"script-src {_sha256(script)}",
+            "script-src " + " ".join(_sha256(s) for s in scripts),
             f"style-src {_sha256(style)}",
             "img-src data:",
             "connect-src 'self'" if live else "connect-src 'none'",
@@ -134,11 +156,16 @@ def render_html(
     title: str | None = None,
 ) -> str:
     """One self-contained HTML page showing ``data`` (a page document or a list of them)."""
+    common = _asset("common.js")
     script = _asset("page.js")
-    style = _asset("page.css")
+    style = _asset("theme.css") + _asset("page.css")
     config: dict[str, Any] = {
-        "live": None if live is None else {"stream_url": live.stream_url, "data_url": live.data_url}
+        "live": None
+        if live is None
+        else {"stream_url": live.stream_url, "data_url": live.data_url, "fetch_first": live.fetch_first}
     }
+    if live is not None and live.list_url:
+        config["live"]["list_url"] = live.list_url
     if live is not None and live.decisions_url and live.cancels_url and live.whoami_url:
         config["control"] = {
             "decisions_url": live.decisions_url,
@@ -149,11 +176,40 @@ def render_html(
         first = data if isinstance(data, Mapping) else (data[0] if data else {})
         title = str(first.get("title") or first.get("trace_id") or "trace")
     return _asset("template.html").format(
-        csp=_attr(content_security_policy(script, style, live is not None)),
+        csp=_attr(content_security_policy([common, script], style, live is not None)),
         icon=_ICON,
+        # The bar leading to the server's other pages.
+        top=_asset("top.html").format(icon=_ICON) if live is not None and live.list_url else "",
         title=_attr(title[:200]) + " \u2014 toolspan",
         style=style,
+        common=common,
         script=script,
         config=embed_json(config),
         data=embed_json(data),
+    )
+
+
+# The pages of ``toolspan serve`` besides the trace page: their script, and their title.
+APPS: Final = {"list": ("list.js", "Runs"), "inbox": ("inbox.js", "Inbox")}
+
+
+def render_app(app: str) -> str:
+    """The served page ``app`` (``"list"``: the trace list; ``"inbox"``: the calls waiting for a decision):
+    one self-contained HTML file holding no data (the script reads it from the server's API with the tab's
+    token), so it is served to anyone, and asks for the token when the API wants one."""
+    name, title = APPS[app]
+    common = _asset("common.js")
+    script = _asset(name)
+    style = _asset("theme.css") + _asset("app.css")
+    policy = content_security_policy([common, script], style, live=True)
+    return _asset("app.html").format(
+        csp=_attr(policy),
+        icon=_ICON,
+        top=_asset("top.html").format(icon=_ICON),
+        title=f"{title} \u2014 toolspan",
+        app=app,
+        style=style,
+        common=common,
+        script=script,
+        config=embed_json({"app": app}),
     )

@@ -9,6 +9,7 @@
   const STATES = ["COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED", "RUNNING", "AWAITING_APPROVAL", "PENDING"];
   const doc = document;
   const $ = (id) => doc.getElementById(id);
+  const C = window.toolspanCommon;
 
   function el(tag, cls, text) {
     const e = doc.createElement(tag);
@@ -129,6 +130,7 @@
     let t = keepTrace ? pages.findIndex((p) => p.trace_id === keepTrace) : 0;
     showTrace(Math.max(0, t), keep);
     if (keepId && byId.has(keepId)) { const [, si] = byId.get(keepId); select(si, false); }
+    autoSelect();
   }
 
   function showTrace(i, keep) {
@@ -160,7 +162,8 @@
     if (!keep) { collapsed = new Set(); sel = -1; }
     hay = null;
     $("title").textContent = P.title || P.trace_id || "trace";
-    $("meta").textContent = (P.start_time || "") + " \u00b7 " + fmtUs(P.duration_us) + " \u00b7 " + n + " steps \u00b7 trace " + P.trace_id;
+    $("title").title = P.title || "";
+    meta();
     doc.title = clip(P.title || "trace") + " \u2014 toolspan";
     const tools = new Set();
     steps.forEach((s) => { if (s.kind === "tool") tools.add(s.label); });
@@ -171,6 +174,7 @@
     list.value = tools.has(filter.tool) ? filter.tool : "";
     filter.tool = list.value;
     legend();
+    notice();
     axis();
     applyFilter();
     buildTree();
@@ -190,8 +194,35 @@
       if (now > s && now - s < 3.6e9) s = now;
     }
     running.forEach((k) => { end[k] = s; });
-    if (redraw && s !== spanUs) { spanUs = s; axis(); timeline.set(tlRows.length); return; }
+    if (redraw && s !== spanUs) { spanUs = s; axis(); meta(); timeline.set(tlRows.length); return; }
     spanUs = s;
+  }
+
+  // The line under the title: when, how long (so far, while steps run), how many steps, which trace.
+  function meta() {
+    const n = steps.length;
+    const when = P.start_ms ? new Date(P.start_ms).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
+    const took = running.length && P.live ? fmtUs(spanUs) + " so far" : fmtUs(P.duration_us);
+    $("meta").textContent = [when, took, n + (n === 1 ? " step" : " steps"), "trace " + P.trace_id].filter(Boolean).join(" \u00b7 ");
+  }
+
+  // In a live page: the calls waiting for an approval, named above the timeline (each one click away).
+  function notice() {
+    const box = $("notice");
+    box.textContent = "";
+    const waiting = P.live ? steps.map((s, k) => [s, k]).filter(([s]) => s.state === "AWAITING_APPROVAL") : [];
+    box.hidden = !waiting.length;
+    if (!waiting.length) return;
+    box.append(el("span", "dot s-AWAITING_APPROVAL"), el("span", null, waiting.length === 1 ? "1 call waits for approval: " : waiting.length + " calls wait for approval: "));
+    waiting.slice(0, 5).forEach(([s, k], i) => {
+      if (i) box.append(", ");
+      const a = el("a", "step iso", clip(s.label));
+      a.tabIndex = 0;
+      a.setAttribute("role", "link");
+      a.addEventListener("click", () => { select(k, true); $("detail").focus(); });
+      a.addEventListener("keydown", (e) => { if (e.key === "Enter") { select(k, true); $("detail").focus(); } });
+      box.append(a);
+    });
   }
 
   function legend() {
@@ -252,9 +283,20 @@
   function applyFilter() {
     tlRows = [];
     for (let k = 0; k < steps.length; k++) if (matches(k)) tlRows.push(k);
-    $("count").textContent = tlRows.length === steps.length ? steps.length + " steps" : tlRows.length + " of " + steps.length + " steps";
+    $("count").textContent = tlRows.length === steps.length ? steps.length + (steps.length === 1 ? " step" : " steps") : tlRows.length + " of " + steps.length + " steps";
     timeline.set(tlRows.length);
     $("timeline-empty").hidden = tlRows.length > 0;
+    fitHeights();
+  }
+
+  // At phone width the panels stack: a short list takes the height of its rows, not a fixed share.
+  const narrow = matchMedia("(max-width: 760px)");
+  function fitHeights() {
+    const fit = (host, rows, head) => {
+      host.style.height = narrow.matches ? Math.max(ROW * 2, Math.min(window.innerHeight * 0.46, head + rows * ROW + 6)) + "px" : "";
+    };
+    fit($("timeline"), tlRows.length, 18);
+    fit($("tree"), treeRows.length, 0);
   }
 
   function buildTree() {
@@ -268,6 +310,7 @@
       }
     }
     tree.set(treeRows.length);
+    fitHeights();
   }
 
   // ---------- rows ----------
@@ -540,7 +583,8 @@
       ["start", "+" + fmtUs(s.start_us)],
       ["duration", s.dur_us === null ? "not ended" : fmtUs(s.dur_us)],
       ["critical path", s.critical ? "yes" : null],
-      ["flags", ["orphan", "cycle", "duplicate"].filter((f) => s[f]).join(", ") || null],
+      ["parent", s.orphan && P.live ? "not here yet: a span is sent when it ends (TOOLSPAN_PENDING_SPANS=all sends it when it starts)" : null],
+      ["flags", ["orphan", "cycle", "duplicate"].filter((f) => s[f] && !(f === "orphan" && P.live)).join(", ") || null],
     ]);
     if (s.from || (s.subplans && s.subplans.length)) {
       section(box, "Links");
@@ -557,8 +601,10 @@
     }
     if (s.truncated) box.appendChild(el("p", "trunc", "Some values of this step were truncated when recorded (marked \u201c...[truncated\u201d)."));
     if (s.error) {
-      section(box, "Error", () => JSON.stringify(s.error, null, 2));
-      const e = el("div", "error");
+      // A denial or a cancellation is how the call ended, not an error: said plainly, not in red.
+      const outcome = s.state === "DENIED" ? "Denied" : s.state === "CANCELLED" ? "Cancelled" : null;
+      section(box, outcome || "Error", () => JSON.stringify(s.error, null, 2));
+      const e = el("div", outcome ? "outcome" : "error");
       if (s.error.type) e.appendChild(el("pre", "text iso", s.error.type));
       if (s.error.message) e.appendChild(el("pre", "text iso", s.error.message));
       if (s.error.stack) e.appendChild(el("pre", "text iso", s.error.stack));
@@ -591,99 +637,89 @@
     }
   }
 
-  // ---------- control: decide and cancel through the server (served with decider tokens only) ----------
-  // Deciding needs a decider token (toolspan serve --decider NAME=TOKEN): the page asks the server what its
-  // token may do (whoami_url) and shows the buttons, with the decider's name, only to a token that may
-  // decide. The token is the page's own ?access_token= when that one may decide, else one pasted once; it is
-  // kept in this tab's sessionStorage only and sent in the Authorization header of a POST, never in a URL or
-  // a cookie. A decision names the exact call (its execution id and trace) and the digest of the arguments
-  // the page shows (arguments_sha256), so it is given to that call only, and only while it shows them.
-  const KEY_TOKEN = "toolspan-decider-token";
-  const control = { editing: null, message: null, token: null, who: null, asking: null };
-  function store(key, value) { try { if (value === null) sessionStorage.removeItem(key); else sessionStorage.setItem(key, value); } catch (e) { /* storage off: kept for this page only */ } }
-  function stored(key) { try { return sessionStorage.getItem(key); } catch (e) { return null; } }
-  function deciderToken() {
-    return stored(KEY_TOKEN) || control.token || new URLSearchParams(location.search).get("access_token") || null;
+  // ---------- control: decide and cancel through the server ----------
+  // Deciding needs a decider token (toolspan serve --decider NAME=TOKEN): the page asks the server what the
+  // tab's token may do (whoami_url) and shows the buttons, with the decider's name, only to a token that may
+  // decide; to another it offers to take a decider's token instead (which reads too). The token is the tab's
+  // own (common.js: session storage only, sent in the Authorization header, never in a URL or a cookie). A
+  // decision names the exact call (its execution id and trace) and the digest of the arguments the page
+  // shows (arguments_sha256), so it is given to that call only, and only while it shows them.
+  const control = { who: null, editing: null, confirming: null, note: "", message: null };
+  function decider() { return control.who && control.who.can.indexOf("decide") >= 0; }
+  function learnWho() { C.whoami().then((w) => { control.who = w; detail(); }, () => { control.who = { name: null, can: [] }; detail(); }); }
+  function say(s, text, ok) { control.message = { id: s.id, state: s.state, text: text, ok: ok }; detail(); }
+  function post(url, body, s, what) {
+    say(s, what + "\u2026", true);
+    C.api(url, { method: "POST", body: body }).then(([status, doc]) => {
+      const ok = status >= 200 && status < 300;
+      if (status === 401) { C.setToken(null); C.forgetWho(); learnWho(); }
+      if (ok) { control.editing = null; control.confirming = null; control.note = ""; }
+      const done = doc && typeof doc.decision === "string" ? doc.decision + (doc.by ? " by " + doc.by : "") : what + (doc && doc.by ? " by " + doc.by : "");
+      say(s, ok ? done + ": sent; the call's new state shows here when it arrives" : "refused (" + status + "): " + ((doc && doc.error) || ""), ok);
+    }).catch((e) => say(s, what + " failed: " + e, false));
   }
-  function forgetToken() { store(KEY_TOKEN, null); control.token = null; control.who = null; }
-  function whoami(c, token) {
-    // Asked once per token: {name, can} of that token, or {can: []} when the server refused it.
-    if (control.who && control.who.token === token) return control.who;
-    if (control.asking === token) return null;
-    control.asking = token;
-    fetch(c.whoami_url, { cache: "no-store", credentials: "omit", headers: token ? { Authorization: "Bearer " + token } : {} })
-      .then((r) => (r.ok ? r.json() : { name: null, can: [] }))
-      .then((doc) => { control.who = { token: token, name: doc.name, can: Array.isArray(doc.can) ? doc.can : [] }; })
-      .catch(() => { control.who = { token: token, name: null, can: [] }; })
-      .then(() => { control.asking = null; detail(); });
-    return null;
+  function target(s) { return { execution_id: s.execution_id, trace_id: P.trace_id }; }
+  function decide(s, decision, args) {
+    const body = Object.assign(target(s), { decision: decision, shown: s.arguments_sha256 });
+    if (args !== undefined) body.arguments = args;
+    if (control.note.trim()) body.note = control.note.trim();
+    post(config.control.decisions_url, body, s, args !== undefined ? "allow with edited arguments" : decision);
   }
-  function send(url, body, what, id) {
-    control.message = { id: id, text: what + "\u2026", ok: true };
-    detail();
-    fetch(url, {
-      method: "POST",
-      cache: "no-store",
-      credentials: "omit",
-      headers: { "Content-Type": "application/json", Authorization: "Bearer " + deciderToken() },
-      body: JSON.stringify(body),
-    })
-      .then((r) => r.json().then((doc) => [r.status, doc]))
-      .then(([status, doc]) => {
-        if (status === 401) forgetToken();
-        const ok = status >= 200 && status < 300;
-        const text = ok ? what + ": done" + (doc.decision ? " (" + doc.decision + " by " + doc.by + ")" : "") : "refused (" + status + "): " + (doc.error || "");
-        control.message = { id: id, text: text, ok: ok };
-        if (ok) control.editing = null;
-        detail();
-      })
-      .catch((e) => { control.message = { id: id, text: what + " failed: " + e, ok: false }; detail(); });
+  function cancel(s) {
+    const body = target(s);
+    if (control.note.trim()) body.note = control.note.trim();
+    post(config.control.cancels_url, body, s, "cancel");
   }
   function tokenField(bar, box, note) {
-    if (note) bar.appendChild(el("span", "meta", note + " "));
-    const field = el("input");
-    field.type = "password";
-    field.id = "control-token";
-    field.placeholder = "decider token, to decide";
-    field.autocomplete = "off";
-    const save = el("button", null, "Use token");
-    save.type = "button";
-    save.id = "control-token-save";
-    save.addEventListener("click", () => { const v = field.value.trim(); if (v) { store(KEY_TOKEN, v); control.token = v; control.who = null; detail(); } });
-    bar.append(field, save);
+    if (note) bar.appendChild(el("span", "meta", note));
+    bar.appendChild(C.tokenForm({ field: "control-token", button: "control-token-save" }, "A decider's token", "Use it", () => { control.who = null; learnWho(); }, "control-token"));
     box.appendChild(bar);
   }
+  function result(box, m) { if (m) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); } }
   function controls(box, s) {
     const c = config.control;
     if (!c || s.kind !== "tool" || !P || !config.live) return;
     const waiting = s.state === "AWAITING_APPROVAL";
     const running = s.state === "RUNNING";
-    if (!waiting && !running && !(control.message && control.message.id === s.id)) return;
+    // A message stays while the call is in the state it was sent in (then its new state says the rest).
+    const m = control.message && control.message.id === s.id && control.message.state === s.state ? control.message : null;
+    if (!waiting && !running) { result(box, m); return; }
     const bar = el("div", "control");
     bar.id = "control";
-    const token = deciderToken();
-    if (!token) { tokenField(bar, box, null); return; }
-    const who = whoami(c, token);
-    if (!who) { bar.appendChild(el("span", "meta", "checking the token\u2026")); box.appendChild(bar); return; }
-    if (who.can.indexOf("decide") < 0) {
-      if (stored(KEY_TOKEN) === token) forgetToken();
-      tokenField(bar, box, "this token may not decide;");
+    if (!control.who) { bar.appendChild(el("span", "meta", "checking what this tab's token may do\u2026")); box.appendChild(bar); return; }
+    if (!decider()) {
+      tokenField(bar, box, (C.token() ? "This tab's token may read, not decide. " : "") + (waiting ? "To decide this call: " : "To cancel this call: "));
+      result(box, m);
       return;
     }
-    const button = (id, text, onClick) => { const b = el("button", null, text); b.type = "button"; b.id = id; b.addEventListener("click", onClick); bar.appendChild(b); return b; };
-    const me = el("span", "meta", "deciding as " + who.name + " ");
+    const me = el("span", "meta", "deciding as " + (control.who.name || "?"));
     me.id = "control-by";
     bar.appendChild(me);
-    const target = { execution_id: s.execution_id, trace_id: P.trace_id };
+    const note = el("input");
+    note.id = "control-note";
+    note.type = "text";
+    note.placeholder = waiting ? "Note (optional): why" : "Note (optional): why cancel";
+    note.setAttribute("aria-label", "Note");
+    note.value = control.note;
+    note.addEventListener("input", () => { control.note = note.value; });
+    const button = (id, text, cls, onClick) => { const b = el("button", cls, text); b.type = "button"; b.id = id; b.addEventListener("click", onClick); return b; };
+    const row = el("div", "control-buttons");
     if (waiting) {
-      const shown = s.arguments_sha256;
-      button("control-allow", "Allow", () => send(c.decisions_url, { ...target, decision: "allow", shown: shown }, "allow", s.id));
-      button("control-deny", "Deny", () => send(c.decisions_url, { ...target, decision: "deny", shown: shown }, "deny", s.id));
-      button("control-edit", "Edit\u2026", () => { control.editing = { id: s.id, text: JSON.stringify(s.input === undefined ? {} : s.input, null, 2), error: null }; detail(); });
+      row.append(
+        button("control-allow", "Allow", "allow", () => decide(s, "allow")),
+        button("control-deny", "Deny", "deny", () => decide(s, "deny")),
+        button("control-edit", "Edit\u2026", null, () => { control.editing = { id: s.id, text: JSON.stringify(s.input === undefined ? {} : s.input, null, 2), error: null }; detail(); }),
+      );
+    } else if (control.confirming === s.id) {
+      row.append(
+        el("span", "confirm", "Cancel this running call?"),
+        button("control-cancel-yes", "Yes, cancel it", "deny", () => cancel(s)),
+        button("control-cancel-no", "Keep it running", null, () => { control.confirming = null; detail(); }),
+      );
+    } else {
+      row.append(button("control-cancel", "Cancel\u2026", "deny", () => { control.confirming = s.id; detail(); }));
     }
-    if (running) {
-      button("control-cancel", "Cancel", () => send(c.cancels_url, target, "cancel", s.id));
-    }
+    bar.append(note, row);
     box.appendChild(bar);
     const ed = control.editing;
     if (waiting && ed && ed.id === s.id) {
@@ -692,24 +728,21 @@
       area.rows = 8;
       area.spellcheck = false;
       area.value = ed.text;
+      area.setAttribute("aria-label", "Edited arguments");
       area.addEventListener("input", () => { ed.text = area.value; });
-      const go = el("button", null, "Allow with these arguments");
-      go.type = "button";
-      go.id = "control-send-edit";
-      go.addEventListener("click", () => {
+      const go = button("control-send-edit", "Allow with these arguments", "allow", () => {
         let value;
         try { value = JSON.parse(area.value); } catch (e) { ed.error = "not JSON: " + e.message; detail(); return; }
         if (value === null || typeof value !== "object" || Array.isArray(value)) { ed.error = "the arguments must be a JSON object"; detail(); return; }
         ed.error = null;
-        send(c.decisions_url, { ...target, decision: "allow", shown: s.arguments_sha256, arguments: value }, "allow edited", s.id);
+        decide(s, "allow", value);
       });
       const wrap = el("div", "control-edit");
       wrap.append(area, go);
       if (ed.error) wrap.appendChild(el("p", "control-error", ed.error));
       box.appendChild(wrap);
     }
-    const m = control.message;
-    if (m && m.text && m.id === s.id) { const p = el("p", m.ok ? "control-ok" : "control-error", m.text); p.id = "control-result"; box.appendChild(p); }
+    result(box, m);
   }
 
   // ---------- conversation ----------
@@ -811,24 +844,64 @@
     const l = config.live;
     const badge = $("live");
     if (!l) { badge.hidden = true; return; }
+    if (l.list_url) C.topBar("traces"); // served by toolspan serve: its bar
+    if (config.control) learnWho(); // what this tab's token may do
     badge.hidden = false;
     let busy = false;
     let again = false;
+    let es = null;
     const refresh = () => {
       if (busy) { again = true; return; }
       busy = true;
-      fetch(l.data_url, { cache: "no-store", credentials: "same-origin" })
-        .then((r) => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
-        .then((data) => { setData(data, true); badge.dataset.updates = String(Number(badge.dataset.updates || "0") + 1); })
-        .catch(() => { badge.textContent = "live: update failed"; })
+      C.api(l.data_url)
+        .then(([status, data]) => {
+          if (status !== 200) throw new Error("HTTP " + status + ((data && data.error) ? ": " + data.error : ""));
+          ungate();
+          setData(data, true);
+          badge.dataset.updates = String(Number(badge.dataset.updates || "0") + 1);
+          if (!es) follow();
+        })
+        .catch((e) => { if (e instanceof C.Unauthorized) gate(refresh, e); else { badge.className = ""; badge.textContent = "live: update failed (" + e.message + ")"; } })
         .finally(() => { busy = false; if (again) { again = false; refresh(); } });
     };
+    const follow = () => {
+      es = new EventSource(C.streamUrl(l.stream_url));
+      es.onopen = () => { badge.className = "on"; badge.textContent = "live"; };
+      // Unnamed events, and the names a trace's event stream uses (act/observe, the progress stream).
+      LIVE_EVENTS.forEach((name) => es.addEventListener(name, refresh));
+      es.onerror = () => { badge.className = ""; badge.textContent = "live: reconnecting"; };
+    };
     setInterval(() => { if (running.length) clockTick(true); }, 1000);
-    const es = new EventSource(l.stream_url);
-    es.onopen = () => { badge.className = "on"; badge.textContent = "live"; };
-    // Unnamed events, and the names a trace's event stream uses (act/observe, the progress stream).
-    LIVE_EVENTS.forEach((name) => es.addEventListener(name, refresh));
-    es.onerror = () => { badge.className = ""; badge.textContent = "live: reconnecting"; };
+    // A page served without its data (asked for without the token) reads it first, with the tab's token.
+    if (l.fetch_first) refresh(); else follow();
+  }
+
+  // The token page in place of the trace page, until a token the server takes is given.
+  function gate(then, why) {
+    doc.body.classList.add("gated");
+    doc.body.dataset.ready = "1";
+    C.askToken($("gate"), why, () => {
+      ungate();
+      if (config.live.list_url) C.topBar("traces");
+      if (config.control) { C.forgetWho(); learnWho(); }
+      then();
+    });
+  }
+  function ungate() {
+    if (!doc.body.classList.contains("gated")) return;
+    doc.body.classList.remove("gated");
+    $("gate").textContent = "";
+  }
+
+  // The first call waiting for an approval is selected when the page opens on none: its details show what
+  // it waits for (and the buttons that decide it).
+  let autoSelected = false;
+  function autoSelect() {
+    if (autoSelected || sel >= 0 || location.hash.length > 1) return;
+    const k = steps.findIndex((s) => s.state === "AWAITING_APPROVAL");
+    if (k < 0) return;
+    autoSelected = true;
+    select(k, false);
   }
 
   // ---------- start ----------

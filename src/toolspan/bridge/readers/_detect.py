@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from toolspan.bridge.model import Span
+from toolspan.bridge.readers._console import iter_console_span, looks_like_console_span
 from toolspan.bridge.readers._jaeger import iter_envelope, iter_trace
 from toolspan.bridge.readers._otlp_json import iter_request
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, join
@@ -62,6 +63,8 @@ def describe(doc: Any) -> str:
         return "Jaeger v1 trace"
     if "resource_spans" in doc:
         return "OTLP JSON (proto field names)"
+    if looks_like_console_span(doc):
+        return "OpenTelemetry SDK console"
     return "Phoenix" if _is_phoenix(doc) else "unknown"
 
 
@@ -121,6 +124,8 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         yield from iter_trace(doc, ctx, prefix)
     elif "resource_spans" in doc:
         yield from iter_document(_camel(doc), ctx, prefix)
+    elif looks_like_console_span(doc):
+        yield from iter_console_span(doc, ctx, prefix)
     elif "error" in doc and len(doc) <= 2:
         err = doc["error"]
         msg = err.get("message", err) if type(err) is dict else err

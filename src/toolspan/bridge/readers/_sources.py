@@ -147,13 +147,36 @@ def iter_path(
         f.close()
 
 
+# Files people pass by mistake, named by their first bytes.
+_MAGIC: Final = (
+    (
+        b"SQLite format 3\0",
+        "an SQLite database (toolspan serve's store? read its traces over the server's API)",
+    ),
+    (b"\x89PNG", "a PNG image"),
+    (b"PK\x03\x04", "a zip archive (unzip it first)"),
+    (b"%PDF", "a PDF document"),
+    (b"\x7fELF", "an executable"),
+)
+_PREVIEW_TEXT = 40
+
+
 def _preview(data: bytes) -> str:
-    text = repr(data[:_PREVIEW])
-    return text + "..." if len(data) > _PREVIEW else text
+    """What the input is, in words a person reads: a known kind of file, its first text, or its first
+    bytes in hex (never a Python bytes literal)."""
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            return f"it is {what}"
+    if _looks_like_text(data):
+        text = data[:_PREVIEW_TEXT].decode("utf-8", "ignore")
+        more = "..." if len(data) > _PREVIEW_TEXT else ""
+        return f"it starts with the text {json.dumps(text, ensure_ascii=False)}{more}"
+    more = "..." if len(data) > _PREVIEW else ""
+    return f"it starts with the bytes {data[:_PREVIEW].hex(' ')}{more}"
 
 
 def _not_a_trace(ctx: Ctx, data: bytes) -> None:
-    ctx.fail("", f"{NOT_A_TRACE}; it starts with {_preview(data)}")
+    ctx.fail("", f"{NOT_A_TRACE}; {_preview(data)}")
 
 
 def _looks_like_text(data: bytes) -> bool:
@@ -295,6 +318,12 @@ def _iter_json(stream: IO[bytes], blank_lines: int, ctx: Ctx, on_bytes: OnBytes 
         try:
             doc = loads(whole)
         except (ValueError, RecursionError) as e:
+            documents = _concatenated(whole)
+            if documents is not None:  # pretty-printed documents one after the other (the SDK's console)
+                for line, each in documents:
+                    ctx.line = lineno + line
+                    yield from iter_document(each, ctx)
+                return
             if not (looks_lines and rest.strip()):
                 if isinstance(e, json.JSONDecodeError):
                     line = e.lineno + lineno - 1
@@ -315,6 +344,35 @@ def _iter_json(stream: IO[bytes], blank_lines: int, ctx: Ctx, on_bytes: OnBytes 
         on_bytes(len(first))
     yield from _one(doc, ctx)
     yield from _lines(stream, lineno, ctx, on_bytes)
+
+
+def _concatenated(data: bytes) -> list[tuple[int, Any]] | None:
+    """The JSON documents of ``data`` written one after the other (each with the 0-based line it starts
+    on), as the OpenTelemetry SDK's ``ConsoleSpanExporter`` prints spans; ``None`` unless all of ``data``
+    is two or more JSON objects and whitespace."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, Any]] = []
+    at, end, line = 0, len(text), 0
+    while True:
+        start = at
+        while at < end and text[at] in " \t\r\n":
+            at += 1
+        line += text.count("\n", start, at)
+        if at == end:
+            return found if len(found) > 1 else None
+        if text[at] != "{":
+            return None
+        try:
+            doc, stop = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return None
+        found.append((line, doc))
+        line += text.count("\n", at, stop)
+        at = stop
 
 
 def _one(doc: Any, ctx: Ctx) -> Iterator[Span]:

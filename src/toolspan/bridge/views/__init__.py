@@ -11,6 +11,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
+  ``run_name``: the one name of a run (its ``title``, the server's trace list and inbox), ``request_text``:
+  what the user asked, as a span recorded it;
 - ``to_ag_ui``: AG-UI events (the Agent-User Interaction Protocol), schema ``ag-ui`` (one event);
   ``messages_snapshot`` folds events into the messages an AG-UI client holds;
 - ``to_ai_sdk``: the Vercel AI SDK UI message stream (v1), schema ``ai-sdk`` (one chunk);
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from toolspan.bridge.views._audit import audit, mark_pages
     from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, group_traces
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
+    from toolspan.bridge.views._names import request_text, run_name
     from toolspan.bridge.views._page import to_page, to_pages
     from toolspan.bridge.views._plans import to_plans
     from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
@@ -73,6 +76,8 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "match_observe": "toolspan.bridge.views._events",
     "observe_event": "toolspan.bridge.views._events",
     "to_events": "toolspan.bridge.views._events",
+    "request_text": "toolspan.bridge.views._names",
+    "run_name": "toolspan.bridge.views._names",
     "to_page": "toolspan.bridge.views._page",
     "to_pages": "toolspan.bridge.views._page",
     "to_plans": "toolspan.bridge.views._plans",
@@ -108,6 +113,8 @@ __all__ = [
     "match_observe",
     "messages_snapshot",
     "observe_event",
+    "request_text",
+    "run_name",
     "to_ag_ui",
     "to_ai_sdk",
     "to_events",

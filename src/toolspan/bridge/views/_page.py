@@ -3,7 +3,8 @@
 ``to_pages(spans, live=False)`` returns one document per trace (ordered by first span); ``to_page`` takes the
 spans of one trace. Schema ``page``. A document:
 
-- ``schema_version``, ``trace_id``, ``title`` (the top agent's or plan's name, else the first root's name),
+- ``schema_version``, ``trace_id``, ``title`` (the run's one name, ``run_name``: what the user asked, else
+  the root's name),
   ``start_time`` (ISO 8601 UTC) and ``start_ms`` (epoch ms) of the first span, ``duration_us`` (first start to
   last recorded time), ``live``, ``conversation_id`` (``null`` when no span names a conversation),
   ``counts`` (steps per state);
@@ -11,7 +12,8 @@ spans of one trace. Schema ``page``. A document:
   to the trace start (``start_us``; ``dur_us`` is ``null`` for a span that has not ended). ``parent`` is the
   parent step's index (``null`` for a root). ``kind`` is the classification (``tool``, ``agent``, ``plan``,
   ``llm``, ``chain``, ``retriever``, ``other``). ``state``: a tool's state (the progress stream's tool
-  state machine); other steps are ``COMPLETED``, ``FAILED`` (status ERROR) or, not ended, ``SEALED``
+  state machine); other steps are ``COMPLETED``, ``FAILED`` (status ERROR), ``CANCELLED`` (stopped: a
+  cancellation's ``error.type``, Ctrl-C) or, not ended, ``SEALED``
   (``RUNNING`` when ``live``). A live tool that asked for approval and got no decision yet is
   ``AWAITING_APPROVAL``.
   Optional fields appear only when they have a value: ``execution_id``, ``call_id`` (tools),
@@ -52,6 +54,7 @@ from toolspan.bridge.facts import (
     agent_output_text,
     approvals,
     arguments_text,
+    is_cancellation,
     parent_tool_ids,
     parse_json,
     plan_name,
@@ -60,6 +63,7 @@ from toolspan.bridge.facts import (
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces, iso, ms
+from toolspan.bridge.views._names import run_name
 from toolspan.bridge.views._timeline import to_timelines
 
 __all__ = ["to_page", "to_pages"]
@@ -209,6 +213,8 @@ def _step_state(span: Span, kind: str, live: bool, waiting: bool) -> str:
         return sc.STATE_SEALED
     if kind == TOOL:
         return tool_call(span).state
+    if is_cancellation(span):  # stopped (Ctrl-C, a cancelled task): not a failure
+        return sc.STATE_CANCELLED
     return sc.STATE_FAILED if span.status == "ERROR" else sc.STATE_COMPLETED
 
 
@@ -343,9 +349,7 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
     for i, on_path in enumerate(_critical(index, starts, ends)):
         if on_path:
             steps[i]["critical"] = True
-    roots = [trace[i] for i in index.roots]
-    top = next((i for i in index.order if index.kinds[i] in (AGENT, PLAN)), None)
-    title = steps[top]["label"] if top is not None else (roots[0].name if roots else "")
+    title = run_name(trace)
     start_ms = ms(t0)
     conversation_id = _conversation_id(trace)
     return {

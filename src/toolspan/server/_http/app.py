@@ -28,6 +28,7 @@ from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._auth import Tokens
 from toolspan.server._http import pages as _pages
 from toolspan.server._http.auth import (
+    WITHOUT_TOKEN,
     BearerAuth,
     Failures,
     HostCheck,
@@ -267,13 +268,25 @@ class ServerHandlers:
         return Response(body, media_type="application/json")
 
     async def trace_page(self, request: Request) -> Response:
-        found = await self._lookup(request, "trace_id" if "trace_id" in request.path_params else "job_id")
+        param = "trace_id" if "trace_id" in request.path_params else "job_id"
+        if request.scope.get(WITHOUT_TOKEN):
+            # Asked for without the token: the page without its data (nothing said of the trace, not even
+            # whether it exists); it reads the data with the token it asks for.
+            trace_id = trace_id_param(request.path_params[param])
+            if trace_id is None:
+                return error(404, f"no trace {request.path_params[param]!r}")
+            text = await run_in_threadpool(_pages.trace_page_html, trace_id, None, self._control)
+            return HTMLResponse(text)
+        found = await self._lookup(request, param)
         if isinstance(found, Response):
             return found
-        token = request.query_params.get("access_token")
-        control = bool(self.config.deciders)  # deciding needs a decider token: without one, no buttons
-        text = await run_in_threadpool(_pages.trace_page_html, *found, token, control)
+        text = await run_in_threadpool(_pages.trace_page_html, *found, self._control)
         return HTMLResponse(text)
+
+    @property
+    def _control(self) -> bool:
+        """Whether the pages show the buttons that decide and cancel: deciding needs a decider token."""
+        return bool(self.config.deciders)
 
     async def page_data(self, request: Request) -> Response:
         found = await self._lookup(request, "trace_id")
@@ -299,13 +312,10 @@ class ServerHandlers:
         return RedirectResponse("/traces" + (f"?{query}" if query else ""), status_code=307)
 
     async def trace_list(self, request: Request) -> Response:
-        query = dict(request.query_params)
-        # The page's own parameter (auto-refresh) is not a filter; an empty form field filters nothing.
-        params = {k: v for k, v in query.items() if k != "refresh" and v != ""}
-        page = await self._listing(request, params)
-        if isinstance(page, Response):
-            return page
-        return HTMLResponse(_pages.trace_list_html(page, query.get("access_token"), query))
+        return HTMLResponse(_pages.trace_list_html())
+
+    async def inbox_page(self, request: Request) -> Response:
+        return HTMLResponse(_pages.inbox_html())
 
     async def conversation_timeline(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -439,6 +449,7 @@ class ServerHandlers:
             Route("/api/jobs/{job_id:str}/trace/page", self.trace_page),
             Route("/", self.home),
             Route("/traces", self.trace_list),
+            Route("/inbox", self.inbox_page),
             Route("/traces/{trace_id:str}", self.trace_page),
             Route("/api/traces/{trace_id:str}/page", self.page_data),
             Route("/api/traces/{trace_id:str}/otlp", self.trace_otlp),
@@ -470,7 +481,8 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerH
             )
         )
     # Always: it also tells the routes what the request's token may do (``auth.access_of``).
-    middleware.append(Middleware(BearerAuth, tokens=Tokens(config.token, config.deciders)))
+    tokens = Tokens(config.token, config.deciders)
+    middleware.append(Middleware(BearerAuth, tokens=tokens, pages=_pages.PAGE_PATHS))
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, f"no route {request.url.path!r}")

@@ -22,6 +22,7 @@ from toolspan.server._http.jsonio import JSONResponse
 
 __all__ = [
     "ACCESS_KEY",
+    "WITHOUT_TOKEN",
     "BearerAuth",
     "Failures",
     "HostCheck",
@@ -45,6 +46,9 @@ def error(status: int, message: str) -> JSONResponse:
 
 _OPEN: Final = frozenset({"/healthz", "/api/whoami"})
 _INGEST_PATHS: Final = frozenset({"/v1/traces", "/v1/logs"})
+# Set on the scope of a page request that came without a token the server holds: the page is served
+# holding no data, and asks for the token.
+WITHOUT_TOKEN: Final = "toolspan.without_token"
 
 
 def access_of(scope: Scope) -> Access:
@@ -56,6 +60,18 @@ def access_of(scope: Scope) -> Access:
 ACCESS_KEY: Final = "toolspan_access"
 
 
+def is_page(method: str, path: str, pages: frozenset[str]) -> bool:
+    """Whether a request asks for one of the HTML pages (``pages``, a trace page, a job's trace page)."""
+    if method not in ("GET", "HEAD"):
+        return False
+    if path in pages:
+        return True
+    parts = path.split("/")
+    return (len(parts) == 3 and parts[1] == "traces" and parts[2] != "") or (
+        len(parts) == 6 and parts[1:3] == ["api", "jobs"] and parts[4:] == ["trace", "page"]
+    )
+
+
 class BearerAuth:
     """Refuse requests whose token may not do what they ask (``toolspan.server._auth``): without a token a
     request may do what the server leaves open, a token the server does not hold is a 401, the application's
@@ -63,11 +79,14 @@ class BearerAuth:
     spans is ``POST /v1/traces`` and ``/v1/logs``; ``/healthz``, ``/api/whoami`` and CORS preflights pass;
     everything else is a read. A GET may carry the token as ``?access_token=`` instead (browsers'
     ``EventSource`` cannot set headers); a write never. What the token may do is left in the request's
-    state for the routes (``access_of``)."""
+    state for the routes (``access_of``). A browser asking for a page (``pages``, a trace page) without a
+    token the server holds gets the page without its data (``WITHOUT_TOKEN`` on the scope): it asks for
+    the token, where a 401 in JSON greeted it at the very address the banner printed."""
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    def __init__(self, app: ASGIApp, tokens: Tokens, pages: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.tokens = tokens
+        self.pages = pages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,6 +121,9 @@ class BearerAuth:
                 )
             else:
                 refused = error(401, "missing or wrong bearer token")
+        if refused is not None and refused.status_code == 401 and is_page(scope["method"], path, self.pages):
+            await self.app({**scope, WITHOUT_TOKEN: True}, receive, send)
+            return
         if refused is not None:
             if refused.status_code == 401:
                 refused.headers["www-authenticate"] = "Bearer"

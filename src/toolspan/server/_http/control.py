@@ -108,6 +108,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+# Why a call may be unknown here: its application sends no pending records, so the server never saw it wait.
+_UNKNOWN_HINT: Final = (
+    " (a call shows here while it waits or runs only when its application exports pending records:"
+    " TOOLSPAN_PENDING_SPANS=true)"
+)
+
+
 class BadRequest(Exception):
     def __init__(self, status: int, message: str, extra: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -516,7 +523,7 @@ class ControlRoutes:
         store = self.handlers.store
         span = self._find(key, shown)
         if span is None:
-            raise BadRequest(404, f"no tool call exec_{key[1]} is known here")
+            raise BadRequest(404, f"no tool call exec_{key[1]} is known here{_UNKNOWN_HINT}")
         call = tool_call(span)
         text = None if arguments is None else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         # Read after the span: a span no longer waiting for a decision made here implies it is stored.
@@ -592,7 +599,7 @@ class ControlRoutes:
         store = self.handlers.store
         span = self._find(key, None)
         if span is None:
-            raise BadRequest(404, f"no tool call exec_{key[1]} is known here")
+            raise BadRequest(404, f"no tool call exec_{key[1]} is known here{_UNKNOWN_HINT}")
         call = tool_call(span)
         stored = [
             r

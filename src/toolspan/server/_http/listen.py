@@ -89,10 +89,17 @@ def grpc_error(host: str, port: int, err: BaseException) -> ListenError:
     return ListenError(_reason(host, port, "OTLP/gRPC", _GRPC_FLAG, _probe(host, port) or err))
 
 
-def banner(base: str, grpc: str | None, db: str) -> str:
-    """What ``toolspan serve`` prints on stderr once it listens: the page to open first, then the rest."""
+def banner(base: str, grpc: str | None, db: str, token: bool = False) -> str:
+    """What ``toolspan serve`` prints on stderr once it listens: the page to open first (and, with a token,
+    how: the page asks for it), then the rest."""
+    how = (
+        "open it in a browser and paste the token when it asks (kept in that tab only); / leads there"
+        if token
+        else "open it in a browser; / leads there"
+    )
     return (
-        f"toolspan serve: trace list {base}/traces (open it in a browser; / leads there)\n"
+        f"toolspan serve: trace list {base}/traces ({how})\n"
+        f"  inbox {base}/inbox (tool calls waiting for a decision)\n"
         f"  OTLP/HTTP {base}/v1/traces" + (f", OTLP/gRPC {grpc}" if grpc else ", no OTLP/gRPC") + "\n"
         f"  API {base}/api/traces; live stream {base}/api/stream (SSE, from the live tail on);"
         f" OpenAPI {base}/openapi.json\n"

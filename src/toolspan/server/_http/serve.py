@@ -76,16 +76,63 @@ _BUSY: Final = (
     b"content-security-policy: default-src 'none'; frame-ancestors 'none'\r\n\r\n"
     b'{"error":"too many open connections: try again in a moment","status":503}    '
 )
+# What an HTTP/2 client sends first: on the OTLP/HTTP port, an OTLP/gRPC exporter (the SDK's default
+# protocol) pointed at the wrong port.
+_HTTP2_PREFACE: Final = b"PRI * HTTP/2.0\r\n"
+_HTTP2_WARN_EVERY_S: Final = 60.0
 
 
-def _protocol(read_timeout_s: float, cap: int) -> type[asyncio.Protocol]:
+def grpc_on_http_port(peer: str, port: int | None, grpc_port: int | None) -> str:
+    """The operator's message for a client that sent HTTP/2 (OTLP/gRPC) to the OTLP/HTTP port."""
+    fix = (
+        f"send gRPC to port {grpc_port} (OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:{grpc_port}), or"
+        if grpc_port is not None
+        else "this server has no gRPC (--grpc-port -1):"
+    )
+    return (
+        f"toolspan serve: {peer} sent HTTP/2 to the OTLP/HTTP port {port}: an OTLP/gRPC exporter (the"
+        f" SDK's default protocol) whose spans are lost here; {fix} keep this port with"
+        " OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+    )
+
+
+def _protocol(read_timeout_s: float, cap: int, grpc_port: int | None = None) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
-    (from its opening, or from the end of its previous response) to arrive, and answering a connection
-    beyond ``cap`` open ones 503 at once (then closing it), so clients are told, not left to time out."""
+    (from its opening, or from the end of its previous response) to arrive, answering a connection
+    beyond ``cap`` open ones 503 at once (then closing it), so clients are told, not left to time out, and
+    naming the mistake of a client that opens with HTTP/2 (an OTLP/gRPC exporter on the wrong port): one
+    warning per client host a minute, and a 400 saying the same, where uvicorn only logged "Invalid HTTP
+    request received"."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    warned: dict[str, float] = {}
 
     class HeaderTimeoutProtocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
+        _first_bytes = True
+
+        def data_received(self, data: bytes) -> None:
+            if self._first_bytes:
+                self._first_bytes = False
+                if data.startswith(_HTTP2_PREFACE):
+                    self._http2_here()
+                    return
+            super().data_received(data)
+
+        def _http2_here(self) -> None:
+            peer = self.transport.get_extra_info("peername") or ("?", 0)
+            here = self.transport.get_extra_info("sockname") or ("?", None)
+            message = grpc_on_http_port(f"{peer[0]}:{peer[1]}", here[1], grpc_port)
+            now = time.monotonic()
+            if now - warned.get(str(peer[0]), -_HTTP2_WARN_EVERY_S) >= _HTTP2_WARN_EVERY_S:
+                warned[str(peer[0])] = now
+                _logger.warning("%s", message)
+            body = (message.removeprefix("toolspan serve: ") + "\n").encode("utf-8")
+            self.transport.write(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            )
+            self.transport.close()
 
         def _arm(self) -> None:
             self._disarm()
@@ -288,7 +335,7 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
             starlette,
             host=config.host,
             port=config.port,
-            http=_protocol(config.read_timeout_s, cap),
+            http=_protocol(config.read_timeout_s, cap, grpc_port),
             limit_concurrency=cap,
             backlog=_ACCEPT_BURST,
             timeout_keep_alive=max(1, round(config.keep_alive_s)),
@@ -313,7 +360,7 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{sock.getsockname()[1]}"
     grpc_at = None if grpc_port is None else f"{host}:{grpc_port}"  # the bound ports: 0 picks one
-    sys.stderr.write(banner(base, grpc_at, shown(config.db)))
+    sys.stderr.write(banner(base, grpc_at, shown(config.db), token=bool(config.token)))
     if wildcard_host(config.host) and not config.token:
         sys.stderr.write(
             f"toolspan serve: warning: listening on every address of this machine ({config.host}) without"

@@ -41,6 +41,7 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
+from toolspan.server._store.listing import NAMING_SPANS_SQL, TOOL_STATE_COUNTS_SQL, tool_state_counts
 from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import SQLITE, VERSIONS_DDL, pending, statements
 from toolspan.server._store.writes import ACT, OBSERVE, IngestResult, merge_batch, put_rows
@@ -386,23 +387,20 @@ class Store:
             rows = self._db.execute(sql, (*args, limit)).fetchall()
         return [_trace_row(r) for r in rows]
 
-    def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, int], list[Span]]:
-        """What a page of the trace list shows beyond the summary rows: each trace's number of DENIED
-        tool calls, and the parentless spans of the traces (the rows name a run by its root's input)."""
+    def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, dict[str, int]], list[Span]]:
+        """What a page of the trace list shows beyond the summary rows: each trace's number of tool calls
+        per listed state (``LISTED_TOOL_STATES``), and the spans that name its run (``run_name``): its roots,
+        or its first span while no root has arrived."""
         ids = json.dumps(list(trace_ids))
         with self._lock:
-            denied = self._db.execute(
-                "SELECT s.trace_id, count(*) FROM json_each(?) AS j CROSS JOIN spans AS s"
-                " ON s.trace_id = j.value WHERE s.is_tool = 1 AND s.tool_state = 'DENIED'"
-                " GROUP BY s.trace_id",
-                (ids,),
-            ).fetchall()
-        roots = self._spans(
+            joined = "FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value WHERE 1 = 1"
+            counted = self._db.execute(TOOL_STATE_COUNTS_SQL.format(from_where=joined), (ids,)).fetchall()
+        naming = self._spans(
             "SELECT s.data, s.trace_id FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value"
-            " WHERE s.parent IS NULL",
+            f" WHERE {NAMING_SPANS_SQL}",
             (ids,),
         )
-        return {str(r[0]): int(r[1]) for r in denied}, roots
+        return tool_state_counts(counted), naming
 
     def clock(self) -> int:
         """The commit clock now: a cursor at the live tail."""

@@ -53,6 +53,7 @@ from toolspan.server._ingest.codec import decode
 from toolspan.server._ingest.records import Row, row_of_span
 from toolspan.server._store.api import StoreUnavailable, shown
 from toolspan.server._store.db import WAITING_SQL, StoreError, TraceRow, _log_record, _trace_row, log_rows
+from toolspan.server._store.listing import NAMING_SPANS_SQL, TOOL_STATE_COUNTS_SQL, tool_state_counts
 from toolspan.server._store.retention import doomed_traces
 from toolspan.server._store.schema import POSTGRES, VERSIONS_DDL, pending, statements
 from toolspan.server._store.summaries import summary_rows
@@ -657,17 +658,15 @@ class PostgresStore:
         )
         return [_trace_row(r) for r in self._rows(sql, (*_texts(args), limit))]
 
-    def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, int], list[Span]]:
+    def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, dict[str, int]], list[Span]]:
         ids = list(trace_ids)
-        denied = self._rows(
-            "SELECT trace_id, count(*) FROM spans WHERE trace_id = ANY(%s) AND is_tool = 1"
-            " AND tool_state = 'DENIED' GROUP BY trace_id",
-            (ids,),
+        counted = self._rows(
+            TOOL_STATE_COUNTS_SQL.format(from_where="FROM spans s WHERE s.trace_id = ANY(%s)"), (ids,)
         )
-        roots = self._spans(
-            "SELECT data, trace_id FROM spans WHERE trace_id = ANY(%s) AND parent IS NULL", (ids,)
+        naming = self._spans(
+            f"SELECT data, trace_id FROM spans s WHERE trace_id = ANY(%s) AND {NAMING_SPANS_SQL}", (ids,)
         )
-        return {str(r[0]): int(r[1]) for r in denied}, roots
+        return tool_state_counts(counted), naming
 
     def clock(self) -> int:
         """The commit clock's last visible tick: a cursor at the live tail."""

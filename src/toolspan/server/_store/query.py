@@ -1,39 +1,42 @@
 """``GET /api/traces``: filters to parameterised SQL, summary rows, cursor pagination (newest first).
 
 Query parameters: ``service``, ``tool`` (a tool name called in the trace), ``state`` (the trace's state:
-``RUNNING``, ``COMPLETED``, ``FAILED``, ``DENIED``, ``SEALED``), ``q`` (search: a part of the trace id, the
-root span's name, the service, the conversation id, a tool name or (3 characters or more) the root's recorded
-input, ignoring the case of ASCII letters), ``from_ms`` / ``to_ms`` (trace start, ms since the epoch,
-inclusive / exclusive), ``conversation_id``, ``limit`` (1..500, default 50) and ``cursor`` (the
-``next_cursor`` of the previous page).
+``RUNNING``, ``AWAITING_APPROVAL``, ``COMPLETED``, ``FAILED``, ``CANCELLED``, ``DENIED``, ``SEALED``), ``q``
+(search: a part of the trace id, the root span's name, the service, the conversation id, a tool name or (3
+characters or more) the root's recorded input, ignoring the case of ASCII letters), ``from_ms`` / ``to_ms``
+(trace start, ms since the epoch, inclusive / exclusive), ``conversation_id``, ``limit`` (1..500, default 50)
+and ``cursor`` (the ``next_cursor`` of the previous page).
 
-A trace is ``RUNNING`` until its root span has ended or nothing arrived for it for the idle timeout; then it
-is ``SEALED`` when a tool in it never ended, else ``FAILED`` when a span failed, else ``DENIED`` when a tool
-call was denied (by an approver or the policy: the run went on as designed, the call's body never ran),
-else ``COMPLETED``. ``errors`` counts the spans that failed, ``denied`` the denied tool calls (a denied
-call is not an error), so the list agrees with the trace page's counts. ``input`` is what the user asked
-the run (its root's recorded input, the last user message, cut at 200 characters), or ``null``.
+A trace is ``RUNNING`` until its root span has ended or nothing arrived for it for the idle timeout
+(``AWAITING_APPROVAL`` while one of its tool calls waits for an approval); then it is ``SEALED`` when a tool
+in it never ended, else ``FAILED`` when a span failed, else ``CANCELLED`` when a tool call was cancelled (from
+the page, by a cancel request, by Ctrl-C), else ``DENIED`` when a tool call was denied (by an approver or the
+policy: the run went on as designed, the call's body never ran), else ``COMPLETED``. ``errors`` counts the
+spans that failed, ``denied`` and ``cancelled`` the denied and cancelled tool calls (neither is an error),
+``waiting`` the calls waiting for an approval, so the list agrees with the trace page's counts. ``name`` is
+the run's one name (``toolspan.bridge.views.run_name``: what the user asked, else its root's name), as the
+trace page titles it; ``input`` is what the user asked the run (its root's recorded input, the last user
+message, cut at 200 characters), or ``null``.
 """
 
 from __future__ import annotations
 
-import logging
 import time
+from collections.abc import Mapping
 from typing import Any, Final
 
-from toolspan.bridge.facts import agent_input_text
+from toolspan import semconv as sc
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import NS_PER_MS
+from toolspan.bridge.views import NS_PER_MS, request_text, run_name
 from toolspan.server._store.api import StoreApi as Store
 from toolspan.server._store.db import TraceRow
 from toolspan.server._store.schema import POSTGRES
 
 __all__ = ["PARAMETERS", "STATES", "QueryError", "list_traces", "trace_state"]
 
-STATES: Final = ("RUNNING", "COMPLETED", "FAILED", "DENIED", "SEALED")
+STATES: Final = ("RUNNING", "AWAITING_APPROVAL", "COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED")
 _DEFAULT_LIMIT: Final = 50
 _MAX_LIMIT: Final = 500
-_INPUT_CHARS: Final = 200
 # The listing's query parameters, listed once (the OpenAPI document reads them here).
 PARAMETERS: Final = (
     "service",
@@ -48,14 +51,26 @@ PARAMETERS: Final = (
 )
 _KNOWN: Final = frozenset({*PARAMETERS, "access_token"})
 _SEALED_SQL: Final = "(root_ended = 1 OR last_seen_ns < ?)"
-# Denied tool calls are stored as errors (``is_error``): a trace whose every error is a denial is DENIED.
-_DENIED_SQL: Final = (
-    "(SELECT count(*) FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
-    " AND s.tool_state = 'DENIED')"
+
+
+# Denied and cancelled tool calls are stored as errors (``is_error``): a trace whose every error is one of
+# them is DENIED or CANCELLED.
+def _calls_in(state: str) -> str:
+    return (
+        "(SELECT count(*) FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
+        f" AND s.tool_state = '{state}')"
+    )
+
+
+_DENIED_SQL: Final = _calls_in(sc.STATE_DENIED)
+_CANCELLED_SQL: Final = _calls_in(sc.STATE_CANCELLED)
+_WAITING_SQL: Final = (
+    "EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1 AND s.waiting = 1)"
 )
 _STATE_SQL: Final = {
     "SEALED": "open_tools > 0",
-    "FAILED": f"open_tools = 0 AND errors > {_DENIED_SQL}",
+    "FAILED": f"open_tools = 0 AND errors > {_DENIED_SQL} + {_CANCELLED_SQL}",
+    "CANCELLED": f"open_tools = 0 AND {_CANCELLED_SQL} > 0 AND errors = {_DENIED_SQL} + {_CANCELLED_SQL}",
     "DENIED": f"open_tools = 0 AND errors > 0 AND errors = {_DENIED_SQL}",
     "COMPLETED": "open_tools = 0 AND errors = 0",
 }
@@ -87,21 +102,24 @@ _MAX_MS: Final = _MAX_NS // NS_PER_MS
 _HEX: Final = frozenset("0123456789abcdef")
 
 
-_logger = logging.getLogger(__name__)
-
-
 class QueryError(ValueError):
     """A bad query parameter (answered with 400)."""
 
 
-def trace_state(row: TraceRow, idle_cut_ns: int, denied: int = 0) -> str:
-    """The trace's state; ``denied``: its number of DENIED tool calls (counted among ``row.errors``)."""
+def trace_state(row: TraceRow, idle_cut_ns: int, calls: Mapping[str, int] | None = None) -> str:
+    """The trace's state; ``calls``: its tool calls per listed state (DENIED and CANCELLED ones are counted
+    among ``row.errors``; AWAITING_APPROVAL ones among its open tools)."""
+    calls = calls or {}
+    denied = calls.get(sc.STATE_DENIED, 0)
+    cancelled = calls.get(sc.STATE_CANCELLED, 0)
     if not (row.root_ended or row.last_seen_ns < idle_cut_ns):
-        return "RUNNING"
+        return "AWAITING_APPROVAL" if calls.get(sc.STATE_AWAITING_APPROVAL) else "RUNNING"
     if row.open_tools:
         return "SEALED"
-    if row.errors > denied:
+    if row.errors > denied + cancelled:
         return "FAILED"
+    if cancelled:
+        return "CANCELLED"
     return "DENIED" if denied else "COMPLETED"
 
 
@@ -123,38 +141,36 @@ def _int(params: dict[str, str], name: str, low: int, high: int) -> int | None:
     return value
 
 
-def _summary(row: TraceRow, idle_cut_ns: int, denied: int, asked: str | None) -> dict[str, Any]:
+def _summary(row: TraceRow, idle_cut_ns: int, calls: Mapping[str, int], naming: list[Span]) -> dict[str, Any]:
+    denied = calls.get(sc.STATE_DENIED, 0)
+    cancelled = calls.get(sc.STATE_CANCELLED, 0)
     return {
         "trace_id": row.trace_id,
+        "name": run_name(naming) or row.root_name or row.trace_id,
         "root_name": row.root_name,
-        "input": asked,
+        "input": _input(naming),
         "service": row.service,
         "conversation_id": row.conversation_id,
         "start": row.start_ns // NS_PER_MS,
         "duration_ms": None if row.end_ns is None else (row.end_ns - row.start_ns) // NS_PER_MS,
         "spans": row.spans,
         "tool_calls": row.tools,
-        "errors": row.errors - denied,
+        "errors": row.errors - denied - cancelled,
         "denied": denied,
-        "state": trace_state(row, idle_cut_ns, denied),
+        "cancelled": cancelled,
+        "waiting": calls.get(sc.STATE_AWAITING_APPROVAL, 0),
+        "state": trace_state(row, idle_cut_ns, calls),
     }
 
 
-def _inputs(roots: list[Span]) -> dict[str, str]:
-    """Each trace's input: the first of its roots (in start order) that recorded what the user asked."""
-    found: dict[str, str] = {}
-    for span in sorted(roots, key=lambda s: (s.start_ns, s.span_id)):
-        if span.trace_id in found:
-            continue
-        try:
-            text = agent_input_text(span)
-        except Exception:  # a hostile attribute must not cost the whole listing its names
-            _logger.debug("toolspan serve: no input text for trace %s", span.trace_id, exc_info=True)
-            text = None
-        if text and text.strip():
-            text = " ".join(text.split())
-            found[span.trace_id] = text if len(text) <= _INPUT_CHARS else text[: _INPUT_CHARS - 1] + "…"
-    return found
+def _input(naming: list[Span]) -> str | None:
+    """What the user asked the run: the first of its roots (in start order) that recorded it."""
+    for span in sorted(naming, key=lambda s: (s.start_ns, s.span_id)):
+        if span.parent_span_id is None:
+            text = request_text(span)
+            if text is not None:
+                return text
+    return None
 
 
 def _ascii_lower(text: str) -> str:
@@ -212,8 +228,9 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
         state = state.upper()
         if state not in STATES:
             raise QueryError(f"state: expected one of {', '.join(STATES)}, got {params['state']!r}")
-        if state == "RUNNING":
+        if state in ("RUNNING", "AWAITING_APPROVAL"):
             where.append(f"NOT {_SEALED_SQL}")
+            where.append(_WAITING_SQL if state == "AWAITING_APPROVAL" else f"NOT {_WAITING_SQL}")
         else:
             where.append(_SEALED_SQL)
             where.append(_STATE_SQL[state])
@@ -237,7 +254,9 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = f"{rows[-1].start_ns}-{rows[-1].trace_id}" if more and rows else None
-    denied, roots = store.listing_details([r.trace_id for r in rows]) if rows else ({}, [])
-    asked = _inputs(roots)
-    summaries = [_summary(r, idle_cut, denied.get(r.trace_id, 0), asked.get(r.trace_id)) for r in rows]
+    calls, spans = store.listing_details([r.trace_id for r in rows]) if rows else ({}, [])
+    naming: dict[str, list[Span]] = {}
+    for span in spans:
+        naming.setdefault(span.trace_id, []).append(span)
+    summaries = [_summary(r, idle_cut, calls.get(r.trace_id, {}), naming.get(r.trace_id, [])) for r in rows]
     return {"traces": summaries, "next_cursor": next_cursor}

@@ -1,0 +1,219 @@
+"use strict";
+// The inbox of toolspan serve: every tool call waiting for a decision, across runs (GET
+// /api/control/waiting), each with Allow, Deny and Edit for a decider's token. A decision names the exact
+// call (its execution id) and echoes the digest of the arguments shown, so it is given to that call only,
+// with the arguments the person saw. Data is only ever written through text nodes and DOM properties.
+(function () {
+  const C = window.toolspanCommon;
+  const { el } = C;
+  const doc = document;
+  const app = doc.getElementById("app");
+  const POLL_MS = 2000;
+
+  let entries = [];
+  let who = { name: null, can: [] };
+  const local = new Map(); // execution id -> {editing, text, error, note, message, ok, busy}
+  let built = false;
+  let timer = 0;
+
+  function state(id) {
+    if (!local.has(id)) local.set(id, { editing: false, text: "", error: null, note: "", message: null, ok: true, busy: false });
+    return local.get(id);
+  }
+
+  function build() {
+    built = true;
+    app.textContent = "";
+    const head = el("div", "listhead");
+    head.append(el("h1", null, "Inbox"));
+    const sub = el("p", "sub");
+    sub.id = "summary";
+    head.append(sub);
+    const notice = el("p", "notice");
+    notice.id = "notice";
+    notice.hidden = true;
+    const list = el("div", "cards");
+    list.id = "cards";
+    const empty = el("div", "empty");
+    empty.id = "empty";
+    empty.hidden = true;
+    empty.append(el("h2", null, "No call waits for a decision"));
+    empty.append(el("p", null, "A tool call gated by toolspan.ServerApprover shows here while it waits, when its application exports pending records to this server (TOOLSPAN_PENDING_SPANS=true, or =all to see the whole run live). Without them the call never shows, and the application waits until its timeout."));
+    const problem = el("p", "problem");
+    problem.id = "problem";
+    problem.hidden = true;
+    app.append(head, notice, problem, list, empty);
+  }
+
+  function canDecide() { return who.can.indexOf("decide") >= 0; }
+
+  // To a token that may not decide: a field taking a decider's token (it reads too: it becomes the tab's).
+  function deciderField(box) {
+    box.append(el("span", null, (C.token() ? "This tab's token may read, not decide. " : "") + "To Allow, Deny or Edit, give a decider's token (toolspan serve --decider NAME=TOKEN): "));
+    box.append(C.tokenForm({ field: "decider-token", button: "decider-token-go" }, "A decider's token", "Use it", () => { box.textContent = ""; start(); }, "inline"));
+  }
+
+  function render() {
+    if (!built) build();
+    const now = Date.now();
+    doc.getElementById("summary").textContent = entries.length
+      ? entries.length + (entries.length === 1 ? " call waits" : " calls wait") + " for a decision, oldest first."
+      : "Calls waiting for a decision show here, oldest first.";
+    const notice = doc.getElementById("notice");
+    notice.hidden = canDecide() || !entries.length;
+    if (!notice.hidden && !notice.firstChild) deciderField(notice);
+    doc.getElementById("empty").hidden = entries.length > 0;
+    const list = doc.getElementById("cards");
+    const focused = doc.activeElement && doc.activeElement.closest ? doc.activeElement.closest(".card") : null;
+    const keep = focused ? focused.dataset.execution : null;
+    const keepId = doc.activeElement ? doc.activeElement.id : null;
+    list.textContent = "";
+    entries.forEach((e, i) => list.appendChild(card(e, i, now)));
+    if (keep && keepId) { const again = doc.getElementById(keepId); if (again) again.focus(); }
+  }
+
+  function card(e, i, now) {
+    const s = state(e.execution_id);
+    const box = el("article", "card");
+    box.dataset.execution = e.execution_id;
+    box.id = "call-" + i;
+    const top = el("div", "cardtop");
+    const h = el("h2", "tool iso", e.tool);
+    const since = el("span", "since", "waiting " + C.fmtMs(Math.max(0, now - e.waiting_since)));
+    since.dataset.since = String(e.waiting_since);
+    since.title = "since " + C.fmtWhen(e.waiting_since);
+    top.append(el("span", "badge s-AWAITING_APPROVAL", "Awaiting approval"), h, since);
+    box.appendChild(top);
+    const meta = el("div", "meta");
+    const runLink = el("a", null, "open its run");
+    runLink.href = "/traces/" + encodeURIComponent(e.trace_id) + "#" + encodeURIComponent(e.execution_id);
+    [["agent", e.agent], ["service", e.service], ["call", e.call_id]].forEach(([k, v]) => {
+      if (v === null || v === undefined || v === "") return;
+      const part = el("span", "kv");
+      part.append(el("span", "k", k + " "), el("span", "v iso", v));
+      meta.append(part);
+    });
+    meta.append(runLink);
+    box.appendChild(meta);
+    box.appendChild(el("h3", null, "Arguments"));
+    const args = el("pre", "args iso", JSON.stringify(e.arguments === undefined ? null : e.arguments, null, 2));
+    box.appendChild(args);
+    if (e.decision) {
+      const d = e.decision;
+      box.appendChild(el("p", "decided", "Decided: " + d.decision + (d.by ? " by " + d.by : "") + (d.note ? " \u2014 " + d.note : "") + ". The application picks it up while it waits."));
+    } else if (canDecide()) {
+      box.appendChild(controls(e, s));
+    }
+    if (s.message) { const m = el("p", s.ok ? "result ok" : "result problem", s.message); m.setAttribute("role", "status"); box.appendChild(m); }
+    return box;
+  }
+
+  function controls(e, s) {
+    const wrap = el("div", "decide");
+    const note = el("input");
+    note.type = "text";
+    note.className = "note";
+    note.id = "note-" + e.execution_id;
+    note.placeholder = "Note (optional): why";
+    note.setAttribute("aria-label", "Note for " + e.tool);
+    note.value = s.note;
+    note.addEventListener("input", () => { s.note = note.value; });
+    const button = (cls, text, act) => { const b = el("button", cls, text); b.type = "button"; b.disabled = s.busy; b.addEventListener("click", act); return b; };
+    const row = el("div", "buttons");
+    row.append(
+      button("allow", "Allow", () => decide(e, s, "allow")),
+      button("deny", "Deny", () => decide(e, s, "deny")),
+      button("edit", s.editing ? "Close editor" : "Edit\u2026", () => { s.editing = !s.editing; s.text = JSON.stringify(e.arguments === undefined ? {} : e.arguments, null, 2); s.error = null; render(); }),
+    );
+    row.querySelectorAll("button").forEach((b, k) => { b.id = ["allow", "deny", "edit"][k] + "-" + e.execution_id; });
+    wrap.append(note, row);
+    if (s.editing) {
+      const area = el("textarea", "iso");
+      area.id = "args-" + e.execution_id;
+      area.rows = Math.min(14, Math.max(4, s.text.split("\n").length + 1));
+      area.spellcheck = false;
+      area.value = s.text;
+      area.setAttribute("aria-label", "Edited arguments of " + e.tool);
+      area.addEventListener("input", () => { s.text = area.value; });
+      const go = button("allow", "Allow with these arguments", () => {
+        let value;
+        try { value = JSON.parse(area.value); } catch (err) { s.error = "not JSON: " + err.message; render(); return; }
+        if (value === null || typeof value !== "object" || Array.isArray(value)) { s.error = "the arguments must be a JSON object"; render(); return; }
+        s.error = null;
+        decide(e, s, "allow", value);
+      });
+      go.id = "send-edit-" + e.execution_id;
+      const editor = el("div", "editor");
+      editor.append(area, go);
+      if (s.error) editor.append(el("p", "problem", s.error));
+      wrap.appendChild(editor);
+    }
+    return wrap;
+  }
+
+  function decide(e, s, decision, args) {
+    const body = { execution_id: e.execution_id, trace_id: e.trace_id, decision: decision, shown: e.arguments_sha256 };
+    if (args !== undefined) body.arguments = args;
+    if (s.note.trim()) body.note = s.note.trim();
+    s.busy = true;
+    s.message = (args !== undefined ? "allowing with edited arguments" : decision === "allow" ? "allowing" : "denying") + "\u2026";
+    s.ok = true;
+    render();
+    C.api("/api/control/decisions", { method: "POST", body: body }).then(([status, doc]) => {
+      s.busy = false;
+      if (status >= 200 && status < 300) {
+        s.ok = true;
+        s.editing = false;
+        s.message = (doc.decision === "allow" ? "Allowed" : "Denied") + (doc.by ? " by " + doc.by : "") + ".";
+      } else {
+        s.ok = false;
+        s.message = "Refused (" + status + "): " + ((doc && doc.error) || "");
+      }
+      poll();
+    }).catch((err) => { s.busy = false; s.ok = false; s.message = "Failed: " + err; render(); });
+  }
+
+  let generation = 0; // one polling loop at a time (a token given again starts a new one)
+  function poll() {
+    clearTimeout(timer);
+    const mine = generation;
+    C.api("/api/control/waiting").then(([status, body]) => {
+      const p = doc.getElementById("problem");
+      if (status !== 200) {
+        if (!built) build();
+        p.hidden = false;
+        p.textContent = (body && body.error) || "HTTP " + status;
+        return;
+      }
+      entries = body.waiting;
+      if (!built) build();
+      doc.getElementById("problem").hidden = true;
+      const live = new Set(entries.map((x) => x.execution_id));
+      for (const id of Array.from(local.keys())) if (!live.has(id)) local.delete(id);
+      const editing = Array.from(local.values()).some((x) => x.editing) && doc.activeElement && doc.activeElement.tagName === "TEXTAREA";
+      if (!editing) render();
+    }).catch((err) => {
+      if (err instanceof C.Unauthorized) { built = false; clearTimeout(timer); C.askToken(app, err, start); return; }
+      const p = doc.getElementById("problem");
+      if (p) { p.hidden = false; p.textContent = "Could not load the inbox: " + err; }
+    }).finally(() => {
+      doc.body.dataset.ready = "1";
+      if (mine === generation && !doc.getElementById("token-page")) timer = setTimeout(poll, POLL_MS);
+    });
+  }
+
+  function tick() {
+    const now = Date.now();
+    doc.querySelectorAll(".since").forEach((n) => { n.textContent = "waiting " + C.fmtMs(Math.max(0, now - Number(n.dataset.since))); });
+  }
+
+  function start() {
+    generation += 1;
+    C.topBar("inbox");
+    C.whoami().then((w) => { who = w; render(); poll(); }, (err) => {
+      if (err instanceof C.Unauthorized) { built = false; C.askToken(app, err, start); }
+    });
+  }
+  setInterval(tick, 1000);
+  start();
+})();

@@ -1,0 +1,240 @@
+"use strict";
+// The trace list of toolspan serve: every run, newest first, from GET /api/traces (the same rows as JSON),
+// kept live by the all-traces stream. Data is only ever written through text nodes and DOM properties.
+(function () {
+  const C = window.toolspanCommon;
+  const { el } = C;
+  const doc = document;
+  const app = doc.getElementById("app");
+  const STATES = ["AWAITING_APPROVAL", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED"];
+  const LABEL = { AWAITING_APPROVAL: "Awaiting approval", RUNNING: "Running", COMPLETED: "Completed", FAILED: "Failed", CANCELLED: "Cancelled", DENIED: "Denied", SEALED: "Sealed" };
+  const PASSED = ["q", "state", "service", "tool", "conversation_id", "from_ms", "to_ms", "limit"];
+  const LIVE = ["RUNNING", "AWAITING_APPROVAL"];
+
+  let rows = [];
+  let older = []; // rows of the pages loaded with "Older runs"
+  let next = null;
+  let built = false;
+  let stream = null;
+  let loading = false;
+  let again = false;
+
+  function params() {
+    const url = new URL(location.href);
+    const out = new URLSearchParams();
+    PASSED.forEach((k) => { const v = url.searchParams.get(k); if (v) out.set(k, v); });
+    return out;
+  }
+  function setParam(name, value) {
+    const url = new URL(location.href);
+    if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
+    history.replaceState(null, "", url.pathname + url.search);
+    older = [];
+    load();
+  }
+
+  // ---------- the page's parts ----------
+  function build() {
+    built = true;
+    app.textContent = "";
+    const head = el("div", "listhead");
+    const h1 = el("h1", null, "Runs");
+    const sub = el("p", "sub");
+    sub.id = "summary";
+    head.append(h1, sub);
+    const tools = el("form", "toolbar");
+    tools.setAttribute("role", "search");
+    const q = el("input");
+    q.type = "search";
+    q.id = "q";
+    q.placeholder = "Search: what was asked, agent, tool, service, conversation or trace id";
+    q.setAttribute("aria-label", "Search runs");
+    q.value = params().get("q") || "";
+    const go = el("button", null, "Search");
+    go.type = "submit";
+    tools.append(q, go);
+    tools.addEventListener("submit", (e) => { e.preventDefault(); setParam("q", q.value.trim()); });
+    const chips = el("nav", "chips");
+    chips.id = "states";
+    chips.setAttribute("aria-label", "Filter by state");
+    const shown = (params().get("state") || "").toUpperCase();
+    ["", ...STATES].forEach((st) => {
+      const b = el("button", "chip" + (st ? " s-" + st : ""));
+      b.type = "button";
+      b.dataset.state = st;
+      b.setAttribute("aria-pressed", st === shown ? "true" : "false");
+      if (st) b.append(el("span", "dot s-" + st));
+      b.append(el("span", null, st ? LABEL[st] : "All"));
+      b.addEventListener("click", () => {
+        chips.querySelectorAll("button").forEach((x) => x.setAttribute("aria-pressed", x === b ? "true" : "false"));
+        setParam("state", st);
+      });
+      chips.appendChild(b);
+    });
+    const table = el("table", "runs");
+    table.id = "runs";
+    const thead = el("thead");
+    const tr = el("tr");
+    [["Run", "run"], ["State", "state"], ["Started", "start"], ["Duration", "dur"], ["Tool calls", "calls"], ["Service", "service"]].forEach(([t, c]) => {
+      const th = el("th", c, t);
+      th.scope = "col";
+      tr.appendChild(th);
+    });
+    thead.appendChild(tr);
+    const tbody = el("tbody");
+    tbody.id = "rows";
+    table.append(thead, tbody);
+    const empty = el("div", "empty");
+    empty.id = "empty";
+    empty.hidden = true;
+    const more = el("button", "more", "Older runs");
+    more.type = "button";
+    more.id = "older";
+    more.hidden = true;
+    more.addEventListener("click", loadOlder);
+    const problem = el("p", "problem");
+    problem.id = "problem";
+    problem.hidden = true;
+    app.append(head, tools, chips, problem, table, empty, more);
+  }
+
+  function stateBadge(state) {
+    const b = el("span", "badge s-" + state, LABEL[state] || state);
+    b.dataset.state = state;
+    return b;
+  }
+
+  function pill(cls, text) { return el("span", "pill " + cls, text); }
+
+  function renderRows() {
+    const tbody = doc.getElementById("rows");
+    const all = rows.concat(older);
+    const now = Date.now();
+    // Bars to scale: the longest run of the page fills its cell (a running one: up to now).
+    const dur = (r) => (r.duration_ms !== null ? r.duration_ms : LIVE.indexOf(r.state) >= 0 ? Math.max(0, now - r.start) : null);
+    const longest = Math.max(1, ...all.map((r) => dur(r) || 0));
+    tbody.textContent = "";
+    all.forEach((r) => {
+      const tr = el("tr", "row s-" + r.state);
+      tr.dataset.trace = r.trace_id;
+      const link = "/traces/" + encodeURIComponent(r.trace_id);
+      const run = el("td", "run");
+      const a = el("a", "name iso", r.name || r.trace_id);
+      a.href = link;
+      a.title = r.name || r.trace_id;
+      const under = el("div", "under iso");
+      [r.root_name && r.root_name !== r.name ? r.root_name : null, r.conversation_id, r.trace_id.slice(0, 8)].filter(Boolean).forEach((part, i) => {
+        if (i) under.append(" \u00b7 ");
+        under.append(el("span", null, part));
+      });
+      run.append(a, under);
+      const state = el("td", "state");
+      state.appendChild(stateBadge(r.state));
+      const start = el("td", "start", C.fmtAgo(r.start, now));
+      start.title = C.fmtWhen(r.start);
+      start.dataset.start = String(r.start);
+      const d = dur(r);
+      const durCell = el("td", "dur");
+      const bar = el("span", "durbar");
+      const fill = el("span", "fill s-" + r.state + (r.duration_ms === null ? " open" : ""));
+      fill.style.width = d === null ? "0" : Math.max(2, (100 * d) / longest) + "%";
+      bar.appendChild(fill);
+      const text = el("span", "durtext", d === null ? "\u2026" : C.fmtMs(d) + (r.duration_ms === null ? " so far" : ""));
+      durCell.append(text, bar);
+      const calls = el("td", "calls");
+      calls.append(el("span", "n", String(r.tool_calls)));
+      if (r.waiting) calls.append(pill("s-AWAITING_APPROVAL", r.waiting + " waiting"));
+      if (r.errors) calls.append(pill("s-FAILED", r.errors + (r.errors === 1 ? " error" : " errors")));
+      if (r.denied) calls.append(pill("s-DENIED", r.denied + " denied"));
+      if (r.cancelled) calls.append(pill("s-CANCELLED", r.cancelled + " cancelled"));
+      const service = el("td", "service iso", r.service || "");
+      tr.append(run, state, start, durCell, calls, service);
+      tr.addEventListener("click", (e) => { if (!e.target.closest("a") && !getSelection().toString()) location.href = link; });
+      tbody.appendChild(tr);
+    });
+    const empty = doc.getElementById("empty");
+    empty.hidden = all.length > 0;
+    empty.textContent = "";
+    if (!all.length) {
+      const filtered = Array.from(params().keys()).length > 0;
+      if (filtered) empty.append(el("p", null, "No run matches these filters."));
+      else {
+        empty.append(el("h2", null, "No runs yet"));
+        empty.append(el("p", null, "Point an application's OpenTelemetry exporter at this server; its runs appear here as they arrive:"));
+        const pre = el("pre", "iso", "OTEL_EXPORTER_OTLP_ENDPOINT=" + location.origin + "\nOTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf\nTOOLSPAN_PENDING_SPANS=all    # runs show while they run");
+        empty.append(pre);
+      }
+    }
+    doc.getElementById("older").hidden = !next;
+    summary(all);
+  }
+
+  function summary(all) {
+    const box = doc.getElementById("summary");
+    const count = (st) => all.filter((r) => r.state === st).length;
+    const parts = [all.length + (all.length === 1 ? " run" : " runs") + (next ? " shown" : "")];
+    const waiting = count("AWAITING_APPROVAL");
+    if (waiting) parts.push(waiting + " awaiting approval");
+    const running = count("RUNNING");
+    if (running) parts.push(running + " running");
+    const failed = count("FAILED");
+    if (failed) parts.push(failed + " failed");
+    box.textContent = parts.join(" \u00b7 ") + ". Newest first; each opens its live trace page.";
+  }
+
+  // ---------- data ----------
+  function fail(e) {
+    if (e instanceof C.Unauthorized) { built = false; C.askToken(app, e, start); return; }
+    const p = doc.getElementById("problem");
+    if (p) { p.hidden = false; p.textContent = "Could not load the runs: " + e; }
+  }
+  function load() {
+    if (loading) { again = true; return; }
+    loading = true;
+    C.api("/api/traces?" + params().toString()).then(([status, body]) => {
+      if (!built) build();
+      const p = doc.getElementById("problem");
+      if (status !== 200) { p.hidden = false; p.textContent = (body && body.error) || "HTTP " + status; rows = []; next = null; renderRows(); return; }
+      p.hidden = true;
+      rows = body.traces;
+      next = body.next_cursor;
+      renderRows();
+      follow();
+    }).catch(fail).finally(() => {
+      loading = false;
+      doc.body.dataset.ready = "1";
+      if (again) { again = false; load(); }
+    });
+  }
+  function loadOlder() {
+    if (!next) return;
+    const ps = params();
+    ps.set("cursor", next);
+    C.api("/api/traces?" + ps.toString()).then(([status, body]) => {
+      if (status !== 200) return;
+      older = older.concat(body.traces);
+      next = body.next_cursor;
+      renderRows();
+    }).catch(fail);
+  }
+
+  // Live: each event of the all-traces stream reloads the first page (a burst: once a second at most), and
+  // the durations of running runs grow with the clock.
+  let timer = 0;
+  function follow() {
+    if (stream) return;
+    const badge = doc.getElementById("top-live");
+    stream = new EventSource(C.streamUrl("/api/stream"));
+    stream.onopen = () => { badge.hidden = false; badge.className = "live on"; badge.textContent = "live"; };
+    stream.onerror = () => { badge.hidden = false; badge.className = "live"; badge.textContent = "reconnecting"; };
+    const soon = () => { if (!timer) timer = setTimeout(() => { timer = 0; if (!older.length) load(); }, 1000); };
+    ["message", "act", "observe", "span", "update", "done"].forEach((name) => stream.addEventListener(name, soon));
+    setInterval(() => { if (rows.some((r) => LIVE.indexOf(r.state) >= 0)) renderRows(); else doc.querySelectorAll("td.start").forEach((td) => { td.textContent = C.fmtAgo(Number(td.dataset.start)); }); }, 5000);
+  }
+
+  function start() {
+    C.topBar("traces");
+    load();
+  }
+  start();
+})();
