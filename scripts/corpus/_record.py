@@ -109,9 +109,15 @@ class Recording:
         return self.logger_provider
 
     def write(
-        self, out_dir: str | Path, framework: str, versions: dict[str, str], ended_by: str | None = None
+        self,
+        out_dir: str | Path,
+        framework: str,
+        versions: dict[str, str],
+        ended_by: str | None = None,
+        model_ids: bool = True,
     ) -> None:
-        """``ended_by``: the error that ended the run before the model's final answer (one model call)."""
+        """``ended_by``: the error that ended the run before the model's final answer (one model call);
+        ``model_ids=False``: the model names its calls without ids (DSPy's ReAct), so none is expected."""
         out = Path(out_dir)
         self.tracer_provider.force_flush()
         spans = sorted(self.span_exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
@@ -125,7 +131,7 @@ class Recording:
                 log_request = _scrubbed(encode_logs(logs))
                 (out / "logs.pb").write_bytes(log_request.SerializeToString())
                 (out / "logs.jsonl").write_text(_json_line(log_request), encoding="utf-8")
-        write_truth(out, framework, versions, ended_by)
+        write_truth(out, framework, versions, ended_by, model_ids)
         print(f"{framework}: {len(spans)} spans, {len(_ran)} tool calls -> {out}")  # noqa: T201
 
 
@@ -137,7 +143,13 @@ def write_request(out: Path, request: Any) -> None:
     (out / "traces.jsonl").write_text(_json_line(request), encoding="utf-8")
 
 
-def write_truth(out: Path, framework: str, versions: dict[str, str], ended_by: str | None = None) -> None:
+def write_truth(
+    out: Path,
+    framework: str,
+    versions: dict[str, str],
+    ended_by: str | None = None,
+    model_ids: bool = True,
+) -> None:
     """``ground_truth.json``: what the tools ran with (recorded by them), the script's ids and usage."""
     out.mkdir(parents=True, exist_ok=True)
     truth = {
@@ -148,10 +160,13 @@ def write_truth(out: Path, framework: str, versions: dict[str, str], ended_by: s
         "ended_by": ended_by,
         "model": MODEL,
         "usage": USAGE if ended_by is None else USAGE[:1],
+        # Without the model's ids: in the order the tools ran (each call's id is then its span's).
         "tool_calls": sorted(
             ({"call_id": _call_id(r["name"], r["arguments"]), **r} for r in _ran),
             key=lambda r: r["call_id"],
-        ),
+        )
+        if model_ids
+        else [{"call_id": None, **r} for r in _ran],
     }
     (out / "ground_truth.json").write_text(
         json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8"

@@ -33,6 +33,7 @@ RUNS=(
   "mlflow_native|mlflow|run_mlflow.py native"
   "mlflow_genai|mlflow|run_mlflow.py genai"
   "logfire_openai_agents|logfire|run_logfire.py"
+  "dspy_react|dspy|run_dspy.py"
   "vercel_ai_generate|node|run_vercel_ai.mjs generate"
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
 )

@@ -1,8 +1,8 @@
 """MLflow Tracing's native OTLP export: ``mlflow.openai.autolog()`` traces the OpenAI Agents SDK (its agent,
-tool and model-call spans) and the OpenAI client under it; the model is the SDK's Chat Completions model over
-a scripted HTTP transport. MLflow sends its spans itself, as it does when ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-is set: to a receiver on loopback. Usage: ``run_mlflow.py OUT [native|genai]`` (``genai``:
-``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true``)."""
+tool and model-call spans) and the OpenAI client under it; the model is the SDK's Chat Completions model
+over a scripted HTTP transport. MLflow sends its spans itself, as it does when
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set: to a receiver on loopback.
+Usage: ``run_mlflow.py OUT [native|genai]`` (``genai``: ``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true``)."""
 
 from __future__ import annotations
 
