@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge._dialects import with_dialect
 from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
@@ -15,7 +16,7 @@ __all__ = ["agent_input_text", "agent_name", "agent_output_text", "plan_name", "
 
 
 def agent_name(span: Span) -> str:
-    attrs = span.attributes
+    attrs = with_dialect(span)
     for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME, sc.TRACELOOP_ENTITY_NAME):
         value = attrs.get(key)
         if value is not None and value != "":

@@ -5,24 +5,15 @@ See ``toolspan.bridge.facts`` for the order the conventions are read in.
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Mapping
-from json.scanner import make_scanner
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 from toolspan import semconv as sc
+from toolspan.bridge._dialects import dialect_kind
+from toolspan.bridge._kinds_base import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL, parse_json
 from toolspan.bridge.model import Span
 
 __all__ = ["AGENT", "CHAIN", "LLM", "OTHER", "PLAN", "RETRIEVER", "TOOL", "classify", "parse_json"]
-
-TOOL: Final = "tool"
-AGENT: Final = "agent"
-PLAN: Final = "plan"
-LLM: Final = "llm"
-CHAIN: Final = "chain"
-RETRIEVER: Final = "retriever"
-OTHER: Final = "other"
 
 _OP_KINDS: Final[Mapping[str, str]] = {
     sc.OP_EXECUTE_TOOL: TOOL,
@@ -48,9 +39,6 @@ _TRACELOOP_KINDS: Final[Mapping[str, str]] = {
     sc.TRACELOOP_KIND_WORKFLOW: CHAIN,
     sc.TRACELOOP_KIND_TASK: CHAIN,
 }
-_LLAMAINDEX_AGENT_RUN: Final = re.compile(r"\w{0,100}(?:Agent|AgentWorkflow)\.run")
-_JSON_START: Final = frozenset('{["-0123456789tfn')
-_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 def classify(span: Span) -> str:
@@ -72,9 +60,6 @@ def classify(span: Span) -> str:
         if kind == LLM and span.name.endswith(sc.LLAMAINDEX_PREPARE_CHAT):
             # LlamaIndex's step that builds the request (messages and tools): no model is called in it.
             return CHAIN
-        if kind == CHAIN and _LLAMAINDEX_AGENT_RUN.fullmatch(span.name):
-            # LlamaIndex's agent workflows (``FunctionAgent.run``, ``AgentWorkflow.run``) are CHAIN spans.
-            return AGENT
         if kind is not None:
             return kind
     tl = attrs.get(sc.TRACELOOP_SPAN_KIND)
@@ -82,6 +67,9 @@ def classify(span: Span) -> str:
         kind = _TRACELOOP_KINDS.get(tl.lower())
         if kind is not None:
             return kind
+    kind = dialect_kind(span)
+    if kind is not None:
+        return kind
     if sc.GEN_AI_TOOL_NAME in attrs or span.name.startswith(sc.TOOL_SPAN_PREFIX):
         return TOOL
     if sc.HAYSTACK_TOOL_NAME in attrs or span.name == sc.HAYSTACK_TOOL_STEP:
@@ -94,24 +82,3 @@ def classify(span: Span) -> str:
         # Google ADK's legacy ``call_llm`` span (its own model call, with the model's response).
         return LLM
     return OTHER
-
-
-def parse_json(value: Any) -> Any:
-    """``value`` parsed if it is a string holding JSON; anything else (or non-JSON text) unchanged."""
-    if isinstance(value, str) and value:
-        first = value[0]
-        if first in _JSON_START:
-            # The C scanner directly: json.loads' wrapper costs more than decoding a small value.
-            try:
-                obj, end = _scan_once(value, 0)
-            except (StopIteration, ValueError, RecursionError):
-                return value
-            if end == len(value) or not value[end:].strip():
-                return obj
-            return value
-        if first in " \t\r\n":
-            try:
-                return json.loads(value)
-            except (ValueError, RecursionError):
-                return value
-    return value

@@ -196,7 +196,7 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
             if span.end_ns is None:
                 at, rank = max(trace_end, span.start_ns), 6
             items.append(Item(at, rank, i, 101, "step_end", step, provisional=span.end_ns is None))
-        elif kind == LLM and index.nearest(i, AGENTS) == turn:
+        elif kind == LLM and index.is_model_call(i) and index.nearest(i, AGENTS) == turn:
             if span.end_ns is None:
                 # Its output comes at its end: nothing after its start is settled before that.
                 items.append(
@@ -222,7 +222,9 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
     for turn, items in by_turn.items():
         if turn is None:
             start = min(s.start_ns for s in trace)
-            llms = sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (trace[i].start_ns, i))
+            llms = sorted(
+                (i for i in range(len(kinds)) if index.is_model_call(i)), key=lambda i: (trace[i].start_ns, i)
+            )
             user = agent_input_text(trace[llms[0]]) if llms else None
             answer = None
             ended = all(s.end_ns is not None for s in trace)
