@@ -185,6 +185,10 @@ class OtlpReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    import gzip
+
+                    body = gzip.decompress(body)
                 if self.path.endswith("/v1/traces"):
                     bodies.append(body)
                 self.send_response(200)

@@ -34,6 +34,7 @@ RUNS=(
   "mlflow_genai|mlflow|run_mlflow.py genai"
   "logfire_openai_agents|logfire|run_logfire.py"
   "dspy_react|dspy|run_dspy.py"
+  "langfuse_openai|langfuse|run_langfuse.py"
   "vercel_ai_generate|node|run_vercel_ai.mjs generate"
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
 )

@@ -311,3 +311,10 @@ DSPY_TOOL_SUFFIXES: Final = (".__call__", ".acall")
 # DSPy's ReAct asks for a tool in the model's text, as the ChatAdapter's ``[[ ## <field> ## ]]`` fields.
 DSPY_NEXT_TOOL_NAME: Final = "next_tool_name"
 DSPY_NEXT_TOOL_ARGS: Final = "next_tool_args"
+# Langfuse's OpenTelemetry-based SDK: what an observation is, and its content (JSON text).
+LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"
+LANGFUSE_INPUT: Final = "langfuse.observation.input"
+LANGFUSE_OUTPUT: Final = "langfuse.observation.output"
+LANGFUSE_MODEL_NAME: Final = "langfuse.observation.model.name"
+LANGFUSE_USAGE_DETAILS: Final = "langfuse.observation.usage_details"
+LANGFUSE_STATUS_MESSAGE: Final = "langfuse.observation.status_message"

@@ -1,6 +1,6 @@
 """Frameworks whose own attribute names say what the GenAI conventions say elsewhere, read as GenAI.
 
-Three tracers write no ``gen_ai.operation.name`` (nor OpenInference's or OpenLLMetry's kinds) on the spans
+Four tracers write no ``gen_ai.operation.name`` (nor OpenInference's or OpenLLMetry's kinds) on the spans
 that matter; each marks its spans with a key of its own, and ``dialect_kind`` / ``with_dialect`` read them
 (versions checked: ``docs/frameworks.md``):
 
@@ -19,6 +19,11 @@ that matter; each marks its spans with a key of its own, and ``dialect_kind`` / 
   (``name``, ``input``, ``output``, ``error``: ``{"message": ...}``), ``Agent run: {name!r}`` an agent,
   ``Chat completion with {gen_ai.request.model!r}`` / ``Responses API with ...`` a model call (``input``,
   ``output`` messages).
+- **Langfuse**'s OpenTelemetry-based SDK, marked by ``langfuse.observation.type``: ``tool`` a tool (named by
+  the span; ``langfuse.observation.input`` its arguments, ``.output`` its result, ``.status_message`` its
+  error), ``generation`` / ``embedding`` a model call (its messages in the same two keys,
+  ``langfuse.observation.model.name``, ``.usage_details``), ``agent`` an agent, ``chain`` a chain,
+  ``retriever`` a retriever.
 
 The span's own attributes win over what is read here (a span with GenAI names keeps them).
 """
@@ -42,6 +47,16 @@ _MLFLOW_KINDS: Final[Mapping[str, str]] = {
     "AGENT": AGENT,
     "CHAIN": CHAIN,
     "RETRIEVER": RETRIEVER,
+}
+
+
+_LANGFUSE_KINDS: Final[Mapping[str, str]] = {
+    "tool": TOOL,
+    "generation": LLM,
+    "embedding": LLM,
+    "agent": AGENT,
+    "chain": CHAIN,
+    "retriever": RETRIEVER,
 }
 
 
@@ -82,6 +97,9 @@ def dialect_kind(span: Span) -> str | None:
     template = attrs.get(sc.LOGFIRE_MSG_TEMPLATE)
     if isinstance(template, str):
         return _logfire_kind(template)
+    langfuse = attrs.get(sc.LANGFUSE_OBSERVATION_TYPE)
+    if isinstance(langfuse, str):
+        return _LANGFUSE_KINDS.get(langfuse)
     return None
 
 
@@ -214,6 +232,34 @@ def _logfire(span: Span, template: str) -> dict[str, Any]:
     }
 
 
+def _langfuse(span: Span, kind: str | None) -> dict[str, Any]:
+    attrs = span.attributes
+    if kind == TOOL:
+        return {
+            sc.GEN_AI_TOOL_NAME: span.name,
+            sc.GEN_AI_TOOL_CALL_ARGUMENTS: attrs.get(sc.LANGFUSE_INPUT),
+            sc.GEN_AI_TOOL_CALL_RESULT: attrs.get(sc.LANGFUSE_OUTPUT),
+        }
+    if kind == AGENT:
+        output = parse_json(attrs.get(sc.LANGFUSE_OUTPUT))
+        return {
+            sc.GEN_AI_AGENT_NAME: span.name,
+            sc.GEN_AI_OUTPUT_MESSAGES: _assistant(output) if isinstance(output, str) else None,
+        }
+    if kind != LLM:
+        return {}
+    usage = parse_json(attrs.get(sc.LANGFUSE_USAGE_DETAILS))
+    usage = usage if isinstance(usage, Mapping) else {}
+    output = parse_json(attrs.get(sc.LANGFUSE_OUTPUT))
+    return {
+        sc.GEN_AI_INPUT_MESSAGES: _mlflow_messages(parse_json(attrs.get(sc.LANGFUSE_INPUT))),
+        sc.GEN_AI_OUTPUT_MESSAGES: [output] if isinstance(output, Mapping) else _mlflow_messages(output),
+        sc.GEN_AI_REQUEST_MODEL: attrs.get(sc.LANGFUSE_MODEL_NAME),
+        sc.GEN_AI_USAGE_INPUT_TOKENS: usage.get("prompt_tokens", usage.get("input")),
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.get("completion_tokens", usage.get("output")),
+    }
+
+
 def _dialect(span: Span) -> dict[str, Any] | None:
     attrs = span.attributes
     op = attrs.get(sc.VERCEL_OPERATION_ID)
@@ -225,6 +271,9 @@ def _dialect(span: Span) -> dict[str, Any] | None:
     template = attrs.get(sc.LOGFIRE_MSG_TEMPLATE)
     if isinstance(template, str):
         return _logfire(span, template)
+    langfuse = attrs.get(sc.LANGFUSE_OBSERVATION_TYPE)
+    if isinstance(langfuse, str):
+        return _langfuse(span, _LANGFUSE_KINDS.get(langfuse))
     return None
 
 
@@ -239,7 +288,11 @@ def with_dialect(span: Span) -> Mapping[str, Any]:
 
 
 def dialect_error(span: Span) -> str | None:
-    """The error message a framework recorded as an attribute (Logfire's ``error``), if any."""
+    """The error message a framework recorded as an attribute (Logfire's ``error``, Langfuse's
+    ``langfuse.observation.status_message``), if any."""
+    message = span.attributes.get(sc.LANGFUSE_STATUS_MESSAGE)
+    if isinstance(message, str) and message:
+        return message
     template = span.attributes.get(sc.LOGFIRE_MSG_TEMPLATE)
     if template != sc.LOGFIRE_TOOL_TEMPLATE:
         return None
