@@ -35,8 +35,10 @@ RUNS=(
   "logfire_openai_agents|logfire|run_logfire.py"
   "dspy_react|dspy|run_dspy.py"
   "langfuse_openai|langfuse|run_langfuse.py"
+  "agent_framework|agent_framework|run_agent_framework.py"
   "vercel_ai_generate|node|run_vercel_ai.mjs generate"
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
+  "langgraph_js_openinference|node|run_langgraph_js.mjs"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

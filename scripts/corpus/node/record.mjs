@@ -6,13 +6,15 @@ import { createServer } from "node:http";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtoExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { context } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, SimpleSpanProcessor, InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
+
+const HERE_DIR = dirname(fileURLToPath(import.meta.url));
 
 export const USER_REQUEST = "What is the weather in Paris and in Tokyo, and how many people live in Atlantis?";
 export const FINAL_ANSWER = "Paris: 18 C, sunny. Tokyo: 22 C, cloudy. I could not find the population of Atlantis.";
@@ -81,6 +83,22 @@ function sortKeys(value) {
   return value;
 }
 
+// This machine's paths (in stack traces) replaced by placeholders, before the spans are exported.
+const REPO = resolve(HERE_DIR, "..", "..", "..");
+function scrubText(text) {
+  return text.split(pathToFileURL(REPO).href).join("file://<repo>").split(REPO).join("<repo>");
+}
+function scrubValues(values) {
+  for (const key of Object.keys(values ?? {})) {
+    if (typeof values[key] === "string") values[key] = scrubText(values[key]);
+  }
+}
+function scrub(span) {
+  scrubValues(span.attributes);
+  if (span.status?.message) span.status.message = scrubText(span.status.message);
+  for (const event of span.events) scrubValues(event.attributes);
+}
+
 /** A tracer provider whose spans the OTLP exporters send to a loopback receiver, written to files. */
 export class Recording {
   constructor() {
@@ -96,6 +114,7 @@ export class Recording {
     const spans = [...this.memory.getFinishedSpans()].sort((a, b) =>
       a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1],
     );
+    for (const span of spans) scrub(span);
     const bodies = { "/pb/v1/traces": [], "/json/v1/traces": [] };
     const server = createServer((req, res) => {
       const chunks = [];
@@ -141,4 +160,4 @@ export class Recording {
   }
 }
 
-export const HERE = dirname(fileURLToPath(import.meta.url));
+export const HERE = HERE_DIR;
