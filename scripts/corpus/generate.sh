@@ -39,6 +39,7 @@ RUNS=(
   "vercel_ai_generate|node|run_vercel_ai.mjs generate"
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
   "langgraph_js_openinference|node|run_langgraph_js.mjs"
+  "openai_agents_js|node|run_openai_agents_js.mjs"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "
