@@ -40,8 +40,13 @@ def main(out: str) -> None:
     steps.append({"reasoning": "The tools answered.", "answer": rec.FINAL_ANSWER})
     dspy.configure(lm=DummyLM(steps))
     agent = dspy.ReAct("question -> answer", tools=[get_weather, get_population])
-    answer = agent(question=rec.USER_REQUEST).answer
-    assert answer == rec.FINAL_ANSWER, answer
+    prediction = agent(question=rec.USER_REQUEST)
+    assert prediction.answer == rec.FINAL_ANSWER, prediction.answer
+    # ReAct's own ``finish`` tool ran too (as smolagents' final_answer does): recorded from its trajectory.
+    trajectory = prediction.trajectory
+    last = len(rec.CALLS)
+    assert trajectory[f"tool_name_{last}"] == "finish", trajectory
+    rec.record("finish", trajectory[f"tool_args_{last}"], trajectory[f"observation_{last}"])
     recording.write(
         out,
         "dspy_react",

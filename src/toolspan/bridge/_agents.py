@@ -88,6 +88,11 @@ def _lc_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"role": role, "content": inner["content"]}
 
 
+def _dspy_call(value: Mapping[str, Any]) -> bool:
+    args = value.get("input_args")
+    return isinstance(args, dict) and len(args) == 1 and isinstance(next(iter(args.values())), str)
+
+
 def _unwrap(value: Any) -> Any:
     """The message list inside the wrappers frameworks record (LangGraph state, LangChain results)."""
     for _ in range(4):
@@ -108,6 +113,14 @@ def _unwrap(value: Any) -> Any:
             ]
         elif isinstance(value.get("task"), str):  # smolagents' run(task=...)
             return value["task"]
+        elif _dspy_call(value):  # a DSPy module called with one text field: ReAct(question=...)
+            return next(iter(value["input_args"].values()))
+        elif isinstance(value.get("trajectory"), dict):
+            # DSPy ReAct's prediction: its trajectory, then the signature's output fields, the answer last.
+            texts = [
+                v for k, v in value.items() if k not in ("trajectory", "reasoning") and isinstance(v, str)
+            ]
+            return texts[-1] if texts else value
         elif isinstance(value.get("contents"), list):  # a Gemini request (Google ADK's llm_request)
             value = value["contents"]
         elif isinstance(value.get("content"), dict) and "parts" in value["content"]:  # a Gemini response

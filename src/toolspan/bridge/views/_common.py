@@ -166,6 +166,22 @@ class TraceIndex:
         """Whether record ``i`` is a model call counted on its own (an LLM span not inside another)."""
         return self.kinds[i] == LLM and i not in self.inner_model_calls
 
+    def model_input_text(self, i: int) -> str | None:
+        """What model call ``i`` was asked: its own messages, else those of a call recorded inside it."""
+        for j in (i, *self._inner_of(i)):
+            text = agent_input_text(self.spans[j])
+            if text:
+                return text
+        return None
+
+    def model_output_text(self, i: int) -> str | None:
+        """What model call ``i`` answered: its own messages, else those of a call recorded inside it."""
+        for j in (i, *self._inner_of(i)):
+            text = agent_output_text(self.spans[j])
+            if text:
+                return text
+        return None
+
     def model_calls(self) -> dict[int, ModelCall]:
         """The model call of every counted LLM record (computed once); two chain spans above may complete
         it, and so may the model calls recorded inside it (what the outer span lacks, the inner one says)."""
@@ -270,11 +286,11 @@ def turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None
         llms = [i for i in range(len(index.spans)) if index.is_model_call(i) and _under(index, i, agent)]
         llms.sort(key=lambda i: (index.spans[i].start_ns, i))
     if user is None and llms:
-        user = agent_input_text(index.spans[llms[0]])
+        user = index.model_input_text(llms[0])
     ended = [i for i in llms if index.spans[i].end_ns is not None]
     if answer is None and ended:
         last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
-        answer = agent_output_text(index.spans[last])
+        answer = index.model_output_text(last)
     return user, answer
 
 

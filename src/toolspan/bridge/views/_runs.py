@@ -42,9 +42,7 @@ from toolspan.bridge.facts import (
     LLM,
     PLAN,
     TOOL,
-    agent_input_text,
     agent_name,
-    agent_output_text,
     approvals,
     edited_input,
     plan_name,
@@ -212,7 +210,7 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
                     )
                 )
                 continue
-            output = agent_output_text(span)
+            output = index.model_output_text(i)
             if output:
                 at, rank = _end_at(span, span.start_ns)
                 llm_texts.setdefault(turn, []).append((at, output))
@@ -225,7 +223,7 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
             llms = sorted(
                 (i for i in range(len(kinds)) if index.is_model_call(i)), key=lambda i: (trace[i].start_ns, i)
             )
-            user = agent_input_text(trace[llms[0]]) if llms else None
+            user = index.model_input_text(llms[0]) if llms else None
             answer = None
             ended = all(s.end_ns is not None for s in trace)
             failed = any(trace[r].status == "ERROR" for r in index.roots)

@@ -265,7 +265,7 @@ def _final_answer(index: TraceIndex) -> str | None:
         i for i in range(len(index.kinds)) if index.is_model_call(i) and index.spans[i].end_ns is not None
     ]
     for i in sorted(ended, key=lambda i: (index.spans[i].end_ns or 0, i), reverse=True):
-        text = agent_output_text(index.spans[i])
+        text = index.model_output_text(i)
         if text:
             return text
     return None
