@@ -30,6 +30,8 @@ The span's own attributes win over what is read here (a span with GenAI names ke
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -260,7 +262,44 @@ def _langfuse(span: Span, kind: str | None) -> dict[str, Any]:
     }
 
 
+# The last spans read, by their attributes' identity (the entry holds the attributes, so an id is not reused
+# while cached): the readers of one span (name, arguments, requests, usage, messages) each ask for its
+# dialect, which parses its JSON values once.
+_MEMO_SIZE: Final = 64
+_memo: OrderedDict[int, tuple[Mapping[str, Any], dict[str, Any] | None]] = OrderedDict()
+_memo_lock = threading.Lock()
+
+
+_MARKERS: Final = (
+    sc.VERCEL_OPERATION_ID,
+    sc.MLFLOW_SPAN_TYPE,
+    sc.LOGFIRE_MSG_TEMPLATE,
+    sc.LANGFUSE_OBSERVATION_TYPE,
+)
+
+
 def _dialect(span: Span) -> dict[str, Any] | None:
+    attrs = span.attributes
+    if not any(marker in attrs for marker in _MARKERS):
+        return None
+    key = id(attrs)
+    with _memo_lock:
+        hit = _memo.get(key)
+        if hit is not None and hit[0] is attrs:
+            return hit[1]
+    read = _read_dialect(span)
+    found = None
+    if read:
+        extra = {k: v for k, v in read.items() if v is not None and k not in attrs}
+        found = {**extra, **attrs} if extra else None
+    with _memo_lock:
+        _memo[key] = (attrs, found)
+        if len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+    return found
+
+
+def _read_dialect(span: Span) -> dict[str, Any] | None:
     attrs = span.attributes
     op = attrs.get(sc.VERCEL_OPERATION_ID)
     if isinstance(op, str):
@@ -278,13 +317,10 @@ def _dialect(span: Span) -> dict[str, Any] | None:
 
 
 def with_dialect(span: Span) -> Mapping[str, Any]:
-    """The span's attributes, plus the GenAI names its framework's own attributes give (the span's win)."""
+    """The span's attributes, plus the GenAI names its framework's own attributes give (the span's win).
+    Values parsed from JSON are shared by the calls on one span: readers never change them."""
     found = _dialect(span)
-    if not found:
-        return span.attributes
-    attrs = span.attributes
-    extra = {k: v for k, v in found.items() if v is not None and k not in attrs}
-    return {**extra, **attrs} if extra else attrs
+    return span.attributes if found is None else found
 
 
 def dialect_error(span: Span) -> str | None:
