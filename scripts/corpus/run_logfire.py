@@ -18,36 +18,7 @@ receiver = rec.OtlpReceiver()
 os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.endpoint
 
 import logfire  # noqa: E402
-from _chat_http import ScriptedChat  # noqa: E402
-from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool  # noqa: E402
-from openai import AsyncOpenAI  # noqa: E402
-
-
-@function_tool
-def get_weather(city: str) -> dict[str, object]:
-    """Current weather of a city."""
-    return rec.get_weather(city)
-
-
-@function_tool
-def get_population(city: str) -> int:
-    """Population of a city."""
-    return rec.get_population(city)
-
-
-async def run() -> str:
-    chat = ScriptedChat()
-    client = AsyncOpenAI(
-        api_key="scripted", base_url="http://scripted.invalid/v1", http_client=chat.async_client()
-    )
-    agent = Agent(
-        name="weather_agent",
-        instructions="Answer with the tools.",
-        model=OpenAIChatCompletionsModel(model=rec.MODEL, openai_client=client),
-        tools=[get_weather, get_population],
-    )
-    result = await Runner.run(agent, rec.USER_REQUEST)
-    return str(result.final_output)
+from _agents_sdk import run  # noqa: E402
 
 
 def main(out: str) -> None:

@@ -113,16 +113,25 @@ def _assistant(value: Any) -> list[dict[str, Any]] | None:
     return None if value is None else [{"role": "assistant", "content": value}]
 
 
+def _tool(name: Any, arguments: Any, result: Any, call_id: Any = None) -> dict[str, Any]:
+    return {
+        sc.GEN_AI_TOOL_NAME: name,
+        sc.GEN_AI_TOOL_CALL_ID: call_id,
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: arguments,
+        sc.GEN_AI_TOOL_CALL_RESULT: result,
+    }
+
+
 def _vercel(span: Span, op: str) -> dict[str, Any]:
     attrs = span.attributes
     kind = _vercel_kind(op)
     if kind == TOOL:
-        return {
-            sc.GEN_AI_TOOL_NAME: attrs.get(sc.VERCEL_TOOL_CALL_NAME),
-            sc.GEN_AI_TOOL_CALL_ID: attrs.get(sc.VERCEL_TOOL_CALL_ID),
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: attrs.get(sc.VERCEL_TOOL_CALL_ARGS),
-            sc.GEN_AI_TOOL_CALL_RESULT: attrs.get(sc.VERCEL_TOOL_CALL_RESULT),
-        }
+        return _tool(
+            attrs.get(sc.VERCEL_TOOL_CALL_NAME),
+            attrs.get(sc.VERCEL_TOOL_CALL_ARGS),
+            attrs.get(sc.VERCEL_TOOL_CALL_RESULT),
+            attrs.get(sc.VERCEL_TOOL_CALL_ID),
+        )
     if kind == AGENT:
         prompt = parse_json(attrs.get(sc.VERCEL_PROMPT))
         messages = None
@@ -191,11 +200,7 @@ def _mlflow(span: Span, value: Any) -> dict[str, Any]:
     inputs = parse_json(attrs.get(sc.MLFLOW_SPAN_INPUTS))
     outputs = parse_json(attrs.get(sc.MLFLOW_SPAN_OUTPUTS))
     if kind == TOOL:
-        return {
-            sc.GEN_AI_TOOL_NAME: span.name,
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: inputs,
-            sc.GEN_AI_TOOL_CALL_RESULT: outputs,
-        }
+        return _tool(span.name, inputs, outputs)
     if kind == AGENT:
         return {
             sc.GEN_AI_AGENT_NAME: span.name,
@@ -219,11 +224,7 @@ def _logfire(span: Span, template: str) -> dict[str, Any]:
     attrs = span.attributes
     kind = _logfire_kind(template)
     if kind == TOOL:
-        return {
-            sc.GEN_AI_TOOL_NAME: attrs.get(sc.LOGFIRE_NAME),
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: attrs.get(sc.LOGFIRE_INPUT),
-            sc.GEN_AI_TOOL_CALL_RESULT: attrs.get(sc.LOGFIRE_OUTPUT),
-        }
+        return _tool(attrs.get(sc.LOGFIRE_NAME), attrs.get(sc.LOGFIRE_INPUT), attrs.get(sc.LOGFIRE_OUTPUT))
     if kind == AGENT:
         return {sc.GEN_AI_AGENT_NAME: attrs.get(sc.LOGFIRE_NAME)}
     if kind != LLM:
@@ -237,11 +238,7 @@ def _logfire(span: Span, template: str) -> dict[str, Any]:
 def _langfuse(span: Span, kind: str | None) -> dict[str, Any]:
     attrs = span.attributes
     if kind == TOOL:
-        return {
-            sc.GEN_AI_TOOL_NAME: span.name,
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: attrs.get(sc.LANGFUSE_INPUT),
-            sc.GEN_AI_TOOL_CALL_RESULT: attrs.get(sc.LANGFUSE_OUTPUT),
-        }
+        return _tool(span.name, attrs.get(sc.LANGFUSE_INPUT), attrs.get(sc.LANGFUSE_OUTPUT))
     if kind == AGENT:
         output = parse_json(attrs.get(sc.LANGFUSE_OUTPUT))
         return {

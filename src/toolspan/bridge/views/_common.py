@@ -168,19 +168,11 @@ class TraceIndex:
 
     def model_input_text(self, i: int) -> str | None:
         """What model call ``i`` was asked: its own messages, else those of a call recorded inside it."""
-        for j in (i, *self._inner_of(i)):
-            text = agent_input_text(self.spans[j])
-            if text:
-                return text
-        return None
+        return next(filter(None, (agent_input_text(self.spans[j]) for j in (i, *self._inner_of(i)))), None)
 
     def model_output_text(self, i: int) -> str | None:
         """What model call ``i`` answered: its own messages, else those of a call recorded inside it."""
-        for j in (i, *self._inner_of(i)):
-            text = agent_output_text(self.spans[j])
-            if text:
-                return text
-        return None
+        return next(filter(None, (agent_output_text(self.spans[j]) for j in (i, *self._inner_of(i)))), None)
 
     def model_calls(self) -> dict[int, ModelCall]:
         """The model call of every counted LLM record (computed once); two chain spans above may complete
