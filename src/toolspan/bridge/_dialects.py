@@ -267,17 +267,14 @@ _memo: OrderedDict[int, tuple[Mapping[str, Any], dict[str, Any] | None]] = Order
 _memo_lock = threading.Lock()
 
 
-_MARKERS: Final = (
-    sc.VERCEL_OPERATION_ID,
-    sc.MLFLOW_SPAN_TYPE,
-    sc.LOGFIRE_MSG_TEMPLATE,
-    sc.LANGFUSE_OBSERVATION_TYPE,
-)
-
-
 def _dialect(span: Span) -> dict[str, Any] | None:
     attrs = span.attributes
-    if not any(marker in attrs for marker in _MARKERS):
+    if (
+        sc.VERCEL_OPERATION_ID not in attrs
+        and sc.MLFLOW_SPAN_TYPE not in attrs
+        and sc.LOGFIRE_MSG_TEMPLATE not in attrs
+        and sc.LANGFUSE_OBSERVATION_TYPE not in attrs
+    ):
         return None
     key = id(attrs)
     with _memo_lock:
