@@ -4,7 +4,6 @@ calls intact, hostile text carried as data, and the run structure both protocols
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,15 +11,13 @@ from ag_ui.core import Event
 from pydantic import TypeAdapter
 
 from _bridge_data import scenario, validate
+from _corpus import REDACTED_ERRORS, SETUPS, expected_calls
+from _corpus import spans as corpus_spans
+from _corpus import truth as corpus_truth
 from _page_data import hostile_payloads, hostile_run
-from toolspan.bridge.readers import read_spans
-from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
 from toolspan.bridge.views import messages_snapshot, to_ag_ui, to_ai_sdk
 
-CORPUS = Path(__file__).parent / "corpus"
-FRAMEWORKS = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
-# The OpenAI Agents SDK replaces a failing tool's exception by a fixed text before any span sees it.
-REDACTED_ERRORS = {"openai_agents"}
+FRAMEWORKS = sorted(SETUPS)
 _EVENT = TypeAdapter(Event)
 
 
@@ -75,17 +72,12 @@ def check_run_structure(events: list[dict[str, Any]]) -> None:
 
 
 def _corpus_spans(framework: str, encoding: str) -> list[Any]:
-    spans, report = read_spans(str(CORPUS / framework / f"traces.{encoding}"))
-    assert report.issues == []
-    logs = CORPUS / framework / f"logs.{encoding}"
-    if logs.exists():
-        spans, _ = attach_logs(spans, logs_from_bytes(logs.read_bytes()))
-    return spans
+    return corpus_spans(framework, f"traces.{encoding}")
 
 
-def _truth(framework: str) -> dict[str, Any]:
-    truth: dict[str, Any] = json.loads((CORPUS / framework / "ground_truth.json").read_text("utf-8"))
-    return truth
+def _truth(framework: str, spans: list[Any]) -> dict[str, Any]:
+    """The ground truth, each call with the id every view must give it."""
+    return {**corpus_truth(framework), "tool_calls": expected_calls(framework, spans)}
 
 
 def test_the_scenario_is_valid_ag_ui_and_ai_sdk() -> None:
@@ -157,8 +149,8 @@ def test_a_run_waiting_for_approval_ends_with_an_interrupt_outcome() -> None:
 @pytest.mark.parametrize("encoding", ["jsonl", "pb"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_framework_converts_with_its_tool_calls_intact(framework: str, encoding: str) -> None:
-    truth = _truth(framework)
     spans = _corpus_spans(framework, encoding)
+    truth = _truth(framework, spans)
     events = to_ag_ui(spans)
     check_ag_ui(events)
     check_run_structure(events)

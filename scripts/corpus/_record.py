@@ -109,16 +109,19 @@ class Recording:
         return self.logger_provider
 
     def write(
-        self, out_dir: str | Path, framework: str, versions: dict[str, str], ended_by: str | None = None
+        self,
+        out_dir: str | Path,
+        framework: str,
+        versions: dict[str, str],
+        ended_by: str | None = None,
+        model_ids: bool = True,
     ) -> None:
-        """``ended_by``: the error that ended the run before the model's final answer (one model call)."""
+        """``ended_by``: the error that ended the run before the model's final answer (one model call);
+        ``model_ids=False``: the model names its calls without ids (DSPy's ReAct), so none is expected."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         self.tracer_provider.force_flush()
         spans = sorted(self.span_exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
-        request = _scrubbed(encode_spans(spans))
-        (out / "traces.pb").write_bytes(request.SerializeToString())
-        (out / "traces.jsonl").write_text(_json_line(request), encoding="utf-8")
+        write_request(out, encode_spans(spans))
         if self.log_exporter is not None:
             from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 
@@ -128,23 +131,90 @@ class Recording:
                 log_request = _scrubbed(encode_logs(logs))
                 (out / "logs.pb").write_bytes(log_request.SerializeToString())
                 (out / "logs.jsonl").write_text(_json_line(log_request), encoding="utf-8")
-        truth = {
-            "framework": framework,
-            "versions": versions,
-            "user_request": USER_REQUEST,
-            "final_answer": FINAL_ANSWER if ended_by is None else None,
-            "ended_by": ended_by,
-            "model": MODEL,
-            "usage": USAGE if ended_by is None else USAGE[:1],
-            "tool_calls": sorted(
-                ({"call_id": _call_id(r["name"], r["arguments"]), **r} for r in _ran),
-                key=lambda r: r["call_id"],
-            ),
-        }
-        (out / "ground_truth.json").write_text(
-            json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
+        write_truth(out, framework, versions, ended_by, model_ids)
         print(f"{framework}: {len(spans)} spans, {len(_ran)} tool calls -> {out}")  # noqa: T201
+
+
+def write_request(out: Path, request: Any) -> None:
+    """One OTLP trace export request as ``traces.pb`` and ``traces.jsonl`` (this machine's paths scrubbed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    request = _scrubbed(request)
+    (out / "traces.pb").write_bytes(request.SerializeToString())
+    (out / "traces.jsonl").write_text(_json_line(request), encoding="utf-8")
+
+
+def write_truth(
+    out: Path,
+    framework: str,
+    versions: dict[str, str],
+    ended_by: str | None = None,
+    model_ids: bool = True,
+) -> None:
+    """``ground_truth.json``: what the tools ran with (recorded by them), the script's ids and usage."""
+    out.mkdir(parents=True, exist_ok=True)
+    truth = {
+        "framework": framework,
+        "versions": versions,
+        "user_request": USER_REQUEST,
+        "final_answer": FINAL_ANSWER if ended_by is None else None,
+        "ended_by": ended_by,
+        "model": MODEL,
+        "usage": USAGE if ended_by is None else USAGE[:1],
+        # Without the model's ids: in the order the tools ran (each call's id is then its span's).
+        "tool_calls": sorted(
+            ({"call_id": _call_id(r["name"], r["arguments"]), **r} for r in _ran),
+            key=lambda r: r["call_id"],
+        )
+        if model_ids
+        else [{"call_id": None, **r} for r in _ran],
+    }
+    (out / "ground_truth.json").write_text(
+        json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+
+
+class OtlpReceiver:
+    """An OTLP/HTTP trace receiver on loopback, for SDKs that export themselves (MLflow, Logfire): every
+    protobuf export request they send, merged into one by ``request()``. ``endpoint``: its URL."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        bodies = self.bodies = []  # type: list[bytes]
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    import gzip
+
+                    body = gzip.decompress(body)
+                if self.path.endswith("/v1/traces"):
+                    bodies.append(body)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def request(self) -> Any:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        merged = ExportTraceServiceRequest()
+        for body in self.bodies:
+            part = ExportTraceServiceRequest()
+            part.ParseFromString(body)
+            merged.resource_spans.extend(part.resource_spans)
+        return merged
+
+    def close(self) -> None:
+        self.server.shutdown()
 
 
 def _scrub(node: Any, prefixes: list[tuple[str, str]]) -> Any:

@@ -3,6 +3,7 @@
 # environment with the exact versions pinned in scripts/corpus/<framework>.txt, run offline against a
 # scripted model (no network, no key). Usage: bash scripts/corpus/generate.sh [framework ...]
 # Environments go to $CORPUS_VENVS (default .corpus-venvs/, ignored by git); PYTHON picks the interpreter.
+# JavaScript frameworks (env "node") run with Node.js from scripts/corpus/node/, installed from its lock.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
@@ -29,6 +30,16 @@ RUNS=(
   "crewai_openinference|crewai_openinference|run_crewai.py"
   "agno_openinference|agno_openinference|run_agno.py"
   "autogen_agentchat|autogen|run_autogen.py"
+  "mlflow_native|mlflow|run_mlflow.py native"
+  "mlflow_genai|mlflow|run_mlflow.py genai"
+  "logfire_openai_agents|logfire|run_logfire.py"
+  "dspy_react|dspy|run_dspy.py"
+  "langfuse_openai|langfuse|run_langfuse.py"
+  "agent_framework|agent_framework|run_agent_framework.py"
+  "vercel_ai_generate|node|run_vercel_ai.mjs generate"
+  "vercel_ai_stream|node|run_vercel_ai.mjs stream"
+  "langgraph_js_openinference|node|run_langgraph_js.mjs"
+  "openai_agents_js|node|run_openai_agents_js.mjs"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "
@@ -39,6 +50,16 @@ for run in "${RUNS[@]}"; do
   if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " == *" $name "* ]]; then
     continue
   fi
+  rm -rf "${OUT:?}/$name"
+  read -r script args <<<"$runner"
+  if [[ "$env" == node ]]; then
+    (cd scripts/corpus/node && npm ci --no-audit --no-fund --silent)
+    # shellcheck disable=SC2086  # the runner's arguments are words
+    node "scripts/corpus/node/$script" "$OUT/$name" $args >/dev/null 2>"$VENVS/$name.log" ||
+      { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }
+    echo "$name: $(ls "$OUT/$name" | tr '\n' ' ')"
+    continue
+  fi
   venv="$VENVS/$env"
   if [[ ! -x "$venv/bin/python" ]]; then
     "$PYTHON" -m venv "$venv"
@@ -47,8 +68,6 @@ for run in "${RUNS[@]}"; do
   if [[ "$WITH_TOOLSPAN" == *" $name "* ]]; then
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
   fi
-  rm -rf "${OUT:?}/$name"
-  read -r script args <<<"$runner"
   # shellcheck disable=SC2086  # the runner's arguments are words
   "$venv/bin/python" "scripts/corpus/$script" "$OUT/$name" $args >/dev/null 2>"$VENVS/$name.log" ||
     { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }

@@ -271,3 +271,58 @@ HAYSTACK_LLM_STEP: Final = "haystack.agent.step.llm"
 HAYSTACK_TOOL_STEP: Final = "haystack.agent.step.tool"
 # LlamaIndex (via OpenInference): the LLM-kind span of the method that only prepares a request.
 LLAMAINDEX_PREPARE_CHAT: Final = "._prepare_chat_with_tools"
+# --- Read by the bridge only: frameworks whose own attribute names say what GenAI says elsewhere (issue 29,
+# docs/frameworks.md; toolspan.bridge._dialects turns them into GenAI names) ------------------------------
+# The Vercel AI SDK (``ai``, experimental_telemetry): every span says what it is in ai.operationId.
+VERCEL_OPERATION_ID: Final = "ai.operationId"
+VERCEL_TOOL_CALL: Final = "ai.toolCall"
+VERCEL_TOOL_CALL_NAME: Final = "ai.toolCall.name"
+VERCEL_TOOL_CALL_ID: Final = "ai.toolCall.id"
+VERCEL_TOOL_CALL_ARGS: Final = "ai.toolCall.args"
+VERCEL_TOOL_CALL_RESULT: Final = "ai.toolCall.result"
+VERCEL_FUNCTION_ID: Final = "ai.telemetry.functionId"
+VERCEL_PROMPT: Final = "ai.prompt"
+VERCEL_PROMPT_MESSAGES: Final = "ai.prompt.messages"
+VERCEL_RESPONSE_TEXT: Final = "ai.response.text"
+VERCEL_RESPONSE_TOOL_CALLS: Final = "ai.response.toolCalls"
+VERCEL_RESPONSE_FINISH_REASON: Final = "ai.response.finishReason"
+VERCEL_RESPONSE_MODEL: Final = "ai.response.model"
+VERCEL_MODEL_ID: Final = "ai.model.id"
+VERCEL_USAGE_INPUT_TOKENS: Final = "ai.usage.inputTokens"
+VERCEL_USAGE_OUTPUT_TOKENS: Final = "ai.usage.outputTokens"
+VERCEL_USAGE_PROMPT_TOKENS: Final = "ai.usage.promptTokens"  # before ai 5
+VERCEL_USAGE_COMPLETION_TOKENS: Final = "ai.usage.completionTokens"  # before ai 5
+# The operations that run the SDK's tool loop (agents), and the suffixes of its model calls.
+VERCEL_LOOPS: Final = frozenset({"ai.generateText", "ai.streamText"})
+VERCEL_MODEL_CALL_SUFFIXES: Final = (".doGenerate", ".doStream", ".doEmbed")
+# MLflow Tracing (its native OTLP export): each attribute value is JSON text (the span type too).
+MLFLOW_SPAN_TYPE: Final = "mlflow.spanType"
+MLFLOW_SPAN_INPUTS: Final = "mlflow.spanInputs"
+MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
+MLFLOW_MESSAGE_FORMAT: Final = "mlflow.message.format"
+MLFLOW_LLM_MODEL: Final = "mlflow.llm.model"
+MLFLOW_TOKEN_USAGE: Final = "mlflow.chat.tokenUsage"
+# Logfire: spans named by a message template; the OpenAI Agents integration's templates and attributes.
+LOGFIRE_MSG_TEMPLATE: Final = "logfire.msg_template"
+LOGFIRE_TOOL_TEMPLATE: Final = "Function: {name}"
+LOGFIRE_AGENT_TEMPLATE: Final = "Agent run: {name!r}"
+LOGFIRE_MODEL_TEMPLATES: Final = frozenset(
+    {"Chat completion with {gen_ai.request.model!r}", "Responses API with {gen_ai.request.model!r}"}
+)
+LOGFIRE_NAME: Final = "name"
+LOGFIRE_INPUT: Final = "input"
+LOGFIRE_OUTPUT: Final = "output"
+LOGFIRE_ERROR: Final = "error"
+LOGFIRE_RESPONSE: Final = "response"  # the Responses API's response object
+# DSPy (via OpenInference): a tool span is named after the method that ran the tool.
+DSPY_TOOL_SUFFIXES: Final = (".__call__", ".acall")
+# DSPy's ReAct asks for a tool in the model's text, as the ChatAdapter's ``[[ ## <field> ## ]]`` fields.
+DSPY_NEXT_TOOL_NAME: Final = "next_tool_name"
+DSPY_NEXT_TOOL_ARGS: Final = "next_tool_args"
+# Langfuse's OpenTelemetry-based SDK: what an observation is, and its content (JSON text).
+LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"
+LANGFUSE_INPUT: Final = "langfuse.observation.input"
+LANGFUSE_OUTPUT: Final = "langfuse.observation.output"
+LANGFUSE_MODEL_NAME: Final = "langfuse.observation.model.name"
+LANGFUSE_USAGE_DETAILS: Final = "langfuse.observation.usage_details"
+LANGFUSE_STATUS_MESSAGE: Final = "langfuse.observation.status_message"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge._dialects import with_dialect
 from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
@@ -15,7 +16,7 @@ __all__ = ["agent_input_text", "agent_name", "agent_output_text", "plan_name", "
 
 
 def agent_name(span: Span) -> str:
-    attrs = span.attributes
+    attrs = with_dialect(span)
     for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME, sc.TRACELOOP_ENTITY_NAME):
         value = attrs.get(key)
         if value is not None and value != "":
@@ -87,6 +88,11 @@ def _lc_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"role": role, "content": inner["content"]}
 
 
+def _dspy_call(value: Mapping[str, Any]) -> bool:
+    args = value.get("input_args")
+    return isinstance(args, dict) and len(args) == 1 and isinstance(next(iter(args.values())), str)
+
+
 def _unwrap(value: Any) -> Any:
     """The message list inside the wrappers frameworks record (LangGraph state, LangChain results)."""
     for _ in range(4):
@@ -107,6 +113,14 @@ def _unwrap(value: Any) -> Any:
             ]
         elif isinstance(value.get("task"), str):  # smolagents' run(task=...)
             return value["task"]
+        elif _dspy_call(value):  # a DSPy module called with one text field: ReAct(question=...)
+            return next(iter(value["input_args"].values()))
+        elif isinstance(value.get("trajectory"), dict):
+            # DSPy ReAct's prediction: its trajectory, then the signature's output fields, the answer last.
+            texts = [
+                v for k, v in value.items() if k not in ("trajectory", "reasoning") and isinstance(v, str)
+            ]
+            return texts[-1] if texts else value
         elif isinstance(value.get("contents"), list):  # a Gemini request (Google ADK's llm_request)
             value = value["contents"]
         elif isinstance(value.get("content"), dict) and "parts" in value["content"]:  # a Gemini response

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._kinds import parse_json
+from toolspan.bridge._dialects import with_dialect
+from toolspan.bridge._kinds_base import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = ["content_attributes"]
@@ -60,9 +61,11 @@ def _tool_parts(messages: Any, part_type: str, field: str) -> Any:
 
 
 def content_attributes(span: Span, is_tool: bool) -> Mapping[str, Any]:
-    """The span's attributes plus the content its events carry (the attributes win on a clash)."""
+    """The span's attributes plus the content its events carry (the attributes win on a clash), and what
+    its framework's own attributes say in GenAI names (``_dialects``)."""
+    base = with_dialect(span)
     if not span.events:
-        return span.attributes
+        return base
     extra: dict[str, Any] = {}
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -104,7 +107,7 @@ def content_attributes(span: Span, is_tool: bool) -> Mapping[str, Any]:
             extra.setdefault(sc.GEN_AI_INPUT_MESSAGES, inputs)
         if outputs:
             extra.setdefault(sc.GEN_AI_OUTPUT_MESSAGES, outputs)
-    extra = {k: v for k, v in extra.items() if v is not None and k not in span.attributes}
+    extra = {k: v for k, v in extra.items() if v is not None and k not in base}
     if not extra:
-        return span.attributes
-    return {**extra, **span.attributes}
+        return base
+    return {**extra, **base}

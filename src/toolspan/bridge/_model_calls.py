@@ -18,7 +18,7 @@ from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
 
-__all__ = ["ModelCall", "Usage", "model_call", "total_usage"]
+__all__ = ["ModelCall", "Usage", "completed", "model_call", "total_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +181,22 @@ def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:
         reason = meta.get("finish_reason", meta.get("stop_reason"))
         finish = finish or (reason if isinstance(reason, str) and reason else None)
     return ModelCall(span=span, model=model, usage=usage, finish_reason=finish)
+
+
+def completed(call: ModelCall, inner: ModelCall) -> ModelCall:
+    """``call`` with the fields it lacks taken from ``inner``, the same call recorded inside it."""
+    u, v = call.usage, inner.usage
+    return ModelCall(
+        span=call.span,
+        model=call.model if call.model is not None else inner.model,
+        usage=Usage(
+            input_tokens=u.input_tokens if u.input_tokens is not None else v.input_tokens,
+            output_tokens=u.output_tokens if u.output_tokens is not None else v.output_tokens,
+            cached_tokens=u.cached_tokens if u.cached_tokens is not None else v.cached_tokens,
+            reasoning_tokens=u.reasoning_tokens if u.reasoning_tokens is not None else v.reasoning_tokens,
+        ),
+        finish_reason=call.finish_reason if call.finish_reason is not None else inner.finish_reason,
+    )
 
 
 def _sum(values: Iterable[int | None]) -> int | None:

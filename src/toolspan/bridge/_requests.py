@@ -6,7 +6,11 @@ Requests are read from (first that has any wins):
    ``function.arguments``);
 3. OpenLLMetry ``gen_ai.completion.<i>.tool_calls.<j>.{id,name,arguments}``;
 4. message shapes in the output messages or ``output.value``: OpenAI ``tool_calls`` (``function``),
-   LangChain message dicts (``tool_calls`` with ``args``, serialised or not), Bedrock / Strands ``toolUse``.
+   LangChain message dicts (``tool_calls`` with ``args``, serialised or not), Bedrock / Strands ``toolUse``;
+5. DSPy's ReAct: the ``next_tool_name`` and ``next_tool_args`` fields of the model's text (its ChatAdapter
+   writes each field under a ``[[ ## <field> ## ]]`` header), with no call id.
+
+The Vercel AI SDK's, MLflow's and Logfire's own attributes are read as GenAI ones (``_dialects``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ _OI_CALL: Final = re.compile(
 )
 _TL_CALL: Final = re.compile(re.escape(sc.TRACELOOP_COMPLETION_PREFIX) + r"(\d+)\.tool_calls\.(\d+)\.(.+)")
 _MAX_DEPTH: Final = 8
+_DSPY_FIELD: Final = re.compile(r"\[\[ ## (\w{1,100}) ## \]\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +157,30 @@ def requested_calls(span: Span) -> list[Requested]:
             found = list(_walk_calls(source, 1))
             if found:
                 break
+    if not found:
+        found = _dspy_request(attrs)
     return found
+
+
+def _dspy_fields(text: str) -> dict[str, str]:
+    fields = {}
+    heads = list(_DSPY_FIELD.finditer(text))
+    for n, head in enumerate(heads):
+        end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
+        fields[head[1]] = text[head.end() : end].strip()
+    return fields
+
+
+def _dspy_request(attrs: Mapping[str, Any]) -> list[Requested]:
+    """DSPy ReAct's next tool, from the model's text (OpenInference's first output message)."""
+    text = attrs.get(f"{sc.OI_LLM_OUTPUT_MESSAGES}.0.message.content")
+    if not isinstance(text, str) or sc.DSPY_NEXT_TOOL_NAME not in text:
+        return []
+    fields = _dspy_fields(text[:100_000])
+    name = fields.get(sc.DSPY_NEXT_TOOL_NAME)
+    if not name:
+        return []
+    return [Requested(None, name, parse_json(fields.get(sc.DSPY_NEXT_TOOL_ARGS)))]
 
 
 # --- what a tool span recorded, in the frameworks' wrappers ----------------------------------------

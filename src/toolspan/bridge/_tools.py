@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan._kernel import ids
+from toolspan.bridge._dialects import dialect_error, with_dialect
 from toolspan.bridge._eventcontent import content_attributes
 from toolspan.bridge._kinds import parse_json
 from toolspan.bridge.model import Span
@@ -80,7 +81,7 @@ def call_id(span: Span) -> str:
 
 
 def tool_name(span: Span) -> str:
-    attrs = span.attributes
+    attrs = with_dialect(span)
     for key in (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME, sc.TRACELOOP_ENTITY_NAME, sc.HAYSTACK_TOOL_NAME):
         value = attrs.get(key)
         if value is not None and value != "":
@@ -88,6 +89,9 @@ def tool_name(span: Span) -> str:
     name = span.name
     if name.startswith(sc.TOOL_SPAN_PREFIX):
         return name[len(sc.TOOL_SPAN_PREFIX) :]
+    if name.endswith(sc.DSPY_TOOL_SUFFIXES) and sc.OPENINFERENCE_SPAN_KIND in attrs:
+        # DSPy via OpenInference names a tool span after the method that ran it: ``get_weather.__call__``.
+        return name.rsplit(".", 1)[0]
     return name
 
 
@@ -210,6 +214,9 @@ def tool_error(span: Span, state: str | None = None) -> str | None:
                 return f"{etype}: {message}"
             if etype or message:
                 return str(etype or message)
+    recorded = dialect_error(span)
+    if recorded is not None:
+        return recorded
     error_type = span.attributes.get(sc.ERROR_TYPE)
     detail = _result_error(span)
     if detail is not None:

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._model_calls import ModelCall, model_call
+from toolspan.bridge._model_calls import ModelCall, completed, model_call
 from toolspan.bridge.facts import (
     AGENT,
+    CHAIN,
     LLM,
     OTHER,
     PLAN,
@@ -108,11 +109,23 @@ class TraceIndex:
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
         self._demote_mcp_legs()
-        self._demote_inner_model_calls()
+        # A model call recorded inside another (a framework's span around its client library's: Google
+        # ADK's ``generate_content`` under its legacy ``call_llm``, MLflow's chat completion under the
+        # OpenAI Agents SDK's generation) keeps its kind, and its requests are read; it is the same call,
+        # counted once, by the outer one.
+        self.inner_model_calls = frozenset(
+            i
+            for i, p in enumerate(self.parent)
+            if self.kinds[i] == LLM and p is not None and self.kinds[p] == LLM
+        )
         # A call recorded twice, nested (AutoGen's own span inside OpenInference's): the outer one counts.
         self.legs = tool_legs(spans, self.kinds, self.parent)
         for inner in self.legs:
             self.kinds[inner] = OTHER
+        # ``convention_kinds``: each record's kind as its convention says (what views report as ``kind``,
+        # and what links are read with, as a stream reads them); ``kinds``: its role in the run.
+        self.convention_kinds = list(self.kinds)
+        self._chain_runs()
         self._calls: dict[int, ToolCallRecord] | None = None
         self._models: dict[int, ModelCall] | None = None
 
@@ -128,33 +141,72 @@ class TraceIndex:
             ):
                 self.kinds[i] = OTHER
 
-    def _demote_inner_model_calls(self) -> None:
-        """A model call recorded inside another model call (Google ADK's ``generate_content`` under its
-        legacy ``call_llm``) is the same call: the outer one counts it, the inner one becomes ``other``."""
-        for i in range(len(self.spans)):
+    def _chain_runs(self) -> None:
+        """A trace with no agent span whose model calls run inside chain spans (LlamaIndex's
+        ``FunctionAgent.run`` workflow, DSPy's ``ReAct.forward``: OpenInference CHAIN spans) is run by the
+        outermost of those chains: it plays the agent's role in the views (its kind stays ``chain``)."""
+        if AGENT in self.kinds:
+            return
+        runs = set()
+        for i, kind in enumerate(self.kinds):
+            if kind != LLM:
+                continue
+            outermost = None
             p = self.parent[i]
-            if self.kinds[i] == LLM and p is not None and self.kinds[p] == LLM:
-                self.kinds[i] = OTHER
+            while p is not None:
+                if self.kinds[p] == CHAIN:
+                    outermost = p
+                p = self.parent[p]
+            if outermost is not None:
+                runs.add(outermost)
+        for i in runs:
+            self.kinds[i] = AGENT
+
+    def is_model_call(self, i: int) -> bool:
+        """Whether record ``i`` is a model call counted on its own (an LLM span not inside another)."""
+        return self.kinds[i] == LLM and i not in self.inner_model_calls
+
+    def model_input_text(self, i: int) -> str | None:
+        """What model call ``i`` was asked: its own messages, else those of a call recorded inside it."""
+        return next(filter(None, (agent_input_text(self.spans[j]) for j in (i, *self._inner_of(i)))), None)
+
+    def model_output_text(self, i: int) -> str | None:
+        """What model call ``i`` answered: its own messages, else those of a call recorded inside it."""
+        return next(filter(None, (agent_output_text(self.spans[j]) for j in (i, *self._inner_of(i)))), None)
 
     def model_calls(self) -> dict[int, ModelCall]:
-        """The model call of every LLM record (computed once); two chain spans above may complete it."""
+        """The model call of every counted LLM record (computed once); two chain spans above may complete
+        it, and so may the model calls recorded inside it (what the outer span lacks, the inner one says)."""
         if self._models is None:
             models = {}
             for i, kind in enumerate(self.kinds):
-                if kind == LLM:
+                if kind == LLM and i not in self.inner_model_calls:
                     above: list[Span] = []
                     p = self.parent[i]
                     while p is not None and len(above) < 2 and self.kinds[p] not in (AGENT, TOOL, LLM):
                         above.append(self.spans[p])
                         p = self.parent[p]
-                    models[i] = model_call(self.spans[i], above)
+                    call = model_call(self.spans[i], above)
+                    for j in self._inner_of(i):
+                        call = completed(call, model_call(self.spans[j]))
+                    models[i] = call
             self._models = models
         return self._models
+
+    def _inner_of(self, i: int) -> list[int]:
+        """The model calls recorded inside model call ``i``, outermost first."""
+        out = []
+        stack = [c for c in self.children[i] if c in self.inner_model_calls]
+        while stack:
+            j = stack.pop(0)
+            out.append(j)
+            stack.extend(c for c in self.children[j] if c in self.inner_model_calls)
+        return out
 
     def tool_calls(self) -> dict[int, ToolCallRecord]:
         """The tool call of every tool record, linked to the model call that asked for it (computed once)."""
         if self._calls is None:
-            self._calls = link_tool_calls(self.spans, self.kinds, self.parent, self.legs)
+            self._calls = link_tool_calls(self.spans, self.convention_kinds, self.parent, self.legs)
         return self._calls
 
     def _break_cycles(self) -> None:
@@ -218,17 +270,19 @@ def turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None
     answer = agent_output_text(span)
     if user is not None and answer is not None:
         return user, answer
-    llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and index.nearest(i, AGENTS) == agent]
+    llms = [
+        i for i in range(len(index.spans)) if index.is_model_call(i) and index.nearest(i, AGENTS) == agent
+    ]
     if not llms:
         # A workflow agent whose model calls run in a nested agent (OpenAI Agents SDK, LangGraph).
-        llms = [i for i in range(len(index.spans)) if index.kinds[i] == LLM and _under(index, i, agent)]
+        llms = [i for i in range(len(index.spans)) if index.is_model_call(i) and _under(index, i, agent)]
         llms.sort(key=lambda i: (index.spans[i].start_ns, i))
     if user is None and llms:
-        user = agent_input_text(index.spans[llms[0]])
+        user = index.model_input_text(llms[0])
     ended = [i for i in llms if index.spans[i].end_ns is not None]
     if answer is None and ended:
         last = max(ended, key=lambda i: (index.spans[i].end_ns, i))
-        answer = agent_output_text(index.spans[last])
+        answer = index.model_output_text(last)
     return user, answer
 
 

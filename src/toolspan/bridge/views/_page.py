@@ -253,7 +253,7 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
     by_exec: dict[str, int] = {}
     counts = dict.fromkeys(_STATES, 0)
     for i, span in enumerate(trace):
-        kind = index.kinds[i]
+        kind = index.convention_kinds[i]
         end_us = None if span.end_ns is None else max(starts[i], _us(span.end_ns, t0))
         step: dict[str, Any] = {
             "id": span.span_id,

@@ -34,7 +34,6 @@ from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
     AGENT,
-    LLM,
     PLAN,
     TOOL,
     ToolCallRecord,
@@ -100,7 +99,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCallRecord]) -> l
             continue
         for n, (t, content) in enumerate(thoughts(spans[i])):
             marks.append((t, 1, i, n, content, None))
-        if i != agent and index.kinds[i] == LLM:
+        if i != agent and index.is_model_call(i):
             marks.append((spans[i].start_ns, 0, i, 0, None, None))
         if index.kinds[i] == TOOL:
             marks.append((spans[i].start_ns, 2, i, 0, None, i))
@@ -109,7 +108,7 @@ def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCallRecord]) -> l
     current: dict[str, Any] | None = None
     for _t, _rank, i, _n, text, tool in marks:
         if tool is None:
-            is_model = i != agent and index.kinds[i] == LLM and text is None
+            is_model = i != agent and index.is_model_call(i) and text is None
             if current is None or current["actToolInfoList"] or (is_model and "modelCall" in current):
                 current = {"thinkOutput": None, "actToolInfoList": []}
                 steps.append(current)

@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import AGENT, LLM, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
+from toolspan.bridge.facts import AGENT, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -242,7 +242,7 @@ def to_progress(spans: Iterable[Span]) -> list[dict[str, Any]]:
         sealed_in: set[int | None] = set()
         calls = index.tool_calls()
         for i, span in enumerate(trace):
-            if index.kinds[i] == LLM and span.status == "ERROR" and span.end_ns is not None:
+            if index.is_model_call(i) and span.status == "ERROR" and span.end_ns is not None:
                 message = span.status_message or f"model call {span.name} failed"
                 items.append((span.end_ns, 1, t, i, 105, "monitor", _error("model", message)))
             if index.kinds[i] != TOOL:

@@ -42,9 +42,7 @@ from toolspan.bridge.facts import (
     LLM,
     PLAN,
     TOOL,
-    agent_input_text,
     agent_name,
-    agent_output_text,
     approvals,
     edited_input,
     plan_name,
@@ -196,7 +194,7 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
             if span.end_ns is None:
                 at, rank = max(trace_end, span.start_ns), 6
             items.append(Item(at, rank, i, 101, "step_end", step, provisional=span.end_ns is None))
-        elif kind == LLM and index.nearest(i, AGENTS) == turn:
+        elif kind == LLM and index.is_model_call(i) and index.nearest(i, AGENTS) == turn:
             if span.end_ns is None:
                 # Its output comes at its end: nothing after its start is settled before that.
                 items.append(
@@ -212,7 +210,7 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
                     )
                 )
                 continue
-            output = agent_output_text(span)
+            output = index.model_output_text(i)
             if output:
                 at, rank = _end_at(span, span.start_ns)
                 llm_texts.setdefault(turn, []).append((at, output))
@@ -222,8 +220,10 @@ def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
     for turn, items in by_turn.items():
         if turn is None:
             start = min(s.start_ns for s in trace)
-            llms = sorted((i for i, k in enumerate(kinds) if k == LLM), key=lambda i: (trace[i].start_ns, i))
-            user = agent_input_text(trace[llms[0]]) if llms else None
+            llms = sorted(
+                (i for i in range(len(kinds)) if index.is_model_call(i)), key=lambda i: (trace[i].start_ns, i)
+            )
+            user = index.model_input_text(llms[0]) if llms else None
             answer = None
             ended = all(s.end_ns is not None for s in trace)
             failed = any(trace[r].status == "ERROR" for r in index.roots)

@@ -191,7 +191,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
             "output": None,
             "payload_summary": None,
             "name": span.name,
-            "kind": index.kinds[i],
+            "kind": index.convention_kinds[i],
             "children": [],
         }
         if t == "tool":
@@ -261,9 +261,11 @@ def _final_answer(index: TraceIndex) -> str | None:
             text = agent_output_text(index.spans[i])
             if text:
                 return text
-    ended = [i for i, k in enumerate(index.kinds) if k == LLM and index.spans[i].end_ns is not None]
+    ended = [
+        i for i in range(len(index.kinds)) if index.is_model_call(i) and index.spans[i].end_ns is not None
+    ]
     for i in sorted(ended, key=lambda i: (index.spans[i].end_ns or 0, i), reverse=True):
-        text = agent_output_text(index.spans[i])
+        text = index.model_output_text(i)
         if text:
             return text
     return None

@@ -54,6 +54,15 @@ INDEX_KEYS: Final = frozenset(
         sc.HAYSTACK_TOOL_NAME,
         sc.HAYSTACK_TOOL_ERROR,
         sc.ADK_LLM_RESPONSE,
+        # The frameworks' own markers and tool names (toolspan.bridge._dialects, tool_name's DSPy rule).
+        sc.VERCEL_OPERATION_ID,
+        sc.VERCEL_TOOL_CALL_NAME,
+        sc.MLFLOW_SPAN_TYPE,
+        sc.LOGFIRE_MSG_TEMPLATE,
+        sc.LOGFIRE_NAME,
+        sc.LOGFIRE_ERROR,
+        sc.LANGFUSE_OBSERVATION_TYPE,
+        sc.LANGFUSE_STATUS_MESSAGE,
     }
 )
 
