@@ -107,8 +107,9 @@ def _event_kinds(sent: tuple[SpanEvent, ...], got: tuple[SpanEvent, ...]) -> set
 
 def losses(sent: Iterable[Span], got: Iterable[Span]) -> dict[str, int]:
     """How many spans show each kind of difference between ``sent`` and ``got`` (empty: nothing lost)."""
-    by_id = {(s.trace_id, s.span_id): s for s in sent}
-    back = {(s.trace_id, s.span_id): s for s in got}
+    # A span's pending record (no end) and its ended record share ids: told apart by the end.
+    by_id = {(s.trace_id, s.span_id, s.end_ns is None): s for s in sent}
+    back = {(s.trace_id, s.span_id, s.end_ns is None): s for s in got}
     counts: Counter[str] = Counter()
     counts[MISSING] = len(by_id.keys() - back.keys())
     counts[EXTRA] = len(back.keys() - by_id.keys())

@@ -8,10 +8,22 @@ The parent is the first same-trace CHILD_OF reference, else the first same-trace
 every other reference is a link with ``opentracing.ref_type`` = ``child_of`` / ``follows_from``.
 Logs are events, their ``event`` field is the event name. The process is the resource
 (``service.name`` = ``serviceName`` plus the process tags).
+
+What Jaeger's query service changes in a span before it answers, undone here for both APIs'
+documents (``from_jaeger``):
+- it sorts a span's events by name (its ``SortCollections`` adjuster): put back in the order they
+  happened (by time, stable), the order an SDK records them in;
+- it gives a span without an end (a pending record, ``end_time_unix_nano`` 0) the end start + 1 ns and
+  says so in a warning (API v3: the ``@jaeger@warnings`` attribute; API v1: the span's ``warnings``):
+  read back as a span without an end again;
+- its warnings (that note, "duplicate span IDs; skipping clock skew adjustment", ...) are Jaeger's notes,
+  not the application's data: not kept as attributes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -251,6 +263,42 @@ def _logs(items: Any) -> tuple[SpanEvent, ...]:
     return tuple(out)
 
 
+# Jaeger's negative-duration sanitizer on a span whose end was 0 (unset), before its adjusted time.
+_NO_END_WARNING: Final = (
+    "Negative duration detected, sanitizing end timestamp. "
+    "Original end timestamp: 1970-01-01 00:00:00 +0000 UTC"
+)
+
+
+def _notes(value: Any) -> list[Any]:
+    """Jaeger's warnings: a list (API v3, the v1 span field), or its JSON text (an API v1 tag)."""
+    if type(value) is str:
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    return list(value) if type(value) in (list, tuple) else []
+
+
+def from_jaeger(span: Span, warnings: Any = ()) -> Span:
+    """``span`` as the application sent it, where Jaeger's answer allows: events in time order, no end for
+    a span Jaeger says had none, Jaeger's warnings (the v1 ``warnings`` field, and the attribute) dropped."""
+    notes = _notes(warnings)
+    attrs = span.attributes
+    if sc.JAEGER_WARNINGS in attrs:
+        attrs = dict(attrs)
+        notes += _notes(attrs.pop(sc.JAEGER_WARNINGS))
+    end = span.end_ns
+    if any(type(n) is str and n.startswith(_NO_END_WARNING) for n in notes):
+        end = None
+    events = span.events
+    if any(events[i].time_ns > events[i + 1].time_ns for i in range(len(events) - 1)):
+        events = tuple(sorted(events, key=lambda e: e.time_ns))
+    if attrs is span.attributes and end == span.end_ns and events is span.events:
+        return span
+    return dataclasses.replace(span, attributes=attrs, end_ns=end, events=events)
+
+
 def iter_trace(trace: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
     """Spans of one Jaeger v1 trace object (``traceID``, ``spans``, ``processes``)."""
     if type(trace) is not dict:
@@ -283,7 +331,7 @@ def iter_trace(trace: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         except FieldError as e:
             ctx.fail(_sub(path, e.path), e.message)
             continue
-        yield span
+        yield from_jaeger(span, raw.get("warnings") or ())
 
 
 def iter_envelope(doc: dict[str, Any], ctx: Ctx, prefix: str = "") -> Iterator[Span]:
