@@ -149,6 +149,8 @@ class Backend:
         except BridgeReadError as e:
             raise BackendError(f"{self.url}{path}: {e}") from None
         spans = [s for s in spans if s.trace_id == tid]
+        if not spans and report.issues:  # an answer that is no trace at all: say what it was
+            raise BackendError(f"{self.url}{path}: {report.issues[0]}")
         return (spans, report) if spans else None
 
     def trace_spans(self, trace_id: str) -> list[Span] | None:

@@ -172,7 +172,9 @@ def add_parsers(sub: Any, views: tuple[str, ...]) -> None:
     )
     when.add_argument("--start", type=_time_ns, metavar="TIME", help="runs started at or after (RFC 3339)")
     find.add_argument("--end", type=_time_ns, metavar="TIME", help="runs started before (default: now)")
-    find.add_argument("--limit", type=_positive, default=20, help="runs at most")
+    find.add_argument(
+        "--limit", type=_positive, default=20, help="runs at most (which ones is the backend search's choice)"
+    )
     _backend_flags(find, views, to_required=False)
 
 
