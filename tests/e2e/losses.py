@@ -34,7 +34,7 @@ OTHER = "other fields"
 
 def _text(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)  # Go's encoding
     return value
 
 
