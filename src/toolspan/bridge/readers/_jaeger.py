@@ -13,9 +13,13 @@ What Jaeger's query service changes in a span before it answers, undone here for
 documents (``from_jaeger``):
 - it sorts a span's events by name (its ``SortCollections`` adjuster): put back in the order they
   happened (by time, stable), the order an SDK records them in;
-- it gives a span without an end (a pending record, ``end_time_unix_nano`` 0) the end start + 1 ns and
-  says so in a warning (API v3: the ``@jaeger@warnings`` attribute; API v1: the span's ``warnings``):
-  read back as a span without an end again;
+- it gives a span without an end (a pending record, ``end_time_unix_nano`` 0) the end start + 1 ns (API
+  v1: duration 0) and says so in its ``@jaeger@warnings`` attribute (API v3: a list). API v1 moves that
+  attribute into the ``warnings`` field of the span *with that span id*, and a pending record shares its
+  id with its ended record: the note lands on either record, the other keeps the attribute as a tag
+  (JSON text). So a span is read back without an end when the note is in its attribute or its
+  ``warnings`` *and* it lasted at most the 1 ns Jaeger gave it (an ended record does not: its note is
+  its sibling's);
 - its warnings (that note, "duplicate span IDs; skipping clock skew adjustment", ...) are Jaeger's notes,
   not the application's data: not kept as attributes.
 """
@@ -282,14 +286,19 @@ def _notes(value: Any) -> list[Any]:
 
 def from_jaeger(span: Span, warnings: Any = ()) -> Span:
     """``span`` as the application sent it, where Jaeger's answer allows: events in time order, no end for
-    a span Jaeger says had none, Jaeger's warnings (the v1 ``warnings`` field, and the attribute) dropped."""
-    notes = _notes(warnings)
+    a span Jaeger says had none, Jaeger's ``@jaeger@warnings`` attribute dropped (``warnings``: API v1's
+    field of the span)."""
     attrs = span.attributes
+    notes = _notes(warnings)
     if sc.JAEGER_WARNINGS in attrs:
         attrs = dict(attrs)
         notes += _notes(attrs.pop(sc.JAEGER_WARNINGS))
     end = span.end_ns
-    if any(type(n) is str and n.startswith(_NO_END_WARNING) for n in notes):
+    if (
+        end is not None
+        and end - span.start_ns <= 1
+        and any(type(n) is str and n.startswith(_NO_END_WARNING) for n in notes)
+    ):
         end = None
     events = span.events
     if any(events[i].time_ns > events[i + 1].time_ns for i in range(len(events) - 1)):
@@ -331,7 +340,7 @@ def iter_trace(trace: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         except FieldError as e:
             ctx.fail(_sub(path, e.path), e.message)
             continue
-        yield from_jaeger(span, raw.get("warnings") or ())
+        yield from_jaeger(span, raw.get("warnings") if type(raw) is dict else ())
 
 
 def iter_envelope(doc: dict[str, Any], ctx: Ctx, prefix: str = "") -> Iterator[Span]:
