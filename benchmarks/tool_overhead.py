@@ -9,7 +9,7 @@ small dict; content capture is on unless a row says otherwise.
     python benchmarks/tool_overhead.py --quick         # a few seconds per contender, for a smoke check
     python benchmarks/tool_overhead.py --only bare,handwritten,toolspan
     python benchmarks/tool_overhead.py --render        # reprint the saved table (refreshing the bridge's)
-    python benchmarks/tool_overhead.py --update-readme # also put the tables into both READMEs
+    python benchmarks/tool_overhead.py --update-readme # also into benchmarks/README.md, docs/benchmarks.md
 
 Processes of all contenders are interleaved over ``--rounds`` rounds, so a noisy moment on the
 machine does not land on one contender only; each process times ``--repeats`` repeats of ``--n``
@@ -43,7 +43,7 @@ CONVERT_RESULTS = RESULTS / "convert.json"
 README = BENCH_DIR / "README.md"
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
-PROJECT_README = BENCH_DIR.parent / "README.md"
+PROJECT_README = BENCH_DIR.parent / "docs" / "benchmarks.md"
 PROJECT_README_START = "<!-- benchmark-table -->"
 PROJECT_README_END = "<!-- /benchmark-table -->"
 RESULT_PREFIX = "RESULT "
@@ -733,7 +733,7 @@ def render_all(doc: dict[str, Any]) -> str:
 
 
 def update_readme(doc: dict[str, Any]) -> None:
-    """Put the tables into benchmarks/README.md and the project README (between their markers)."""
+    """Put the tables into benchmarks/README.md and docs/benchmarks.md (between their markers)."""
     for path, first, last in (
         (README, README_START, README_END),
         (PROJECT_README, PROJECT_README_START, PROJECT_README_END),
@@ -816,7 +816,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--update-readme",
         action="store_true",
-        help="write the tables into benchmarks/README.md and README.md",
+        help="write the tables into benchmarks/README.md and docs/benchmarks.md",
     )
     opts = p.parse_args(argv)
     defaults = (500, 2, 1, 200) if opts.quick else (10_000, 5, 3, 5_000)

@@ -211,14 +211,14 @@ def test_unusable_policy_or_input_exits_2_naming_the_problem(files: dict[str, Pa
     assert "nothing-here.jsonl" in proc.stderr
 
 
-def test_readme_policy_example_is_a_valid_policy() -> None:
+def test_the_policy_guide_s_example_is_a_valid_policy() -> None:
     import yaml
 
     from toolspan.policy import parse_policy
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "policy.md").read_text("utf-8")
     block = next(b.split("```", 1)[0] for b in readme.split("```yaml\n")[1:] if b.startswith("# policy.yaml"))
-    pol = parse_policy(yaml.safe_load(block), "README.md")
+    pol = parse_policy(yaml.safe_load(block), "docs/policy.md")
     assert (pol.id, pol.version, len(pol.rules)) == ("support-agents", "3", 7)
     assert {type(r).__name__ for r in pol.rules} == {
         "ToolsRule",

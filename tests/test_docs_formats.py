@@ -114,13 +114,13 @@ def test_formats_are_named_for_what_they_are_wherever_a_user_sees_them(
     with pytest.raises(SystemExit):
         main(["convert", "--help"])
     cli_help = " ".join(capsys.readouterr().out.split())
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (DOCS.parent / "bridge.md").read_text(encoding="utf-8")
     for name, title in FORMAT_NAMES.items():
         schema = load_schema(name)
         assert title in schema["title"]
         assert f"docs/formats/{PAGES[name]}" in schema["description"]
         assert f"{name} ({title})" in cli_help
-        assert f"[{title}](docs/formats/{PAGES[name]})" in readme
+        assert f"[{title}](formats/{PAGES[name]})" in readme
         assert (DOCS / PAGES[name]).read_text(encoding="utf-8").lower().startswith(f"# {title}")
     texts = [readme, cli_help, *(json.dumps(load_schema(n)) for n in FORMAT_NAMES)]
     assert [t for t in texts if re.search(r"seed \d", t, re.IGNORECASE)] == []

@@ -1,4 +1,4 @@
-"""The environment variables: one module defines them, the README table repeats it exactly."""
+"""The environment variables: one module defines them, the table of docs/environment.md repeats it exactly."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import pytest
 
 from toolspan._kernel import env as _env
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+TABLE = Path(__file__).resolve().parents[1] / "docs" / "environment.md"
 
 
 def _readme_rows() -> list[tuple[str, str, str]]:
-    text = README.read_text(encoding="utf-8")
-    table = text.split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+    table = TABLE.read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Z0-9_]+)` \| (.*?) \| (.*) \|$", table, flags=re.MULTILINE)
     return [(name, default, doc) for name, default, doc in rows]
 

@@ -1,4 +1,4 @@
-"""Every environment variable toolspan reads, documented once (the README table repeats this).
+"""Every environment variable toolspan reads, documented once (the table of docs/environment.md repeats this).
 
 Settings resolve as: explicit argument > environment variable > default. Only this module reads
 ``os.environ`` for toolspan's own settings; the standard ``OTEL_*`` exporter variables are read by the
