@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser
 from tests._server import SseEvent, running_server, sse_stream, wait_for
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env
 
@@ -75,3 +76,53 @@ def test_serve_reads_a_trace_still_arriving_in_jaeger_call_by_call(
         app.kill()
         app.wait(10)
         collector.stop()
+
+
+def test_a_run_shipped_to_jaeger_opens_in_the_trace_page_of_serve_jaeger(
+    go_programs: tuple[Path, Path], jaeger: Jaeger, tmp_path: Path, browser: Browser, results_dir: Path
+) -> None:
+    """The picture of ``docs/shipping.md``: a run the Collector shipped to Jaeger, read back by
+    ``toolspan serve --jaeger`` and shown in its trace page in headless Chromium (``.e2e/results/``)."""
+    collector = Collector(
+        go_programs[0], CONFIG_DIR / "jaeger.yaml", tmp_path, {"JAEGER_ENDPOINT": jaeger.otlp_grpc}
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, str(APP), "run"],
+            env=app_env(collector.endpoint("grpc"), "grpc", OTEL_SERVICE_NAME="my-agent"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        trace_id = json.loads(done.stdout.splitlines()[-1])["trace_id"]
+        jaeger.wait_for_trace(trace_id, 8)
+    finally:
+        collector.stop()
+    with running_server(tmp_path, "--jaeger", jaeger.url) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            page = context.new_page()
+            page.goto(f"{server.url}/traces/{trace_id}")
+            page.wait_for_selector("body[data-ready='1']")
+            labels = page.locator("#tree .row .label").all_inner_texts()
+            for name in (
+                "planner",
+                "search",
+                "research",
+                "deep-dive",
+                "reader",
+                "fetch",
+                "read_file",
+                "divide",
+            ):
+                assert name in labels, (name, labels)
+            page.locator("#tree .row", has_text="divide").first.click()
+            assert page.locator("#detail .badge").inner_text() == "FAILED"
+            page.locator("#tree .row", has_text="research").first.click()
+            assert page.locator("#detail .badge").inner_text() == "COMPLETED"
+            page.screenshot(path=str(results_dir / "jaeger-run.png"))  # copied to docs/ for the guide
+        finally:
+            context.close()
+        assert server.counts() == {"spans": 0, "traces": 0}  # shown from Jaeger, held nowhere else
