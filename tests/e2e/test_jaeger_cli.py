@@ -202,3 +202,27 @@ def test_find_converts_every_run_found_at_once_with_a_progress_bar(
     ]  # as found: newest first (the ingest run has no tool)
     assert list(dict.fromkeys(e["trace_id"] for e in events)) == order
     assert ingest not in per_trace
+
+
+def test_the_jaeger_searches_of_the_guide_find_the_tool_calls(
+    jaeger: Jaeger, shipped: dict[str, Any]
+) -> None:
+    """docs/shipping.md's tag searches (the Jaeger UI's Tags field, over the same API): a failed tool call,
+    one call by execution id, one tool."""
+    service, run = shipped["service"], shipped["run"]["trace_id"]
+    spans = read_spans(jaeger.trace_v3(run))[0]
+    divide = next(s for s in spans if s.name == "execute_tool divide")
+
+    def found(tags: dict[str, str]) -> list[str]:
+        doc = jaeger.get_json("/api/traces", service=service, tags=json.dumps(tags))
+        return sorted(t["traceID"] for t in doc["data"])
+
+    assert found({"gen_ai.tool.name": "divide", "error.type": "ZeroDivisionError"}) == [run]
+    assert found({"gen_ai.tool.name": "search", "error.type": "ZeroDivisionError"}) == []
+    # Measured on Jaeger v2.13's memory storage: the tag error=true reads the text "true" as the bool false
+    # and so finds the runs with a span of status OK (every fetch call sets OK), not the failed ones.
+    everything_ok = sorted([run, *shipped["runs"]["trace_ids"]])
+    assert found({"error": "true"}) == everything_ok
+    assert found({"gen_ai.tool.name": "divide", "error": "true"}) == []
+    assert found({"toolspan.execution_id": divide.attributes["toolspan.execution_id"]}) == [run]
+    assert found({"gen_ai.tool.name": "fetch"}) == sorted([run, *shipped["runs"]["trace_ids"]])
