@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite: lint, format check, strict type check, tests
-# (the end-to-end tests install and start the real rotel collector and Phoenix backend themselves).
+# (the end-to-end tests install and start the real rotel collector and Phoenix backend themselves, and the
+# OpenTelemetry Collector and Jaeger built here from their Go modules: Go 1.26 and the Go module proxy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,6 +11,11 @@ fi
 .venv/bin/python -m pip install -q -c constraints/test.txt --upgrade pip
 # Exact versions from constraints/test.txt: an upstream release never changes what CI runs.
 .venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
+# The OpenTelemetry Collector and Jaeger, built from their Go modules (minutes on a fresh machine, a quick
+# check once built): in the background while the rest is set up and checked; the tests wait for it below.
+mkdir -p .e2e
+bash scripts/e2e-deps.sh go >.e2e/go-build.log 2>&1 &
+GO_BUILD=$!
 # Debian's packages the tests drive, installed when missing (`apt-get`, through `sudo` when not root):
 # chromium for the trace page tests (through Playwright, never `playwright install`), valgrind for the
 # benchmark's instruction counts, Node.js and npm for the real AG-UI and AI SDK clients, PostgreSQL for the
@@ -45,6 +51,11 @@ rm -rf dist .wheel-venv
 TOOLSPAN_OTEL_SHORTCUTS=off .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/test_tool.py tests/test_context.py tests/test_scopes.py tests/test_wrappers.py tests/test_init.py \
   tests/test_calls.py tests/test_decisions.py tests/test_serialize.py tests/test_outcome.py tests/test_setup.py
+if ! wait "$GO_BUILD"; then
+  cat .e2e/go-build.log >&2
+  exit 1
+fi
+grep -h "built in\|already built" .e2e/go-build.log || true
 .venv/bin/python -m pytest -q "$@"
 # The server's tests once more with every test server on PostgreSQL (a fresh database each): the store the
 # replicas share keeps every property of the SQLite store.

@@ -4,12 +4,17 @@ Used by the parity tests (the same trace in every format reads back to the same 
 views tests (the same trace gives the same bridge output whatever its format). ``render_all(spans)``
 yields ``(format_name, bytes)`` pairs.
 
+Jaeger's formats are not written here: they are the real Jaeger's answers (v2.13.0, built from its Go
+module), recorded by ``tests/e2e/test_jaeger_recordings.py`` for the traces of ``JAEGER_RECORDED``
+(``tests/fixtures/jaeger/jaeger-<version>-<name>-<api>.json``); ``render`` gives them for exactly those
+spans and refuses any other. ``jaeger_v1_bare`` is the v1 answer's trace object alone.
+
 What a format cannot carry (so a parity trace must avoid it, or the comparison must allow it):
 - Jaeger v1: microsecond times (use microsecond-aligned ns); no array/kvlist tags (written as JSON
   strings, so they read back as strings); no link attributes except ``opentracing.ref_type``
   (``follows_from`` / ``child_of``) and a same-trace link on a *root* span reads back as its parent
   (Jaeger's parent rule); no bytes type distinct from text (base64 text reads back as text); no scope
-  version; a span without an end (Jaeger stores only ended spans); an OK status message.
+  version; an OK status message (``tests/e2e/losses.py`` has the rule, measured on the real Jaeger).
 - Tempo / OTLP / Jaeger v3 carry everything the neutral model holds.
 - Nothing carries ``Span.origin`` (where a span was read from); compare with ``origin=""``.
 """
@@ -17,9 +22,11 @@ What a format cannot carry (so a parity trace must avoid it, or the comparison m
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import struct
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -40,6 +47,8 @@ FORMATS = (
 )
 # Formats with microsecond times and the other Jaeger v1 limits listed above.
 MICROSECOND_FORMATS = frozenset({"jaeger_v1", "jaeger_v1_bare"})
+# Never written here: what the real Jaeger answered, recorded (``JAEGER_RECORDED``).
+JAEGER_FORMATS = frozenset({"jaeger_v1", "jaeger_v1_bare", "jaeger_v3"})
 
 
 # --- OTLP JSON -----------------------------------------------------------------------------------
@@ -211,92 +220,6 @@ def otlp_proto_file(spans: Sequence[Span], messages: int = 3) -> bytes:
     return out
 
 
-# --- Jaeger v1 -----------------------------------------------------------------------------------
-
-
-def _tag(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "type": "bool", "value": value}
-    if isinstance(value, int):
-        return {"key": key, "type": "int64", "value": value}
-    if isinstance(value, float):
-        return {"key": key, "type": "float64", "value": value}
-    if isinstance(value, str):
-        return {"key": key, "type": "string", "value": value}
-    return {"key": key, "type": "string", "value": json.dumps(value)}
-
-
-def _us(ns: int) -> int:
-    if ns % 1000:
-        raise ValueError(f"{ns} ns is not a whole number of microseconds: Jaeger v1 cannot carry it")
-    return ns // 1000
-
-
-def _jaeger_trace_id(hex_id: str) -> str:
-    return hex_id[16:] if hex_id.startswith("0" * 16) else hex_id  # Jaeger prints 64-bit ids short
-
-
-def jaeger_traces(spans: Sequence[Span]) -> list[dict[str, Any]]:
-    traces: dict[str, dict[str, Any]] = {}
-    process_ids: dict[str, dict[str, str]] = {}
-    for s in spans:
-        trace = traces.setdefault(
-            s.trace_id, {"traceID": _jaeger_trace_id(s.trace_id), "spans": [], "processes": {}}
-        )
-        pids = process_ids.setdefault(s.trace_id, {})
-        rkey = json.dumps(dict(s.resource), sort_keys=True)
-        if rkey not in pids:
-            pids[rkey] = f"p{len(pids) + 1}"
-            res = dict(s.resource)
-            trace["processes"][pids[rkey]] = {
-                "serviceName": res.pop("service.name", ""),
-                "tags": [_tag(k, v) for k, v in res.items()],
-            }
-        refs = []
-        if s.parent_span_id:
-            refs.append(
-                {"refType": "CHILD_OF", "traceID": _jaeger_trace_id(s.trace_id), "spanID": s.parent_span_id}
-            )
-        for ln in s.links:
-            rtype = "CHILD_OF" if ln.attributes.get("opentracing.ref_type") == "child_of" else "FOLLOWS_FROM"
-            refs.append({"refType": rtype, "traceID": _jaeger_trace_id(ln.trace_id), "spanID": ln.span_id})
-        tags = [_tag(k, v) for k, v in s.attributes.items()]
-        if s.kind != "UNSPECIFIED":
-            tags.append(_tag("span.kind", s.kind.lower()))
-        if s.status != "UNSET":
-            tags.append(_tag("otel.status_code", s.status))
-        if s.status == "ERROR":
-            tags.append(_tag("error", True))
-        if s.status_message:
-            tags.append(_tag("otel.status_description", s.status_message))
-        if s.scope:
-            tags.append(_tag("otel.scope.name", s.scope))
-        if s.end_ns is None:
-            raise ValueError("Jaeger v1 cannot carry a span that has not ended")
-        trace["spans"].append(
-            {
-                "traceID": _jaeger_trace_id(s.trace_id),
-                "spanID": s.span_id,
-                "operationName": s.name,
-                "references": refs,
-                "startTime": _us(s.start_ns),
-                "duration": _us(s.end_ns) - _us(s.start_ns),
-                "tags": tags,
-                "logs": [
-                    {
-                        "timestamp": _us(e.time_ns),
-                        "fields": ([_tag("event", e.name)] if e.name else [])
-                        + [_tag(k, v) for k, v in e.attributes.items()],
-                    }
-                    for e in s.events
-                ],
-                "processID": pids[rkey],
-                "warnings": None,
-            }
-        )
-    return list(traces.values())
-
-
 # --- everything ----------------------------------------------------------------------------------
 
 
@@ -310,16 +233,8 @@ def render(fmt: str, spans: Sequence[Span]) -> bytes:
         return otlp_proto_request(spans).SerializeToString()
     if fmt == "otlp_proto_file":
         return otlp_proto_file(spans)
-    if fmt == "jaeger_v1":
-        traces = jaeger_traces(spans)
-        return _dump({"data": traces, "total": len(traces), "limit": 0, "offset": 0, "errors": None})
-    if fmt == "jaeger_v1_bare":
-        traces = jaeger_traces(spans)
-        if len(traces) != 1:
-            raise ValueError("a bare Jaeger v1 trace holds exactly one trace")
-        return json.dumps(traces[0], indent=2).encode("utf-8")
-    if fmt == "jaeger_v3":
-        return _dump({"result": otlp_request(spans)})
+    if fmt in JAEGER_FORMATS:
+        return _recorded_jaeger(fmt, spans)
     if fmt == "tempo_v1":
         return _dump({"batches": otlp_request(spans, tempo=True)["resourceSpans"]})
     if fmt == "tempo_v2":
@@ -533,3 +448,103 @@ def parity_trace() -> list[Span]:
             )
         )
     return spans
+
+
+# --- what Jaeger changes ---------------------------------------------------------------------------
+
+
+def jaeger_changes_trace() -> list[Span]:
+    """A deterministic trace with everything Jaeger's query API changes or drops (recorded from the real
+    Jaeger by ``tests/e2e/test_jaeger_recordings.py``): times below the microsecond, array and map
+    attributes, a link with attributes, events whose name order is not their time order, a pending record
+    (a span exported at its start with no end) beside its ended record, an error status with a message."""
+    from toolspan import semconv as sc
+    from toolspan.bridge.model import SpanEvent, SpanLink
+
+    tid = "5eb6c1f0a1b2c3d4e5f60718293a4b5c"
+    t0 = 1_700_000_000_000_000_000 + 123  # not a whole microsecond
+    ms = 1_000_000
+    res = {sc.SERVICE_NAME: "changes-svc", "host.cpus": 4}
+    agent = Span(
+        trace_id=tid,
+        span_id="a000000000000001",
+        parent_span_id=None,
+        name=sc.AGENT_SPAN_PREFIX + "planner",
+        start_ns=t0,
+        end_ns=t0 + 90 * ms + 456,
+        kind="INTERNAL",
+        status="UNSET",
+        status_message="",
+        attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "planner"},
+        # "toolspan.thought" before "exception" in time, after it by name (Jaeger sorts by name)
+        events=(
+            SpanEvent(sc.THOUGHT_EVENT, t0 + 1 * ms + 7, {sc.THOUGHT_CONTENT: "look it up"}),
+            SpanEvent(sc.EXCEPTION_EVENT, t0 + 5 * ms + 9, {sc.EXCEPTION_TYPE: "Warning"}),
+        ),
+        links=(),
+        resource=res,
+        scope=sc.SCOPE_NAME,
+    )
+    tool = Span(
+        trace_id=tid,
+        span_id="a000000000000002",
+        parent_span_id=agent.span_id,
+        name=sc.TOOL_SPAN_PREFIX + "search",
+        start_ns=t0 + 10 * ms + 501,
+        end_ns=t0 + 60 * ms + 499,
+        kind="INTERNAL",
+        status="ERROR",
+        status_message="TimeoutError: search timed out",
+        attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: "search",
+            sc.TOOLSPAN_EXECUTION_ID: sc.EXECUTION_ID_PREFIX + "a000000000000002",
+            sc.TOOLSPAN_TOOL_STATE: sc.STATE_FAILED,
+            "search.engines": ["web", "news"],
+            "search.shards": [3, 5, 8],
+            "search.options": {"safe": True, "region": "eu"},
+        },
+        events=(),
+        links=(SpanLink("7f00000000000000000000000000000a", "b00000000000000a", {"link.reason": "source"}),),
+        resource=res,
+        scope=sc.SCOPE_NAME,
+    )
+    pending = dataclasses.replace(
+        tool,
+        end_ns=None,
+        status="UNSET",
+        status_message="",
+        attributes={k: v for k, v in tool.attributes.items() if k != sc.TOOLSPAN_TOOL_STATE},
+    )
+    return [pending, tool, agent]
+
+
+# --- recorded real Jaeger responses --------------------------------------------------------------
+
+JAEGER_VERSION = "2.13.0"
+JAEGER_FIXTURES = Path(__file__).with_name("fixtures") / "jaeger"
+# Each recorded trace: the spans sent to the real Jaeger, and the name of its recorded answers.
+JAEGER_RECORDED = {"parity": parity_trace, "changes": jaeger_changes_trace}
+
+
+def jaeger_recording(name: str, api: str) -> Path:
+    """The real Jaeger's recorded answer (``api`` ``v1``: ``/api/traces/{id}``, ``v3``: ``/api/v3/...``)."""
+    return JAEGER_FIXTURES / f"jaeger-{JAEGER_VERSION}-{name}-{api}.json"
+
+
+def _order(spans: Sequence[Span]) -> list[Span]:
+    bare = (dataclasses.replace(s, origin="") for s in spans)
+    return sorted(bare, key=lambda s: (s.trace_id, s.span_id, s.end_ns is None))
+
+
+def _recorded_jaeger(fmt: str, spans: Sequence[Span]) -> bytes:
+    key = _order(spans)
+    for name, make in JAEGER_RECORDED.items():
+        if _order(make()) == key:
+            body = jaeger_recording(name, "v3" if fmt == "jaeger_v3" else "v1").read_bytes()
+            if fmt == "jaeger_v1_bare":  # the trace object alone, as the Jaeger UI's "download" writes it
+                return json.dumps(json.loads(body)["data"][0], indent=2).encode("utf-8")
+            return body
+    raise ValueError(
+        f"no recorded Jaeger answer holds these spans ({fmt}): see tests/e2e/test_jaeger_recordings.py"
+    )

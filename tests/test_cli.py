@@ -115,7 +115,7 @@ def test_tree_of_several_traces_is_an_array(tmp_path: Path, capsys: pytest.Captu
     trace = parity_trace()
     other = [dataclasses.replace(s, trace_id="f" * 32) for s in trace]
     (tmp_path / "a.json").write_bytes(render("otlp_json", trace))
-    (tmp_path / "b.json").write_bytes(render("jaeger_v3", other))
+    (tmp_path / "b.json").write_bytes(render("tempo_v2", other))
     code, out, _ = run(capsys, "convert", str(tmp_path), "--to", "tree")
     assert code == 0
     assert json.loads(out) == as_json(views.to_trees(trace + other))

@@ -256,12 +256,14 @@ def test_compose_publishes_standard_ports_on_loopback_only() -> None:
     assert services["jaeger"]["image"].startswith("jaegertracing/jaeger:2.")
 
 
-def test_readme_documents_every_config_and_the_queries() -> None:
+def test_readme_documents_every_config_and_the_guide_the_queries() -> None:
     readme = (CONFIG_DIR / "README.md").read_text(encoding="utf-8")
     for name in COLLECTOR_CONFIGS:
         assert f"otelcol-contrib --config collector-config/{name}" in readme, name
+    for text in ("docker compose up", "127.0.0.1", "toolspan convert", "toolspan fetch", "docs/shipping.md"):
+        assert text in readme, text
+    guide = (CONFIG_DIR.parent / "docs" / "shipping.md").read_text(encoding="utf-8")
     for text in (
-        "docker compose up",
         "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317",
         "OTEL_SERVICE_NAME",
         '{ span.gen_ai.operation.name = "execute_tool" && status = error }',
@@ -269,9 +271,12 @@ def test_readme_documents_every_config_and_the_queries() -> None:
         "gen_ai.tool.name=",
         "error=true",
         "toolspan convert",
-        "127.0.0.1",
+        "toolspan fetch",
+        "toolspan find",
     ):
-        assert text in readme, text
+        assert text in guide, text
+    for name in [*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "tempo-server.yaml"]:
+        assert f"| `{name}` |" in readme, name  # each file's row says what cannot run in the tests
 
 
 def test_the_replicas_compose_shares_one_postgresql_between_the_replicas_the_collector_balances() -> None:

@@ -254,11 +254,6 @@ def _anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-# Guides another open branch writes (docs/shipping.md: the Collector, Jaeger and Tempo): a link to one may
-# land nowhere until that branch is merged; once the page exists, its links are checked like any other.
-PAGES_TO_COME = frozenset({DOCS / "shipping.md"})
-
-
 def test_every_link_between_the_pages_lands() -> None:
     """Each relative link of the README and the guides names a file that exists, and an anchor it has."""
     for page in PAGES:
@@ -268,8 +263,6 @@ def test_every_link_between_the_pages_lands() -> None:
                 continue  # an absolute URL
             path, _, anchor = target.partition("#")
             dest = (page.parent / path).resolve() if path else page
-            if dest in PAGES_TO_COME and not dest.exists():
-                continue
             assert dest.exists(), f"{page.name}: link to {target} lands nowhere"
             if anchor and dest.suffix == ".md":
                 headings = re.findall(r"^#{1,4} (.+)$", dest.read_text(encoding="utf-8"), re.MULTILINE)

@@ -61,6 +61,8 @@ EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 # Jaeger / OpenTracing tags that carry what OTLP has as fields (read by the bridge's Jaeger reader).
 JAEGER_SPAN_KIND: Final = "span.kind"
 JAEGER_ERROR: Final = "error"
+# Jaeger's own notes on a span it changed (API v3: this attribute; API v1: the span's ``warnings``).
+JAEGER_WARNINGS: Final = "@jaeger@warnings"
 OTEL_STATUS_CODE: Final = "otel.status_code"
 OTEL_STATUS_DESCRIPTION: Final = "otel.status_description"
 OTEL_SCOPE_NAME: Final = "otel.scope.name"

@@ -326,3 +326,24 @@ def e2e() -> Any:
         APP = APP
 
     return _E2E
+
+
+@pytest.fixture(scope="session")
+def go_programs() -> tuple[Path, Path]:
+    """``(otelcol, jaeger)``: the Collector and Jaeger built from their Go modules by
+    ``scripts/e2e-deps.sh go`` (a quick check when they are built; a cold build takes minutes)."""
+    from tests.e2e.otel_stack import go_binaries
+
+    return go_binaries()
+
+
+@pytest.fixture(scope="session")
+def jaeger(go_programs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One Jaeger v2 (memory storage) for the session; each test reads its own traces by id."""
+    from tests.e2e.otel_stack import Jaeger
+
+    server = Jaeger(go_programs[1], tmp_path_factory.mktemp("jaeger"))
+    try:
+        yield server
+    finally:
+        server.stop()

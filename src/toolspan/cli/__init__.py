@@ -1,4 +1,4 @@
-"""The ``toolspan`` command: ``convert``, ``audit`` and ``serve``."""
+"""The ``toolspan`` command: ``convert``, ``audit``, ``fetch``, ``find`` and ``serve``."""
 
 from __future__ import annotations
 

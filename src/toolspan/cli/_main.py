@@ -28,7 +28,7 @@ import os
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
@@ -45,6 +45,7 @@ from toolspan.bridge.readers import (
 from toolspan.bridge.views.registry import VIEWS
 from toolspan.cli import _audit as _cli_audit
 from toolspan.cli import _output as _outputs
+from toolspan.cli import _remote as _cli_remote
 from toolspan.cli import _serve as _cli_serve
 from toolspan.cli._help import CommandParser, HelpFormatter, plain
 
@@ -109,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     _add_convert(sub)
     _cli_audit.add_parser(sub)
+    _cli_remote.add_parsers(sub, TARGETS)
     _cli_serve.add_parser(sub)
     return parser
 
@@ -232,6 +234,18 @@ def _with_logs(spans: Iterator[Span], logs: list[str], err: IO[str]) -> Iterator
     return iter(joined)
 
 
+def emit(target: str, spans: Iterable[Span], out: IO[bytes], args: argparse.Namespace) -> None:
+    """Render ``spans`` with the view ``target`` into ``out`` (``args.sorted``, ``args.indent``)."""
+    lines, document = _render(target, iter(spans), args.sorted)
+    if lines is not None:
+        _write_lines(lines, out)
+    elif VIEWS[target].media == "html":
+        out.write(document.encode("utf-8"))
+    else:
+        out.write(dumps_document(document, indent=args.indent) + b"\n")
+    out.flush()
+
+
 def convert(
     args: argparse.Namespace, out: IO[bytes], err: IO[str], paths: list[Path | str] | None = None
 ) -> int:
@@ -252,14 +266,7 @@ def convert(
     try:
         if args.logs:
             spans = _with_logs(spans, args.logs, err)
-        lines, document = _render(args.to, spans, args.sorted)
-        if lines is not None:
-            _write_lines(lines, out)
-        elif VIEWS[args.to].media == "html":
-            out.write(document.encode("utf-8"))
-        else:
-            out.write(dumps_document(document, indent=args.indent) + b"\n")
-        out.flush()
+        emit(args.to, spans, out, args)
     except BridgeReadError as e:
         if bar is not None:
             bar.close()
@@ -323,6 +330,8 @@ def _audit_command(args: argparse.Namespace) -> int:
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "convert": _convert_command,
     "audit": _audit_command,
+    "fetch": lambda args: _cli_remote.run_fetch(args, emit),
+    "find": lambda args: _cli_remote.run_find(args, emit),
 }
 
 

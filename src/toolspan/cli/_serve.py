@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolspan.cli._help import HelpFormatter
+from toolspan.cli._remote import backend_url
 
 __all__ = ["add_parser", "check_token", "deciders_from", "run"]
 
@@ -212,8 +213,16 @@ def add_parser(sub: Any) -> None:
         default=10.0,
         help="seconds a client has to send its request headers and each piece of its body",
     )
-    serve.add_argument("--tempo", default=None, metavar="URL", help="read traces not held here from Tempo")
-    serve.add_argument("--jaeger", default=None, metavar="URL", help="read traces not held here from Jaeger")
+    serve.add_argument(
+        "--tempo", type=backend_url, default=None, metavar="URL", help="read traces not held here from Tempo"
+    )
+    serve.add_argument(
+        "--jaeger",
+        type=backend_url,
+        default=None,
+        metavar="URL",
+        help="read traces not held here from Jaeger",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._console import iter_console_span, looks_like_console_span
-from toolspan.bridge.readers._jaeger import iter_envelope, iter_trace
+from toolspan.bridge.readers._jaeger import from_jaeger, iter_envelope, iter_trace
 from toolspan.bridge.readers._otlp_json import iter_request
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, join
 from toolspan.bridge.readers._values import _short
@@ -114,8 +114,9 @@ def iter_document(doc: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         return
     if "batches" in doc:
         yield from iter_request(doc, ctx, prefix)
-    elif type(doc.get("result")) is dict:
-        yield from iter_document(doc["result"], ctx, join(prefix, "result"))
+    elif type(doc.get("result")) is dict:  # Jaeger API v3: what Jaeger changed undone where it can be
+        for span in iter_document(doc["result"], ctx, join(prefix, "result")):
+            yield from_jaeger(span)
     elif type(doc.get("trace")) is dict:
         yield from _tempo_v2(doc, ctx, prefix)
     elif "data" in doc and not _is_phoenix(doc):

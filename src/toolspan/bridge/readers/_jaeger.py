@@ -8,10 +8,26 @@ The parent is the first same-trace CHILD_OF reference, else the first same-trace
 every other reference is a link with ``opentracing.ref_type`` = ``child_of`` / ``follows_from``.
 Logs are events, their ``event`` field is the event name. The process is the resource
 (``service.name`` = ``serviceName`` plus the process tags).
+
+What Jaeger's query service changes in a span before it answers, undone here for both APIs'
+documents (``from_jaeger``):
+- it sorts a span's events by name (its ``SortCollections`` adjuster): put back in the order they
+  happened (by time, stable), the order an SDK records them in;
+- it gives a span without an end (a pending record, ``end_time_unix_nano`` 0) the end start + 1 ns (API
+  v1: duration 0) and says so in its ``@jaeger@warnings`` attribute (API v3: a list). API v1 moves that
+  attribute into the ``warnings`` field of the span *with that span id*, and a pending record shares its
+  id with its ended record: the note lands on either record, the other keeps the attribute as a tag
+  (JSON text). So a span is read back without an end when the note is in its attribute or its
+  ``warnings`` *and* it lasted at most the 1 ns Jaeger gave it (an ended record does not: its note is
+  its sibling's);
+- its warnings (that note, "duplicate span IDs; skipping clock skew adjustment", ...) are Jaeger's notes,
+  not the application's data: not kept as attributes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -251,6 +267,47 @@ def _logs(items: Any) -> tuple[SpanEvent, ...]:
     return tuple(out)
 
 
+# Jaeger's negative-duration sanitizer on a span whose end was 0 (unset), before its adjusted time.
+_NO_END_WARNING: Final = (
+    "Negative duration detected, sanitizing end timestamp. "
+    "Original end timestamp: 1970-01-01 00:00:00 +0000 UTC"
+)
+
+
+def _notes(value: Any) -> list[Any]:
+    """Jaeger's warnings: a list (API v3, the v1 span field), or its JSON text (an API v1 tag)."""
+    if type(value) is str:
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    return list(value) if type(value) in (list, tuple) else []
+
+
+def from_jaeger(span: Span, warnings: Any = ()) -> Span:
+    """``span`` as the application sent it, where Jaeger's answer allows: events in time order, no end for
+    a span Jaeger says had none, Jaeger's ``@jaeger@warnings`` attribute dropped (``warnings``: API v1's
+    field of the span)."""
+    attrs = span.attributes
+    notes = _notes(warnings)
+    if sc.JAEGER_WARNINGS in attrs:
+        attrs = dict(attrs)
+        notes += _notes(attrs.pop(sc.JAEGER_WARNINGS))
+    end = span.end_ns
+    if (
+        end is not None
+        and end - span.start_ns <= 1
+        and any(type(n) is str and n.startswith(_NO_END_WARNING) for n in notes)
+    ):
+        end = None
+    events = span.events
+    if any(events[i].time_ns > events[i + 1].time_ns for i in range(len(events) - 1)):
+        events = tuple(sorted(events, key=lambda e: e.time_ns))
+    if attrs is span.attributes and end == span.end_ns and events is span.events:
+        return span
+    return dataclasses.replace(span, attributes=attrs, end_ns=end, events=events)
+
+
 def iter_trace(trace: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
     """Spans of one Jaeger v1 trace object (``traceID``, ``spans``, ``processes``)."""
     if type(trace) is not dict:
@@ -283,7 +340,7 @@ def iter_trace(trace: Any, ctx: Ctx, prefix: str = "") -> Iterator[Span]:
         except FieldError as e:
             ctx.fail(_sub(path, e.path), e.message)
             continue
-        yield span
+        yield from_jaeger(span, raw.get("warnings") if type(raw) is dict else ())
 
 
 def iter_envelope(doc: dict[str, Any], ctx: Ctx, prefix: str = "") -> Iterator[Span]:

@@ -42,7 +42,14 @@ if TYPE_CHECKING:
     from toolspan.bridge.views._agui import ag_ui_run_events, messages_snapshot, to_ag_ui
     from toolspan.bridge.views._aisdk import AI_SDK_HEADER, ai_sdk_run_chunks, to_ai_sdk
     from toolspan.bridge.views._audit import audit, mark_pages
-    from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, group_traces
+    from toolspan.bridge.views._common import (
+        NS_PER_MS,
+        SCHEMA_VERSION,
+        TraceIndex,
+        duration_ms,
+        group_traces,
+        iso,
+    )
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
     from toolspan.bridge.views._names import request_text, run_name
     from toolspan.bridge.views._page import to_page, to_pages
@@ -72,6 +79,8 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "NS_PER_MS": "toolspan.bridge.views._common",
     "TraceIndex": "toolspan.bridge.views._common",
     "group_traces": "toolspan.bridge.views._common",
+    "iso": "toolspan.bridge.views._common",
+    "duration_ms": "toolspan.bridge.views._common",
     "act_event": "toolspan.bridge.views._events",
     "match_observe": "toolspan.bridge.views._events",
     "observe_event": "toolspan.bridge.views._events",
@@ -108,6 +117,8 @@ __all__ = [
     "audit",
     "classify",
     "group_traces",
+    "duration_ms",
+    "iso",
     "load_schema",
     "mark_pages",
     "match_observe",
