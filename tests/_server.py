@@ -195,6 +195,22 @@ def _limit_files(count: int) -> Callable[[], None]:
 
 
 @contextmanager
+def open_files_at_least(count: int) -> Iterator[None]:
+    """This test process may hold ``count`` descriptors (its soft limit raised up to the hard one), for a
+    test that opens many connections itself; the limit is restored after."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count:
+        wanted = count if hard == resource.RLIM_INFINITY else min(count, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@contextmanager
 def running_server(tmp: Path, *args: str, db: Path | str | None = None) -> Iterator[Server]:
     # Ports 0: the server binds them and its banner says which (read back by ``Server.start``).
     if db is None:

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace import ReadableSpan
-from tests._server import HOST, Server, otlp_body, running_server, wait_for
+from tests._server import HOST, Server, open_files_at_least, otlp_body, running_server, wait_for
 
 import toolspan
 from toolspan.cli import _main as cli
@@ -326,24 +326,16 @@ def test_half_open_and_slow_header_sockets_are_closed_and_clients_served(tmp_pat
 
 
 def test_1100_half_open_sockets_do_not_lock_clients_out(tmp_path: Path) -> None:
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 2048 <= hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
-    try:
-        with running_server(tmp_path, "--read-timeout", "1") as server:
-            idle = [socket.create_connection((HOST, server.port)) for _ in range(1100)]
-            try:
-                started = time.monotonic()
-                assert all(_closed_by_server(sock) for sock in idle)
-                assert time.monotonic() - started < 10
-                assert server.request("GET", "/api/traces")[0] == 200
-            finally:
-                for sock in idle:
-                    sock.close()
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with open_files_at_least(2048), running_server(tmp_path, "--read-timeout", "1") as server:
+        idle = [socket.create_connection((HOST, server.port)) for _ in range(1100)]
+        try:
+            started = time.monotonic()
+            assert all(_closed_by_server(sock) for sock in idle)
+            assert time.monotonic() - started < 10
+            assert server.request("GET", "/api/traces")[0] == 200
+        finally:
+            for sock in idle:
+                sock.close()
 
 
 def test_over_the_connection_limit_requests_get_503_not_a_hang(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import HOST, Server, running_server, wait_for
+from tests._server import HOST, Server, open_files_at_least, running_server, wait_for
 from tests.test_control_hostile import ingest, waiting_span
 from tests.test_control_live import AUTH, DECIDER_ARGS, TOKEN, _post
 
@@ -301,20 +301,17 @@ def test_a_decision_on_one_replica_wakes_the_long_poll_on_another_at_once(
 def test_idle_connections_beyond_the_open_files_limit_get_a_503_not_a_timeout(tmp_path: Path) -> None:
     server = Server(tmp_path / "s.db", 0, -1, (), tmp_path / "s.log", open_files=1024)
     server.start()
-    idle: list[socket.socket] = []
-    try:
+    # This process opens the 1,100 clients itself; each is closed before the server stops.
+    with open_files_at_least(2048), contextlib.ExitStack() as cleanup:
+        cleanup.callback(server.stop)
         log = server.log.read_text()
         assert "warning: serving" in log, log
         assert "the open-files limit is 1024" in log
         for _ in range(1100):  # half-open clients: connected, never a byte sent
-            idle.append(socket.create_connection((HOST, server.port), timeout=10))
+            cleanup.enter_context(socket.create_connection((HOST, server.port), timeout=10))
         with socket.create_connection((HOST, server.port), timeout=10) as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             answer = _answer(sock)
         assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
         assert b"too many open connections" in answer
-    finally:
-        for sock in idle:
-            sock.close()
-        server.stop()
     assert "Traceback" not in server.log.read_text()
