@@ -213,6 +213,10 @@ def test_the_inbox_allows_denies_and_edits_each_waiting_call(tmp_path: Path, bro
             for app in apps.values():
                 _finish(app)
             expect(page.locator("#empty")).to_be_visible(timeout=20_000)  # every call went on
+            # What this tab decided stays in sight with its answer after the calls left the inbox.
+            done = page.locator("#decided-here")
+            expect(done.locator(f".card[data-execution='{first}'] .result")).to_have_text("Allowed by pat.")
+            expect(done.locator(f".card[data-execution='{second}'] .result")).to_have_text("Denied by pat.")
         finally:
             if context is not None:
                 context.close()

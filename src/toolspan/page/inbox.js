@@ -9,10 +9,12 @@
   const doc = document;
   const app = doc.getElementById("app");
   const POLL_MS = 2000;
+  const KEEP_DECIDED_MS = 60000; // a call decided in this tab stays shown, with its answer, this long
 
   let entries = [];
   let who = { name: null, can: [] };
   const local = new Map(); // execution id -> {editing, text, error, note, message, ok, busy}
+  const decidedHere = new Map(); // execution id -> {entry, at}: decided in this tab, maybe gone from the inbox
   let built = false;
   let timer = 0;
 
@@ -34,6 +36,8 @@
     notice.hidden = true;
     const list = el("div", "cards");
     list.id = "cards";
+    const done = el("div", "cards decided-here");
+    done.id = "decided-here";
     const empty = el("div", "empty");
     empty.id = "empty";
     empty.hidden = true;
@@ -42,7 +46,7 @@
     const problem = el("p", "problem");
     problem.id = "problem";
     problem.hidden = true;
-    app.append(head, notice, problem, list, empty);
+    app.append(head, notice, problem, list, empty, done);
   }
 
   function canDecide() { return who.can.indexOf("decide") >= 0; }
@@ -69,6 +73,11 @@
     const keepId = doc.activeElement ? doc.activeElement.id : null;
     list.textContent = "";
     entries.forEach((e, i) => list.appendChild(card(e, i, now)));
+    // What this tab decided stays in sight with its answer once the call leaves the inbox (it went on).
+    const waitingIds = new Set(entries.map((x) => x.execution_id));
+    const done = doc.getElementById("decided-here");
+    done.textContent = "";
+    decidedHere.forEach((d, id) => { if (!waitingIds.has(id)) done.appendChild(decidedCard(d.entry)); });
     if (keep && keepId) { const again = doc.getElementById(keepId); if (again) again.focus(); }
   }
 
@@ -104,6 +113,22 @@
     } else if (canDecide()) {
       box.appendChild(controls(e, s));
     }
+    if (s.message) { const m = el("p", s.ok ? "result ok" : "result problem", s.message); m.setAttribute("role", "status"); box.appendChild(m); }
+    return box;
+  }
+
+  function decidedCard(e) {
+    const s = state(e.execution_id);
+    const box = el("article", "card done");
+    box.dataset.execution = e.execution_id;
+    const top = el("div", "cardtop");
+    top.append(el("span", "badge", "Decided"), el("h2", "tool iso", e.tool));
+    box.appendChild(top);
+    const runLink = el("a", null, "open its run");
+    runLink.href = "/traces/" + encodeURIComponent(e.trace_id) + "#" + encodeURIComponent(e.execution_id);
+    const meta = el("div", "meta");
+    meta.append(runLink);
+    box.appendChild(meta);
     if (s.message) { const m = el("p", s.ok ? "result ok" : "result problem", s.message); m.setAttribute("role", "status"); box.appendChild(m); }
     return box;
   }
@@ -165,6 +190,7 @@
         s.ok = true;
         s.editing = false;
         s.message = (doc.decision === "allow" ? "Allowed" : "Denied") + (doc.by ? " by " + doc.by : "") + ".";
+        decidedHere.set(e.execution_id, { entry: e, at: Date.now() });
       } else {
         s.ok = false;
         s.message = "Refused (" + status + "): " + ((doc && doc.error) || "");
@@ -189,7 +215,9 @@
       if (!built) build();
       doc.getElementById("problem").hidden = true;
       const live = new Set(entries.map((x) => x.execution_id));
-      for (const id of Array.from(local.keys())) if (!live.has(id)) local.delete(id);
+      const now = Date.now();
+      for (const [id, d] of Array.from(decidedHere)) if (now - d.at > KEEP_DECIDED_MS) decidedHere.delete(id);
+      for (const id of Array.from(local.keys())) if (!live.has(id) && !decidedHere.has(id)) local.delete(id);
       const editing = Array.from(local.values()).some((x) => x.editing) && doc.activeElement && doc.activeElement.tagName === "TEXTAREA";
       if (!editing) render();
     }).catch((err) => {
