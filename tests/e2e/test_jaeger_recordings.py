@@ -23,20 +23,27 @@ RECORD = os.environ.get("TOOLSPAN_RECORD_JAEGER") == "1"
 
 def canonical(api: str, doc: Any) -> Any:
     """An answer with what Jaeger orders at random (Go map order) put in one order: v1 spans by id with
-    their process in place of its ``processID`` (p1, p2, ... follow that order); v3 spans by id, each
-    with its resource and scope. Everything else as it is."""
+    their process in place of its ``processID`` (p1, p2, ... follow that order), and the warnings of the
+    records that share a span id (a pending record and its ended one) pooled per span id, since Jaeger
+    hangs them on either record; v3 spans by id, each with its resource and scope. Everything else as it
+    is."""
     if api == "v1":
         out = []
         for trace in doc["data"]:
             processes = trace["processes"]
             spans = [
-                {**{k: v for k, v in s.items() if k != "processID"}, "process": processes[s["processID"]]}
+                {
+                    **{k: v for k, v in s.items() if k not in ("processID", "warnings")},
+                    "process": processes[s["processID"]],
+                }
                 for s in trace["spans"]
             ]
+            warnings = sorted((s["spanID"], w) for s in trace["spans"] for w in s.get("warnings") or ())
             out.append(
                 {
                     **{k: v for k, v in trace.items() if k not in ("spans", "processes")},
                     "spans": sorted(spans, key=lambda s: json.dumps(s, sort_keys=True)),
+                    "span_warnings": warnings,
                 }
             )
         return {**doc, "data": out}
