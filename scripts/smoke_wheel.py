@@ -37,7 +37,7 @@ WHEEL_MUST_HOLD = (
     "toolspan/py.typed",
     "toolspan/cli/__init__.py",
     "toolspan/_instrument/tool.py",
-    "toolspan/_kernel/lazy.py",
+    "toolspan/_util/lazy.py",
     *(f"toolspan/bridge/schemas/{name}.schema.json" for name in SCHEMAS),
     "toolspan/policy/schemas/policy.schema.json",
     *(

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolspan._kernel import ids
+from toolspan._util import ids
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes

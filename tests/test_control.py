@@ -62,7 +62,7 @@ def test_a_decision_is_taken_only_for_this_very_call() -> None:
     """A decision names its call (trace and execution id), its tool and the digest of the arguments shown:
     the approver takes it only when all three are its own; a decision made on another span is taken only as
     the one its re-issued call resumes (same model call id, tool and arguments)."""
-    from toolspan._kernel.ids import arguments_sha256
+    from toolspan._util.ids import arguments_sha256
     from toolspan.testing import capture_spans
 
     approver = toolspan.ServerApprover("http://127.0.0.1:1")

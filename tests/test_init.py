@@ -53,7 +53,7 @@ def test_import_toolspan_loads_neither_the_bridge_nor_the_sdk_nor_the_exporters(
     assert {"toolspan._instrument.tool", "wrapt"} <= set(loaded)
 
 
-LAZY_KERNEL = {"toolspan._kernel", "toolspan._kernel.lazy"}  # how every package's names load on first use
+LAZY_KERNEL = {"toolspan._util", "toolspan._util.lazy"}  # how every package's names load on first use
 
 
 @pytest.mark.parametrize(

@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 from toolspan import config
-from toolspan._kernel import env as _env
 from toolspan._sdk import setup as _setup
 from toolspan._sdk.setup import configure, instrument_threads
+from toolspan._util import env as _env
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 from toolspan.exporters.timeline import TimelineJsonExporter
 from toolspan.testing import installed_tracer_provider

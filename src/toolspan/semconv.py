@@ -175,7 +175,7 @@ STATE_DENIED: Final = "DENIED"
 STATE_CANCELLED: Final = "CANCELLED"
 STATE_SEALED: Final = "SEALED"
 
-# Id prefixes (the ids are built by toolspan._kernel.ids): execution_id = "exec_" + 16-hex span id;
+# Id prefixes (the ids are built by toolspan._util.ids): execution_id = "exec_" + 16-hex span id;
 # synthesized call id = "call_" + 16-hex span id.
 EXECUTION_ID_PREFIX: Final = "exec_"
 CALL_ID_PREFIX: Final = "call_"

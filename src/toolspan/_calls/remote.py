@@ -46,8 +46,8 @@ from toolspan._decisions.approvals import Approval, abandoned
 from toolspan._decisions.cancel import Supervision
 from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
-from toolspan._kernel.http import OPENER as _OPENER
-from toolspan._kernel.ids import arguments_sha256, execution_id
+from toolspan._util.http import OPENER as _OPENER
+from toolspan._util.ids import arguments_sha256, execution_id
 
 __all__ = ["ServerApprover"]
 

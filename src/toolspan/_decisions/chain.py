@@ -43,7 +43,7 @@ from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.context import current_execution_id
 from toolspan._instrument.hooks import ACTIVE
 from toolspan._instrument.outcome import ToolDenied
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 __all__ = [
     "ACTIVE",

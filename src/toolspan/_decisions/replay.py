@@ -68,7 +68,7 @@ from toolspan import semconv
 from toolspan._capture import serialize as _serialize
 from toolspan._decisions import chain
 from toolspan._instrument.context import TaskStack, own_tool_span, take_pending_call_id
-from toolspan._kernel.ids import synthetic_call_id
+from toolspan._util.ids import synthetic_call_id
 from toolspan.errors import (
     ReplayDivergence,
     ReplayedToolError,

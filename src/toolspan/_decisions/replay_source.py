@@ -25,8 +25,8 @@ import urllib.parse
 import urllib.request
 from typing import Any, Final
 
-from toolspan._kernel import env as _env
-from toolspan._kernel.http import OPENER as _OPENER
+from toolspan._util import env as _env
+from toolspan._util.http import OPENER as _OPENER
 from toolspan.bridge.model import Span
 
 __all__ = ["SourceError", "fetch_spans", "is_server_url"]

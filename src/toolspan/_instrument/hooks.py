@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol
 
 from opentelemetry import trace as trace_api
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 from toolspan.errors import ReplayError
 
 __all__ = [

@@ -55,9 +55,9 @@ from toolspan._instrument.params import Parameters
 from toolspan._instrument.permissions import record_permission_decided, record_permission_required
 from toolspan._instrument.tracer import get_tracer
 from toolspan._instrument.wrappers import PicklableBound, PicklableWrapper, Rebuild
-from toolspan._kernel import otel_internals as _otel_internals
-from toolspan._kernel.ids import tool_ids
-from toolspan._kernel.otel_internals import context_with, tracing_on
+from toolspan._util import otel_internals as _otel_internals
+from toolspan._util.ids import tool_ids
+from toolspan._util.otel_internals import context_with, tracing_on
 from toolspan.config import (
     CONVENTIONS,
     CONVENTIONS_BOTH,

@@ -50,9 +50,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
 from toolspan._decisions.chain import GUARD, install_guard
-from toolspan._kernel import env as _env
 from toolspan._sdk.exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
 from toolspan._sdk.logsetup import configure_logs
+from toolspan._util import env as _env
 from toolspan.config import Redactor, resolve_config, set_config
 from toolspan.semconv import SERVICE_NAME
 

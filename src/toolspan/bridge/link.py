@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan._kernel import ids
+from toolspan._util import ids
 from toolspan.bridge._kinds import AGENT, LLM, TOOL, classify, parse_json
 from toolspan.bridge._requests import (
     Requested,

@@ -227,7 +227,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``toolspan serve``; returns the exit status."""
-    from toolspan._kernel import env as _env
+    from toolspan._util import env as _env
 
     try:
         from toolspan.server import ServerConfig, serve

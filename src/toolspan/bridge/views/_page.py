@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan._kernel.ids import arguments_sha256
+from toolspan._util.ids import arguments_sha256
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
 from toolspan.bridge.facts import (
     AGENT,

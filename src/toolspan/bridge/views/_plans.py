@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolspan import semconv as sc
-from toolspan._kernel.ids import plan_id
+from toolspan._util.ids import plan_id
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
