@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         wrap_tools,
     )
     from toolspan._instrument.tracer import VERSION as __version__
-    from toolspan._sdk.setup import configure, instrument_threads
+    from toolspan._setup.configure import configure, instrument_threads
     from toolspan.errors import (
         ReplayDivergence,
         ReplayedToolError,
@@ -68,12 +68,12 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "agent": "toolspan._instrument.agent",
     "arun_tool_calls": "toolspan._calls.runner",
     "check_cancelled": "toolspan._decisions.cancel",
-    "configure": "toolspan._sdk.setup",
+    "configure": "toolspan._setup.configure",
     "current_execution_id": "toolspan._instrument.context",
     "current_tool_call_id": "toolspan._instrument.context",
     "extract": "toolspan.propagation",
     "inject": "toolspan.propagation",
-    "instrument_threads": "toolspan._sdk.setup",
+    "instrument_threads": "toolspan._setup.configure",
     "plan": "toolspan._instrument.plan",
     "record_permission_decided": "toolspan._instrument.tool",
     "record_permission_required": "toolspan._instrument.tool",

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from toolspan.bridge.readers._otlp_proto import resource_attributes as proto_resource_attributes
     from toolspan.bridge.readers._otlp_proto import span_of as proto_span
     from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
-from toolspan.bridge.readers._sdk import from_readable_span, from_readable_spans
+from toolspan.bridge.readers._readable import from_readable_span, from_readable_spans
 from toolspan.bridge.readers._sources import TRACE_SUFFIXES, iter_source, resolve_inputs
 
 __all__ = [

@@ -14,7 +14,7 @@ What it does, in order:
    what the call explicitly asks for (``exporters``, ``console``, ``file``, ``span_processors``); exporters
    the environment selects are left to whoever set that provider up.
 4. When ``exporters`` is None and no ``LoggerProvider`` is installed, installs one with the exporters
-   ``OTEL_LOGS_EXPORTER`` selects (``toolspan._sdk.logsetup``): ``toolspan.text_delta`` chunks go out as
+   ``OTEL_LOGS_EXPORTER`` selects (``toolspan._setup.logs``): ``toolspan.text_delta`` chunks go out as
    OTLP log records.
 5. With ``instrument_threading`` (default), calls :func:`instrument_threads`: OpenTelemetry's
    ``ThreadingInstrumentor`` (a core dependency) is turned on once, so ``ThreadPoolExecutor``,
@@ -50,8 +50,8 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
 from toolspan._decisions.chain import GUARD, install_guard
-from toolspan._sdk.exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
-from toolspan._sdk.logsetup import configure_logs
+from toolspan._setup.exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
+from toolspan._setup.logs import configure_logs
 from toolspan._util import env as _env
 from toolspan.config import Redactor, resolve_config, set_config
 from toolspan.semconv import SERVICE_NAME
