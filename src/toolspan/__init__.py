@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
-    from toolspan._calls.book import ApprovalBook
-    from toolspan._calls.remote import ServerApprover
-    from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
-    from toolspan._decisions.approvals import Approval
-    from toolspan._decisions.cancel import check_cancelled
+    from toolspan._approvals.approval import Approval
+    from toolspan._approvals.book import ApprovalBook
+    from toolspan._approvals.cancel import check_cancelled
+    from toolspan._approvals.server import ServerApprover
     from toolspan._decisions.replay import replay
     from toolspan._instrument.agent import agent, thought
     from toolspan._instrument.context import current_execution_id, current_tool_call_id, tool_call_id
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
         wrap_tools,
     )
     from toolspan._instrument.tracer import VERSION as __version__
+    from toolspan._runner.run import ToolCall, arun_tool_calls, run_tool_calls
     from toolspan._setup.configure import configure, instrument_threads
     from toolspan.errors import (
         ReplayDivergence,
@@ -53,21 +53,21 @@ if TYPE_CHECKING:
 # toolspan.semconv`` loads nothing else of toolspan, and ``toolspan.tool`` loads only the instrumentation
 # core: the SDK setup, the call runner, replay and the exporters load when first used.
 _LAZY: dict[str, str | tuple[str, str]] = {
-    "Approval": "toolspan._decisions.approvals",
-    "ApprovalBook": "toolspan._calls.book",
+    "Approval": "toolspan._approvals.approval",
+    "ApprovalBook": "toolspan._approvals.book",
     "ReplayDivergence": "toolspan.errors",
     "ReplayError": "toolspan.errors",
     "ReplaySealed": "toolspan.errors",
     "ReplayedToolError": "toolspan.errors",
     "Run": "toolspan._instrument.handle",
-    "ServerApprover": "toolspan._calls.remote",
-    "ToolCall": "toolspan._calls.runner",
+    "ServerApprover": "toolspan._approvals.server",
+    "ToolCall": "toolspan._runner.run",
     "ToolCancelled": "toolspan.errors",
     "ToolDenied": "toolspan.errors",
     "__version__": ("toolspan._instrument.tracer", "VERSION"),
     "agent": "toolspan._instrument.agent",
-    "arun_tool_calls": "toolspan._calls.runner",
-    "check_cancelled": "toolspan._decisions.cancel",
+    "arun_tool_calls": "toolspan._runner.run",
+    "check_cancelled": "toolspan._approvals.cancel",
     "configure": "toolspan._setup.configure",
     "current_execution_id": "toolspan._instrument.context",
     "current_tool_call_id": "toolspan._instrument.context",
@@ -78,7 +78,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "record_permission_decided": "toolspan._instrument.tool",
     "record_permission_required": "toolspan._instrument.tool",
     "replay": "toolspan._decisions.replay",
-    "run_tool_calls": "toolspan._calls.runner",
+    "run_tool_calls": "toolspan._runner.run",
     "text_delta": "toolspan._instrument.deltas",
     "thought": "toolspan._instrument.agent",
     "tool": "toolspan._instrument.tool",

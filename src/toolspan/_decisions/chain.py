@@ -34,10 +34,10 @@ from typing import Any, Final, NamedTuple, Protocol
 
 from opentelemetry import context as context_api
 
+from toolspan._approvals import asking as _approvals
+from toolspan._approvals import cancel as _cancel
+from toolspan._approvals.asking import ApprovalRequest
 from toolspan._capture import serialize as _serialize
-from toolspan._decisions import approvals as _approvals
-from toolspan._decisions import cancel as _cancel
-from toolspan._decisions.approvals import ApprovalRequest
 from toolspan._instrument import hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.context import current_execution_id

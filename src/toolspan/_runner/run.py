@@ -49,18 +49,12 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
 from toolspan import semconv
-from toolspan._calls.shapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
+from toolspan._approvals.approval import Approval, Approver
+from toolspan._approvals.asking import APPROVAL, ApprovalRequest, check_timeout, run_blocking
 from toolspan._capture.serialize import to_json_text
 from toolspan._decisions import chain
-from toolspan._decisions.approvals import (
-    APPROVAL,
-    Approval,
-    ApprovalRequest,
-    Approver,
-    check_timeout,
-    run_blocking,
-)
 from toolspan._instrument import tool as _tool
+from toolspan._runner.shapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
 
 _logger = logging.getLogger(__name__)
 
@@ -288,10 +282,10 @@ def run_tool_calls(
 ) -> list[dict[str, Any]]:
     """Run a model's tool calls against ``tools``; one result dict per call, in call order.
 
-    ``approve(call)`` (optional) returns ``True``/``"allow"``, ``False``/``"deny"``, ``(decision,
-    note)``, ``(decision, note, by)`` or an ``Approval(decision, note=, by=, arguments=)``; it runs inside
-    the tool's span, a denied call does not run (state DENIED, result ``"PermissionDenied: <note>"``), and
-    an allowed call with ``arguments`` runs with those instead of the model's. An approver that raises
+    ``approve(call)`` (optional) returns ``True`` (allow), ``False`` (deny) or an ``Approval(decision,
+    note=, by=, arguments=)`` to say more; it runs inside the tool's span, a denied call does not run (state
+    DENIED, result ``"PermissionDenied: <note>"``), and an allowed call with ``arguments`` runs with those
+    instead of the model's. An approver that raises
     denies; one that has not answered after ``approve_timeout`` seconds denies (``by="timeout"``).
     ``tracer_provider`` (default: the global one, or a decorated tool's own) receives the spans. Raises
     only for a caller's mistake, before running anything: ``TypeError`` when ``calls`` or ``tools`` has no

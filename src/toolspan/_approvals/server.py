@@ -39,11 +39,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from toolspan._calls.shapes import ToolCall
-from toolspan._decisions.approvals import Approval, abandoned
-from toolspan._decisions.cancel import Supervision
+from toolspan._approvals.approval import Approval, Decision, ToolCall
+from toolspan._approvals.asking import abandoned
+from toolspan._approvals.cancel import Supervision
 from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._util.http import OPENER as _OPENER
@@ -207,7 +207,8 @@ class ServerApprover:
         if arguments is not None and not isinstance(arguments, dict):
             raise LookupError("toolspan serve holds an edit of the arguments that is not an object: denied")
         return Approval(
-            str(decision.get("decision")),
+            # Read strictly by the decision chain, as any approver's answer: "allow" or "deny" exactly.
+            cast(Decision, str(decision.get("decision"))),
             note=decision.get("note"),
             by=decision.get("by"),
             arguments=arguments,

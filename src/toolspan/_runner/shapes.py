@@ -1,7 +1,7 @@
 """The shapes of a model's tool calls and of the results it expects back (OpenAI Chat Completions,
 OpenAI Responses, Anthropic Messages, Google Gemini), as dicts or SDK objects (the ``openai``,
 ``anthropic`` and ``google-genai`` pydantic models, read by attribute and never iterated). Used by
-``run_tool_calls`` (``runner``)."""
+``run_tool_calls`` (``run``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolspan._decisions.approvals import DEFAULT_DENY_NOTE, Api, ToolCall
+from toolspan._approvals.approval import DEFAULT_DENY_NOTE, Api, ToolCall
 from toolspan.errors import (
     InvalidArgumentsError,
     ToolDenied,
