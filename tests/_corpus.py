@@ -107,6 +107,6 @@ def expected_calls(setup: str, read: list[Span]) -> list[dict[str, Any]]:
 
 
 def _arguments(value: Any) -> Any:
-    from toolspan.bridge._requests import normal_arguments
+    from toolspan.bridge.facts._requests import normal_arguments
 
     return normal_arguments(value)

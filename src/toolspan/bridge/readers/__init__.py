@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from toolspan._util.lazy import lazy
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import describe, iter_document
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadIssue, ReadReport
@@ -90,34 +91,28 @@ __all__ = [
 
 # OTLP protobuf and log decoding, and the JSON toolspan writes everything with: for toolspan's server,
 # CLI and exporters, and for anyone reading OTLP request bodies (loaded on first use).
-_MORE = {
-    "ZERO_SPAN": ("toolspan.bridge.readers._values", "ZERO_SPAN"),
-    "ZERO_TRACE": ("toolspan.bridge.readers._values", "ZERO_TRACE"),
-    "LogRecord": ("toolspan.bridge.readers._logs", "LogRecord"),
-    "attach_logs": ("toolspan.bridge.readers._logs", "attach_logs"),
-    "is_logs_document": ("toolspan.bridge.readers._logs", "is_logs_document"),
-    "logs_from_bytes": ("toolspan.bridge.readers._logs", "logs_from_bytes"),
-    "logs_from_json": ("toolspan.bridge.readers._logs", "logs_from_json"),
-    "logs_from_proto": ("toolspan.bridge.readers._logs", "logs_from_proto"),
-    "bad_times": ("toolspan.bridge.readers._otlp_proto", "bad_times"),
+_MORE: dict[str, str | tuple[str, str]] = {
+    "ZERO_SPAN": "toolspan.bridge.readers._values",
+    "ZERO_TRACE": "toolspan.bridge.readers._values",
+    "LogRecord": "toolspan.bridge.readers._logs",
+    "attach_logs": "toolspan.bridge.readers._logs",
+    "is_logs_document": "toolspan.bridge.readers._logs",
+    "logs_from_bytes": "toolspan.bridge.readers._logs",
+    "logs_from_json": "toolspan.bridge.readers._logs",
+    "logs_from_proto": "toolspan.bridge.readers._logs",
+    "bad_times": "toolspan.bridge.readers._otlp_proto",
     "parse_trace_request": ("toolspan.bridge.readers._otlp_proto", "parse_request"),
     "proto_attributes": ("toolspan.bridge.readers._otlp_proto", "attributes"),
     "proto_resource_attributes": ("toolspan.bridge.readers._otlp_proto", "resource_attributes"),
     "proto_span": ("toolspan.bridge.readers._otlp_proto", "span_of"),
-    "dumps_document": ("toolspan.bridge.readers._json", "dumps_document"),
-    "finite": ("toolspan.bridge.readers._json", "finite"),
-    "nonfinite_text": ("toolspan.bridge.readers._json", "nonfinite_text"),
-    "write_json_lines": ("toolspan.bridge.readers._json", "write_json_lines"),
+    "dumps_document": "toolspan.bridge.readers._json",
+    "finite": "toolspan.bridge.readers._json",
+    "nonfinite_text": "toolspan.bridge.readers._json",
+    "write_json_lines": "toolspan.bridge.readers._json",
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _MORE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(where[0]), where[1])
+__getattr__, __dir__ = lazy(globals(), _MORE)
 
 
 def iter_spans(

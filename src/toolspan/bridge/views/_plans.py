@@ -31,7 +31,6 @@ from typing import Any
 from toolspan import semconv as sc
 from toolspan._util.ids import plan_id
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
     AGENT,
     PLAN,
@@ -41,6 +40,7 @@ from toolspan.bridge.facts import (
     parent_tool_ids,
     plan_name,
     thoughts,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (

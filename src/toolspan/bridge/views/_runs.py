@@ -36,17 +36,18 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._model_calls import Usage, total_usage
 from toolspan.bridge.facts import (
     AGENT,
     LLM,
     PLAN,
     TOOL,
+    Usage,
     agent_name,
     approvals,
     edited_input,
     plan_name,
     thoughts,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import AGENTS, TraceIndex, group_traces, turn_messages

@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
     AGENT,
     LLM,
@@ -40,6 +39,7 @@ from toolspan.bridge.facts import (
     agent_output_text,
     plan_name,
     tool_output,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (

@@ -8,9 +8,9 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan._util import ids
-from toolspan.bridge._dialects import dialect_error, with_dialect
-from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._kinds import parse_json
+from toolspan.bridge.facts._dialects import dialect_error, with_dialect
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = [
