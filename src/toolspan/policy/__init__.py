@@ -2,8 +2,9 @@
 which need an approval first.
 
 The checker is neutral: it imports neither the instrumentation nor the bridge. ``toolspan audit`` checks
-recorded traces with it (``toolspan.bridge.views.audit``); the format of a policy file is in
-``toolspan.policy._model`` and its JSON Schema in ``toolspan/policy/schemas/policy.schema.json``.
+recorded traces with it (``toolspan.bridge.views.audit``); the format of a policy is in
+``toolspan.policy._model``, how a file is read in ``_files`` (JSON) and ``_yaml``, and its JSON Schema in
+``toolspan/policy/schemas/policy.schema.json``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from toolspan.policy._engine import (
     Verdict,
     rule_kind,
 )
+from toolspan.policy._files import load_policy
 from toolspan.policy._model import (
     ApprovalRule,
     ArgumentRule,
@@ -27,7 +29,6 @@ from toolspan.policy._model import (
     PolicyError,
     Rule,
     ToolsRule,
-    load_policy,
     parse_policy,
 )
 from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
