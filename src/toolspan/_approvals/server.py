@@ -48,6 +48,7 @@ from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._util.http import OPENER as _OPENER
 from toolspan._util.ids import arguments_sha256, execution_id
+from toolspan.errors import ToolspanError
 
 __all__ = ["ServerApprover"]
 
@@ -60,7 +61,7 @@ _BACKOFF_S: Final = (0.05, 0.1, 0.2, 0.5, 1.0)
 _MAX_QUOTED_ID: Final = 4096
 
 
-class _Unreachable(Exception):
+class _Unreachable(ToolspanError):
     """The server did not answer (refused, reset, timed out, or a 5xx while it restarts)."""
 
 

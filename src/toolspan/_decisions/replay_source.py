@@ -28,6 +28,7 @@ from typing import Any, Final
 from toolspan._util import env as _env
 from toolspan._util.http import OPENER as _OPENER
 from toolspan.bridge.model import Span
+from toolspan.errors import ToolspanError
 
 __all__ = ["SourceError", "fetch_spans", "is_server_url"]
 
@@ -38,7 +39,7 @@ _CHUNK: Final = 1 << 16
 _TRACE_PATH: Final = re.compile(r"^(?P<prefix>.*?)/(?:api/traces|traces|api/jobs)/(?P<id>[^/]+)(?:/.*)?$")
 
 
-class SourceError(Exception):
+class SourceError(ToolspanError):
     """The trace could not be fetched from the server (the message says why, in one line)."""
 
 

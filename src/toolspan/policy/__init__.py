@@ -9,6 +9,7 @@ recorded traces with it (``toolspan.bridge.views.audit``); the format of a polic
 
 from __future__ import annotations
 
+from toolspan.errors import PatternError, PolicyError
 from toolspan.policy._engine import (
     UNKNOWN,
     Call,
@@ -26,12 +27,11 @@ from toolspan.policy._model import (
     BudgetRule,
     OrderRule,
     Policy,
-    PolicyError,
     Rule,
     ToolsRule,
     parse_policy,
 )
-from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
+from toolspan.policy._patterns import Pattern, compile_pattern
 
 __all__ = [
     "UNKNOWN",

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-from toolspan.errors import PolicyError
+from toolspan.errors import PolicyError, ToolspanError
 from toolspan.policy._model import Policy, brief, parse_policy
 from toolspan.policy._yaml import load_yaml
 
@@ -49,7 +49,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-class _DuplicateKey(ValueError):
+class _DuplicateKey(ToolspanError, ValueError):
     pass
 
 
