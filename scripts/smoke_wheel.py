@@ -127,7 +127,7 @@ def convert_a_trace(tmp: Path, command: Path) -> list[str]:
     record = (
         "import toolspan\n"
         f"provider = toolspan.configure(service_name='smoke', file={str(traces)!r})\n"
-        "add = toolspan.wrap(lambda a, b: a + b, name='add')\n"
+        "add = toolspan.tool(lambda a, b: a + b, name='add')\n"
         "with toolspan.agent('smoke'), toolspan.tool_call_id('call_smoke'):\n"
         "    assert add(2, 3) == 5\n"
         "provider.shutdown()\n"

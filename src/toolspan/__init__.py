@@ -33,12 +33,11 @@ if TYPE_CHECKING:
         record_permission_decided,
         record_permission_required,
         tool,
-        wrap,
         wrap_tools,
     )
     from toolspan._instrument.tracer import VERSION as __version__
     from toolspan._runner.run import ToolCall, arun_tool_calls, run_tool_calls
-    from toolspan._setup.configure import configure, instrument_threads
+    from toolspan._setup.configure import configure
     from toolspan.errors import (
         ReplayDivergence,
         ReplayedToolError,
@@ -73,7 +72,6 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "current_tool_call_id": "toolspan._instrument.context",
     "extract": "toolspan.propagation",
     "inject": "toolspan.propagation",
-    "instrument_threads": "toolspan._setup.configure",
     "plan": "toolspan._instrument.plan",
     "record_permission_decided": "toolspan._instrument.tool",
     "record_permission_required": "toolspan._instrument.tool",
@@ -83,7 +81,6 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "thought": "toolspan._instrument.agent",
     "tool": "toolspan._instrument.tool",
     "tool_call_id": "toolspan._instrument.context",
-    "wrap": "toolspan._instrument.tool",
     "wrap_tools": "toolspan._instrument.tool",
 }
 
@@ -112,7 +109,6 @@ __all__ = [
     "current_tool_call_id",
     "extract",
     "inject",
-    "instrument_threads",
     "plan",
     "record_permission_decided",
     "record_permission_required",
@@ -122,6 +118,5 @@ __all__ = [
     "thought",
     "tool",
     "tool_call_id",
-    "wrap",
     "wrap_tools",
 ]

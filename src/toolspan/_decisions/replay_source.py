@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from toolspan._util import env as _env
 from toolspan._util.http import OPENER as _OPENER
@@ -43,7 +43,7 @@ class SourceError(ToolspanError):
     """The trace could not be fetched from the server (the message says why, in one line)."""
 
 
-def is_server_url(source: Any) -> bool:
+def is_server_url(source: object) -> TypeGuard[str]:
     """Whether ``source`` is an ``http://`` or ``https://`` URL (a trace held by ``toolspan serve``)."""
     return isinstance(source, str) and source.lower().startswith(("http://", "https://"))
 

@@ -54,7 +54,14 @@ from toolspan._approvals.asking import APPROVAL, ApprovalRequest, check_timeout,
 from toolspan._capture.serialize import to_json_text
 from toolspan._decisions import chain
 from toolspan._instrument import tool as _tool
-from toolspan._runner.shapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
+from toolspan._runner.shapes import (
+    ToolCall,
+    ToolCalls,
+    ToolNotFoundError,
+    error_text,
+    parse_calls,
+    result_for,
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -113,7 +120,7 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
         # The original callable (bound for a decorated method) runs in a new tool with the same name,
         # description and type, on the provider asked for; the user's decorated object is left as it is.
         body = getattr(fn, "__wrapped__", info.func)
-        wrapper: Callable[..., Any] = _tool.wrap(
+        wrapper: Callable[..., Any] = _tool.tool(
             body,
             name=info.name,
             description=info.description,
@@ -121,7 +128,7 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
             tracer_provider=provider or info.tracer_provider,
         )
     else:
-        wrapper = _tool.wrap(fn, name=name, tracer_provider=provider)
+        wrapper = _tool.tool(fn, name=name, tracer_provider=provider)
     with _CACHE_LOCK:
         _CACHE[key] = ((*objects, provider), wrapper)
         if len(_CACHE) > _CACHE_SIZE:
@@ -160,7 +167,7 @@ class _Job:
 
 
 def _prepare(
-    calls: Any,
+    calls: ToolCalls,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     approve: Approver | None,
     provider: trace_api.TracerProvider | None,
@@ -271,7 +278,7 @@ def _check_workers(max_workers: int | None) -> None:
 
 
 def run_tool_calls(
-    calls: Any,
+    calls: ToolCalls,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     *,
     parallel: bool = True,
@@ -304,7 +311,7 @@ def run_tool_calls(
 
 
 async def arun_tool_calls(
-    calls: Any,
+    calls: ToolCalls,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     *,
     parallel: bool = True,

@@ -16,11 +16,11 @@ What it does, in order:
 4. When ``exporters`` is None and no ``LoggerProvider`` is installed, installs one with the exporters
    ``OTEL_LOGS_EXPORTER`` selects (``toolspan._setup.logs``): ``toolspan.text_delta`` chunks go out as
    OTLP log records.
-5. With ``instrument_threading`` (default), calls :func:`instrument_threads`: OpenTelemetry's
+5. With ``instrument_threading`` (default), calls ``instrument_threads``: OpenTelemetry's
    ``ThreadingInstrumentor`` (a core dependency) is turned on once, so ``ThreadPoolExecutor``,
-   ``threading.Thread`` and ``loop.run_in_executor`` keep the calling span as parent. Applications that
-   set up OpenTelemetry themselves and never call ``configure()`` call ``toolspan.instrument_threads()``
-   (``opentelemetry-instrument`` turns the threading instrumentation on by itself).
+   ``threading.Thread`` and ``loop.run_in_executor`` keep the calling span as parent. An application that
+   sets OpenTelemetry up itself calls ``configure()`` too (its provider is kept), or turns the
+   instrumentation on itself (``ThreadingInstrumentor().instrument()``; ``opentelemetry-instrument`` does).
 
 Exporters when ``exporters`` is None come from ``OTEL_TRACES_EXPORTER`` (comma list, ``none`` for none;
 names are ``opentelemetry_traces_exporter`` entry points: ``otlp``, ``otlp_proto_grpc``,

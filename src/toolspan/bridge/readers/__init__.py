@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from toolspan.bridge.readers._otlp_proto import span_of as proto_span
     from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 from toolspan.bridge.readers._readable import from_readable_span, from_readable_spans
-from toolspan.bridge.readers._sources import TRACE_SUFFIXES, iter_source, resolve_inputs
+from toolspan.bridge.readers._sources import TRACE_SUFFIXES, Source, Sources, iter_source, resolve_inputs
 
 __all__ = [
     "TRACE_SUFFIXES",
@@ -66,6 +66,8 @@ __all__ = [
     "LogRecord",
     "ReadIssue",
     "ReadReport",
+    "Source",
+    "Sources",
     "attach_logs",
     "bad_times",
     "describe",
@@ -116,7 +118,7 @@ __getattr__, __dir__ = lazy(globals(), _MORE)
 
 
 def iter_spans(
-    source: Any,
+    source: Sources,
     *,
     lenient: bool = False,
     report: ReadReport | None = None,
@@ -134,7 +136,7 @@ def iter_spans(
 
 
 def read_spans(
-    sources: Any, *, lenient: bool = False, progress: Callable[[int], None] | None = None
+    sources: Sources, *, lenient: bool = False, progress: Callable[[int], None] | None = None
 ) -> tuple[list[Span], ReadReport]:
     """All spans of ``sources`` (one source or an iterable of them) and the report of the read."""
     report = ReadReport()
