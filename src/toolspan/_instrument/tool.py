@@ -349,17 +349,21 @@ class _CallSpan:
             if ids:
                 self.ids = ids  # written with the end attributes
             return
-        # An SDK or sampler that did not read the start attributes: set them now.
-        lazy.fill()
-        if lazy.late is not None:
-            ids.update(lazy.late)
+        self._unread(lazy, ids, call_id)
+
+    def _unread(self, attrs: StartAttributes, ids: dict[str, Any], call_id: str | None) -> None:
+        """An SDK or sampler that did not read the start attributes: set them now, with the ids."""
+        keys = self.keys
+        attrs.fill()
+        if attrs.late is not None:
+            ids.update(attrs.late)
         if call_id is not None:
             ids[keys.call_id] = call_id
         for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE, semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST):
             if key in attrs:
                 ids[key] = dict.__getitem__(attrs, key)
         if ids:
-            span.set_attributes(ids)
+            self.span.set_attributes(ids)
 
     # -- endings ---------------------------------------------------------------------------------
 
