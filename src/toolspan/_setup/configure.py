@@ -130,15 +130,19 @@ def configure(
         configure_logs(getattr(provider, "resource", None))
     if instrument_threading:
         instrument_threads()
-    # The policy is part of the configuration: configure() without one (and no TOOLSPAN_POLICY) removes an
-    # earlier one, as it resets every other setting.
+    _install_policy(guard, provider)
+    return provider
+
+
+def _install_policy(guard: PolicyGuard | None, provider: trace_api.TracerProvider) -> None:
+    """The policy is part of the configuration: ``configure()`` without one (and no ``TOOLSPAN_POLICY``)
+    removes an earlier one, as it resets every other setting. The provider tells the guard when runs end."""
     install_guard(guard)
     if guard is not None and isinstance(provider, TracerProvider):
         with _lock:
             if provider not in _run_ends:  # once per provider: it tells whichever guard is installed
                 _run_ends.add(provider)
                 provider.add_span_processor(_RunEnds())
-    return provider
 
 
 class _RunEnds(SpanProcessor):

@@ -24,7 +24,7 @@ problem is a ``PolicyError`` naming the file, the line where known, and the fiel
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -238,6 +238,70 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _tools_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    allow, deny = fields.names("allow"), fields.names("deny")
+    if allow is None and deny is None:
+        raise fields.fail("", "a 'tools' rule needs 'allow' or 'deny'")
+    return ToolsRule(**common, allow=allow, deny=deny or ())
+
+
+def _arguments_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    if not any(k in data for k in _ARG_CHECKS):
+        raise fields.fail("", f"an 'arguments' rule needs one of {', '.join(_ARG_CHECKS)}")
+    enum = data.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        raise fields.fail("enum", "expected a list of allowed values")
+    if enum is not None and _depth(enum) > MAX_DEPTH:
+        raise fields.fail("enum", f"nested deeper than {MAX_DEPTH}")
+    tool = fields.names("tool", required=True)
+    assert tool is not None
+    if len(tool) != 1:
+        raise fields.fail("tool", "expected one tool name or glob pattern")
+    return ArgumentRule(
+        **common,
+        tool=tool[0],
+        path=_path(fields),
+        pattern=fields.regex("pattern"),
+        not_pattern=fields.regex("not_pattern"),
+        min=fields.number("min"),
+        max=fields.number("max"),
+        max_length=fields.count("max_length"),
+        enum=None if enum is None else tuple(enum),
+        required=fields.flag("required", False),
+    )
+
+
+def _approval_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    tools = fields.names("tools", required=True)
+    assert tools is not None
+    return ApprovalRule(**common, tools=tools)
+
+
+def _budget_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    max_calls = fields.count("max_calls", required=True)
+    assert max_calls is not None
+    return BudgetRule(**common, tool=fields.text("tool", default="*"), max_calls=max_calls)
+
+
+def _order_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    return OrderRule(
+        **common,
+        after=fields.text("after", required=True),
+        forbid=fields.text("forbid", required=True),
+        unless_approved=fields.flag("unless_approved", True),
+    )
+
+
+# Each kind's rule, from its fields, the rule's data and the fields every rule has (id, agents, description).
+_RULES: Final[Mapping[str, Callable[[_Fields, Mapping[str, Any], dict[str, Any]], Rule]]] = {
+    "tools": _tools_rule,
+    "arguments": _arguments_rule,
+    "approval": _approval_rule,
+    "budget": _budget_rule,
+    "order": _order_rule,
+}
+
+
 def _rule(data: Any, where: str) -> Rule:
     if not isinstance(data, Mapping):
         raise PolicyError(f"{where}: expected an object")
@@ -249,61 +313,8 @@ def _rule(data: Any, where: str) -> Rule:
     unknown = sorted(set(data) - _COMMON - _FIELDS[kind])
     if unknown:
         raise fields.fail(unknown[0], f"unknown field for a {kind!r} rule")
-    agents = fields.names("agent") or ()
-    description = fields.text("description")
-    if kind == "tools":
-        allow, deny = fields.names("allow"), fields.names("deny")
-        if allow is None and deny is None:
-            raise fields.fail("", "a 'tools' rule needs 'allow' or 'deny'")
-        return ToolsRule(id=rule_id, agents=agents, description=description, allow=allow, deny=deny or ())
-    if kind == "arguments":
-        if not any(k in data for k in _ARG_CHECKS):
-            raise fields.fail("", f"an 'arguments' rule needs one of {', '.join(_ARG_CHECKS)}")
-        enum = data.get("enum")
-        if enum is not None and not isinstance(enum, list):
-            raise fields.fail("enum", "expected a list of allowed values")
-        if enum is not None and _depth(enum) > MAX_DEPTH:
-            raise fields.fail("enum", f"nested deeper than {MAX_DEPTH}")
-        tool = fields.names("tool", required=True)
-        assert tool is not None
-        if len(tool) != 1:
-            raise fields.fail("tool", "expected one tool name or glob pattern")
-        return ArgumentRule(
-            id=rule_id,
-            agents=agents,
-            description=description,
-            tool=tool[0],
-            path=_path(fields),
-            pattern=fields.regex("pattern"),
-            not_pattern=fields.regex("not_pattern"),
-            min=fields.number("min"),
-            max=fields.number("max"),
-            max_length=fields.count("max_length"),
-            enum=None if enum is None else tuple(enum),
-            required=fields.flag("required", False),
-        )
-    if kind == "approval":
-        tools = fields.names("tools", required=True)
-        assert tools is not None
-        return ApprovalRule(id=rule_id, agents=agents, description=description, tools=tools)
-    if kind == "budget":
-        max_calls = fields.count("max_calls", required=True)
-        assert max_calls is not None
-        return BudgetRule(
-            id=rule_id,
-            agents=agents,
-            description=description,
-            tool=fields.text("tool", default="*"),
-            max_calls=max_calls,
-        )
-    return OrderRule(
-        id=rule_id,
-        agents=agents,
-        description=description,
-        after=fields.text("after", required=True),
-        forbid=fields.text("forbid", required=True),
-        unless_approved=fields.flag("unless_approved", True),
-    )
+    common = {"id": rule_id, "agents": fields.names("agent") or (), "description": fields.text("description")}
+    return _RULES[kind](fields, data, common)
 
 
 def parse_policy(data: Any, source: str = "policy") -> Policy:
