@@ -22,7 +22,7 @@ asking), and the new tool span links back to the span that waited (``toolspan.li
 While the server cannot be reached (restarting, say) the approver reconnects, for at most ``unreachable_for``
 seconds in a row; after that the call is denied (fail closed). ``run_tool_calls(approve_timeout=...)``
 bounds the whole wait (then denied, ``by="timeout"``). While an approved call runs, a watcher thread
-long-polls ``GET /api/control/cancels`` for it and delivers a cancel request (see ``_decisions.cancel``).
+long-polls ``GET /api/control/cancels`` for it and delivers a cancel request (see ``_approvals.cancel``).
 Redirects are never followed: the token goes to the server's own URL only. Standard library only
 (``urllib``).
 """
@@ -220,7 +220,7 @@ class ServerApprover:
 
     @contextlib.contextmanager
     def supervise(self, execution_id: str) -> Iterator[Supervision]:
-        """While an approved call runs: deliver the cancel requests made for it (``_decisions.cancel``)."""
+        """While an approved call runs: deliver the cancel requests made for it (``cancel``)."""
         supervision = Supervision(execution_id)
         ctx = _permissions.tool_span().get_span_context()
         trace_id = f"{ctx.trace_id:032x}" if ctx.is_valid else None
