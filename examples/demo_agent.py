@@ -87,11 +87,11 @@ def delete_files(pattern: str) -> int:
 TOOLS = [get_weather, add, research, delete_files]
 
 
-def approve(call: toolspan.ToolCall) -> tuple[str, str | None]:
+def approve(call: toolspan.ToolCall) -> toolspan.Approval | bool:
     """The control channel of seed 003: deny destructive tools, allow the rest."""
     if call.name == "delete_files":
-        return "deny", "deleting files needs a human; the demo denies it"
-    return "allow", None
+        return toolspan.Approval("deny", note="deleting files needs a human; the demo denies it")
+    return True
 
 
 # --- the scripted model ----------------------------------------------------------------------------

@@ -37,7 +37,7 @@ WHEEL_MUST_HOLD = (
     "toolspan/py.typed",
     "toolspan/cli/__init__.py",
     "toolspan/_instrument/tool.py",
-    "toolspan/_kernel/lazy.py",
+    "toolspan/_util/lazy.py",
     *(f"toolspan/bridge/schemas/{name}.schema.json" for name in SCHEMAS),
     "toolspan/policy/schemas/policy.schema.json",
     *(
@@ -127,7 +127,7 @@ def convert_a_trace(tmp: Path, command: Path) -> list[str]:
     record = (
         "import toolspan\n"
         f"provider = toolspan.configure(service_name='smoke', file={str(traces)!r})\n"
-        "add = toolspan.wrap(lambda a, b: a + b, name='add')\n"
+        "add = toolspan.tool(lambda a, b: a + b, name='add')\n"
         "with toolspan.agent('smoke'), toolspan.tool_call_id('call_smoke'):\n"
         "    assert add(2, 3) == 5\n"
         "provider.shutdown()\n"

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolspan._kernel import ids
+from toolspan._util import ids
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
@@ -107,6 +107,6 @@ def expected_calls(setup: str, read: list[Span]) -> list[dict[str, Any]]:
 
 
 def _arguments(value: Any) -> Any:
-    from toolspan.bridge._requests import normal_arguments
+    from toolspan.bridge.facts._requests import normal_arguments
 
     return normal_arguments(value)

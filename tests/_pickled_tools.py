@@ -65,7 +65,7 @@ def raw_multiply(a: int, b: int) -> int:
     return a * b
 
 
-multiply = toolspan.wrap(raw_multiply, name="multiply")  # decorated under another name: by value
-scaled = toolspan.wrap(Calculator(3), name="scaled")  # a callable object: by value
-partial_add = toolspan.wrap(functools.partial(raw_multiply, 10), name="times_ten")
+multiply = toolspan.tool(raw_multiply, name="multiply")  # decorated under another name: by value
+scaled = toolspan.tool(Calculator(3), name="scaled")  # a callable object: by value
+partial_add = toolspan.tool(functools.partial(raw_multiply, 10), name="times_ten")
 renamed_plan = toolspan.plan(name="renamed")(raw_multiply)  # an agent or plan by value keeps its kind

@@ -48,7 +48,7 @@ def main() -> None:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(JsonLinesExporter(sys.argv[2])))
     with toolspan.plan("remote step", context=toolspan.extract(carrier), tracer_provider=provider):
-        toolspan.wrap(remote_lookup, tracer_provider=provider)("abc")
+        toolspan.tool(remote_lookup, tracer_provider=provider)("abc")
     provider.shutdown()
 
 

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import toolspan
 from toolspan import semconv
-from toolspan._calls.book import WaitingCall
+from toolspan._approvals.book import WaitingCall
 from toolspan.testing import capture_spans
 
 CALL = {"type": "tool_use", "id": "toolu_9", "name": "deploy", "input": {"env": "prod"}}

@@ -16,7 +16,7 @@ from tests.test_calls import events, openai_call, tool_attrs, tool_use
 
 import toolspan
 from toolspan import semconv
-from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
+from toolspan._runner.run import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans
 
@@ -110,7 +110,7 @@ def test_edited_arguments_are_redacted_like_the_arguments(spans: Any) -> None:
             return url
 
         approval = toolspan.Approval(
-            True, by="bob", arguments={"url": "https://b.example", "token": "s3cret"}
+            "allow", by="bob", arguments={"url": "https://b.example", "token": "s3cret"}
         )
         run_tool_calls(
             [openai_call("c1", "fetch", {"url": "https://a.example", "token": "t0ken"})],
@@ -253,7 +253,7 @@ def test_an_approver_that_answers_in_time_is_obeyed_with_a_timeout(spans: Any) -
     (result,) = run_tool_calls(
         [tool_use("t1", "send_email", {"to": "a", "body": "b"})],
         [send_email],
-        approve=lambda call: ("allow", None, "dave"),
+        approve=lambda call: toolspan.Approval("allow", by="dave"),
         approve_timeout=30,
     )
     assert result["content"] == '"sent to a: b"'

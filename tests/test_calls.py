@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 import toolspan
 from toolspan import semconv
-from toolspan._calls import runner as _calls
-from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
+from toolspan._runner import run as _calls
+from toolspan._runner.run import ToolCall, arun_tool_calls, run_tool_calls
 from toolspan.testing import capture_spans
 
 _ABSENT: Any = object()
@@ -833,10 +833,10 @@ def test_approval_deny_does_not_run_the_tool(parent: Any) -> None:
         ran.append(command)
         return "done"
 
-    def approve(call: ToolCall) -> tuple[str, str]:
+    def approve(call: ToolCall) -> toolspan.Approval:
         if call.name == "bash_run":
-            return "deny", "Demo inbox denies bash_run by default."
-        return "allow", "fine"
+            return toolspan.Approval("deny", note="Demo inbox denies bash_run by default.")
+        return toolspan.Approval("allow", note="fine")
 
     results = run_tool_calls(
         [
@@ -888,7 +888,7 @@ def test_approval_deny_does_not_run_the_tool(parent: Any) -> None:
     ]
 
 
-@pytest.mark.parametrize("verdict", [False, "deny"])
+@pytest.mark.parametrize("verdict", [False, toolspan.Approval("deny")], ids=["False", "deny"])
 def test_approval_deny_without_a_note(parent: Any, verdict: Any) -> None:
     spans, _ = parent
     (result,) = run_tool_calls(
@@ -918,7 +918,7 @@ def test_approval_that_raises_denies_and_logs(parent: Any, caplog: pytest.LogCap
     def approve(call: ToolCall) -> bool:
         raise RuntimeError("approval service down")
 
-    with caplog.at_level(logging.WARNING, logger="toolspan._calls.runner"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._runner.run"):
         (result,) = run_tool_calls([tool_use("t1", "count", {})], [count], approve=approve)
     note = "approval failed: RuntimeError: approval service down"
     assert result == {
@@ -949,7 +949,7 @@ def test_approval_with_an_unknown_answer_denies(parent: Any) -> None:
     )
     assert result["content"] == (
         "PermissionDenied: approval failed: ValueError: approve returned 'maybe'; "
-        "expected True, False, 'allow', 'deny', an Approval, (decision, note) or (decision, note, by)"
+        "expected True, False or an Approval"
     )
     (span,) = spans()
     assert (span.attributes or {})[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
@@ -990,10 +990,10 @@ async def test_arun_async_approver_for_async_and_sync_tools() -> None:
     asked: list[str] = []
     loop = asyncio.get_running_loop()
 
-    async def approve(call: ToolCall) -> tuple[bool, str]:
+    async def approve(call: ToolCall) -> toolspan.Approval:
         assert asyncio.get_running_loop() is loop  # async approvers run on the caller's loop
         asked.append(call.id)
-        return call.name != "wipe", f"checked {call.id}"
+        return toolspan.Approval("allow" if call.name != "wipe" else "deny", note=f"checked {call.id}")
 
     async def wipe() -> str:
         raise AssertionError("must not run")

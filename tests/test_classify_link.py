@@ -11,16 +11,16 @@ import pytest
 
 from _bridge_data import span
 from toolspan import semconv as sc
-from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._model_calls import ModelCall, Usage, model_call, total_usage
-from toolspan.bridge._requests import (
+from toolspan.bridge.facts import AGENT, LLM, TOOL, classify
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._model_calls import ModelCall, Usage, model_call, total_usage
+from toolspan.bridge.facts._requests import (
     Requested,
     normal_arguments,
     normal_result,
     requested_calls,
     result_call_id,
 )
-from toolspan.bridge.facts import AGENT, LLM, TOOL, classify
 from toolspan.bridge.link import link_tool_calls
 from toolspan.bridge.model import Span, SpanEvent
 
@@ -496,7 +496,7 @@ def test_a_call_recorded_twice_by_two_instrumentations_is_one_call_a_tool_callin
 
 
 def test_a_placeholder_is_no_value_and_an_empty_text_is_one() -> None:
-    from toolspan.bridge._tools import call_id, tool_output
+    from toolspan.bridge.facts._tools import call_id, tool_output
 
     genai = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "t"}
     placeholder = span(3, 1, "execute_tool t", 3, 4, {**genai, sc.GEN_AI_TOOL_CALL_ID: sc.ADK_NOT_SPECIFIED})

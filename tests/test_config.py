@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from toolspan import config
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 from toolspan.config import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
     DEFAULT_REDACT_KEYS,
@@ -101,7 +101,7 @@ def test_bad_env_values_logged_and_ignored(
     default: Any,
 ) -> None:
     monkeypatch.setenv(name, value)
-    with caplog.at_level(logging.WARNING, logger="toolspan._kernel.env"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._util.env"):
         resolved = resolve_config()
     assert getattr(resolved, field) == default
     assert f"ignoring {name}={value!r}" in caplog.text

@@ -249,7 +249,7 @@ def test_suppression_inside_an_agent_hides_its_tools_only(spans: Spans) -> None:
             toolspan.run_tool_calls(
                 [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}],
                 {"lookup": lambda: "ok"},
-                approve=lambda call: (True, "fine"),
+                approve=lambda call: toolspan.Approval("allow", note="fine"),
             )
         lookup("k")
     outer = by_name(spans(), "invoke_agent outer")

@@ -19,7 +19,7 @@ from tests._server import free_port, running_server
 import toolspan
 from _instrumentation import Spans
 from toolspan import semconv
-from toolspan._decisions.cancel import Supervision
+from toolspan._approvals.cancel import Supervision
 from toolspan.errors import ToolCancelled
 
 CALL = {"type": "tool_use", "id": "toolu_1", "name": "remove", "input": {"path": "/x"}}
@@ -62,7 +62,7 @@ def test_a_decision_is_taken_only_for_this_very_call() -> None:
     """A decision names its call (trace and execution id), its tool and the digest of the arguments shown:
     the approver takes it only when all three are its own; a decision made on another span is taken only as
     the one its re-issued call resumes (same model call id, tool and arguments)."""
-    from toolspan._kernel.ids import arguments_sha256
+    from toolspan._util.ids import arguments_sha256
     from toolspan.testing import capture_spans
 
     approver = toolspan.ServerApprover("http://127.0.0.1:1")
@@ -354,12 +354,12 @@ def test_the_approver_warns_when_nothing_exports_the_waiting_call(
     second = {**CALL, "id": "toolu_2"}
     with running_server(tmp_path) as server:
         approver = toolspan.ServerApprover(server.url)
-        with caplog.at_level("WARNING", logger="toolspan._calls.remote"):
+        with caplog.at_level("WARNING", logger="toolspan._approvals.server"):
             toolspan.run_tool_calls(
                 [CALL, second], [remove], approve=approver, approve_timeout=0.3, parallel=False
             )
         silent = _exported_run(server, remove)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "toolspan._calls.remote"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolspan._approvals.server"]
     assert len(warnings) == 1  # once per approver, not once per call
     assert warnings[0].startswith(
         "toolspan: ServerApprover: nothing exports a pending record of tool call 'toolu_1' (remove):"
@@ -387,7 +387,7 @@ def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
     said: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("toolspan._calls.remote").addHandler(handler)
+    logging.getLogger("toolspan._approvals.server").addHandler(handler)
     listed: list[str] = []
     try:
         with installed_tracer_provider(provider):
@@ -401,7 +401,7 @@ def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
             listed = [e["call_id"] for e in entries]
             waiter.join(10)
     finally:
-        logging.getLogger("toolspan._calls.remote").removeHandler(handler)
+        logging.getLogger("toolspan._approvals.server").removeHandler(handler)
         provider.shutdown()
     return listed, [m for m in said if "ServerApprover" in m]
 

@@ -247,12 +247,12 @@ def test_an_order_rule_unless_approved_holds_for_a_call_nested_in_an_approved_bo
 
 
 def test_arguments_edited_by_an_approver_are_checked_before_the_body_runs() -> None:
-    edit = toolspan.Approval(True, by="mallory", arguments={"memo": "m", "amount": 1000})
+    edit = toolspan.Approval("allow", by="mallory", arguments={"memo": "m", "amount": 1000})
     with capture_spans() as finished, toolspan.agent("assistant"):
         (denied,) = toolspan.run_tool_calls(
             _call("pay", {"memo": "m", "amount": 10}), TOOLS, approve=lambda c: edit
         )
-        fine = toolspan.Approval(True, by="bob", arguments={"memo": "m", "amount": 50})
+        fine = toolspan.Approval("allow", by="bob", arguments={"memo": "m", "amount": 50})
         (ran,) = toolspan.run_tool_calls(
             _call("pay", {"memo": "m", "amount": 10}), TOOLS, approve=lambda c: fine
         )
@@ -269,7 +269,7 @@ def test_arguments_edited_by_an_approver_are_checked_before_the_body_runs() -> N
 
 def test_the_offline_audit_checks_the_edited_arguments_the_body_ran_with() -> None:
     chain.install_guard(None)  # recorded by an application without the live policy
-    edit = toolspan.Approval(True, arguments={"memo": "m", "amount": 1000})
+    edit = toolspan.Approval("allow", arguments={"memo": "m", "amount": 1000})
     with capture_spans() as finished, toolspan.agent("assistant"):
         toolspan.run_tool_calls(_call("pay", {"memo": "m", "amount": 10}), TOOLS, approve=lambda c: edit)
     assert RAN == [("pay", 1000)]
@@ -476,12 +476,12 @@ NESTED_SCENARIOS: dict[str, Any] = {
     "edit over the limit": lambda: toolspan.run_tool_calls(
         _call("pay", {"memo": "m", "amount": 1}),
         TOOLS,
-        approve=lambda c: toolspan.Approval(True, arguments={"memo": "m", "amount": 1000}),
+        approve=lambda c: toolspan.Approval("allow", arguments={"memo": "m", "amount": 1000}),
     ),
     "edit within the limit": lambda: toolspan.run_tool_calls(
         _call("pay", {"memo": "m", "amount": 1}),
         TOOLS,
-        approve=lambda c: toolspan.Approval(True, arguments={"memo": "m", "amount": 99}),
+        approve=lambda c: toolspan.Approval("allow", arguments={"memo": "m", "amount": 99}),
     ),
     "cut value": lambda: pay("x" * 100_000, 1000),
     "redacted value": lambda: fetch("https://api.example/v1?api_key=sk_live_123"),

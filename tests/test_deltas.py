@@ -1,4 +1,4 @@
-"""``toolspan.text_delta`` as OpenTelemetry log records (``exporters/_deltas.py``): one record per chunk,
+"""``toolspan.text_delta`` as OpenTelemetry log records (``_instrument/deltas.py``): one record per chunk,
 event name ``toolspan.text_delta``, the text as body, in the span's trace and span context; nothing without
 a span. The logger is a real SDK ``LoggerProvider``'s (not installed globally)."""
 

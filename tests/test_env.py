@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 TABLE = Path(__file__).resolve().parents[1] / "docs" / "environment.md"
 

@@ -111,7 +111,7 @@ def test_one_bearer_parser_for_http_and_grpc(header: bytes | str, token: bytes) 
 def test_shortcuts_off_selects_every_public_fallback() -> None:
     code = (
         "import json\n"
-        "from toolspan._kernel import otel_internals as o\n"
+        "from toolspan._util import otel_internals as o\n"
         "from toolspan._capture import encode\n"
         "print(json.dumps([o.SHORTCUTS, o.PROVIDER_SLOT_OK, o.CONTEXT_KEY_OK,\n"
         "    o.check_attribute_store() is None, o.tracing_on is o._public_tracing_on,\n"

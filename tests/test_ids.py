@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolspan._kernel import ids as _ids
+from toolspan._util import ids as _ids
 
 SPAN_IDS = st.integers(min_value=1, max_value=2**64 - 1)
 
@@ -53,13 +53,13 @@ def test_hex_text_ids_and_plan_ids() -> None:
 
 
 def test_ids_are_built_in_one_place() -> None:
-    """No module but ``_kernel.ids`` glues an id prefix to an id (``semconv`` only names the prefixes)."""
+    """No module but ``_util.ids`` glues an id prefix to an id (``semconv`` only names the prefixes)."""
     src = Path(__file__).resolve().parents[1] / "src" / "toolspan"
     glued = re.compile(r"""_ID_PREFIX\s*\+|\{\S*_ID_PREFIX\}|(?<!`)"(exec|call|plan)_"\s*\+""")
     offenders = [
         f"{path.relative_to(src)}:{number}"
         for path in sorted(src.rglob("*.py"))
-        if path.relative_to(src).as_posix() != "_kernel/ids.py"
+        if path.relative_to(src).as_posix() != "_util/ids.py"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if glued.search(line.split("#", 1)[0])  # code, not comments
     ]

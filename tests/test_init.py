@@ -14,10 +14,10 @@ import pytest
 import toolspan
 
 LAZY = {
-    "ToolCall": "toolspan._calls.runner",
-    "arun_tool_calls": "toolspan._calls.runner",
-    "configure": "toolspan._sdk.setup",
-    "run_tool_calls": "toolspan._calls.runner",
+    "ToolCall": "toolspan._runner.run",
+    "arun_tool_calls": "toolspan._runner.run",
+    "configure": "toolspan._setup.configure",
+    "run_tool_calls": "toolspan._runner.run",
     "text_delta": "toolspan._instrument.deltas",
     "tool": "toolspan._instrument.tool",
     "agent": "toolspan._instrument.agent",
@@ -47,13 +47,13 @@ def test_import_toolspan_loads_neither_the_bridge_nor_the_sdk_nor_the_exporters(
         name
         for name in loaded
         if name.startswith(("toolspan.bridge", "toolspan.exporters", "opentelemetry.sdk", "google.protobuf"))
-        or name in ("toolspan._sdk.setup", "toolspan._calls.runner", "toolspan.cli")
+        or name in ("toolspan._setup.configure", "toolspan._runner.run", "toolspan.cli")
     ]
     assert heavy == []
     assert {"toolspan._instrument.tool", "wrapt"} <= set(loaded)
 
 
-LAZY_KERNEL = {"toolspan._kernel", "toolspan._kernel.lazy"}  # how every package's names load on first use
+LAZY_KERNEL = {"toolspan._util", "toolspan._util.lazy"}  # how every package's names load on first use
 
 
 @pytest.mark.parametrize(

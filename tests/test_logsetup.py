@@ -1,4 +1,4 @@
-"""Which log exporters ``configure()`` installs for text deltas (``toolspan._sdk.logsetup``); that the
+"""Which log exporters ``configure()`` installs for text deltas (``toolspan._setup.logs``); that the
 installed provider carries deltas over OTLP/HTTP and gRPC is tested on a real server in
 ``test_server_deltas.py``."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolspan._sdk.logsetup import log_exporter_names
+from toolspan._setup.logs import log_exporter_names
 
 _VARS = (
     "OTEL_LOGS_EXPORTER",

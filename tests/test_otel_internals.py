@@ -15,7 +15,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
 
 from toolspan._instrument.context import TOOL_KEY
-from toolspan._kernel import otel_internals as internals
+from toolspan._util import otel_internals as internals
 from toolspan.testing import capture_spans, installed_tracer_provider
 
 # --- the global provider slot ----------------------------------------------------------------------
@@ -45,7 +45,7 @@ def test_a_missing_provider_slot_selects_the_public_api(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delattr(trace_api, "_TRACER_PROVIDER")
-    with caplog.at_level(logging.DEBUG, logger="toolspan._kernel.otel_internals"):
+    with caplog.at_level(logging.DEBUG, logger="toolspan._util.otel_internals"):
         assert internals.check_provider_slot() is False
     assert "_TRACER_PROVIDER changed in this OpenTelemetry version" in caplog.text
 
@@ -79,7 +79,7 @@ def test_context_with_makes_the_span_current_and_keeps_the_parent(ok: bool) -> N
 def test_an_unknown_context_key_selects_the_fallback(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="toolspan._kernel.otel_internals"):
+    with caplog.at_level(logging.DEBUG, logger="toolspan._util.otel_internals"):
         assert internals.check_context_key("not-the-span-key") is False
         assert internals.check_context_key(None) is False
     assert "the current-span context key changed" in caplog.text
@@ -297,7 +297,7 @@ def test_a_changed_attribute_store_selects_set_attributes(
         pass
 
     monkeypatch.setattr(opentelemetry.attributes, "BoundedAttributes", Other)
-    with caplog.at_level(logging.DEBUG, logger="toolspan._kernel.otel_internals"):
+    with caplog.at_level(logging.DEBUG, logger="toolspan._util.otel_internals"):
         assert internals.check_attribute_store() is None
     assert "the attribute store of SDK spans changed" in caplog.text
     monkeypatch.undo()
@@ -348,7 +348,7 @@ def test_changed_default_samplers_select_the_lazy_path(
     from opentelemetry.sdk.trace import sampling
 
     monkeypatch.setattr(sampling, "DEFAULT_ON", sampling.ParentBased(sampling.ALWAYS_OFF))
-    with caplog.at_level(logging.DEBUG, logger="toolspan._kernel.otel_internals"):
+    with caplog.at_level(logging.DEBUG, logger="toolspan._util.otel_internals"):
         check = internals.sampler_check()
     assert check(TracerProvider().get_tracer("t"), Context()) is False
     assert check.__name__ == "_records_unknown"

@@ -129,8 +129,8 @@ def test_run_tool_calls_keep_the_error_result_but_not_in_telemetry(spans: Spans)
     def fetch(url: str) -> str:
         raise ConnectionError(f"refused for {token}")
 
-    def approve(call: toolspan.ToolCall) -> tuple[str, str]:
-        return "deny", f"not with {token}"
+    def approve(call: toolspan.ToolCall) -> toolspan.Approval:
+        return toolspan.Approval("deny", note=f"not with {token}")
 
     function = {"name": "fetch", "arguments": json.dumps({"url": token})}
     calls = [{"id": "c1", "type": "function", "function": function}]

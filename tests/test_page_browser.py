@@ -632,7 +632,7 @@ def test_critical_path_is_off_until_asked_for_and_outcomes_are_not_errors(
             toolspan.run_tool_calls(
                 [{"type": "tool_use", "id": "t1", "name": "remove", "input": {"path": "/"}}],
                 [remove],
-                approve=lambda call: ("deny", "not the root"),
+                approve=lambda call: toolspan.Approval("deny", note="not the root"),
             )
             toolspan.run_tool_calls(
                 [{"type": "tool_use", "id": "t2", "name": "watch", "input": {"n": 1}}], [watch]

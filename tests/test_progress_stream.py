@@ -1,4 +1,4 @@
-"""The progress stream of a real ``toolspan serve`` (``server/_progress_stream.py``): a real application
+"""The progress stream of a real ``toolspan serve`` (``server/_streams/progress.py``): a real application
 process exporting over OTLP, a client that reads, disconnects mid-run, lives through a server restart and
 resumes with its bookmark; what it received equals the trace's ``/progress`` view byte for byte. A
 conversation's stream resumed into its next turn; which envelopes are settled while a trace runs."""

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolspan.bridge._pyliteral import MAX_DEPTH, MAX_LENGTH, NotALiteral, python_literal
-from toolspan.bridge._requests import normal_result
+from toolspan.bridge.facts._pyliteral import MAX_DEPTH, MAX_LENGTH, NotALiteral, python_literal
+from toolspan.bridge.facts._requests import normal_result
 
 
 @pytest.mark.parametrize(

@@ -170,7 +170,7 @@ def test_a_recording_that_cannot_tell_calls_apart_says_so() -> None:
 
 def _run_calls() -> list[dict[str, Any]]:
     def approve(call: Any) -> Any:
-        return toolspan.Approval(False, note="too risky") if call.arguments.get("amount", 0) > 100 else True
+        return toolspan.Approval("deny", note="too risky") if call.arguments.get("amount", 0) > 100 else True
 
     calls = [
         {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"key": "k9"}'}},

@@ -15,7 +15,7 @@ from opentelemetry import trace as trace_api
 
 from _instrumentation import call_id, parent_id
 from _sdk_fake import DATA, TOOLS, WEATHER, FakeModelAPI, broken_weather, expected_attrs, tool_spans
-from toolspan import arun_tool_calls, run_tool_calls
+from toolspan import Approval, arun_tool_calls, run_tool_calls
 from toolspan.testing import capture_spans
 
 MODEL = "gemini-2.5-flash"
@@ -204,7 +204,7 @@ def test_denied_call_is_an_error_response_and_a_denied_span(parent: Any) -> None
 
     def approve(call: Any) -> Any:
         seen.append((call.id, call.name, call.arguments, call.api))
-        return ("deny", "no weather today") if call.name == "get_weather" else "allow"
+        return Approval("deny", note="no weather today") if call.name == "get_weather" else True
 
     results = run_tool_calls(response, TOOLS, approve=approve, parallel=False)
     denied = {"error": "PermissionDenied: no weather today"}

@@ -1,7 +1,8 @@
-"""Text deltas relayed by a real ``toolspan serve`` (``server/_deltas.py``): a real application streams
-``toolspan.text_delta`` chunks inside a running tool; they travel as OTLP log records (HTTP and gRPC), reach
-the SSE clients of all traces, of the trace's conversation and of its progress stream before the tool
-ends, carry no ``id:``, and are never stored. The per-client bound, on the real hub and event loop."""
+"""Text deltas relayed by a real ``toolspan serve`` (``server/_streams/deltas.py``): a real application
+streams ``toolspan.text_delta`` chunks inside a running tool; they travel as OTLP log records (HTTP and
+gRPC), reach the SSE clients of all traces, of the trace's conversation and of its progress stream before
+the tool ends, carry no ``id:``, and are never stored. The per-client bound, on the real hub and event
+loop."""
 
 from __future__ import annotations
 

@@ -219,7 +219,8 @@ def test_streams_filter_by_trace_and_conversation_and_send_heartbeats(tmp_path: 
             ("observe", f"exec_{spans[1].context.span_id:016x}"),
         ]
         # A trace without a conversation id is its own conversation.
-        # The per-trace cursor is the commit cursor plus its data part (seen, data key): see _trace_stream.
+        # The per-trace cursor is the commit cursor plus its data part (seen, data key): see
+        # server/_streams/trace.py.
         per_trace = [("-".join(e[0].split("-")[:4]), *e[1:]) for e in one]
         assert [e[0].split("-")[4:] for e in one] == [
             ["1", str(spans[1].start_time), f"{spans[1].context.span_id:016x}", "0"],

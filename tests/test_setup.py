@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 from toolspan import config
-from toolspan._kernel import env as _env
-from toolspan._sdk import setup as _setup
-from toolspan._sdk.setup import configure, instrument_threads
+from toolspan._setup import configure as _setup
+from toolspan._setup.configure import configure, instrument_threads
+from toolspan._util import env as _env
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 from toolspan.exporters.timeline import TimelineJsonExporter
 from toolspan.testing import installed_tracer_provider
@@ -152,7 +152,7 @@ def test_app_provider_kept_and_explicit_parts_added(
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
     app = TracerProvider(resource=Resource.create({"service.name": "app"}))
     extra = SimpleSpanProcessor(InMemorySpanExporter())
-    with installed_tracer_provider(app), caplog.at_level(logging.INFO, logger="toolspan._sdk.setup"):
+    with installed_tracer_provider(app), caplog.at_level(logging.INFO, logger="toolspan._setup.configure"):
         assert configure(instrument_threading=False) is app
         assert processors(app) == []  # env-selected exporters are not added to the app's provider
         result = configure(
@@ -175,7 +175,7 @@ def test_app_provider_kept_and_explicit_parts_added(
 
 def test_non_sdk_provider_kept(caplog: pytest.LogCaptureFixture) -> None:
     noop = trace_api.NoOpTracerProvider()
-    with installed_tracer_provider(noop), caplog.at_level(logging.INFO, logger="toolspan._sdk.setup"):
+    with installed_tracer_provider(noop), caplog.at_level(logging.INFO, logger="toolspan._setup.configure"):
         assert configure(console=True, instrument_threading=False) is noop
     assert "not an SDK TracerProvider" in caplog.text
 
@@ -230,7 +230,7 @@ def test_unknown_exporter_logged_and_skipped(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin_nope,console")
-    with caplog.at_level(logging.WARNING, logger="toolspan._sdk.setup"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._setup.configure"):
         provider = configure(instrument_threading=False)
     assert exporter_classes(provider) == [ConsoleSpanExporter]
     assert "unknown trace exporter 'zipkin_nope'" in caplog.text
@@ -388,7 +388,7 @@ def test_broken_threading_install_warns_once_and_configure_still_works(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry.instrumentation.threading", None)
-    with caplog.at_level(logging.WARNING, logger="toolspan._sdk.setup"):
+    with caplog.at_level(logging.WARNING, logger="toolspan._setup.configure"):
         configure()
         assert instrument_threads() is False
         configure()

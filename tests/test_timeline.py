@@ -37,7 +37,7 @@ def run_tool(
         """A test tool."""
         return body()
 
-    return toolspan.wrap(call, name=name, tracer_provider=provider)(**args)
+    return toolspan.tool(call, name=name, tracer_provider=provider)(**args)
 
 
 class Rig:

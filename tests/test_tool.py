@@ -862,13 +862,13 @@ def test_wrap_instruments_an_existing_callable(spans: Spans) -> None:
     def multiply(a: int, b: int) -> int:
         return a * b
 
-    wrapped = toolspan.wrap(multiply, name="mul")
+    wrapped = toolspan.tool(multiply, name="mul")
     assert wrapped(2, 3) == 6
     assert multiply(2, 3) == 6  # the original is untouched
     span = only(spans)
     assert dict(span.attributes or {}) == tool_attrs(span, "mul", arguments='{"a": 2, "b": 3}', result="6")
-    assert toolspan.wrap(wrapped) is wrapped  # not wrapped twice
-    renamed = toolspan.wrap(wrapped, name="times")
+    assert toolspan.tool(wrapped) is wrapped  # not wrapped twice
+    renamed = toolspan.tool(wrapped, name="times")
     renamed(1, 1)
     assert [s.name for s in spans()] == ["execute_tool mul", "execute_tool times"]
 
@@ -959,9 +959,9 @@ def test_wrap_bound_methods_partials_and_callable_objects(spans: Spans) -> None:
             return amount + self.rate
 
     pricer = Pricer(2.0)
-    assert toolspan.wrap(pricer.price, name="price")(3.0) == 6.0
-    assert toolspan.wrap(functools.partial(pow, 2), name="pow2")(5) == 32
-    wrapped_obj = toolspan.wrap(pricer, name="add_rate")
+    assert toolspan.tool(pricer.price, name="price")(3.0) == 6.0
+    assert toolspan.tool(functools.partial(pow, 2), name="pow2")(5) == 32
+    wrapped_obj = toolspan.tool(pricer, name="add_rate")
     assert asyncio.run(wrapped_obj(1.0)) == 3.0
     got = [(s.name, (s.attributes or {}).get("gen_ai.tool.call.arguments")) for s in spans()]
     assert got == [
@@ -980,7 +980,7 @@ def test_a_partial_is_named_and_described_by_its_function(spans: Spans) -> None:
         More detail that is not part of the description."""
         return amount * rate
 
-    to_eur = toolspan.wrap(functools.partial(convert, rate=0.5))
+    to_eur = toolspan.tool(functools.partial(convert, rate=0.5))
     assert to_eur(4.0) == 2.0
     (span,) = spans()
     attrs = dict(span.attributes or {})

@@ -1,4 +1,4 @@
-"""A trace's act/observe stream resumed across replicas (``server/_trace_stream.py``): two real ``toolspan
+"""A trace's act/observe stream resumed across replicas (``server/_streams/trace.py``): two real ``toolspan
 serve`` processes; replica A holds the trace (the load balancer routed it there), replica B reads it from
 a local stand-in for Tempo answering in Tempo's ``/api/v2/traces/{id}`` format. A client reads part of the
 stream from A, the next part from B with A's ``Last-Event-ID`` (while the trace grows), the rest from A

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolspan._kernel.lazy import lazy
+from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
-    from toolspan._calls.book import ApprovalBook
-    from toolspan._calls.remote import ServerApprover
-    from toolspan._calls.runner import ToolCall, arun_tool_calls, run_tool_calls
-    from toolspan._decisions.approvals import Approval
-    from toolspan._decisions.cancel import check_cancelled
+    from toolspan._approvals.approval import Approval
+    from toolspan._approvals.book import ApprovalBook
+    from toolspan._approvals.cancel import check_cancelled
+    from toolspan._approvals.server import ServerApprover
     from toolspan._decisions.replay import replay
     from toolspan._instrument.agent import agent, thought
     from toolspan._instrument.context import current_execution_id, current_tool_call_id, tool_call_id
@@ -34,11 +33,11 @@ if TYPE_CHECKING:
         record_permission_decided,
         record_permission_required,
         tool,
-        wrap,
         wrap_tools,
     )
     from toolspan._instrument.tracer import VERSION as __version__
-    from toolspan._sdk.setup import configure, instrument_threads
+    from toolspan._runner.run import ToolCall, arun_tool_calls, run_tool_calls
+    from toolspan._setup.configure import configure
     from toolspan.errors import (
         ReplayDivergence,
         ReplayedToolError,
@@ -53,37 +52,35 @@ if TYPE_CHECKING:
 # toolspan.semconv`` loads nothing else of toolspan, and ``toolspan.tool`` loads only the instrumentation
 # core: the SDK setup, the call runner, replay and the exporters load when first used.
 _LAZY: dict[str, str | tuple[str, str]] = {
-    "Approval": "toolspan._decisions.approvals",
-    "ApprovalBook": "toolspan._calls.book",
+    "Approval": "toolspan._approvals.approval",
+    "ApprovalBook": "toolspan._approvals.book",
     "ReplayDivergence": "toolspan.errors",
     "ReplayError": "toolspan.errors",
     "ReplaySealed": "toolspan.errors",
     "ReplayedToolError": "toolspan.errors",
     "Run": "toolspan._instrument.handle",
-    "ServerApprover": "toolspan._calls.remote",
-    "ToolCall": "toolspan._calls.runner",
+    "ServerApprover": "toolspan._approvals.server",
+    "ToolCall": "toolspan._runner.run",
     "ToolCancelled": "toolspan.errors",
     "ToolDenied": "toolspan.errors",
     "__version__": ("toolspan._instrument.tracer", "VERSION"),
     "agent": "toolspan._instrument.agent",
-    "arun_tool_calls": "toolspan._calls.runner",
-    "check_cancelled": "toolspan._decisions.cancel",
-    "configure": "toolspan._sdk.setup",
+    "arun_tool_calls": "toolspan._runner.run",
+    "check_cancelled": "toolspan._approvals.cancel",
+    "configure": "toolspan._setup.configure",
     "current_execution_id": "toolspan._instrument.context",
     "current_tool_call_id": "toolspan._instrument.context",
     "extract": "toolspan.propagation",
     "inject": "toolspan.propagation",
-    "instrument_threads": "toolspan._sdk.setup",
     "plan": "toolspan._instrument.plan",
     "record_permission_decided": "toolspan._instrument.tool",
     "record_permission_required": "toolspan._instrument.tool",
     "replay": "toolspan._decisions.replay",
-    "run_tool_calls": "toolspan._calls.runner",
+    "run_tool_calls": "toolspan._runner.run",
     "text_delta": "toolspan._instrument.deltas",
     "thought": "toolspan._instrument.agent",
     "tool": "toolspan._instrument.tool",
     "tool_call_id": "toolspan._instrument.context",
-    "wrap": "toolspan._instrument.tool",
     "wrap_tools": "toolspan._instrument.tool",
 }
 
@@ -112,7 +109,6 @@ __all__ = [
     "current_tool_call_id",
     "extract",
     "inject",
-    "instrument_threads",
     "plan",
     "record_permission_decided",
     "record_permission_required",
@@ -122,6 +118,5 @@ __all__ = [
     "thought",
     "tool",
     "tool_call_id",
-    "wrap",
     "wrap_tools",
 ]

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolspan import semconv
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 __all__ = [
     "CONVENTIONS",

@@ -1,5 +1,8 @@
-"""Every exception of toolspan's public API, in one module (also importable from ``toolspan``).
+"""Every exception of toolspan's public API, in one module, each a ``ToolspanError`` (the tool-call ones are
+also importable from ``toolspan``; the bridge's, the policy's and the backends' from their packages).
 
+- ``ToolspanError``: the base of every exception toolspan raises (``except toolspan.errors.ToolspanError``);
+  each keeps the builtin base its meaning has (``except ValueError`` still catches ``PolicyError``).
 - ``ToolDenied``: raised to refuse a tool call (by a policy, an approver, or the tool itself): its span
   ends ``DENIED`` and ``run_tool_calls`` answers the model ``"PermissionDenied: <note>"``.
 - ``ToolCancelled``: a running tool call cancelled on request (``POST /api/control/cancels`` of
@@ -11,15 +14,23 @@
 - ``PolicyError``: a policy that cannot be used (the message names the file, line and field).
 - ``ReplayError`` (and ``ReplayDivergence``, ``ReplaySealed``): a recording that cannot be replayed, or a
   replay that cannot go on; ``ReplayedToolError``: a recorded failure, raised again by a replay.
-
-Reading errors of the bridge are ``toolspan.bridge.BridgeReadError``.
+- ``PatternError``: a policy pattern that cannot be used (``toolspan.policy.compile_pattern``).
+- ``BridgeReadError``: input the bridge cannot read (``toolspan.bridge.readers``); its ``issue``, a
+  ``ReadIssue``, names the source, line and field.
+- ``BackendError``: Jaeger or Tempo could not be read (``toolspan.backends``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 __all__ = [
+    "BackendError",
+    "BridgeReadError",
     "InvalidArgumentsError",
+    "PatternError",
     "PolicyError",
+    "ReadIssue",
     "ReplayDivergence",
     "ReplayError",
     "ReplaySealed",
@@ -27,11 +38,16 @@ __all__ = [
     "ToolCancelled",
     "ToolDenied",
     "ToolNotFoundError",
+    "ToolspanError",
     "UnsupportedToolCallError",
 ]
 
 
-class ToolDenied(Exception):
+class ToolspanError(Exception):
+    """The base of every exception toolspan raises."""
+
+
+class ToolDenied(ToolspanError):
     """Raise in a tool (or an approval flow) to refuse the call: the span ends in state DENIED.
 
     ``note`` says why; it becomes the message of the exception.
@@ -46,7 +62,7 @@ class ToolDenied(Exception):
 ToolDenied.__module__ = "toolspan"
 
 
-class ToolCancelled(Exception):
+class ToolCancelled(ToolspanError):
     """A running tool call was cancelled on request: ``by`` who asked, ``note`` why. The span ends in state
     CANCELLED (``toolspan.tool.cancelled_by`` = ``by``)."""
 
@@ -60,23 +76,23 @@ class ToolCancelled(Exception):
 ToolCancelled.__module__ = "toolspan"
 
 
-class ToolNotFoundError(LookupError):
+class ToolNotFoundError(ToolspanError, LookupError):
     """The model called a tool that is not in the registry."""
 
 
-class InvalidArgumentsError(ValueError):
+class InvalidArgumentsError(ToolspanError, ValueError):
     """The model's arguments are not a JSON object."""
 
 
-class UnsupportedToolCallError(TypeError):
+class UnsupportedToolCallError(ToolspanError, TypeError):
     """A kind of tool call that toolspan cannot run (an OpenAI custom tool call)."""
 
 
-class PolicyError(ValueError):
+class PolicyError(ToolspanError, ValueError):
     """A policy file that cannot be used; the message names the file and the field."""
 
 
-class ReplayError(Exception):
+class ReplayError(ToolspanError):
     """A recording that cannot be replayed, or a replay that cannot go on."""
 
 
@@ -88,7 +104,7 @@ class ReplaySealed(ReplayError):
     """The matching recorded call never ended; re-running it needs ``approve_sealed``."""
 
 
-class ReplayedToolError(Exception):
+class ReplayedToolError(ToolspanError):
     """The recorded call failed: ``error_type`` and ``message`` are the recorded ones. A replay raises it as
     a subclass named after the recorded exception (deriving from the builtin exception of that name, when
     there is one), whose ``str()`` is the recorded message."""
@@ -101,3 +117,34 @@ class ReplayedToolError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class PatternError(ToolspanError, ValueError):
+    """A pattern that cannot be used; the message says why, in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadIssue:
+    """One problem found in the input: a skipped record, or a warning (``skipped == 0``)."""
+
+    source: str
+    line: int | None
+    field: str
+    message: str
+    skipped: int = 1
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class BridgeReadError(ToolspanError, ValueError):
+    """Input the bridge cannot read; the message names the source, line (or JSON path) and field."""
+
+    def __init__(self, message: str, issue: ReadIssue | None = None) -> None:
+        super().__init__(message)
+        self.issue = issue
+
+
+class BackendError(ToolspanError):
+    """A backend could not be reached, answered with an error, or sent what the bridge cannot read."""

@@ -175,7 +175,7 @@ STATE_DENIED: Final = "DENIED"
 STATE_CANCELLED: Final = "CANCELLED"
 STATE_SEALED: Final = "SEALED"
 
-# Id prefixes (the ids are built by toolspan._kernel.ids): execution_id = "exec_" + 16-hex span id;
+# Id prefixes (the ids are built by toolspan._util.ids): execution_id = "exec_" + 16-hex span id;
 # synthesized call id = "call_" + 16-hex span id.
 EXECUTION_ID_PREFIX: Final = "exec_"
 CALL_ID_PREFIX: Final = "call_"
@@ -274,7 +274,7 @@ HAYSTACK_TOOL_STEP: Final = "haystack.agent.step.tool"
 # LlamaIndex (via OpenInference): the LLM-kind span of the method that only prepares a request.
 LLAMAINDEX_PREPARE_CHAT: Final = "._prepare_chat_with_tools"
 # --- Read by the bridge only: frameworks whose own attribute names say what GenAI says elsewhere (issue 29,
-# docs/frameworks.md; toolspan.bridge._dialects turns them into GenAI names) ------------------------------
+# docs/frameworks.md; toolspan.bridge.facts._dialects turns them into GenAI names) -----------------------
 # The Vercel AI SDK (``ai``, experimental_telemetry): every span says what it is in ai.operationId.
 VERCEL_OPERATION_ID: Final = "ai.operationId"
 VERCEL_TOOL_CALL: Final = "ai.toolCall"

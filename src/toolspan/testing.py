@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from toolspan._kernel.otel_internals import clocked_provider, restore_global_provider, swap_global_provider
+from toolspan._util.otel_internals import clocked_provider, restore_global_provider, swap_global_provider
 
 __all__ = [
     "CapturedSpans",

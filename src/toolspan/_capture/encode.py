@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from toolspan._kernel.otel_internals import json_encoder
+from toolspan._util.otel_internals import json_encoder
 
 __all__ = ["ENCODE", "nbytes"]
 
 
 # ``JSONEncoder(ensure_ascii=False, allow_nan=False).encode`` through the C encoder, built once
-# (``toolspan._kernel.otel_internals.json_encoder``: checked, with the stdlib encoder as its fallback).
+# (``toolspan._util.otel_internals.json_encoder``: checked, with the stdlib encoder as its fallback).
 ENCODE: Final = json_encoder()
 
 

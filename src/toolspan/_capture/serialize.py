@@ -49,6 +49,7 @@ from toolspan._capture.convert import (
 from toolspan._capture.encode import ENCODE, nbytes
 from toolspan._capture.redact import Redaction, redaction
 from toolspan.config import REDACTED, Config, Redactor
+from toolspan.errors import ToolspanError
 
 __all__ = [
     "MAX_DEPTH",
@@ -502,7 +503,7 @@ def json_values(value: Any) -> Any:
         return f"[unrepresentable {type_name(value)}]"
 
 
-class Unjudgeable(ValueError):
+class Unjudgeable(ToolspanError, ValueError):
     """A value a decision cannot judge as the body will read it (``whole_values``): the reason, one line."""
 
 

@@ -1,9 +1,11 @@
 """The decision chain: whether a tool body runs, with which arguments, or what stands in for it.
 
-``@tool`` records what happened; this chain decides. It registers itself in the instrumentation's hooks
-(``hooks.DECIDER``) when it loads; while anything decides (``hooks.ACTIVE``: a guard installed, a replay
-entered, an approver's run going on, each counted by ``enter``/``leave``/``install_guard`` here), each call
-of a decorated tool runs these steps, in this order, inside the tool's span and before its body:
+``@tool`` records what happened; this chain decides. ``install()`` makes it the instrumentation's decider
+(``hooks.install_decider``) and ``uninstall()`` takes it away again, as a contrib instrumentation's
+``instrument()``/``uninstrument()`` do; importing this module changes nothing. What starts deciding installs
+it first (``enter``: a replay entered, an approver's run; ``install_guard``: a policy). While anything decides
+(``hooks.ACTIVE``, counted by ``enter``/``leave``/``install_guard`` here), each call of a decorated tool runs
+these steps, in this order, inside the tool's span and before its body:
 
 1. **policy** (``configure(policy=...)``) on the arguments the body would receive: the bound Python values,
    whole, whatever the capture settings, budget or redaction. Rules an approver can satisfy wait for step 2
@@ -34,16 +36,17 @@ from typing import Any, Final, NamedTuple, Protocol
 
 from opentelemetry import context as context_api
 
+from toolspan._approvals import asking as _approvals
+from toolspan._approvals import cancel as _cancel
+from toolspan._approvals.asking import ApprovalRequest
 from toolspan._capture import serialize as _serialize
-from toolspan._decisions import approvals as _approvals
-from toolspan._decisions import cancel as _cancel
-from toolspan._decisions.approvals import ApprovalRequest
 from toolspan._instrument import hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.context import current_execution_id
 from toolspan._instrument.hooks import ACTIVE
 from toolspan._instrument.outcome import ToolDenied
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
+from toolspan.errors import ReplayError
 
 __all__ = [
     "ACTIVE",
@@ -56,9 +59,11 @@ __all__ = [
     "arguments_of",
     "current_session",
     "enter",
+    "install",
     "install_guard",
     "leave",
     "substitute",
+    "uninstall",
 ]
 
 
@@ -91,6 +96,7 @@ _lock: Final = threading.Lock()
 
 def enter(session: Session | None = None) -> None:
     """Something that decides starts (a replay ``session``, or an approver's run)."""
+    install()
     with _lock:
         ACTIVE[0] += 1
         if session is not None:
@@ -107,6 +113,8 @@ def leave(session: Session | None = None) -> None:
 
 def install_guard(guard: Guard | None) -> None:
     """Make ``guard`` the process's policy guard (``None`` removes it)."""
+    if guard is not None:
+        install()
     with _lock:
         if (GUARD[0] is None) != (guard is None):
             ACTIVE[0] += 1 if guard is not None else -1
@@ -129,8 +137,6 @@ class _Inherited:
     process cannot be served from them, and its body does not run either."""
 
     def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
-        from toolspan._decisions.replay import ReplayError
-
         raise ReplayError(
             f"tool {info.name!r} was called in a process started while a replay ran (TOOLSPAN_REPLAYING): the"
             " replay's records are not in this process, so its body does not run (call it in the replaying"
@@ -219,8 +225,6 @@ def _session() -> Session | None:
         return None
     if len(sessions) == 1:
         return sessions[0]
-    from toolspan._decisions.replay import ReplayError
-
     raise ReplayError(
         f"a tool was called in a context that belongs to no replay while {len(sessions)} replays are active:"
         " which one it belongs to cannot be told, so its body does not run (run the thread with the"
@@ -346,6 +350,36 @@ def substitute(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str)
     return call
 
 
-hooks.DECIDER[0] = substitute
-if _env.get(_env.TOOLSPAN_REPLAYING) and not _replays[0]:  # started by a process while it replayed
-    enter(_Inherited())
+# Whether the chain is the decider (``install``), and the inherited replay it entered then, if any.
+_installed: Final[list[bool]] = [False]
+_inherited: Final[list[Session | None]] = [None]
+_install_lock: Final = threading.Lock()
+
+
+def install() -> None:
+    """Make the chain the instrumentation's decider (idempotent). In a process started while a replay ran
+    (``TOOLSPAN_REPLAYING``), that replay is entered too (``_Inherited``): no tool body runs here."""
+    with _install_lock:
+        if _installed[0]:
+            return
+        hooks.install_decider(substitute)
+        _installed[0] = True
+        if _env.get(_env.TOOLSPAN_REPLAYING) and not _replays[0]:
+            inherited = _inherited[0] = _Inherited()
+            with _lock:
+                ACTIVE[0] += 1
+                _SESSIONS.append(inherited)
+
+
+def uninstall() -> None:
+    """Undo ``install``: tool bodies no longer go behind the chain (an inherited replay is left)."""
+    with _install_lock:
+        if not _installed[0]:
+            return
+        inherited, _inherited[0] = _inherited[0], None
+        if inherited is not None:
+            with _lock:
+                ACTIVE[0] -= 1
+                _SESSIONS.remove(inherited)
+        hooks.uninstall_decider(substitute)
+        _installed[0] = False

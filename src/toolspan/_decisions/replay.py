@@ -57,9 +57,9 @@ import functools
 import inspect
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
@@ -68,7 +68,7 @@ from toolspan import semconv
 from toolspan._capture import serialize as _serialize
 from toolspan._decisions import chain
 from toolspan._instrument.context import TaskStack, own_tool_span, take_pending_call_id
-from toolspan._kernel.ids import synthetic_call_id
+from toolspan._util.ids import synthetic_call_id
 from toolspan.errors import (
     ReplayDivergence,
     ReplayedToolError,
@@ -77,9 +77,31 @@ from toolspan.errors import (
     ToolDenied,
 )
 
-__all__ = ["ReplayDivergence", "ReplayError", "ReplaySealed", "ReplayedToolError", "Recorded", "replay"]
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from toolspan.bridge.model import Span
+    from toolspan.bridge.readers import Sources
+
+__all__ = [
+    "OnDivergence",
+    "Recorded",
+    "ReplayDivergence",
+    "ReplayError",
+    "ReplaySealed",
+    "ReplaySource",
+    "ReplayedToolError",
+    "replay",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+ReplaySource: TypeAlias = "Sources | Sequence[Span] | Sequence[ReadableSpan]"
+"""What a replay reads: anything the bridge reads (``toolspan.bridge.readers.Sources``: a trace file, files,
+a directory, OTLP/Jaeger/Tempo documents), the URL of a trace held by ``toolspan serve``, or in-process
+spans (the bridge's, or the SDK's ``ReadableSpan``)."""
+OnDivergence: TypeAlias = Literal["raise", "live"]
+"""What a call that matches nothing does: ``"raise"`` ``ReplayDivergence``, or run ``"live"`` from there."""
 _TRUNCATED: Final = "...[truncated"
 
 
@@ -151,12 +173,24 @@ class Recorded:
 _canonical = _serialize.canonical
 
 
-def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[Recorded]:
+def _load(source: ReplaySource, trace_id: str | None, token: str | None = None) -> list[Recorded]:
+    """The recorded tool calls of ``source`` (of trace ``trace_id`` only, when given), in start order."""
+    from toolspan.bridge import coalesce
+    from toolspan.bridge import facts as cl
+
+    records: list[Recorded] = []
+    seen: set[str] = set()
+    for span in coalesce(_spans(source, trace_id, token)):
+        if cl.classify(span) == cl.TOOL and span.span_id not in seen:
+            seen.add(span.span_id)
+            records.append(_recorded(span, len(records)))
+    return records
+
+
+def _spans(source: ReplaySource, trace_id: str | None, token: str | None) -> list[Span]:
     from opentelemetry.sdk.trace import ReadableSpan
 
     from toolspan._decisions import replay_source as _replay_source
-    from toolspan.bridge import coalesce
-    from toolspan.bridge import facts as cl
     from toolspan.bridge.model import Span
     from toolspan.bridge.readers import from_readable_spans, read_spans
 
@@ -169,65 +203,62 @@ def _load(source: Any, trace_id: str | None, token: str | None = None) -> list[R
         spans = list(source)
     elif isinstance(source, list | tuple) and source and all(isinstance(s, ReadableSpan) for s in source):
         spans = from_readable_spans(source)
-    else:
-        spans, _ = read_spans(source)
-    if trace_id is not None:
-        traces = sorted({s.trace_id for s in spans})
-        spans = [s for s in spans if s.trace_id == trace_id.lower()]
-        if not spans:
-            raise ReplayError(
-                f"trace {trace_id} is not in the recording (it holds {', '.join(traces) or 'none'})"
-            )
-    records: list[Recorded] = []
-    seen: set[str] = set()
-    for span in coalesce(spans):
-        if cl.classify(span) != cl.TOOL or span.span_id in seen:
-            continue
-        seen.add(span.span_id)
-        tc = cl.tool_call(span)
-        attrs = span.attributes
-        args_text = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, attrs.get(semconv.OI_INPUT_VALUE))
-        result_text = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT, attrs.get(semconv.OI_OUTPUT_VALUE))
-        if args_text is None or (tc.state == semconv.STATE_COMPLETED and result_text is None):
-            raise ReplayError(
-                "the recording was made with content capture off: tool"
-                f" {tc.name!r} ({tc.execution_id}) has no recorded arguments or result; it cannot be replayed"
-            )
-        error_type, message = None, ""
-        if tc.state != semconv.STATE_COMPLETED:
-            error_type, message = _recorded_error(span, tc.error)
-        closed = any(e.name == semconv.GENERATOR_CLOSED_EVENT for e in span.events)
-        result = tc.output
-        if closed and result_text is not None:
-            try:
-                result = json.loads(result_text)
-            except ValueError:
-                result = None
-        model_id = None if tc.call_id == synthetic_call_id(span.span_id) else tc.call_id
-        inexact = _inexact_result(attrs, result_text, result)
-        digest = attrs.get(semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST)
-        records.append(
-            Recorded(
-                index=len(records),
-                name=tc.name,
-                arguments=tc.input,
-                key=_canonical(tc.input),
-                digest=digest if isinstance(digest, str) and digest.startswith("sha256:") else None,
-                model_call_id=model_id,
-                state=tc.state,
-                result=result,
-                result_text=None if result_text is None else str(result_text),
-                error_type=error_type,
-                error_message=message,
-                trace_id=span.trace_id,
-                span_id=span.span_id,
-                execution_id=tc.execution_id,
-                closed_early=closed and result_text is not None,
-                denial_note=_denial_note(span) if tc.state == semconv.STATE_DENIED else None,
-                result_inexact=inexact,
-            )
+    else:  # (in-process spans were taken above: what is left is what the readers read)
+        spans, _ = read_spans(cast("Sources", source))
+    if trace_id is None:
+        return spans
+    traces = sorted({s.trace_id for s in spans})
+    spans = [s for s in spans if s.trace_id == trace_id.lower()]
+    if not spans:
+        raise ReplayError(
+            f"trace {trace_id} is not in the recording (it holds {', '.join(traces) or 'none'})"
         )
-    return records
+    return spans
+
+
+def _recorded(span: Span, index: int) -> Recorded:
+    """The record of one tool span; ``ReplayError`` when the span holds no arguments or result."""
+    from toolspan.bridge import facts as cl
+
+    tc = cl.tool_call(span)
+    attrs = span.attributes
+    args_text = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, attrs.get(semconv.OI_INPUT_VALUE))
+    result_text = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT, attrs.get(semconv.OI_OUTPUT_VALUE))
+    if args_text is None or (tc.state == semconv.STATE_COMPLETED and result_text is None):
+        raise ReplayError(
+            "the recording was made with content capture off: tool"
+            f" {tc.name!r} ({tc.execution_id}) has no recorded arguments or result; it cannot be replayed"
+        )
+    error_type, message = None, ""
+    if tc.state != semconv.STATE_COMPLETED:
+        error_type, message = _recorded_error(span, tc.error)
+    closed = any(e.name == semconv.GENERATOR_CLOSED_EVENT for e in span.events)
+    result = tc.output
+    if closed and result_text is not None:
+        try:
+            result = json.loads(result_text)
+        except ValueError:
+            result = None
+    digest = attrs.get(semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST)
+    return Recorded(
+        index=index,
+        name=tc.name,
+        arguments=tc.input,
+        key=_canonical(tc.input),
+        digest=digest if isinstance(digest, str) and digest.startswith("sha256:") else None,
+        model_call_id=None if tc.call_id == synthetic_call_id(span.span_id) else tc.call_id,
+        state=tc.state,
+        result=result,
+        result_text=None if result_text is None else str(result_text),
+        error_type=error_type,
+        error_message=message,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        execution_id=tc.execution_id,
+        closed_early=closed and result_text is not None,
+        denial_note=_denial_note(span) if tc.state == semconv.STATE_DENIED else None,
+        result_inexact=_inexact_result(attrs, result_text, result),
+    )
 
 
 def _inexact_result(attrs: Any, text: Any, value: Any) -> str | None:
@@ -400,10 +431,10 @@ class replay:
 
     def __init__(
         self,
-        source: Any,
+        source: ReplaySource,
         *,
         until: str | int | None = None,
-        on_divergence: str = "raise",
+        on_divergence: OnDivergence = "raise",
         trace_id: str | None = None,
         decode: Mapping[str, Callable[[Any], Any]] | None = None,
         approve_sealed: Callable[[Recorded], bool] | None = None,

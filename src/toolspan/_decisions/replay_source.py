@@ -23,11 +23,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
-from toolspan._kernel import env as _env
-from toolspan._kernel.http import OPENER as _OPENER
+from toolspan._util import env as _env
+from toolspan._util.http import OPENER as _OPENER
 from toolspan.bridge.model import Span
+from toolspan.errors import ToolspanError
 
 __all__ = ["SourceError", "fetch_spans", "is_server_url"]
 
@@ -38,11 +39,11 @@ _CHUNK: Final = 1 << 16
 _TRACE_PATH: Final = re.compile(r"^(?P<prefix>.*?)/(?:api/traces|traces|api/jobs)/(?P<id>[^/]+)(?:/.*)?$")
 
 
-class SourceError(Exception):
+class SourceError(ToolspanError):
     """The trace could not be fetched from the server (the message says why, in one line)."""
 
 
-def is_server_url(source: Any) -> bool:
+def is_server_url(source: object) -> TypeGuard[str]:
     """Whether ``source`` is an ``http://`` or ``https://`` URL (a trace held by ``toolspan serve``)."""
     return isinstance(source, str) and source.lower().startswith(("http://", "https://"))
 

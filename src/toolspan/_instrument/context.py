@@ -16,7 +16,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
-from toolspan._kernel.ids import execution_id, synthetic_call_id
+from toolspan._util.ids import execution_id, synthetic_call_id
 
 __all__ = [
     "AGENTS_KEY",

@@ -19,7 +19,7 @@ from opentelemetry import trace as trace_api
 
 from toolspan import semconv
 from toolspan._instrument import hooks
-from toolspan._kernel.ids import execution_id
+from toolspan._util.ids import execution_id
 from toolspan.config import get_config
 
 __all__ = ["TEXT_DELTA", "text_delta"]

@@ -20,7 +20,7 @@ from toolspan._capture import serialize as _serialize
 from toolspan._instrument.context import current_tool
 from toolspan._instrument.outcome import end_span, record_outcome
 from toolspan._instrument.params import Parameters
-from toolspan._kernel import ids as _ids
+from toolspan._util import ids as _ids
 from toolspan.config import Config, get_config
 
 _logger = logging.getLogger(__name__)

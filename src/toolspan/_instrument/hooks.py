@@ -1,10 +1,12 @@
 """The hooks of the instrumentation core: how the layers above it take part in a call or hear of a span,
 without the core importing them.
 
-- **Deciding** (``ACTIVE``, ``DECIDER``): while nothing decides calls, a tool call pays one list read
-  (``ACTIVE[0]``). The decision chain (``toolspan._decisions``) registers itself in ``DECIDER`` when it
-  loads and counts in ``ACTIVE`` what may decide a call anywhere in the process (a policy, an approver's
-  run, a replay); while that is not zero, every tool body goes behind ``DECIDER[0]``.
+- **Deciding** (``ACTIVE``, ``DECIDER``, ``install_decider``, ``uninstall_decider``): while nothing decides
+  calls, a tool call pays one list read (``ACTIVE[0]``). The decision chain (``toolspan._decisions.chain``)
+  installs itself as the decider (``chain.install()``, undone by ``chain.uninstall()``) and counts in
+  ``ACTIVE`` what may decide a call anywhere in the process (a policy, an approver's run, a replay); while
+  that is not zero, every tool body goes behind ``DECIDER[0]``. In a process started while a replay ran
+  (``TOOLSPAN_REPLAYING``), the decider until one is installed refuses every body.
 - **Span hooks** (``SpanHook``, ``register``, ``unregister``): processors that want more than the SDK's
   ``on_start``/``on_end`` register here: ``on_refresh(span)`` when a running span's state changed (an
   approval asked for or decided: the pending processor exports a fresh record), ``on_text_delta(span,
@@ -23,27 +25,32 @@ from typing import Any, Final, Protocol
 
 from opentelemetry import trace as trace_api
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 from toolspan.errors import ReplayError
 
 __all__ = [
     "ACTIVE",
     "DECIDER",
+    "Decider",
     "SpanHook",
     "followed",
     "hooks",
+    "install_decider",
     "refresh",
     "register",
+    "uninstall_decider",
     "unregister",
 ]
 
 _logger = logging.getLogger(__name__)
 
-ACTIVE: Final[list[int]] = [0]
-
-# ``DECIDER[0](info, wrapped, instance, kind)``: ``wrapped`` behind the decision chain (set by the chain).
+# ``DECIDER[0](info, wrapped, instance, kind)``: ``wrapped`` behind the decision chain (once installed).
 Decider = Callable[[Any, Callable[..., Any], Any, str], Callable[..., Any]]
-DECIDER: Final[list[Decider]] = [lambda info, wrapped, instance, kind: wrapped]
+
+
+def _undecided(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
+    """The decider while none is installed: the body as it is."""
+    return wrapped
 
 
 def _replaying(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
@@ -83,9 +90,26 @@ def _replaying(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str)
     return call
 
 
-if _env.get(_env.TOOLSPAN_REPLAYING):  # started by a process while it replayed (the chain, once loaded, too)
-    ACTIVE[0] += 1
-    DECIDER[0] = _replaying
+# A process started by one that replayed refuses every body from the start (the chain, once installed, too).
+_INHERITED: Final = bool(_env.get(_env.TOOLSPAN_REPLAYING))
+_DEFAULT: Final[Decider] = _replaying if _INHERITED else _undecided
+ACTIVE: Final[list[int]] = [1 if _INHERITED else 0]
+DECIDER: Final[list[Decider]] = [_DEFAULT]
+_decider_lock: Final = threading.Lock()
+
+
+def install_decider(decider: Decider) -> None:
+    """Put every tool body behind ``decider`` while anything decides (``ACTIVE``); undone by
+    ``uninstall_decider``."""
+    with _decider_lock:
+        DECIDER[0] = decider
+
+
+def uninstall_decider(decider: Decider) -> None:
+    """Take ``decider`` away, if it is the one installed: tool bodies go behind the default again."""
+    with _decider_lock:
+        if DECIDER[0] is decider:
+            DECIDER[0] = _DEFAULT
 
 
 class SpanHook(Protocol):

@@ -17,7 +17,7 @@ from toolspan import semconv
 from toolspan._capture.serialize import digest, dumps_exact, json_values, redact_text
 from toolspan._instrument import hooks
 from toolspan._instrument.context import current_agents, current_tool, suppressed
-from toolspan._kernel import ids as _ids
+from toolspan._util import ids as _ids
 from toolspan.config import get_config
 
 _logger = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from toolspan._instrument.handle import Active, Kind, Run, parent_tool_ids
 from toolspan._instrument.params import Parameters
 from toolspan._instrument.tracer import get_tracer
 from toolspan._instrument.wrappers import PicklableWrapper, Rebuild
-from toolspan._kernel.otel_internals import span_ended
+from toolspan._util.otel_internals import span_ended
 from toolspan.config import get_config
 
 _logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The tool span: ``@tool``, ``wrap`` and ``wrap_tools``, and the life of one call of a tool as an
+"""The tool span: ``@tool`` (or ``tool(fn)``) and ``wrap_tools``, and the life of one call of a tool as an
 ``execute_tool {name}`` span.
 
 Everything that does not change between calls (names, description, parameter layout, the start attribute
@@ -55,9 +55,9 @@ from toolspan._instrument.params import Parameters
 from toolspan._instrument.permissions import record_permission_decided, record_permission_required
 from toolspan._instrument.tracer import get_tracer
 from toolspan._instrument.wrappers import PicklableBound, PicklableWrapper, Rebuild
-from toolspan._kernel import otel_internals as _otel_internals
-from toolspan._kernel.ids import tool_ids
-from toolspan._kernel.otel_internals import context_with, tracing_on
+from toolspan._util import otel_internals as _otel_internals
+from toolspan._util.ids import tool_ids
+from toolspan._util.otel_internals import context_with, tracing_on
 from toolspan.config import (
     CONVENTIONS,
     CONVENTIONS_BOTH,
@@ -78,7 +78,6 @@ __all__ = [
     "tool",
     "tool_call_id",
     "tool_info",
-    "wrap",
     "wrap_tools",
     "wrapper_for",
 ]
@@ -350,17 +349,21 @@ class _CallSpan:
             if ids:
                 self.ids = ids  # written with the end attributes
             return
-        # An SDK or sampler that did not read the start attributes: set them now.
-        lazy.fill()
-        if lazy.late is not None:
-            ids.update(lazy.late)
+        self._unread(lazy, ids, call_id)
+
+    def _unread(self, attrs: StartAttributes, ids: dict[str, Any], call_id: str | None) -> None:
+        """An SDK or sampler that did not read the start attributes: set them now, with the ids."""
+        keys = self.keys
+        attrs.fill()
+        if attrs.late is not None:
+            ids.update(attrs.late)
         if call_id is not None:
             ids[keys.call_id] = call_id
         for key in (*keys.arguments, semconv.OI_INPUT_MIME_TYPE, semconv.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST):
             if key in attrs:
                 ids[key] = dict.__getitem__(attrs, key)
         if ids:
-            span.set_attributes(ids)
+            self.span.set_attributes(ids)
 
     # -- endings ---------------------------------------------------------------------------------
 
@@ -642,7 +645,7 @@ def _rebuild_tool(fn: Any, name: str, description: str | None, tool_type: str) -
 
 
 def tool_info(fn: Any) -> ToolInfo | None:
-    """The ``ToolInfo`` of a tool made by ``@tool``/``wrap`` (bound or not), else ``None``."""
+    """The ``ToolInfo`` of a tool made by ``tool`` (bound or not), else ``None``."""
     if isinstance(fn, _ToolWrapper):
         return fn._self_toolspan_info
     if isinstance(fn, PicklableBound):
@@ -687,13 +690,21 @@ def _make(
 
 
 @overload
-def tool(fn: F, /) -> F: ...
+def tool(
+    fn: F,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tool_type: str | None = None,
+    tracer_provider: trace_api.TracerProvider | None = None,
+) -> F: ...
 @overload
 def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    tool_type: str = semconv.TOOL_TYPE_FUNCTION,
+    tool_type: str | None = None,
     tracer_provider: trace_api.TracerProvider | None = None,
 ) -> Callable[[F], F]: ...
 def tool(
@@ -702,14 +713,17 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    tool_type: str = semconv.TOOL_TYPE_FUNCTION,
+    tool_type: str | None = None,
     tracer_provider: trace_api.TracerProvider | None = None,
 ) -> Any:
-    """Make every call of the decorated function an ``execute_tool {name}`` span.
+    """Make every call of a function an ``execute_tool {name}`` span: as a decorator (``@tool``,
+    ``@tool(name=...)``) or called on an existing callable (``tool(fn, name=...)``: a bound method, a
+    callable object, a partial, a function of another library).
 
-    ``name`` defaults to the function's name, ``description`` to the first paragraph of its
-    docstring. Works on functions, coroutines, generators, async generators, methods, classmethods
-    and staticmethods; the decorated function keeps its name, signature, docstring and kind.
+    ``name`` defaults to the function's name, ``description`` to the first paragraph of its docstring,
+    ``tool_type`` to ``"function"``. Works on functions, coroutines, generators, async generators, methods,
+    classmethods and staticmethods; the tool keeps the name, signature, docstring and kind of what it wraps.
+    A tool given again is returned as it is (unless asked for another name, description, type or provider).
     """
     if fn is not None:
         return _make(fn, name, description, tool_type, tracer_provider)
@@ -718,18 +732,6 @@ def tool(
         return _make(f, name, description, tool_type, tracer_provider)  # type: ignore[no-any-return]
 
     return decorate
-
-
-def wrap(
-    fn: F,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    tool_type: str | None = None,
-    tracer_provider: trace_api.TracerProvider | None = None,
-) -> F:
-    """Instrument an existing callable as a tool (returns it unchanged if it already is one)."""
-    return _make(fn, name, description, tool_type, tracer_provider)  # type: ignore[no-any-return]
 
 
 RegistryT = TypeVar("RegistryT", bound="Mapping[str, Any] | Sequence[Any]")
@@ -747,7 +749,7 @@ def wrap_tools(registry: RegistryT, *, tracer_provider: trace_api.TracerProvider
                 key,
                 fn
                 if tool_info(fn) is not None
-                else wrap(fn, name=key if isinstance(key, str) else None, tracer_provider=tracer_provider),
+                else tool(fn, name=key if isinstance(key, str) else None, tracer_provider=tracer_provider),
             )
             for key, fn in source.items()
         ]
@@ -759,7 +761,7 @@ def wrap_tools(registry: RegistryT, *, tracer_provider: trace_api.TracerProvider
             return dict(items)  # type: ignore[return-value]
     if isinstance(source, (list, tuple)):
         wrapped = [
-            fn if tool_info(fn) is not None else wrap(fn, tracer_provider=tracer_provider) for fn in source
+            fn if tool_info(fn) is not None else tool(fn, tracer_provider=tracer_provider) for fn in source
         ]
         seq_kind: Any = type(source)
         return seq_kind(wrapped)  # type: ignore[no-any-return]

@@ -8,7 +8,7 @@ from importlib import metadata
 
 from opentelemetry import trace as trace_api
 
-from toolspan._kernel.otel_internals import global_provider
+from toolspan._util.otel_internals import global_provider
 from toolspan.semconv import SCOPE_NAME
 
 __all__ = ["VERSION", "get_tracer"]

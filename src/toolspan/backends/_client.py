@@ -14,6 +14,7 @@ from toolspan import semconv as sc
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, read_spans
 from toolspan.bridge.views import duration_ms, iso
+from toolspan.errors import BackendError
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -31,10 +32,6 @@ _TIMEOUT_S: Final = 10.0
 _HEX: Final = frozenset("0123456789abcdef")
 _NS_PER_US: Final = 1_000
 _NS_PER_S: Final = 1_000_000_000
-
-
-class BackendError(Exception):
-    """A backend could not be reached, answered with an error, or sent what the bridge cannot read."""
 
 
 def normal_trace_id(text: str) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolspan._kernel.lazy import lazy
+from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.bridge._coalesce import coalesce, duplicate_flags

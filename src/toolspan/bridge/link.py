@@ -28,17 +28,25 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan._kernel import ids
-from toolspan.bridge._kinds import AGENT, LLM, TOOL, classify, parse_json
-from toolspan.bridge._requests import (
+from toolspan._util import ids
+from toolspan.bridge.facts import (
+    AGENT,
+    LLM,
+    TOOL,
     Requested,
+    ToolCallRecord,
+    classify,
     normal_arguments,
     normal_result,
+    parse_json,
     requested_calls,
     result_call_id,
+    tool_call,
+    tool_error,
+    tool_name,
+    tool_state,
 )
-from toolspan.bridge._tools import ToolCallRecord, tool_call, tool_error, tool_name, tool_state
-from toolspan.bridge._tools import call_id as tool_call_id
+from toolspan.bridge.facts import call_id as tool_call_id
 from toolspan.bridge.model import Span
 
 __all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]

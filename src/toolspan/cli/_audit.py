@@ -17,8 +17,26 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from toolspan.cli._help import HelpFormatter, plain
+from toolspan.cli._options import Option, add_options
 
 __all__ = ["add_parser", "run"]
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(("inputs",), "file, directory, glob, or - for stdin", metavar="INPUT", nargs="+"),
+    Option(("--policy",), "policy file (JSON or YAML)", metavar="FILE", required=True),
+    Option(
+        ("--to", "--format"),
+        "report format (html: the trace page with the violations marked; --format is its old name)",
+        default="text",
+        choices=("text", "json", "html"),
+        dest="format",
+    ),
+    Option(("-o", "--output"), "write the report here instead of stdout", metavar="FILE"),
+    Option(("--lenient",), "skip bad records (counted on stderr)", action="store_true"),
+    Option(("--strict",), "a rule that could not be checked fails too", action="store_true"),
+    Option(("--indent",), "indent the JSON report", int),
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -29,20 +47,7 @@ def add_parser(sub: Any) -> None:
         description=plain(__doc__),
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
-    parser.add_argument("--policy", required=True, metavar="FILE", help="policy file (JSON or YAML)")
-    parser.add_argument(
-        "--to",
-        "--format",
-        dest="format",
-        choices=("text", "json", "html"),
-        default="text",
-        help="report format (html: the trace page with the violations marked; --format is its old name)",
-    )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of stdout")
-    parser.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
-    parser.add_argument("--strict", action="store_true", help="a rule that could not be checked fails too")
-    parser.add_argument("--indent", type=int, default=None, help="indent the JSON report")
+    add_options(parser, OPTIONS)
 
 
 # Every character that could end or forge a report line, or not be written at all, as an escape: C0 and C1

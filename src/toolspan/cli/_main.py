@@ -48,6 +48,7 @@ from toolspan.cli import _output as _outputs
 from toolspan.cli import _remote as _cli_remote
 from toolspan.cli import _serve as _cli_serve
 from toolspan.cli._help import CommandParser, HelpFormatter, plain
+from toolspan.cli._options import Option, add_options
 
 TARGETS = tuple(VIEWS)
 STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
@@ -115,6 +116,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+CONVERT_OPTIONS: tuple[Option, ...] = (
+    Option(("inputs",), "file, directory, glob, or - for stdin", metavar="INPUT", nargs="+"),
+    Option(
+        ("--to",),
+        "output format: " + ", ".join(f"{v.name} ({v.title})" for v in VIEWS.values()),
+        choices=TARGETS,
+        required=True,
+    ),
+    Option(("-o", "--output"), "write here instead of stdout", metavar="FILE"),
+    Option(("--lenient",), "skip bad records (counted on stderr)", action="store_true"),
+    Option(("--sorted",), "events: buffer and order by time", action="store_true"),
+    Option(("--progress",), "show a progress bar on stderr", action="store_true"),
+    Option(("--indent",), "indent JSON documents (not JSON Lines)", int),
+    Option(("--logs",), "OTLP logs joined to the spans (repeatable)", metavar="FILE", action="append"),
+)
+
+
 def _add_convert(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
@@ -122,25 +140,7 @@ def _add_convert(sub: Any) -> None:
         description=plain(__doc__),
         formatter_class=HelpFormatter,
     )
-    convert.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob, or - for stdin")
-    convert.add_argument(
-        "--to",
-        required=True,
-        choices=TARGETS,
-        help="output format: " + ", ".join(f"{v.name} ({v.title})" for v in VIEWS.values()),
-    )
-    convert.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    convert.add_argument("--lenient", action="store_true", help="skip bad records (counted on stderr)")
-    convert.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
-    convert.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
-    convert.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
-    convert.add_argument(
-        "--logs",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="OTLP logs joined to the spans (repeatable)",
-    )
+    add_options(convert, CONVERT_OPTIONS)
 
 
 def _events_stream(spans: Iterator[Span]) -> Iterator[dict[str, Any]]:

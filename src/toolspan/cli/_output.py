@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import IO
 
 from toolspan.bridge.readers import resolve_inputs
+from toolspan.errors import ToolspanError
 
 __all__ = ["AtomicOutput", "DirectOutput", "OutputClash", "checked_inputs", "is_special", "open_output"]
 
 
-class OutputClash(ValueError):
+class OutputClash(ToolspanError, ValueError):
     """The output would overwrite (or be read as) an input."""
 
 

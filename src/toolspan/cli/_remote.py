@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import IO, Any, Final
 
 from toolspan.cli._help import HelpFormatter, plain
+from toolspan.cli._options import Option, add_options
 
 __all__ = ["add_parsers", "backend_url", "run_fetch", "run_find"]
 
@@ -111,37 +112,54 @@ def _timeout(text: str) -> float:
     return value
 
 
-def _backend_flags(parser: argparse.ArgumentParser, views: tuple[str, ...], to_required: bool) -> None:
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument(
-        "--jaeger", type=backend_url, metavar="URL", help="Jaeger's query service (UI port, 16686)"
+def _backend_options(views: tuple[str, ...], to_required: bool) -> tuple[Option, ...]:
+    """The flags ``fetch`` and ``find`` share: the backend (one of ``--jaeger``, ``--tempo``), the output."""
+    return (
+        Option(
+            ("--jaeger",), "Jaeger's query service (UI port, 16686)", backend_url, metavar="URL", group="at"
+        ),
+        Option(("--tempo",), "Tempo's HTTP API (port 3200)", backend_url, metavar="URL", group="at"),
+        Option(
+            ("--api",),
+            "Jaeger API the traces are read from (v1: microseconds, arrays as text, no link attributes)",
+            default="v3",
+            choices=("v3", "v1"),
+        ),
+        Option(
+            ("--to",),
+            "output format (as toolspan convert)" + ("" if to_required else "; without it: the runs found"),
+            choices=views,
+            required=to_required,
+        ),
+        Option(("-o", "--output"), "write here instead of stdout", metavar="FILE"),
+        Option(
+            ("--header",),
+            "HTTP header sent to the backend (repeat), e.g. 'Authorization: Bearer ...'",
+            _header,
+            metavar="'NAME: VALUE'",
+            action="append",
+        ),
+        Option(("--timeout",), "seconds per HTTP request", _timeout, 10.0),
+        Option(("--progress",), "show a progress bar on stderr", action="store_true"),
+        Option(("--sorted",), "events: buffer and order by time", action="store_true"),
+        Option(("--indent",), "indent JSON documents (not JSON Lines)", int),
     )
-    where.add_argument("--tempo", type=backend_url, metavar="URL", help="Tempo's HTTP API (port 3200)")
-    parser.add_argument(
-        "--api",
-        choices=("v3", "v1"),
-        default="v3",
-        help="Jaeger API the traces are read from (v1: microseconds, arrays as text, no link attributes)",
-    )
-    parser.add_argument(
-        "--to",
-        required=to_required,
-        choices=views,
-        help="output format (as toolspan convert)" + ("" if to_required else "; without it: the runs found"),
-    )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        type=_header,
-        metavar="'NAME: VALUE'",
-        help="HTTP header sent to the backend (repeat), e.g. 'Authorization: Bearer ...'",
-    )
-    parser.add_argument("--timeout", type=_timeout, default=10.0, help="seconds per HTTP request")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
-    parser.add_argument("--sorted", action="store_true", help="events: buffer and order by time")
-    parser.add_argument("--indent", type=int, default=None, help="indent JSON documents (not JSON Lines)")
+
+
+_FIND_OPTIONS: tuple[Option, ...] = (
+    Option(("--service",), "runs of this service (service.name)", metavar="NAME"),
+    Option(("--tool",), "runs with a call of this tool (gen_ai.tool.name)", metavar="NAME"),
+    Option(
+        ("--since",),
+        "runs started this long ago or later (default 1h)",
+        _duration_s,
+        metavar="DURATION",
+        group="when",
+    ),
+    Option(("--start",), "runs started at or after (RFC 3339)", _time_ns, metavar="TIME", group="when"),
+    Option(("--end",), "runs started before (default: now)", _time_ns, metavar="TIME"),
+    Option(("--limit",), "runs at most (which ones is the backend search's choice)", _positive, 20),
+)
 
 
 def add_parsers(sub: Any, views: tuple[str, ...]) -> None:
@@ -153,29 +171,15 @@ def add_parsers(sub: Any, views: tuple[str, ...]) -> None:
         description=doc,
         formatter_class=HelpFormatter,
     )
-    fetch.add_argument("trace_ids", nargs="+", type=_trace_id, metavar="TRACE_ID", help="16 or 32 hex digits")
-    _backend_flags(fetch, views, to_required=True)
+    trace_ids = Option(("trace_ids",), "16 or 32 hex digits", _trace_id, metavar="TRACE_ID", nargs="+")
+    add_options(fetch, (trace_ids, *_backend_options(views, to_required=True)), required_groups=("at",))
     find = sub.add_parser(
         "find",
         help="find runs in Jaeger or Tempo (service, tool, time range); --to converts them all",
         description=doc,
         formatter_class=HelpFormatter,
     )
-    find.add_argument("--service", metavar="NAME", help="runs of this service (service.name)")
-    find.add_argument("--tool", metavar="NAME", help="runs with a call of this tool (gen_ai.tool.name)")
-    when = find.add_mutually_exclusive_group()
-    when.add_argument(
-        "--since",
-        type=_duration_s,
-        metavar="DURATION",
-        help="runs started this long ago or later (default 1h)",
-    )
-    when.add_argument("--start", type=_time_ns, metavar="TIME", help="runs started at or after (RFC 3339)")
-    find.add_argument("--end", type=_time_ns, metavar="TIME", help="runs started before (default: now)")
-    find.add_argument(
-        "--limit", type=_positive, default=20, help="runs at most (which ones is the backend search's choice)"
-    )
-    _backend_flags(find, views, to_required=False)
+    add_options(find, (*_FIND_OPTIONS, *_backend_options(views, to_required=False)), required_groups=("at",))
 
 
 class _TraceBar:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from toolspan.cli._help import HelpFormatter
+from toolspan.cli._options import Option, add_options
 from toolspan.cli._remote import backend_url
 
 __all__ = ["add_parser", "check_token", "deciders_from", "run"]
@@ -86,148 +86,164 @@ _SECONDS = "seconds"
 _MIN_S = 0.1  # under this a heartbeat or a timeout is a busy loop or drops every client
 
 
+_DESCRIPTION = (
+    "Receive OTLP (HTTP and gRPC) into SQLite and serve every bridge format over HTTP/SSE.\n"
+    "Open http://HOST:PORT/traces in a browser (/ leads there): every run, each with its live trace\n"
+    "page; /inbox: the tool calls waiting for a decision (with --token, the pages ask for the token\n"
+    "and keep it in that browser tab only). Send spans with OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT\n"
+    "and OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (or gRPC on --grpc-port). The defaults are OTLP's\n"
+    "own ports, so an OpenTelemetry Collector or Jaeger running here holds them already: then choose\n"
+    "others with --port and --grpc-port."
+)
+
+# Every flag of ``toolspan serve`` and the ``ServerConfig`` field it sets (``run`` sets the rest: the store,
+# the token and the deciders, which also come from the environment, the gRPC port and the parse workers).
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        ("--db",),
+        "SQLite file (WAL; created if missing), or a postgresql:// URL for replicas sharing one store"
+        " (or TOOLSPAN_DATABASE_URL; default toolspan.db)",
+    ),
+    Option(("--host",), "address to bind", default="127.0.0.1", field="host"),
+    Option(
+        ("--port",),
+        "HTTP port: OTLP/HTTP, API, streams",
+        _number(int, 0, 65535, "a port"),
+        4318,
+        field="port",
+    ),
+    Option(("--grpc-port",), "OTLP/gRPC port (-1: no gRPC)", _number(int, -1, 65535, "a port"), 4317),
+    Option(
+        ("--token",),
+        "the application's bearer token: it may send spans and read, never decide (or TOOLSPAN_SERVER_TOKEN)",
+        _token,
+    ),
+    Option(
+        ("--decider",),
+        "a decider's bearer token: it may read, decide and cancel tool calls (the control channel),"
+        " recorded as NAME (repeat; or TOOLSPAN_DECIDERS=name=token,...)",
+        _decider,
+        metavar="NAME=TOKEN",
+        action="append",
+    ),
+    Option(("--cors-origin",), "allowed frontend origin (repeat)", action="append", field="cors_origins"),
+    Option(
+        ("--max-body-bytes",),
+        "request size limit (413)",
+        _number(int, 1024, what="bytes"),
+        16 << 20,
+        field="max_body_bytes",
+    ),
+    Option(
+        ("--idle-timeout",),
+        "seconds before an open tool is SEALED",
+        _number(float, _MIN_S, what=_SECONDS),
+        300.0,
+        field="idle_timeout_s",
+    ),
+    Option(
+        ("--retention",),
+        "drop traces older than this (seconds)",
+        _number(float, 1, what=_SECONDS),
+        field="retention_s",
+    ),
+    Option(
+        ("--max-spans",),
+        "drop oldest traces beyond this many spans",
+        _number(int, 1, what="spans"),
+        field="max_spans",
+    ),
+    Option(
+        ("--stale-after",),
+        "seconds after its application stopped asking for its decision that a waiting call leaves the"
+        " control channel's inbox",
+        _number(float, _MIN_S, what=_SECONDS),
+        60.0,
+        field="stale_after_s",
+    ),
+    Option(
+        ("--heartbeat",),
+        "seconds between stream heartbeats",
+        _number(float, _MIN_S, what=_SECONDS),
+        15.0,
+        field="heartbeat_s",
+    ),
+    Option(
+        ("--send-timeout",),
+        "drop a stream client stuck this long",
+        _number(float, _MIN_S, what=_SECONDS),
+        10.0,
+        field="send_timeout_s",
+    ),
+    Option(
+        ("--delta-buffer",),
+        "text deltas a stream client may lag behind at most",
+        _number(int, 1, what="deltas"),
+        1000,
+        field="delta_buffer",
+    ),
+    Option(
+        ("--parse-workers",),
+        "processes parsing OTLP/HTTP trace bodies (default 1 with 2+ cores; 0: in-process)",
+        _number(int, 0, 64, "processes"),
+        metavar="N",
+    ),
+    Option(
+        ("--allowed-host",),
+        "host name to serve besides IP addresses, localhost and --host (repeat; '*': any name);"
+        " other Host headers get 403 (DNS rebinding guard)",
+        _host_name,
+        metavar="NAME",
+        action="append",
+        field="allowed_hosts",
+    ),
+    Option(
+        ("--max-connections",),
+        "open HTTP connections at most, streams included (503 beyond)",
+        _number(int, 1, what="connections"),
+        1000,
+        field="max_connections",
+    ),
+    Option(
+        ("--read-timeout",),
+        "seconds a client has to send its request headers and each piece of its body",
+        _number(float, _MIN_S, what=_SECONDS),
+        10.0,
+        field="read_timeout_s",
+    ),
+    Option(
+        ("--tempo",), "read traces not held here from Tempo", backend_url, metavar="URL", field="tempo_url"
+    ),
+    Option(
+        ("--jaeger",), "read traces not held here from Jaeger", backend_url, metavar="URL", field="jaeger_url"
+    ),
+)
+
+
 def add_parser(sub: Any) -> None:
     """``toolspan serve``: the live bridge server (needs ``toolspan[server]``)."""
     serve = sub.add_parser(
         "serve",
         help="receive OTLP and serve the bridge formats over HTTP and SSE; the trace list at /traces",
-        description="Receive OTLP (HTTP and gRPC) into SQLite and serve every bridge format over HTTP/SSE.\n"
-        "Open http://HOST:PORT/traces in a browser (/ leads there): every run, each with its live trace\n"
-        "page; /inbox: the tool calls waiting for a decision (with --token, the pages ask for the token\n"
-        "and keep it in that browser tab only). Send spans with OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT\n"
-        "and OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (or gRPC on --grpc-port). The defaults are OTLP's\n"
-        "own ports, so an OpenTelemetry Collector or Jaeger running here holds them already: then choose\n"
-        "others with --port and --grpc-port.",
+        description=_DESCRIPTION,
         formatter_class=HelpFormatter,
     )
-    serve.add_argument(
-        "--db",
-        default=None,
-        help="SQLite file (WAL; created if missing), or a postgresql:// URL for replicas sharing one store"
-        " (or TOOLSPAN_DATABASE_URL; default toolspan.db)",
-    )
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind")
-    serve.add_argument(
-        "--port",
-        type=_number(int, 0, 65535, "a port"),
-        default=4318,
-        help="HTTP port: OTLP/HTTP, API, streams",
-    )
-    serve.add_argument(
-        "--grpc-port",
-        type=_number(int, -1, 65535, "a port"),
-        default=4317,
-        help="OTLP/gRPC port (-1: no gRPC)",
-    )
-    serve.add_argument(
-        "--token",
-        type=_token,
-        default=None,
-        help="the application's bearer token: it may send spans and read, never decide"
-        " (or TOOLSPAN_SERVER_TOKEN)",
-    )
-    serve.add_argument(
-        "--decider",
-        action="append",
-        default=[],
-        type=_decider,
-        metavar="NAME=TOKEN",
-        help="a decider's bearer token: it may read, decide and cancel tool calls (the control channel),"
-        " recorded as NAME (repeat; or TOOLSPAN_DECIDERS=name=token,...)",
-    )
-    serve.add_argument("--cors-origin", action="append", default=[], help="allowed frontend origin (repeat)")
-    serve.add_argument(
-        "--max-body-bytes",
-        type=_number(int, 1024, what="bytes"),
-        default=16 << 20,
-        help="request size limit (413)",
-    )
-    serve.add_argument(
-        "--idle-timeout",
-        type=_number(float, _MIN_S, what=_SECONDS),
-        default=300.0,
-        help="seconds before an open tool is SEALED",
-    )
-    serve.add_argument(
-        "--retention",
-        type=_number(float, 1, what=_SECONDS),
-        default=None,
-        help="drop traces older than this (seconds)",
-    )
-    serve.add_argument(
-        "--max-spans",
-        type=_number(int, 1, what="spans"),
-        default=None,
-        help="drop oldest traces beyond this many spans",
-    )
-    serve.add_argument(
-        "--stale-after",
-        type=_number(float, _MIN_S, what=_SECONDS),
-        default=60.0,
-        help="seconds after its application stopped asking for its decision that a waiting call leaves the"
-        " control channel's inbox",
-    )
-    serve.add_argument(
-        "--heartbeat",
-        type=_number(float, _MIN_S, what=_SECONDS),
-        default=15.0,
-        help="seconds between stream heartbeats",
-    )
-    serve.add_argument(
-        "--send-timeout",
-        type=_number(float, _MIN_S, what=_SECONDS),
-        default=10.0,
-        help="drop a stream client stuck this long",
-    )
-    serve.add_argument(
-        "--delta-buffer",
-        type=_number(int, 1, what="deltas"),
-        default=1000,
-        help="text deltas a stream client may lag behind at most",
-    )
-    serve.add_argument(
-        "--parse-workers",
-        type=_number(int, 0, 64, "processes"),
-        default=None,
-        metavar="N",
-        help="processes parsing OTLP/HTTP trace bodies (default 1 with 2+ cores; 0: in-process)",
-    )
-    serve.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        type=_host_name,
-        metavar="NAME",
-        help="host name to serve besides IP addresses, localhost and --host (repeat; '*': any name);"
-        " other Host headers get 403 (DNS rebinding guard)",
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=_number(int, 1, what="connections"),
-        default=1000,
-        help="open HTTP connections at most, streams included (503 beyond)",
-    )
-    serve.add_argument(
-        "--read-timeout",
-        type=_number(float, _MIN_S, what=_SECONDS),
-        default=10.0,
-        help="seconds a client has to send its request headers and each piece of its body",
-    )
-    serve.add_argument(
-        "--tempo", type=backend_url, default=None, metavar="URL", help="read traces not held here from Tempo"
-    )
-    serve.add_argument(
-        "--jaeger",
-        type=backend_url,
-        default=None,
-        metavar="URL",
-        help="read traces not held here from Jaeger",
-    )
+    add_options(serve, OPTIONS)
+
+
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``ServerConfig`` fields the flags set (a repeated flag as a tuple)."""
+    fields = {}
+    for option in OPTIONS:
+        if option.field is not None:
+            value = getattr(args, option.name)
+            fields[option.field] = tuple(value) if option.action == "append" else value
+    return fields
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``toolspan serve``; returns the exit status."""
-    from toolspan._kernel import env as _env
+    from toolspan._util import env as _env
 
     try:
         from toolspan.server import ServerConfig, serve
@@ -248,29 +264,14 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             sys.stderr.write(f"toolspan serve: error: {_env.TOOLSPAN_DECIDERS.name}: {e}\n")
             return 2
-    db = args.db or _env.get(_env.TOOLSPAN_DATABASE_URL) or _env.TOOLSPAN_DATABASE_URL.default
+    fields = _fields(args)
+    if args.parse_workers is not None:  # else the configuration's default (by the cores)
+        fields["parse_workers"] = args.parse_workers
     config = ServerConfig(
-        db=db,
-        host=args.host,
-        port=args.port,
+        **fields,
+        db=args.db or _env.get(_env.TOOLSPAN_DATABASE_URL) or _env.TOOLSPAN_DATABASE_URL.default,
         grpc_port=None if args.grpc_port < 0 else args.grpc_port,
         token=token,
         deciders=tuple(deciders),
-        cors_origins=tuple(args.cors_origin),
-        max_body_bytes=args.max_body_bytes,
-        idle_timeout_s=args.idle_timeout,
-        stale_after_s=args.stale_after,
-        retention_s=args.retention,
-        max_spans=args.max_spans,
-        heartbeat_s=args.heartbeat,
-        send_timeout_s=args.send_timeout,
-        delta_buffer=args.delta_buffer,
-        tempo_url=args.tempo,
-        jaeger_url=args.jaeger,
-        allowed_hosts=tuple(args.allowed_host),
-        max_connections=args.max_connections,
-        read_timeout_s=args.read_timeout,
     )
-    if args.parse_workers is not None:
-        config = dataclasses.replace(config, parse_workers=args.parse_workers)
     return serve(config)

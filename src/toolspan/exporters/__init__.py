@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolspan._kernel.lazy import lazy
+from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.exporters.live import LiveEventProcessor, LiveStream, text_delta

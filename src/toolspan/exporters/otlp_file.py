@@ -22,7 +22,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 from toolspan.exporters._files import append_whole, ends_mid_line, flush_to_disk, open_append
 
 __all__ = ["OtlpJsonFileExporter", "encode_otlp_json", "encode_otlp_json_line"]

@@ -65,7 +65,7 @@ class _Borrowed(SpanExporter):
 
 
 def _default_exporter() -> SpanExporter:
-    from toolspan._kernel import env as _env
+    from toolspan._util import env as _env
 
     protocol = _env.get(_env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) or _env.get(_env.OTEL_EXPORTER_OTLP_PROTOCOL)
     if protocol == "http/protobuf":

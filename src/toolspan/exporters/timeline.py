@@ -37,7 +37,7 @@ from typing import IO, Any, Final
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 from toolspan.bridge.facts import TOOL
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import finite, from_readable_spans

@@ -2,12 +2,14 @@
 which need an approval first.
 
 The checker is neutral: it imports neither the instrumentation nor the bridge. ``toolspan audit`` checks
-recorded traces with it (``toolspan.bridge.views.audit``); the format of a policy file is in
-``toolspan.policy._model`` and its JSON Schema in ``toolspan/policy/schemas/policy.schema.json``.
+recorded traces with it (``toolspan.bridge.views.audit``); the format of a policy is in
+``toolspan.policy._model``, how a file is read in ``_files`` (JSON) and ``_yaml``, and its JSON Schema in
+``toolspan/policy/schemas/policy.schema.json``.
 """
 
 from __future__ import annotations
 
+from toolspan.errors import PatternError, PolicyError
 from toolspan.policy._engine import (
     UNKNOWN,
     Call,
@@ -18,19 +20,18 @@ from toolspan.policy._engine import (
     Verdict,
     rule_kind,
 )
+from toolspan.policy._files import load_policy
 from toolspan.policy._model import (
     ApprovalRule,
     ArgumentRule,
     BudgetRule,
     OrderRule,
     Policy,
-    PolicyError,
     Rule,
     ToolsRule,
-    load_policy,
     parse_policy,
 )
-from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
+from toolspan.policy._patterns import Pattern, compile_pattern
 
 __all__ = [
     "UNKNOWN",

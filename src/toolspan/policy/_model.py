@@ -17,19 +17,15 @@ under one of those agents, in the agent itself or in any sub-plan it started). T
 - ``order``: ``forbid`` (glob) must not run after ``after`` (glob) ran in the same run, unless the later call
   was approved (``unless_approved``, default true).
 
-A policy document is bounded: at most ``MAX_POLICY_BYTES`` bytes, nested at most ``MAX_DEPTH`` deep, with no
-duplicate keys (JSON or YAML) and no YAML anchors, aliases or merge keys. Every problem is a ``PolicyError``
-naming the file, the line where known, and the field.
+A policy document is nested at most ``MAX_DEPTH`` deep; a policy file (``_files``) is bounded too. Every
+problem is a ``PolicyError`` naming the file, the line where known, and the field.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from toolspan.errors import PolicyError
@@ -38,7 +34,6 @@ from toolspan.policy._patterns import Pattern, PatternError, compile_pattern
 __all__ = [
     "MAX_DEPTH",
     "MAX_PATH_SEGMENTS",
-    "MAX_POLICY_BYTES",
     "ApprovalRule",
     "ArgumentRule",
     "BudgetRule",
@@ -47,12 +42,10 @@ __all__ = [
     "PolicyError",
     "Rule",
     "ToolsRule",
-    "load_policy",
     "parse_policy",
 ]
 
 
-MAX_POLICY_BYTES: Final = 1 << 20  # a policy file larger than this is refused
 MAX_DEPTH: Final = 32  # nesting of the document (and of an enum value)
 MAX_PATH_SEGMENTS: Final = 32
 
@@ -164,13 +157,13 @@ class _Fields:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"expected a number, got {_brief(value)}")
+            raise self.fail(key, f"expected a number, got {brief(value)}")
         try:
             number = float(value)
         except OverflowError:
             number = math.inf
         if not math.isfinite(number):
-            raise self.fail(key, f"expected a finite number (at most 1.8e308 in size), got {_brief(value)}")
+            raise self.fail(key, f"expected a finite number (at most 1.8e308 in size), got {brief(value)}")
         return number
 
     def count(self, key: str, *, required: bool = False) -> int | None:
@@ -180,13 +173,13 @@ class _Fields:
                 raise self.fail(key, "required")
             return None
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_COUNT:
-            raise self.fail(key, f"expected a whole number from 0 to {_MAX_COUNT}, got {_brief(value)}")
+            raise self.fail(key, f"expected a whole number from 0 to {_MAX_COUNT}, got {brief(value)}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
-            raise self.fail(key, f"expected true or false, got {_brief(value)}")
+            raise self.fail(key, f"expected true or false, got {brief(value)}")
         return value
 
     def regex(self, key: str) -> Pattern | None:
@@ -204,7 +197,7 @@ class _Fields:
 _MAX_COUNT: Final = 1 << 53  # whole numbers a JSON reader anywhere keeps exact
 
 
-def _brief(value: Any, limit: int = 60) -> str:
+def brief(value: Any, limit: int = 60) -> str:
     """``repr(value)`` on one line, at most ``limit`` characters (a hostile policy's value is never echoed
     whole; a huge integer is not even converted to text)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
@@ -221,7 +214,7 @@ def _path(fields: _Fields) -> tuple[str | int, ...]:
     parts: list[str | int] = []
     for part in raw.split("."):
         if not part:
-            raise fields.fail("path", f"empty segment in {_brief(raw)}")
+            raise fields.fail("path", f"empty segment in {brief(raw)}")
         # Only ASCII digits are a list index: "\u00b2" and "\u0663" are keys, as the arguments spell them.
         parts.append(int(part) if part.isascii() and part.isdigit() else part)
     if len(parts) > MAX_PATH_SEGMENTS:
@@ -245,6 +238,70 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _tools_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    allow, deny = fields.names("allow"), fields.names("deny")
+    if allow is None and deny is None:
+        raise fields.fail("", "a 'tools' rule needs 'allow' or 'deny'")
+    return ToolsRule(**common, allow=allow, deny=deny or ())
+
+
+def _arguments_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    if not any(k in data for k in _ARG_CHECKS):
+        raise fields.fail("", f"an 'arguments' rule needs one of {', '.join(_ARG_CHECKS)}")
+    enum = data.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        raise fields.fail("enum", "expected a list of allowed values")
+    if enum is not None and _depth(enum) > MAX_DEPTH:
+        raise fields.fail("enum", f"nested deeper than {MAX_DEPTH}")
+    tool = fields.names("tool", required=True)
+    assert tool is not None
+    if len(tool) != 1:
+        raise fields.fail("tool", "expected one tool name or glob pattern")
+    return ArgumentRule(
+        **common,
+        tool=tool[0],
+        path=_path(fields),
+        pattern=fields.regex("pattern"),
+        not_pattern=fields.regex("not_pattern"),
+        min=fields.number("min"),
+        max=fields.number("max"),
+        max_length=fields.count("max_length"),
+        enum=None if enum is None else tuple(enum),
+        required=fields.flag("required", False),
+    )
+
+
+def _approval_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    tools = fields.names("tools", required=True)
+    assert tools is not None
+    return ApprovalRule(**common, tools=tools)
+
+
+def _budget_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    max_calls = fields.count("max_calls", required=True)
+    assert max_calls is not None
+    return BudgetRule(**common, tool=fields.text("tool", default="*"), max_calls=max_calls)
+
+
+def _order_rule(fields: _Fields, data: Mapping[str, Any], common: dict[str, Any]) -> Rule:
+    return OrderRule(
+        **common,
+        after=fields.text("after", required=True),
+        forbid=fields.text("forbid", required=True),
+        unless_approved=fields.flag("unless_approved", True),
+    )
+
+
+# Each kind's rule, from its fields, the rule's data and the fields every rule has (id, agents, description).
+_RULES: Final[Mapping[str, Callable[[_Fields, Mapping[str, Any], dict[str, Any]], Rule]]] = {
+    "tools": _tools_rule,
+    "arguments": _arguments_rule,
+    "approval": _approval_rule,
+    "budget": _budget_rule,
+    "order": _order_rule,
+}
+
+
 def _rule(data: Any, where: str) -> Rule:
     if not isinstance(data, Mapping):
         raise PolicyError(f"{where}: expected an object")
@@ -256,61 +313,8 @@ def _rule(data: Any, where: str) -> Rule:
     unknown = sorted(set(data) - _COMMON - _FIELDS[kind])
     if unknown:
         raise fields.fail(unknown[0], f"unknown field for a {kind!r} rule")
-    agents = fields.names("agent") or ()
-    description = fields.text("description")
-    if kind == "tools":
-        allow, deny = fields.names("allow"), fields.names("deny")
-        if allow is None and deny is None:
-            raise fields.fail("", "a 'tools' rule needs 'allow' or 'deny'")
-        return ToolsRule(id=rule_id, agents=agents, description=description, allow=allow, deny=deny or ())
-    if kind == "arguments":
-        if not any(k in data for k in _ARG_CHECKS):
-            raise fields.fail("", f"an 'arguments' rule needs one of {', '.join(_ARG_CHECKS)}")
-        enum = data.get("enum")
-        if enum is not None and not isinstance(enum, list):
-            raise fields.fail("enum", "expected a list of allowed values")
-        if enum is not None and _depth(enum) > MAX_DEPTH:
-            raise fields.fail("enum", f"nested deeper than {MAX_DEPTH}")
-        tool = fields.names("tool", required=True)
-        assert tool is not None
-        if len(tool) != 1:
-            raise fields.fail("tool", "expected one tool name or glob pattern")
-        return ArgumentRule(
-            id=rule_id,
-            agents=agents,
-            description=description,
-            tool=tool[0],
-            path=_path(fields),
-            pattern=fields.regex("pattern"),
-            not_pattern=fields.regex("not_pattern"),
-            min=fields.number("min"),
-            max=fields.number("max"),
-            max_length=fields.count("max_length"),
-            enum=None if enum is None else tuple(enum),
-            required=fields.flag("required", False),
-        )
-    if kind == "approval":
-        tools = fields.names("tools", required=True)
-        assert tools is not None
-        return ApprovalRule(id=rule_id, agents=agents, description=description, tools=tools)
-    if kind == "budget":
-        max_calls = fields.count("max_calls", required=True)
-        assert max_calls is not None
-        return BudgetRule(
-            id=rule_id,
-            agents=agents,
-            description=description,
-            tool=fields.text("tool", default="*"),
-            max_calls=max_calls,
-        )
-    return OrderRule(
-        id=rule_id,
-        agents=agents,
-        description=description,
-        after=fields.text("after", required=True),
-        forbid=fields.text("forbid", required=True),
-        unless_approved=fields.flag("unless_approved", True),
-    )
+    common = {"id": rule_id, "agents": fields.names("agent") or (), "description": fields.text("description")}
+    return _RULES[kind](fields, data, common)
 
 
 def parse_policy(data: Any, source: str = "policy") -> Policy:
@@ -322,7 +326,7 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
         raise
     except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as e:
         raise PolicyError(
-            f"{source}: not a usable policy: {type(e).__name__}: {_brief(str(e), 200)}"
+            f"{source}: not a usable policy: {type(e).__name__}: {brief(str(e), 200)}"
         ) from None
 
 
@@ -350,55 +354,3 @@ def _parse_policy(data: Any, source: str) -> Policy:
         description=fields.text("description"),
         rules=rules,
     )
-
-
-def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read a policy from a JSON or YAML file (YAML needs PyYAML: the ``policy`` extra)."""
-    path = Path(path)
-    name = str(path)
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_POLICY_BYTES + 1)
-    except OSError as e:
-        raise PolicyError(f"{name}: cannot read: {e.strerror or e}") from None
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyError(f"{name}: larger than {MAX_POLICY_BYTES} bytes; a policy is a small document")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise PolicyError(f"{name}: not UTF-8 text (byte {e.start})") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        from toolspan.policy._yaml import load_yaml
-
-        data = load_yaml(text, name)
-    else:
-        data = _load_json(text, name)
-    return parse_policy(data, name)
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _load_json(text: str, name: str) -> Any:
-    try:
-        return json.loads(text, object_pairs_hook=_unique)
-    except json.JSONDecodeError as e:
-        raise PolicyError(f"{name}:{e.lineno}: not valid JSON: {e.msg}") from None
-    except _DuplicateKey as e:
-        raise PolicyError(
-            f"{name}: duplicate key {_brief(str(e))} (a later value would hide the first)"
-        ) from None
-    except RecursionError:
-        raise PolicyError(f"{name}: nested too deeply") from None
-    except ValueError as e:  # a number too long to convert, ...
-        raise PolicyError(f"{name}: not a usable JSON document: {_brief(str(e), 200)}") from None

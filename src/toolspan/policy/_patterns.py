@@ -13,13 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolspan.errors import PatternError
+
 __all__ = ["MAX_PATTERN_CHARS", "Pattern", "PatternError", "compile_pattern"]
 
 MAX_PATTERN_CHARS: Final = 4096
-
-
-class PatternError(ValueError):
-    """A pattern that cannot be used; the message says why, in one line."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolspan.policy._model import PolicyError
+from toolspan.errors import PolicyError
 
 __all__ = ["load_yaml"]
 

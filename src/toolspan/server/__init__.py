@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolspan._kernel.lazy import lazy
+from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.server._http.app import ServerHandlers, build_app

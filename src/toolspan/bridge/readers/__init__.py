@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from toolspan._util.lazy import lazy
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import describe, iter_document
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadIssue, ReadReport
@@ -53,8 +54,8 @@ if TYPE_CHECKING:
     from toolspan.bridge.readers._otlp_proto import resource_attributes as proto_resource_attributes
     from toolspan.bridge.readers._otlp_proto import span_of as proto_span
     from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
-from toolspan.bridge.readers._sdk import from_readable_span, from_readable_spans
-from toolspan.bridge.readers._sources import TRACE_SUFFIXES, iter_source, resolve_inputs
+from toolspan.bridge.readers._readable import from_readable_span, from_readable_spans
+from toolspan.bridge.readers._sources import TRACE_SUFFIXES, Source, Sources, iter_source, resolve_inputs
 
 __all__ = [
     "TRACE_SUFFIXES",
@@ -65,6 +66,8 @@ __all__ = [
     "LogRecord",
     "ReadIssue",
     "ReadReport",
+    "Source",
+    "Sources",
     "attach_logs",
     "bad_times",
     "describe",
@@ -90,38 +93,32 @@ __all__ = [
 
 # OTLP protobuf and log decoding, and the JSON toolspan writes everything with: for toolspan's server,
 # CLI and exporters, and for anyone reading OTLP request bodies (loaded on first use).
-_MORE = {
-    "ZERO_SPAN": ("toolspan.bridge.readers._values", "ZERO_SPAN"),
-    "ZERO_TRACE": ("toolspan.bridge.readers._values", "ZERO_TRACE"),
-    "LogRecord": ("toolspan.bridge.readers._logs", "LogRecord"),
-    "attach_logs": ("toolspan.bridge.readers._logs", "attach_logs"),
-    "is_logs_document": ("toolspan.bridge.readers._logs", "is_logs_document"),
-    "logs_from_bytes": ("toolspan.bridge.readers._logs", "logs_from_bytes"),
-    "logs_from_json": ("toolspan.bridge.readers._logs", "logs_from_json"),
-    "logs_from_proto": ("toolspan.bridge.readers._logs", "logs_from_proto"),
-    "bad_times": ("toolspan.bridge.readers._otlp_proto", "bad_times"),
+_MORE: dict[str, str | tuple[str, str]] = {
+    "ZERO_SPAN": "toolspan.bridge.readers._values",
+    "ZERO_TRACE": "toolspan.bridge.readers._values",
+    "LogRecord": "toolspan.bridge.readers._logs",
+    "attach_logs": "toolspan.bridge.readers._logs",
+    "is_logs_document": "toolspan.bridge.readers._logs",
+    "logs_from_bytes": "toolspan.bridge.readers._logs",
+    "logs_from_json": "toolspan.bridge.readers._logs",
+    "logs_from_proto": "toolspan.bridge.readers._logs",
+    "bad_times": "toolspan.bridge.readers._otlp_proto",
     "parse_trace_request": ("toolspan.bridge.readers._otlp_proto", "parse_request"),
     "proto_attributes": ("toolspan.bridge.readers._otlp_proto", "attributes"),
     "proto_resource_attributes": ("toolspan.bridge.readers._otlp_proto", "resource_attributes"),
     "proto_span": ("toolspan.bridge.readers._otlp_proto", "span_of"),
-    "dumps_document": ("toolspan.bridge.readers._json", "dumps_document"),
-    "finite": ("toolspan.bridge.readers._json", "finite"),
-    "nonfinite_text": ("toolspan.bridge.readers._json", "nonfinite_text"),
-    "write_json_lines": ("toolspan.bridge.readers._json", "write_json_lines"),
+    "dumps_document": "toolspan.bridge.readers._json",
+    "finite": "toolspan.bridge.readers._json",
+    "nonfinite_text": "toolspan.bridge.readers._json",
+    "write_json_lines": "toolspan.bridge.readers._json",
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _MORE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(where[0]), where[1])
+__getattr__, __dir__ = lazy(globals(), _MORE)
 
 
 def iter_spans(
-    source: Any,
+    source: Sources,
     *,
     lenient: bool = False,
     report: ReadReport | None = None,
@@ -139,7 +136,7 @@ def iter_spans(
 
 
 def read_spans(
-    sources: Any, *, lenient: bool = False, progress: Callable[[int], None] | None = None
+    sources: Sources, *, lenient: bool = False, progress: Callable[[int], None] | None = None
 ) -> tuple[list[Span], ReadReport]:
     """All spans of ``sources`` (one source or an iterable of them) and the report of the read."""
     report = ReadReport()

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 Loads = Callable[[Any], Any]
 Dumps = Callable[[Any], bytes]

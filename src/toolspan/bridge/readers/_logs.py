@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolspan import semconv as sc
-from toolspan.bridge._kinds import parse_json
+from toolspan.bridge.facts import parse_json
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers._values import any_value, attributes, nanos, span_id, trace_id
 

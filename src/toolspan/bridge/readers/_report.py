@@ -4,28 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from toolspan.errors import BridgeReadError, ReadIssue
 
-class BridgeReadError(ValueError):
-    """Input the bridge cannot read; the message names the source, line (or JSON path) and field."""
-
-    def __init__(self, message: str, issue: ReadIssue | None = None) -> None:
-        super().__init__(message)
-        self.issue = issue
-
-
-@dataclass(frozen=True, slots=True)
-class ReadIssue:
-    """One problem found in the input: a skipped record, or a warning (``skipped == 0``)."""
-
-    source: str
-    line: int | None
-    field: str
-    message: str
-    skipped: int = 1
-
-    def __str__(self) -> str:
-        where = self.source if self.line is None else f"{self.source}:{self.line}"
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+__all__ = ["BridgeReadError", "Ctx", "ReadIssue", "ReadReport", "join"]
 
 
 @dataclass(slots=True)

@@ -14,9 +14,9 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Final, cast
+from typing import IO, Any, Final, TypeAlias, cast
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import iter_document
@@ -49,6 +49,14 @@ NOT_A_TRACE = (
 )
 
 OnBytes = Callable[[int], None]
+
+Source: TypeAlias = (
+    "str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | IO[str] | dict[str, Any]"
+)
+"""One input of the readers: a path, a directory or a glob (``-``: stdin), bytes, a binary or text file
+object, or a parsed JSON document."""
+Sources: TypeAlias = "Source | Iterable[Source]"
+"""One input, or several."""
 
 
 class _Prepend(io.RawIOBase):

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from toolspan.bridge.model import SPAN_KINDS
 from toolspan.bridge.readers._json import nonfinite_text
+from toolspan.errors import ToolspanError
 
 HEX: Final = "0123456789abcdef"
 ZERO_TRACE: Final = "0" * 32
@@ -24,7 +25,7 @@ ZERO_SPAN: Final = "0" * 16
 MAX_NS: Final = 2**64 - 1
 
 
-class FieldError(ValueError):
+class FieldError(ToolspanError, ValueError):
     """A bad value at ``path`` (relative to the record being read)."""
 
     def __init__(self, path: str, message: str) -> None:

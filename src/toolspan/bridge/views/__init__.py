@@ -35,7 +35,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
-from toolspan._kernel.lazy import lazy
+from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.bridge.facts import classify

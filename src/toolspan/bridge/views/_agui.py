@@ -58,31 +58,9 @@ def _message(kind: str, message_id: str, role: str, text: str, t: int) -> list[d
     return out
 
 
-def _item_events(item: Item, steps: dict[str, str], open_steps: set[str]) -> list[dict[str, Any]]:
-    t = ms(item.time_ns)
-    data = item.data
-    kind = item.kind
-    if kind == "user":
-        return _message("text", data["id"], "user", data["text"], t)
-    if kind == "text":
-        return _message("text", data["id"], "assistant", data["text"], t)
-    if kind == "thought":
-        return [
-            {"type": "REASONING_START", "timestamp": t, "messageId": data["id"]},
-            *_message("reasoning", data["id"], "reasoning", data["text"], t),
-            {"type": "REASONING_END", "timestamp": t, "messageId": data["id"]},
-        ]
-    if kind == "step_start":
-        name = data["name"]
-        if name in open_steps:
-            name = f"{name} [{data['span_id']}]"
-        steps[data["span_id"]] = name
-        open_steps.add(name)
-        return [{"type": "STEP_STARTED", "timestamp": t, "stepName": name}]
-    if kind == "step_end":
-        name = steps.pop(data["span_id"], data["name"])
-        open_steps.discard(name)
-        return [{"type": "STEP_FINISHED", "timestamp": t, "stepName": name}]
+def _tool_events(kind: str, data: dict[str, Any], t: int) -> list[dict[str, Any]]:
+    """A tool call's start (with its arguments), approval or result; nothing for other items (``llm_open``:
+    a marker for live streams only)."""
     if kind == "tool_start":
         start: dict[str, Any] = {
             "type": "TOOL_CALL_START",
@@ -123,7 +101,35 @@ def _item_events(item: Item, steps: dict[str, str], open_steps: set[str]) -> lis
                 "metadata": {"toolspan": meta},
             }
         ]
-    return []  # llm_open: a marker for live streams only
+    return []
+
+
+def _item_events(item: Item, steps: dict[str, str], open_steps: set[str]) -> list[dict[str, Any]]:
+    t = ms(item.time_ns)
+    data = item.data
+    kind = item.kind
+    if kind == "user":
+        return _message("text", data["id"], "user", data["text"], t)
+    if kind == "text":
+        return _message("text", data["id"], "assistant", data["text"], t)
+    if kind == "thought":
+        return [
+            {"type": "REASONING_START", "timestamp": t, "messageId": data["id"]},
+            *_message("reasoning", data["id"], "reasoning", data["text"], t),
+            {"type": "REASONING_END", "timestamp": t, "messageId": data["id"]},
+        ]
+    if kind == "step_start":
+        name = data["name"]
+        if name in open_steps:
+            name = f"{name} [{data['span_id']}]"
+        steps[data["span_id"]] = name
+        open_steps.add(name)
+        return [{"type": "STEP_STARTED", "timestamp": t, "stepName": name}]
+    if kind == "step_end":
+        name = steps.pop(data["span_id"], data["name"])
+        open_steps.discard(name)
+        return [{"type": "STEP_FINISHED", "timestamp": t, "stepName": name}]
+    return _tool_events(kind, data, t)
 
 
 def _run_end(run: Run) -> dict[str, Any]:

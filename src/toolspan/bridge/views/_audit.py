@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge.facts import AGENT, TOOL, agent_name, approvals, edited_input, tool_call
+from toolspan.bridge.facts import AGENT, TOOL, ToolCallRecord, agent_name, approvals, edited_input, tool_call
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces
 from toolspan.bridge.views._tree import _trace_doc as trace_doc
@@ -153,6 +153,30 @@ def _mark(node: dict[str, Any], marks: dict[str, list[str]]) -> None:
         stack.extend(current["children"])
 
 
+def _call(span: Span, tc: ToolCallRecord, agents: tuple[str, ...]) -> Call:
+    """The policy's view of a recorded call: what it was given (the digest when the copy was cut), its
+    approvals, whether it ran, the approver's edit."""
+    edited = edited_input(span)
+    return Call(
+        tool=tc.name,
+        agents=agents,
+        arguments=_recorded(
+            span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST, tc.input
+        ),
+        arguments_recorded=tc.input is not None,
+        approved=any(a.decision == "allow" for a in approvals(span)),
+        ran=_ran(span, tc.state),
+        edited_arguments=None
+        if edited is None
+        else _recorded(
+            span,
+            sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS,
+            sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS_DIGEST,
+            edited,
+        ),
+    )
+
+
 def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
     """The audit report of ``spans`` (any number of traces) against ``policy``."""
     head = {"policy_id": policy.id, "policy_version": policy.version}
@@ -175,25 +199,7 @@ def audit(spans: Iterable[Span], policy: Policy) -> dict[str, Any]:
             calls += 1
             tc = tool_call(span)
             agents = _agents(index, i)
-            edited = edited_input(span)
-            call = Call(
-                tool=tc.name,
-                agents=agents,
-                arguments=_recorded(
-                    span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST, tc.input
-                ),
-                arguments_recorded=tc.input is not None,
-                approved=any(a.decision == "allow" for a in approvals(span)),
-                ran=_ran(span, tc.state),
-                edited_arguments=None
-                if edited is None
-                else _recorded(
-                    span,
-                    sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS,
-                    sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS_DIGEST,
-                    edited,
-                ),
-            )
+            call = _call(span, tc, agents)
             verdict = checker.check(call)
             if not call.ran:
                 verdict = _with_live_denials(verdict, _enforced_live(span, policy), policy, span)

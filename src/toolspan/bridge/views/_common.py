@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._model_calls import ModelCall, completed, model_call
 from toolspan.bridge.facts import (
     AGENT,
     CHAIN,
@@ -16,10 +15,13 @@ from toolspan.bridge.facts import (
     OTHER,
     PLAN,
     TOOL,
+    ModelCall,
     ToolCallRecord,
     agent_input_text,
     agent_output_text,
     classify,
+    completed,
+    model_call,
 )
 from toolspan.bridge.link import link_tool_calls, tool_legs
 from toolspan.bridge.model import Span

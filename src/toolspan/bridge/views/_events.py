@@ -19,8 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._tools import tool_call
-from toolspan.bridge.facts import TOOL, ToolCallRecord, act_status, classify
+from toolspan.bridge.facts import (
+    TOOL,
+    ToolCallRecord,
+    act_status,
+    classify,
+    tool_call,
+)
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, duration_ms

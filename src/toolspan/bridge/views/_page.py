@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan._kernel.ids import arguments_sha256
+from toolspan._util.ids import arguments_sha256
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
 from toolspan.bridge.facts import (
     AGENT,
@@ -240,10 +240,103 @@ def _conversation(trace: Sequence[Span], steps_by_exec: Mapping[str, int], start
     return out
 
 
+def _tool_step(step: dict[str, Any], span: Span, hidden: set[str]) -> str | None:
+    """A tool call's fields of its step (the attributes they repeat hidden); its error text, once it ended."""
+    attrs = span.attributes
+    tc = tool_call(span)
+    for group in (_TOOL_INPUT, _TOOL_OUTPUT, _TOOL_NAME):
+        _group(attrs, group, hidden)
+    if attrs.get(sc.OI_TOOL_DESCRIPTION) == attrs.get(sc.GEN_AI_TOOL_DESCRIPTION):
+        hidden.add(sc.OI_TOOL_DESCRIPTION)
+    _hide_equal(attrs, hidden, dict.fromkeys(_CALL_IDS, tc.call_id))
+    _hide_equal(
+        attrs, hidden, {sc.TOOLSPAN_EXECUTION_ID: tc.execution_id, sc.TOOLSPAN_TOOL_STATE: step["state"]}
+    )
+    for value_key, mime_key in (
+        (sc.OI_INPUT_VALUE, sc.OI_INPUT_MIME_TYPE),
+        (sc.OI_OUTPUT_VALUE, sc.OI_OUTPUT_MIME_TYPE),
+    ):
+        if value_key in hidden:
+            hidden.add(mime_key)
+    step["label"] = tc.name
+    step["execution_id"] = tc.execution_id
+    step["call_id"] = tc.call_id
+    if tc.input is not None:
+        step["input"] = tc.input
+    if step["state"] == sc.STATE_AWAITING_APPROVAL:
+        # What a decision on this call must echo as ``shown`` (the control channel of toolspan serve).
+        step["arguments_sha256"] = arguments_sha256(arguments_text(span))
+    if tc.output is not None:
+        step["output"] = tc.output
+    return tc.error if span.end_ns is not None else None
+
+
+def _span_step(step: dict[str, Any], span: Span, kind: str, hidden: set[str]) -> str | None:
+    """An agent's, model call's or plan's fields of its step; its error text, if it failed."""
+    attrs = span.attributes
+    if kind == AGENT:
+        # The texts of the turn; the whole message lists stay under ``attributes``.
+        text_in, text_out = agent_input_text(span), agent_output_text(span)
+        if text_in is not None:
+            step["input"] = text_in
+        if text_out is not None:
+            step["output"] = text_out
+        _group(attrs, _AGENT_NAME, hidden)
+    elif kind == LLM:
+        value_in, value_out = _group(attrs, _LLM_INPUT, hidden), _group(attrs, _LLM_OUTPUT, hidden)
+        if value_in is not None:
+            step["input"] = parse_json(value_in)
+        if value_out is not None:
+            step["output"] = parse_json(value_out)
+    elif kind == PLAN:
+        _hide_equal(attrs, hidden, {sc.TOOLSPAN_PLAN_NAME: step["label"]})
+    return (span.status_message or "failed") if span.status == "ERROR" else None
+
+
+def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str, Any]:
+    """The step of one span (``parent``, and the flags of its place in the trace, are the caller's)."""
+    end_us = None if span.end_ns is None else max(start_us, _us(span.end_ns, t0))
+    step: dict[str, Any] = {
+        "id": span.span_id,
+        "parent": None,
+        "kind": kind,
+        "label": _label(span, kind),
+        "name": span.name,
+        "start_us": start_us,
+        "dur_us": None if end_us is None else end_us - start_us,
+    }
+    approval_list, wait = _approval_fields(span, t0, end_us)
+    waiting = bool(approval_list) and approval_list[-1]["decision"] is None
+    step["state"] = _step_state(span, kind, live, waiting)
+    attrs = span.attributes
+    hidden: set[str] = {k for k, v in _KIND_MARKS.get(kind, {}).items() if attrs.get(k) == v}
+    error_text = _tool_step(step, span, hidden) if kind == TOOL else _span_step(step, span, kind, hidden)
+    error = _error(span, error_text) if error_text is not None or span.status == "ERROR" else None
+    if error is not None:
+        step["error"] = error
+    thought_list = [[_us(t, t0), text] for t, text in thoughts(span)]
+    if thought_list:
+        step["thoughts"] = thought_list
+    if approval_list:
+        step["approvals"] = approval_list
+    if wait is not None:
+        step["wait"] = wait
+    other_events = [
+        [_us(e.time_ns, t0), e.name, dict(e.attributes)] for e in span.events if e.name not in _SHOWN_EVENTS
+    ]
+    if other_events:
+        step["events"] = other_events
+    other = _other_attributes(attrs, hidden)
+    if other:
+        step["attributes"] = other
+    if _has_mark([step.get("input"), step.get("output"), other]):
+        step["truncated"] = True
+    return step
+
+
 def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
     index = TraceIndex(trace)
     dup = duplicate_flags(trace)
-    n = len(trace)
     t0 = min((s.start_ns for s in trace), default=0)
     # An end recorded before its start counts as the start (a clock step): no negative time anywhere.
     last = max((max(s.start_ns, s.end_ns or 0) for s in trace), default=t0)
@@ -253,110 +346,25 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
     by_exec: dict[str, int] = {}
     counts = dict.fromkeys(_STATES, 0)
     for i, span in enumerate(trace):
-        kind = index.convention_kinds[i]
-        end_us = None if span.end_ns is None else max(starts[i], _us(span.end_ns, t0))
-        step: dict[str, Any] = {
-            "id": span.span_id,
-            "parent": index.parent[i],
-            "kind": kind,
-            "label": _label(span, kind),
-            "name": span.name,
-            "start_us": starts[i],
-            "dur_us": None if end_us is None else end_us - starts[i],
-        }
-        approval_list, wait = _approval_fields(span, t0, end_us)
-        waiting = bool(approval_list) and approval_list[-1]["decision"] is None
-        state = _step_state(span, kind, live, waiting)
-        step["state"] = state
-        counts[state] = counts.get(state, 0) + 1
-        error_text: str | None = None
-        attrs = span.attributes
-        hidden: set[str] = {k for k, v in _KIND_MARKS.get(kind, {}).items() if attrs.get(k) == v}
-        if kind == TOOL:
-            tc = tool_call(span)
-            for group in (_TOOL_INPUT, _TOOL_OUTPUT, _TOOL_NAME):
-                _group(attrs, group, hidden)
-            if attrs.get(sc.OI_TOOL_DESCRIPTION) == attrs.get(sc.GEN_AI_TOOL_DESCRIPTION):
-                hidden.add(sc.OI_TOOL_DESCRIPTION)
-            _hide_equal(attrs, hidden, dict.fromkeys(_CALL_IDS, tc.call_id))
-            _hide_equal(
-                attrs, hidden, {sc.TOOLSPAN_EXECUTION_ID: tc.execution_id, sc.TOOLSPAN_TOOL_STATE: state}
-            )
-            for value_key, mime_key in (
-                (sc.OI_INPUT_VALUE, sc.OI_INPUT_MIME_TYPE),
-                (sc.OI_OUTPUT_VALUE, sc.OI_OUTPUT_MIME_TYPE),
-            ):
-                if value_key in hidden:
-                    hidden.add(mime_key)
-            step["label"] = tc.name
-            step["execution_id"] = tc.execution_id
-            step["call_id"] = tc.call_id
-            by_exec[tc.execution_id] = i
-            if tc.input is not None:
-                step["input"] = tc.input
-            if state == sc.STATE_AWAITING_APPROVAL:
-                # What a decision on this call must echo as ``shown`` (the control channel of toolspan serve).
-                step["arguments_sha256"] = arguments_sha256(arguments_text(span))
-            if tc.output is not None:
-                step["output"] = tc.output
-            if span.end_ns is not None:
-                error_text = tc.error
-        else:
-            if kind == AGENT:
-                # The texts of the turn; the whole message lists stay under ``attributes``.
-                text_in, text_out = agent_input_text(span), agent_output_text(span)
-                if text_in is not None:
-                    step["input"] = text_in
-                if text_out is not None:
-                    step["output"] = text_out
-                _group(attrs, _AGENT_NAME, hidden)
-            elif kind == LLM:
-                value_in, value_out = _group(attrs, _LLM_INPUT, hidden), _group(attrs, _LLM_OUTPUT, hidden)
-                if value_in is not None:
-                    step["input"] = parse_json(value_in)
-                if value_out is not None:
-                    step["output"] = parse_json(value_out)
-            elif kind == PLAN:
-                _hide_equal(attrs, hidden, {sc.TOOLSPAN_PLAN_NAME: step["label"]})
-            if span.status == "ERROR":
-                error_text = span.status_message or "failed"
-        error = _error(span, error_text) if error_text is not None or span.status == "ERROR" else None
-        if error is not None:
-            step["error"] = error
-        thought_list = [[_us(t, t0), text] for t, text in thoughts(span)]
-        if thought_list:
-            step["thoughts"] = thought_list
-        if approval_list:
-            step["approvals"] = approval_list
-        if wait is not None:
-            step["wait"] = wait
-        other_events = [
-            [_us(e.time_ns, t0), e.name, dict(e.attributes)]
-            for e in span.events
-            if e.name not in _SHOWN_EVENTS
-        ]
-        if other_events:
-            step["events"] = other_events
-        other = _other_attributes(attrs, hidden)
-        if other:
-            step["attributes"] = other
-        if _has_mark([step.get("input"), step.get("output"), other]):
-            step["truncated"] = True
+        step = _step(span, index.convention_kinds[i], t0, starts[i], live)
+        step["parent"] = index.parent[i]
         for flag, values in (("orphan", index.orphan), ("cycle", index.cycle), ("duplicate", dup)):
             if values[i]:
                 step[flag] = True
+        counts[step["state"]] = counts.get(step["state"], 0) + 1
+        if "execution_id" in step:
+            by_exec[step["execution_id"]] = i
         steps.append(step)
     for i, on_path in enumerate(_critical(index, starts, ends)):
         if on_path:
             steps[i]["critical"] = True
-    title = run_name(trace)
     start_ms = ms(t0)
     conversation_id = _conversation_id(trace)
     return {
         "schema_version": SCHEMA_VERSION,
-        "trace_id": trace[0].trace_id if n else "",
-        "title": title,
-        "start_time": iso(t0) if n else None,
+        "trace_id": trace[0].trace_id if trace else "",
+        "title": run_name(trace),
+        "start_time": iso(t0) if trace else None,
         "start_ms": start_ms,
         "duration_us": _us(last, t0),
         "live": live,

@@ -29,9 +29,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from toolspan import semconv as sc
-from toolspan._kernel.ids import plan_id
+from toolspan._util.ids import plan_id
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
     AGENT,
     PLAN,
@@ -41,6 +40,7 @@ from toolspan.bridge.facts import (
     parent_tool_ids,
     plan_name,
     thoughts,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
@@ -155,25 +155,36 @@ def _agent_record(index: TraceIndex, i: int, calls: dict[int, ToolCallRecord]) -
     }
 
 
-def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
-    """The plan records of all given traces (see module doc)."""
-    traces = [TraceIndex(t) for t in group_traces(coalesce(spans))]
-    # Tool calls of every trace, by call id and execution id, to resolve sub-plans in other traces.
-    tool_calls: list[dict[int, ToolCallRecord]] = []
-    by_call: dict[str, tuple[int, int]] = {}
-    by_exec: dict[str, tuple[int, int]] = {}
-    for t, index in enumerate(traces):
-        calls = index.tool_calls()
-        tool_calls.append(calls)
-        for i, tc in calls.items():
-            by_call.setdefault(tc.call_id, (t, i))
-            by_exec.setdefault(tc.execution_id, (t, i))
-    # Plan id of every plan span and of each trace's synthetic root.
-    # A duplicate record of a plan span gets its own id (suffix "-2", "-3", ...), so no agent is placed twice.
-    plan_ids: list[dict[int, str]] = []
-    synthetic: list[str | None] = []
-    used: set[str] = set()
-    for index in traces:
+class _Plans:
+    """The plan records of all given traces: each trace's index, its tool calls (found by call id and
+    execution id across traces, for sub-plans started in another trace) and the id of every plan."""
+
+    def __init__(self, spans: Iterable[Span]) -> None:
+        self.traces = [TraceIndex(t) for t in group_traces(coalesce(spans))]
+        self.tool_calls: list[dict[int, ToolCallRecord]] = []
+        self.by_call: dict[str, tuple[int, int]] = {}
+        self.by_exec: dict[str, tuple[int, int]] = {}
+        for t, index in enumerate(self.traces):
+            calls = index.tool_calls()
+            self.tool_calls.append(calls)
+            for i, tc in calls.items():
+                self.by_call.setdefault(tc.call_id, (t, i))
+                self.by_exec.setdefault(tc.execution_id, (t, i))
+        self.plan_ids: list[dict[int, str]] = []
+        self.synthetic: list[str | None] = []
+        used: set[str] = set()
+        for index in self.traces:
+            self.plan_ids.append(self._plan_ids(index, used))
+            loose = any(
+                index.kinds[i] == AGENT and index.nearest(i, PLANS) is None for i in range(len(index.spans))
+            )
+            self.synthetic.append(plan_id(index.spans[0].trace_id) if loose else None)
+        self.parents: dict[str, str | None] = {}
+
+    @staticmethod
+    def _plan_ids(index: TraceIndex, used: set[str]) -> dict[int, str]:
+        """The plan id of every plan span of a trace: a duplicate record of a plan span gets its own id
+        (suffix "-2", "-3", ...), so no agent is placed twice."""
         ids: dict[int, str] = {}
         for i in range(len(index.spans)):
             if index.kinds[i] == PLAN:
@@ -184,124 +195,103 @@ def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
                     pid = f"{base}-{n}"
                 used.add(pid)
                 ids[i] = pid
-        plan_ids.append(ids)
-        loose = any(
-            index.kinds[i] == AGENT and index.nearest(i, PLANS) is None for i in range(len(index.spans))
-        )
-        synthetic.append(plan_id(index.spans[0].trace_id) if loose else None)
+        return ids
 
-    def plan_of(t: int, i: int) -> str | None:
+    def plan_of(self, t: int, i: int) -> str | None:
         """Plan id owning record i of trace t (closest plan above, else the synthetic root)."""
-        p = traces[t].nearest(i, PLANS)
-        return plan_ids[t][p] if p is not None else synthetic[t]
+        p = self.traces[t].nearest(i, PLANS)
+        return self.plan_ids[t][p] if p is not None else self.synthetic[t]
 
-    records: list[dict[str, Any]] = []
-    parents: dict[str, str | None] = {}
-    for t, index in enumerate(traces):
-        spans = index.spans
-        calls = tool_calls[t]
+    def entries(self, t: int) -> list[tuple[int, int, str, dict[str, Any]]]:
+        """The plans of trace ``t`` (its synthetic root first among equals), by start."""
+        index = self.traces[t]
         members: dict[str, list[int]] = {}
-        for i in range(len(spans)):
+        for i in range(len(index.spans)):
             if index.kinds[i] == AGENT:
-                owner = plan_of(t, i)
+                owner = self.plan_of(t, i)
                 if owner is not None:
                     members.setdefault(owner, []).append(i)
         entries: list[tuple[int, int, str, dict[str, Any]]] = []
-        sid = synthetic[t]
+        sid = self.synthetic[t]
         if sid is not None:
             agents = members[sid]
-            first = spans[agents[0]]
-            ended = all(spans[a].end_ns is not None for a in agents)
-            end = max((spans[a].end_ns or 0) for a in agents) if ended else None
-            entries.append(
-                (
-                    first.start_ns,
-                    -1,
-                    sid,
-                    {
-                        "title": agent_name(first),
-                        "start_ns": first.start_ns,
-                        "end_ns": end,
-                        "parent": None,
-                        "tool": None,
-                        "span_id": None,
-                        "synthetic": True,
-                        "agents": agents,
-                    },
-                )
-            )
-        for i, pid in plan_ids[t].items():
-            span = spans[i]
-            tool_ref: tuple[int, int] | None = None
-            tool_idx = index.nearest(i, TOOLS)
-            parent_plan_idx = index.nearest(i, PLANS)
-            if tool_idx is not None and (
-                parent_plan_idx is None or index.nearest(tool_idx, PLANS) == parent_plan_idx
-            ):
-                tool_ref = (t, tool_idx)
-            else:
-                exec_id, call = parent_tool_ids(span)
-                tool_ref = (by_exec.get(exec_id) if exec_id else None) or (
-                    by_call.get(call) if call else None
-                )
-            parent: str | None
-            if parent_plan_idx is not None:
-                parent = plan_ids[t][parent_plan_idx]
-            elif tool_ref is not None:
-                parent = plan_of(*tool_ref)
-            else:
-                parent = None
-            entries.append(
-                (
-                    span.start_ns,
-                    i,
-                    pid,
-                    {
-                        "title": plan_name(span),
-                        "start_ns": span.start_ns,
-                        "end_ns": span.end_ns,
-                        "parent": parent,
-                        "tool": tool_ref,
-                        "span_id": span.span_id,
-                        "synthetic": False,
-                        "agents": members.get(pid, []),
-                    },
-                )
-            )
+            first = index.spans[agents[0]]
+            ended = all(index.spans[a].end_ns is not None for a in agents)
+            end = max((index.spans[a].end_ns or 0) for a in agents) if ended else None
+            info = {"title": agent_name(first), "start_ns": first.start_ns, "end_ns": end, "parent": None}
+            info |= {"tool": None, "span_id": None, "synthetic": True, "agents": agents}
+            entries.append((first.start_ns, -1, sid, info))
+        for i, pid in self.plan_ids[t].items():
+            entries.append((index.spans[i].start_ns, i, pid, self._plan(t, i, members.get(pid, []))))
         entries.sort(key=lambda e: e[:2])
-        for _start, _i, pid, info in entries:
-            parents[pid] = info["parent"] if info["parent"] != pid else None
-            ref = info["tool"]
-            trigger = tool_calls[ref[0]][ref[1]] if ref is not None else None
-            agents = info["agents"]
-            first_request = next((r for a in agents for r in (turn_messages(index, a)[0],) if r), None)
-            last_result = next(
-                (r for a in reversed(agents) for r in (turn_messages(index, a)[1],) if r), None
+        return entries
+
+    def _plan(self, t: int, i: int, agents: list[int]) -> dict[str, Any]:
+        """A plan span: its trigger (the tool that started it, here or in another trace) and parent plan."""
+        index = self.traces[t]
+        span = index.spans[i]
+        tool_ref: tuple[int, int] | None = None
+        tool_idx = index.nearest(i, TOOLS)
+        parent_plan_idx = index.nearest(i, PLANS)
+        if tool_idx is not None and (
+            parent_plan_idx is None or index.nearest(tool_idx, PLANS) == parent_plan_idx
+        ):
+            tool_ref = (t, tool_idx)
+        else:
+            exec_id, call = parent_tool_ids(span)
+            tool_ref = (self.by_exec.get(exec_id) if exec_id else None) or (
+                self.by_call.get(call) if call else None
             )
-            records.append(
-                {
-                    "currentPlanId": pid,
-                    "rootPlanId": pid,  # resolved below
-                    "parentPlanId": parents[pid],
-                    "toolCallId": None if trigger is None else trigger.call_id,
-                    "parentActToolCall": None if trigger is None else _parent_call(trigger),
-                    "title": info["title"],
-                    "userRequest": first_request,
-                    "startTime": iso(info["start_ns"]),
-                    "endTime": iso(info["end_ns"]),
-                    "completed": info["end_ns"] is not None,
-                    "summary": last_result,
-                    "agentExecutionSequence": [_agent_record(index, a, calls) for a in agents],
-                    "trace_id": spans[0].trace_id,
-                    "span_id": info["span_id"],
-                    "synthetic": info["synthetic"],
-                }
-            )
-    for record in records:
-        root = record["currentPlanId"]
-        seen = {root}
-        while (up := parents.get(root)) is not None and up not in seen:
-            root = up
-            seen.add(root)
-        record["rootPlanId"] = root
-    return {"schema_version": SCHEMA_VERSION, "plans": records}
+        parent: str | None
+        if parent_plan_idx is not None:
+            parent = self.plan_ids[t][parent_plan_idx]
+        elif tool_ref is not None:
+            parent = self.plan_of(*tool_ref)
+        else:
+            parent = None
+        info = {"title": plan_name(span), "start_ns": span.start_ns, "end_ns": span.end_ns, "parent": parent}
+        return info | {"tool": tool_ref, "span_id": span.span_id, "synthetic": False, "agents": agents}
+
+    def record(self, t: int, pid: str, info: dict[str, Any]) -> dict[str, Any]:
+        index = self.traces[t]
+        self.parents[pid] = info["parent"] if info["parent"] != pid else None
+        ref = info["tool"]
+        trigger = self.tool_calls[ref[0]][ref[1]] if ref is not None else None
+        agents = info["agents"]
+        first_request = next((r for a in agents for r in (turn_messages(index, a)[0],) if r), None)
+        last_result = next((r for a in reversed(agents) for r in (turn_messages(index, a)[1],) if r), None)
+        return {
+            "currentPlanId": pid,
+            "rootPlanId": pid,  # resolved by ``document``
+            "parentPlanId": self.parents[pid],
+            "toolCallId": None if trigger is None else trigger.call_id,
+            "parentActToolCall": None if trigger is None else _parent_call(trigger),
+            "title": info["title"],
+            "userRequest": first_request,
+            "startTime": iso(info["start_ns"]),
+            "endTime": iso(info["end_ns"]),
+            "completed": info["end_ns"] is not None,
+            "summary": last_result,
+            "agentExecutionSequence": [_agent_record(index, a, self.tool_calls[t]) for a in agents],
+            "trace_id": index.spans[0].trace_id,
+            "span_id": info["span_id"],
+            "synthetic": info["synthetic"],
+        }
+
+    def document(self) -> dict[str, Any]:
+        records = [
+            self.record(t, pid, info) for t in range(len(self.traces)) for _, _, pid, info in self.entries(t)
+        ]
+        for record in records:
+            root = record["currentPlanId"]
+            seen = {root}
+            while (up := self.parents.get(root)) is not None and up not in seen:
+                root = up
+                seen.add(root)
+            record["rootPlanId"] = root
+        return {"schema_version": SCHEMA_VERSION, "plans": records}
+
+
+def to_plans(spans: Iterable[Span]) -> dict[str, Any]:
+    """The plan records of all given traces (see module doc)."""
+    return _Plans(spans).document()

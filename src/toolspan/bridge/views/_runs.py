@@ -36,17 +36,19 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._model_calls import Usage, total_usage
 from toolspan.bridge.facts import (
     AGENT,
     LLM,
     PLAN,
     TOOL,
+    ModelCall,
+    Usage,
     agent_name,
     approvals,
     edited_input,
     plan_name,
     thoughts,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import AGENTS, TraceIndex, group_traces, turn_messages
@@ -168,128 +170,172 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
     return items
 
 
-def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
-    index = TraceIndex(trace)
-    kinds = index.kinds
-    trace_end = index.trace_end_ns()
-    turns = [i for i in range(len(trace)) if kinds[i] == AGENT and index.nearest(i, AGENTS) is None]
-    turns.sort(key=lambda i: (trace[i].start_ns, i))
-    by_turn: dict[int | None, list[Item]] = {t: [] for t in turns} if turns else {None: []}
-    llm_texts: dict[int | None, list[tuple[int, str]]] = {}
-    for i, span in enumerate(trace):
-        kind = kinds[i]
-        turn = i if kind == AGENT and i in turns else _turn_of(index, i, turns)
-        items = by_turn[turn]
-        for n, (t, text) in enumerate(thoughts(span)):
-            items.append(Item(t, 2, i, n, "thought", {"id": f"thought-{span.span_id}-{n}", "text": text}))
-        if turn == i:
-            continue
-        if kind == TOOL:
-            items.extend(_tool_items(index, i, trace_end))
-        elif kind in (AGENT, PLAN):
-            name = agent_name(span) if kind == AGENT else plan_name(span)
-            step = {"name": name, "span_id": span.span_id}
-            items.append(Item(span.start_ns, 2, i, 0, "step_start", step))
-            at, rank = _end_at(span, span.start_ns)
-            if span.end_ns is None:
-                at, rank = max(trace_end, span.start_ns), 6
-            items.append(Item(at, rank, i, 101, "step_end", step, provisional=span.end_ns is None))
-        elif kind == LLM and index.is_model_call(i) and index.nearest(i, AGENTS) == turn:
-            if span.end_ns is None:
-                # Its output comes at its end: nothing after its start is settled before that.
-                items.append(
-                    Item(
-                        span.start_ns,
-                        3,
-                        i,
-                        0,
-                        "llm_open",
-                        {},
-                        open_key=f"exec_{span.span_id}",
-                        open_bound=span.start_ns,
-                    )
+def _span_items(index: TraceIndex, i: int, turn: int | None, trace_end: int) -> list[Item]:
+    """What one span below a turn adds to it: a tool call, a step (agent, plan) or a model call's text."""
+    span, kind = index.spans[i], index.kinds[i]
+    if kind == TOOL:
+        return _tool_items(index, i, trace_end)
+    if kind in (AGENT, PLAN):
+        name = agent_name(span) if kind == AGENT else plan_name(span)
+        step = {"name": name, "span_id": span.span_id}
+        at, rank = _end_at(span, span.start_ns)
+        if span.end_ns is None:
+            at, rank = max(trace_end, span.start_ns), 6
+        end = Item(at, rank, i, 101, "step_end", step, provisional=span.end_ns is None)
+        return [Item(span.start_ns, 2, i, 0, "step_start", step), end]
+    if kind != LLM or not index.is_model_call(i) or index.nearest(i, AGENTS) != turn:
+        return []
+    if span.end_ns is None:
+        # Its output comes at its end: nothing after its start is settled before that.
+        key = f"exec_{span.span_id}"
+        return [Item(span.start_ns, 3, i, 0, "llm_open", {}, open_key=key, open_bound=span.start_ns)]
+    output = index.model_output_text(i)
+    if not output:
+        return []
+    at, rank = _end_at(span, span.start_ns)
+    return [Item(at, rank, i, 102, "text", {"id": message_id(span.span_id), "text": output})]
+
+
+def _status(items: list[Item], failed: bool, ended: bool) -> tuple[str, list[str]]:
+    """A run's status, and the calls it waits on (an approval asked for, no decision, no end yet)."""
+    waiting = [
+        it.data["call_id"]
+        for it in items
+        if it.kind == "approval" and it.open_key is not None and it.data["decision"] is None
+    ]
+    waiting = [c for c in waiting if not any(o.kind == "tool_end" and o.data["call_id"] == c for o in items)]
+    sealed = any(it.kind == "tool_end" and it.provisional for it in items)
+    if failed:
+        status = "error"
+    elif not ended and waiting:
+        status = "waiting"
+    elif not ended or sealed:
+        status = "interrupted"
+    else:
+        status = "completed"
+    return status, sorted(set(waiting), key=waiting.index)
+
+
+class _Runs:
+    """The runs of one trace: a run per top agent (a turn), or the whole trace as one run without agents."""
+
+    def __init__(self, trace: list[Span], thread: str) -> None:
+        self.trace, self.thread = trace, thread
+        self.index = index = TraceIndex(trace)
+        self.trace_end = index.trace_end_ns()
+        kinds = index.kinds
+        turns = [i for i in range(len(trace)) if kinds[i] == AGENT and index.nearest(i, AGENTS) is None]
+        self.turns = sorted(turns, key=lambda i: (trace[i].start_ns, i))
+        self.models = index.model_calls()
+
+    def items(self) -> tuple[dict[int | None, list[Item]], dict[int | None, list[tuple[int, str]]]]:
+        """Each turn's items, and the texts its model calls said (by time)."""
+        index, turns = self.index, self.turns
+        by_turn: dict[int | None, list[Item]] = {t: [] for t in turns} if turns else {None: []}
+        said: dict[int | None, list[tuple[int, str]]] = {}
+        for i, span in enumerate(self.trace):
+            turn = i if index.kinds[i] == AGENT and i in turns else _turn_of(index, i, turns)
+            items = by_turn[turn]
+            for n, (t, text) in enumerate(thoughts(span)):
+                items.append(Item(t, 2, i, n, "thought", {"id": f"thought-{span.span_id}-{n}", "text": text}))
+            if turn != i:
+                added = _span_items(index, i, turn, self.trace_end)
+                said.setdefault(turn, []).extend(
+                    (it.time_ns, it.data["text"]) for it in added if it.kind == "text"
                 )
-                continue
-            output = index.model_output_text(i)
-            if output:
-                at, rank = _end_at(span, span.start_ns)
-                llm_texts.setdefault(turn, []).append((at, output))
-                items.append(Item(at, rank, i, 102, "text", {"id": message_id(span.span_id), "text": output}))
-    models = index.model_calls()
-    runs = []
-    for turn, items in by_turn.items():
-        if turn is None:
-            start = min(s.start_ns for s in trace)
-            llms = sorted(
-                (i for i in range(len(kinds)) if index.is_model_call(i)), key=lambda i: (trace[i].start_ns, i)
-            )
-            user = index.model_input_text(llms[0]) if llms else None
-            answer = None
-            ended = all(s.end_ns is not None for s in trace)
-            failed = any(trace[r].status == "ERROR" for r in index.roots)
-            end, run_id, user_key, error = trace_end, trace[0].trace_id, trace[0].trace_id, None
-            if failed:
-                error = next((trace[r].status_message for r in index.roots if trace[r].status_message), "")
-            turn_models = list(models.values())
-        else:
-            span = trace[turn]
-            user, answer = turn_messages(index, turn)
-            ended = span.end_ns is not None
-            failed = span.status == "ERROR"
-            end = span.end_ns if span.end_ns is not None else trace_end
-            start, run_id, user_key = span.start_ns, f"{span.trace_id}-{span.span_id}", span.span_id
-            error = span.status_message if failed else None
-            turn_models = [m for i, m in models.items() if _turn_of(index, i, turns) == turn]
-            said = [text for _, text in sorted(llm_texts.get(turn, []))]
-            if answer is not None and ended and (not said or said[-1] != answer):
-                items.append(
-                    Item(
-                        max(end, start),
-                        7,
-                        turn,
-                        103,
-                        "text",
-                        {"id": message_id(span.span_id), "text": answer},
-                    )
-                )
-        if user is not None:
-            items.insert(0, Item(start, 0, -1, 0, "user", {"id": f"user-{user_key}", "text": user}))
-        sealed = any(it.kind == "tool_end" and it.provisional for it in items)
-        waiting = [
-            it.data["call_id"]
-            for it in items
-            if it.kind == "approval" and it.open_key is not None and it.data["decision"] is None
-        ]
-        waiting = [
-            c for c in waiting if not any(o.kind == "tool_end" and o.data["call_id"] == c for o in items)
-        ]
-        if failed:
-            status = "error"
-        elif not ended and waiting:
-            status = "waiting"
-        elif not ended or sealed:
-            status = "interrupted"
-        else:
-            status = "completed"
-        items.sort(key=lambda it: (it.time_ns, it.rank, it.index, it.sub))
-        runs.append(
-            Run(
-                thread_id=thread,
-                run_id=run_id,
-                trace_id=trace[0].trace_id,
-                start_ns=start,
-                end_ns=max(end, start),
-                status=status,
-                error=error or None,
-                answer=answer,
-                usage=total_usage(turn_models) if turn_models else None,
-                ended=ended,
-                items=items,
-                waiting=sorted(set(waiting), key=waiting.index),
-            )
+                items.extend(added)
+        return by_turn, said
+
+    def whole_trace(self, items: list[Item]) -> Run:
+        """The run of a trace without agents: the first model call's input is the user's."""
+        trace, index = self.trace, self.index
+        llms = sorted(
+            (i for i in range(len(trace)) if index.is_model_call(i)), key=lambda i: (trace[i].start_ns, i)
         )
-    runs.sort(key=lambda r: (r.start_ns, r.run_id))
-    return runs
+        failed = any(trace[r].status == "ERROR" for r in index.roots)
+        return self.run(
+            items,
+            start=min(s.start_ns for s in trace),
+            end=self.trace_end,
+            run_id=trace[0].trace_id,
+            user=(index.model_input_text(llms[0]) if llms else None, trace[0].trace_id),
+            answer=None,
+            ended=all(s.end_ns is not None for s in trace),
+            error=next((trace[r].status_message for r in index.roots if trace[r].status_message), "")
+            if failed
+            else None,
+            models=list(self.models.values()),
+        )
+
+    def turn(self, turn: int, items: list[Item], said: list[tuple[int, str]]) -> Run:
+        """The run of one top agent's turn: its answer said last, unless its last model call said it."""
+        index, span = self.index, self.trace[turn]
+        user, answer = turn_messages(index, turn)
+        ended, failed = span.end_ns is not None, span.status == "ERROR"
+        end = span.end_ns if span.end_ns is not None else self.trace_end
+        texts = [text for _, text in sorted(said)]
+        if answer is not None and ended and (not texts or texts[-1] != answer):
+            text = {"id": message_id(span.span_id), "text": answer}
+            items.append(Item(max(end, span.start_ns), 7, turn, 103, "text", text))
+        return self.run(
+            items,
+            start=span.start_ns,
+            end=end,
+            run_id=f"{span.trace_id}-{span.span_id}",
+            user=(user, span.span_id),
+            answer=answer,
+            ended=ended,
+            error=span.status_message if failed else None,
+            models=[m for i, m in self.models.items() if _turn_of(index, i, self.turns) == turn],
+        )
+
+    def run(
+        self,
+        items: list[Item],
+        *,
+        start: int,
+        end: int,
+        run_id: str,
+        user: tuple[str | None, str],
+        answer: str | None,
+        ended: bool,
+        error: str | None,
+        models: list[ModelCall],
+    ) -> Run:
+        """A run of ``items``; ``user``: the user's text (if any) and the key of its message id; ``error``:
+        ``None`` unless it failed (then its message, maybe empty)."""
+        text, user_key = user
+        if text is not None:
+            items.insert(0, Item(start, 0, -1, 0, "user", {"id": f"user-{user_key}", "text": text}))
+        status, waiting = _status(items, error is not None, ended)
+        items.sort(key=lambda it: (it.time_ns, it.rank, it.index, it.sub))
+        return Run(
+            thread_id=self.thread,
+            run_id=run_id,
+            trace_id=self.trace[0].trace_id,
+            start_ns=start,
+            end_ns=max(end, start),
+            status=status,
+            error=error or None,
+            answer=answer,
+            usage=total_usage(models) if models else None,
+            ended=ended,
+            items=items,
+            waiting=waiting,
+        )
+
+    def runs(self) -> list[Run]:
+        by_turn, said = self.items()
+        runs = [
+            self.whole_trace(items) if turn is None else self.turn(turn, items, said.get(turn, []))
+            for turn, items in by_turn.items()
+        ]
+        runs.sort(key=lambda r: (r.start_ns, r.run_id))
+        return runs
+
+
+def _trace_runs(trace: list[Span], thread: str) -> list[Run]:
+    return _Runs(trace, thread).runs()
 
 
 def to_runs(spans: Iterable[Span]) -> list[Run]:

@@ -22,11 +22,12 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
     AGENT,
     TOOL,
+    ToolCallRecord,
     thoughts,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
@@ -53,6 +54,37 @@ def _conversation_id(trace: list[Span]) -> str:
     return trace[0].trace_id
 
 
+def _tool_items(span: Span, tc: ToolCallRecord, i: int) -> list[_Item]:
+    """A tool call's act, and its observe once it ended."""
+    ids = {"execution_id": tc.execution_id, "call_id": tc.call_id, "requested_by": tc.requested_by}
+    act = {"type": "tool_call", "_event": "act", "toolName": tc.name}
+    items: list[_Item] = [
+        (span.start_ns, 3, i, 0, {**act, "toolInput": {} if tc.input is None else tc.input, **ids})
+    ]
+    end = span.end_ns
+    if end is not None:
+        output = tc.output if tc.error is None else {"error": tc.error}
+        observe = {"type": "tool_result", "_event": "observe", "toolName": tc.name, "toolOutput": output}
+        at, rank = max(end, span.start_ns), 1 if end > span.start_ns else 4
+        items.append((at, rank, i, 1, {**observe, "isError": tc.is_error, **ids}))
+    return items
+
+
+def _turn_items(index: TraceIndex, i: int) -> list[_Item]:
+    """A top agent's turn: the user's message, and its answer once it ended."""
+    span = index.spans[i]
+    user, answer = turn_messages(index, i)
+    items: list[_Item] = []
+    if user is not None:
+        items.append(
+            (span.start_ns, 0, i, 0, {"type": "user_message", "_event": "user_message", "content": user})
+        )
+    if answer is not None and span.end_ns is not None:
+        said = {"type": "assistant_message", "_event": "assistant_message", "content": answer}
+        items.append((max(span.end_ns, span.start_ns), 5, i, 1, said))
+    return items
+
+
 def _trace_items(trace: list[Span]) -> list[_Item]:
     index = TraceIndex(trace)
     calls = index.tool_calls()
@@ -62,64 +94,9 @@ def _trace_items(trace: list[Span]) -> list[_Item]:
         for n, (t, text) in enumerate(thoughts(span)):
             items.append((t, 2, i, n, {"type": "thought", "_event": "thought", "content": text}))
         if kind == TOOL:
-            tc = calls[i]
-            ids = {"execution_id": tc.execution_id, "call_id": tc.call_id, "requested_by": tc.requested_by}
-            items.append(
-                (
-                    span.start_ns,
-                    3,
-                    i,
-                    0,
-                    {
-                        "type": "tool_call",
-                        "_event": "act",
-                        "toolName": tc.name,
-                        "toolInput": {} if tc.input is None else tc.input,
-                        **ids,
-                    },
-                )
-            )
-            end = span.end_ns
-            if end is not None:
-                output = tc.output if tc.error is None else {"error": tc.error}
-                items.append(
-                    (
-                        max(end, span.start_ns),
-                        1 if end > span.start_ns else 4,
-                        i,
-                        1,
-                        {
-                            "type": "tool_result",
-                            "_event": "observe",
-                            "toolName": tc.name,
-                            "toolOutput": output,
-                            "isError": tc.is_error,
-                            **ids,
-                        },
-                    )
-                )
+            items.extend(_tool_items(span, calls[i], i))
         elif kind == AGENT and index.nearest(i, AGENTS) is None:
-            user, answer = turn_messages(index, i)
-            if user is not None:
-                items.append(
-                    (
-                        span.start_ns,
-                        0,
-                        i,
-                        0,
-                        {"type": "user_message", "_event": "user_message", "content": user},
-                    )
-                )
-            if answer is not None and span.end_ns is not None:
-                items.append(
-                    (
-                        max(span.end_ns, span.start_ns),
-                        5,
-                        i,
-                        1,
-                        {"type": "assistant_message", "_event": "assistant_message", "content": answer},
-                    )
-                )
+            items.extend(_turn_items(index, i))
     items.sort(key=lambda item: item[:4])
     return items
 

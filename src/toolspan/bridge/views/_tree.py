@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge._model_calls import total_usage
 from toolspan.bridge.facts import (
     AGENT,
     LLM,
@@ -40,6 +39,7 @@ from toolspan.bridge.facts import (
     agent_output_text,
     plan_name,
     tool_output,
+    total_usage,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
@@ -74,119 +74,113 @@ def _duration(span: Span) -> dict[str, Any]:
     }
 
 
-def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
-    index = TraceIndex(trace)
-    dup = duplicate_flags(trace)
-    n = len(trace)
-    types = [_NODE_TYPES.get(k, "node") for k in index.kinds]
-    calls = index.tool_calls()
+class _TraceDoc:
+    """The trace document of one trace's spans (coalesced, in start order)."""
 
-    def parent_ref(i: int) -> str:
-        p = index.parent[i]
-        return "root" if p is None else trace[p].span_id
+    def __init__(self, trace: Sequence[Span]) -> None:
+        self.trace = trace
+        self.index = index = TraceIndex(trace)
+        self.types = [_NODE_TYPES.get(k, "node") for k in index.kinds]
+        self.calls = index.tool_calls()
+        self.models = index.model_calls()
+        self.first_start = min((s.start_ns for s in trace), default=0)
+        self.all_ended = bool(trace) and all(s.end_ns is not None for s in trace)
+        self.last_end = max((s.end_ns or 0 for s in trace), default=self.first_start)
 
-    def node_id(i: int) -> str | None:
+    def parent_ref(self, i: int) -> str:
+        p = self.index.parent[i]
+        return "root" if p is None else self.trace[p].span_id
+
+    def node_id(self, i: int) -> str | None:
+        types, parent = self.types, self.index.parent
         if types[i] == "node":
-            return trace[i].span_id
+            return self.trace[i].span_id
         if types[i] == "tool":
-            p = index.parent[i]
+            p = parent[i]
             while p is not None and types[p] != "node":
-                p = index.parent[p]
-            return None if p is None else trace[p].span_id
+                p = parent[p]
+            return None if p is None else self.trace[p].span_id
         return None
 
-    # --- timeline events: (time, rank, index, payload type, payload) ---
-    raw: list[tuple[int, int, int, str, dict[str, Any]]] = []
-    for i, span in enumerate(trace):
-        base = {"trace_span_id": span.span_id, "parent_span_id": parent_ref(i)}
-        t = types[i]
-        end = span.end_ns
-        end_rank = 0 if end is not None and end > span.start_ns else 2
-        end_t = end if end is None else max(end, span.start_ns)
-        if t == "plan":
-            raw.append((span.start_ns, 1, i, "plan_generated", {**base, "goal": plan_name(span)}))
-        elif t == "tool":
-            tc = calls[i]
-            ids = {
-                "node_id": node_id(i),
-                "tool_name": tc.name,
-                "execution_id": tc.execution_id,
-                "call_id": tc.call_id,
-                "requested_by": tc.requested_by,
-            }
-            raw.append((span.start_ns, 1, i, "tool_called", {**base, **ids, "input": tc.input}))
-            if end_t is not None:
-                output = tc.output if tc.error is None else {"error": tc.error}
-                raw.append(
-                    (
-                        end_t,
-                        end_rank,
-                        i,
-                        "tool_returned",
-                        {**base, **ids, "output": output, "is_error": tc.is_error},
-                    )
-                )
-        else:
-            nid = {"node_id": span.span_id, "name": span.name}
-            raw.append((span.start_ns, 1, i, "node_started", {**base, **nid}))
-            if end_t is not None:
-                results = summary(_node_output(span, index.kinds[i]))
-                raw.append(
-                    (
-                        end_t,
-                        end_rank,
-                        i,
-                        "node_finished",
-                        {**base, **nid, "payload_results": results, "status": span.status},
-                    )
-                )
-    raw.sort(key=lambda item: item[:3])
-    first_start = min((s.start_ns for s in trace), default=0)
-    all_ended = n > 0 and all(s.end_ns is not None for s in trace)
-    last_end = max((s.end_ns or 0 for s in trace), default=first_start)
-    goal = next(
-        (
-            text
-            for i in index.order
-            if index.kinds[i] in (AGENT, LLM)
-            for text in (agent_input_text(trace[i]),)
-            if text
-        ),
-        None,
-    )
-    models = index.model_calls()
-    events: list[tuple[int, str, dict[str, Any]]] = [(first_start, "job_created", {"goal": goal})]
-    step_of: dict[int, int] = {}
-    for time_ns, rank, i, etype, payload in raw:
-        if rank == 1:
-            step_of[i] = len(events) + 1
-        events.append((time_ns, etype, payload))
-    if all_ended:
-        failed = [trace[i] for i in index.roots if trace[i].status == "ERROR"]
-        if failed:
-            error = failed[0].status_message or failed[0].name
-            events.append((last_end, "job_failed", {"goal": goal, "error": error, "parent_span_id": "root"}))
-        else:
-            events.append((last_end, "job_completed", {"goal": goal, "parent_span_id": "root"}))
-    timeline = []
-    for step, (time_ns, etype, payload) in enumerate(events, start=1):
-        timeline.append(
-            {"type": etype, "created_at": iso(time_ns), "payload": {**payload, "step_index": step}}
-        )
+    def tool_ids(self, i: int) -> dict[str, Any]:
+        tc = self.calls[i]
+        return {
+            "node_id": self.node_id(i),
+            "tool_name": tc.name,
+            "execution_id": tc.execution_id,
+            "call_id": tc.call_id,
+            "requested_by": tc.requested_by,
+        }
 
-    # --- tree ---
-    nodes: list[dict[str, Any]] = []
-    for i, span in enumerate(trace):
-        t = types[i]
+    def span_events(self) -> list[tuple[int, int, int, str, dict[str, Any]]]:
+        """Each span's start and end events: ``(time, rank, index, type, payload)``, in timeline order."""
+        raw: list[tuple[int, int, int, str, dict[str, Any]]] = []
+        for i, span in enumerate(self.trace):
+            base = {"trace_span_id": span.span_id, "parent_span_id": self.parent_ref(i)}
+            t = self.types[i]
+            end = span.end_ns
+            end_rank = 0 if end is not None and end > span.start_ns else 2
+            end_t = end if end is None else max(end, span.start_ns)
+            if t == "plan":
+                raw.append((span.start_ns, 1, i, "plan_generated", {**base, "goal": plan_name(span)}))
+            elif t == "tool":
+                tc, ids = self.calls[i], self.tool_ids(i)
+                raw.append((span.start_ns, 1, i, "tool_called", {**base, **ids, "input": tc.input}))
+                if end_t is not None:
+                    output = tc.output if tc.error is None else {"error": tc.error}
+                    ended = {**base, **ids, "output": output, "is_error": tc.is_error}
+                    raw.append((end_t, end_rank, i, "tool_returned", ended))
+            else:
+                nid = {"node_id": span.span_id, "name": span.name}
+                raw.append((span.start_ns, 1, i, "node_started", {**base, **nid}))
+                if end_t is not None:
+                    results = summary(_node_output(span, self.index.kinds[i]))
+                    ended = {**base, **nid, "payload_results": results, "status": span.status}
+                    raw.append((end_t, end_rank, i, "node_finished", ended))
+        raw.sort(key=lambda item: item[:3])
+        return raw
+
+    def goal(self) -> str | None:
+        index = self.index
+        kinds = (AGENT, LLM)
+        texts = (agent_input_text(self.trace[i]) for i in index.order if index.kinds[i] in kinds)
+        return next((text for text in texts if text), None)
+
+    def timeline(self) -> tuple[list[dict[str, Any]], dict[int, int]]:
+        """The timeline, and the step of each span's start event."""
+        goal = self.goal()
+        events: list[tuple[int, str, dict[str, Any]]] = [(self.first_start, "job_created", {"goal": goal})]
+        step_of: dict[int, int] = {}
+        for time_ns, rank, i, etype, payload in self.span_events():
+            if rank == 1:
+                step_of[i] = len(events) + 1
+            events.append((time_ns, etype, payload))
+        if self.all_ended:
+            failed = [self.trace[i] for i in self.index.roots if self.trace[i].status == "ERROR"]
+            if failed:
+                error = failed[0].status_message or failed[0].name
+                end = {"goal": goal, "error": error, "parent_span_id": "root"}
+                events.append((self.last_end, "job_failed", end))
+            else:
+                events.append((self.last_end, "job_completed", {"goal": goal, "parent_span_id": "root"}))
+        timeline = [
+            {"type": etype, "created_at": iso(time_ns), "payload": {**payload, "step_index": step}}
+            for step, (time_ns, etype, payload) in enumerate(events, start=1)
+        ]
+        return timeline, step_of
+
+    def node(self, i: int, step: int, duplicate: bool) -> dict[str, Any]:
+        """The tree node of span ``i`` (its ``children`` filled in by ``tree``)."""
+        span, t, index = self.trace[i], self.types[i], self.index
         node: dict[str, Any] = {
             "span_id": span.span_id,
-            "parent_id": parent_ref(i),
+            "parent_id": self.parent_ref(i),
             "type": t,
-            "node_id": node_id(i),
+            "node_id": self.node_id(i),
             "tool_name": None,
             "start_time": iso(span.start_ns),
             "end_time": iso(span.end_ns),
-            "step_index": step_of[i],
+            "step_index": step,
             "input": None,
             "output": None,
             "payload_summary": None,
@@ -195,7 +189,7 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
             "children": [],
         }
         if t == "tool":
-            tc = calls[i]
+            tc = self.calls[i]
             node["tool_name"] = tc.name
             node["input"] = tc.input
             node["output"] = tc.output if tc.error is None else {"error": tc.error}
@@ -208,50 +202,60 @@ def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
             )
         elif t == "node":
             node["payload_summary"] = summary(_node_output(span, index.kinds[i]))
+        models = self.models
         if i in models:
             node["model_call"] = models[i].as_dict()
         elif index.kinds[i] == AGENT and models:
             own = [m for j, m in models.items() if index.nearest(j, AGENTS) == i]
             node["usage"] = {"model_calls": len(own), **total_usage(own).as_dict()}
-        if index.orphan[i]:
-            node["orphan"] = True
-        if index.cycle[i]:
-            node["cycle"] = True
-        if dup[i]:
-            node["duplicate"] = True
         p = index.parent[i]
-        if p is not None and span.start_ns < trace[p].start_ns:
-            node["starts_before_parent"] = True
-        nodes.append(node)
-    for i in range(n):
-        for c in index.children[i]:
-            nodes[i]["children"].append(nodes[c])
-    root = {
-        "span_id": "root",
-        "parent_id": None,
-        "type": "job",
-        "node_id": None,
-        "tool_name": None,
-        "start_time": iso(first_start) if n else None,
-        "end_time": iso(last_end) if all_ended else None,
-        "step_index": 1,
-        "input": None,
-        "output": None,
-        "payload_summary": None,
-        "children": [nodes[i] for i in index.roots],
-    }
-    durations = [_duration(trace[i]) for i in range(n) if types[i] == "node"]
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "job_id": trace[0].trace_id if n else "",
-        "timeline": timeline,
-        "node_durations": durations,
-        "execution_tree": root,
-    }
-    if models:
-        doc["usage"] = {"model_calls": len(models), **total_usage(models.values()).as_dict()}
-        doc["final_answer"] = _final_answer(index)
-    return doc
+        flags = {
+            "orphan": index.orphan[i],
+            "cycle": index.cycle[i],
+            "duplicate": duplicate,
+            "starts_before_parent": p is not None and span.start_ns < self.trace[p].start_ns,
+        }
+        node.update((flag, True) for flag, on in flags.items() if on)
+        return node
+
+    def tree(self, step_of: dict[int, int]) -> dict[str, Any]:
+        dup = duplicate_flags(self.trace)
+        nodes = [self.node(i, step_of[i], dup[i]) for i in range(len(self.trace))]
+        for i, node in enumerate(nodes):
+            node["children"].extend(nodes[c] for c in self.index.children[i])
+        return {
+            "span_id": "root",
+            "parent_id": None,
+            "type": "job",
+            "node_id": None,
+            "tool_name": None,
+            "start_time": iso(self.first_start) if self.trace else None,
+            "end_time": iso(self.last_end) if self.all_ended else None,
+            "step_index": 1,
+            "input": None,
+            "output": None,
+            "payload_summary": None,
+            "children": [nodes[i] for i in self.index.roots],
+        }
+
+    def document(self) -> dict[str, Any]:
+        trace = self.trace
+        timeline, step_of = self.timeline()
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "job_id": trace[0].trace_id if trace else "",
+            "timeline": timeline,
+            "node_durations": [_duration(trace[i]) for i, t in enumerate(self.types) if t == "node"],
+            "execution_tree": self.tree(step_of),
+        }
+        if self.models:
+            doc["usage"] = {"model_calls": len(self.models), **total_usage(self.models.values()).as_dict()}
+            doc["final_answer"] = _final_answer(self.index)
+        return doc
+
+
+def _trace_doc(trace: Sequence[Span]) -> dict[str, Any]:
+    return _TraceDoc(trace).document()
 
 
 def _final_answer(index: TraceIndex) -> str | None:

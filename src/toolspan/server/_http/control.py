@@ -62,7 +62,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolspan import semconv as sc
-from toolspan._kernel.ids import arguments_sha256, parse_execution_id
+from toolspan._util.ids import arguments_sha256, parse_execution_id
 from toolspan.bridge.facts import (
     ACT_AWAITING_APPROVAL,
     AGENT,

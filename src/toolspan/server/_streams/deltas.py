@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from toolspan import semconv as sc
-from toolspan._kernel.ids import execution_id
+from toolspan._util.ids import execution_id
 from toolspan.bridge.readers import LogRecord
 from toolspan.bridge.views import SCHEMA_VERSION
 

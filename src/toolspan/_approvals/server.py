@@ -22,7 +22,7 @@ asking), and the new tool span links back to the span that waited (``toolspan.li
 While the server cannot be reached (restarting, say) the approver reconnects, for at most ``unreachable_for``
 seconds in a row; after that the call is denied (fail closed). ``run_tool_calls(approve_timeout=...)``
 bounds the whole wait (then denied, ``by="timeout"``). While an approved call runs, a watcher thread
-long-polls ``GET /api/control/cancels`` for it and delivers a cancel request (see ``_decisions.cancel``).
+long-polls ``GET /api/control/cancels`` for it and delivers a cancel request (see ``_approvals.cancel``).
 Redirects are never followed: the token goes to the server's own URL only. Standard library only
 (``urllib``).
 """
@@ -39,15 +39,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from toolspan._calls.shapes import ToolCall
-from toolspan._decisions.approvals import Approval, abandoned
-from toolspan._decisions.cancel import Supervision
+from toolspan._approvals.approval import Approval, Decision, ToolCall
+from toolspan._approvals.asking import abandoned
+from toolspan._approvals.cancel import Supervision
 from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
-from toolspan._kernel.http import OPENER as _OPENER
-from toolspan._kernel.ids import arguments_sha256, execution_id
+from toolspan._util.http import OPENER as _OPENER
+from toolspan._util.ids import arguments_sha256, execution_id
+from toolspan.errors import ToolspanError
 
 __all__ = ["ServerApprover"]
 
@@ -60,7 +61,7 @@ _BACKOFF_S: Final = (0.05, 0.1, 0.2, 0.5, 1.0)
 _MAX_QUOTED_ID: Final = 4096
 
 
-class _Unreachable(Exception):
+class _Unreachable(ToolspanError):
     """The server did not answer (refused, reset, timed out, or a 5xx while it restarts)."""
 
 
@@ -207,7 +208,8 @@ class ServerApprover:
         if arguments is not None and not isinstance(arguments, dict):
             raise LookupError("toolspan serve holds an edit of the arguments that is not an object: denied")
         return Approval(
-            str(decision.get("decision")),
+            # Read strictly by the decision chain, as any approver's answer: "allow" or "deny" exactly.
+            cast(Decision, str(decision.get("decision"))),
             note=decision.get("note"),
             by=decision.get("by"),
             arguments=arguments,
@@ -218,7 +220,7 @@ class ServerApprover:
 
     @contextlib.contextmanager
     def supervise(self, execution_id: str) -> Iterator[Supervision]:
-        """While an approved call runs: deliver the cancel requests made for it (``_decisions.cancel``)."""
+        """While an approved call runs: deliver the cancel requests made for it (``cancel``)."""
         supervision = Supervision(execution_id)
         ctx = _permissions.tool_span().get_span_context()
         trace_id = f"{ctx.trace_id:032x}" if ctx.is_valid else None

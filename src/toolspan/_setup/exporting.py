@@ -14,7 +14,7 @@ from typing import Any, Final
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 __all__ = ["EXPORTER_ENTRY_POINT_GROUP", "Part", "attach", "describe", "env_parts", "explicit_parts"]
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any, Final
 
+from toolspan.errors import ToolspanError
+
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "python_literal"]
 
 MAX_LENGTH: Final = 100_000
@@ -19,7 +21,7 @@ _OPEN: Final = frozenset("([{")
 _CLOSE: Final = frozenset(")]}")
 
 
-class NotALiteral(ValueError):
+class NotALiteral(ToolspanError, ValueError):
     """The text is not a Python literal of a JSON value within the limits."""
 
 

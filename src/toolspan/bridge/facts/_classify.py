@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._dialects import dialect_kind
-from toolspan.bridge._kinds_base import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL, parse_json
+from toolspan.bridge.facts._dialects import dialect_kind
+from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL
 from toolspan.bridge.model import Span
 
-__all__ = ["AGENT", "CHAIN", "LLM", "OTHER", "PLAN", "RETRIEVER", "TOOL", "classify", "parse_json"]
+__all__ = ["classify"]
 
 _OP_KINDS: Final[Mapping[str, str]] = {
     sc.OP_EXECUTE_TOOL: TOOL,

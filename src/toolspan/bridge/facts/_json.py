@@ -1,4 +1,4 @@
-"""The span kinds the bridge knows, and the JSON reading every fact reader shares (a leaf module)."""
+"""JSON held as text in span attributes, as every fact reader reads it (``parse_json``); a leaf module."""
 
 from __future__ import annotations
 
@@ -8,15 +8,7 @@ from collections.abc import Callable
 from json.scanner import make_scanner
 from typing import Any, Final
 
-__all__ = ["AGENT", "CHAIN", "LLM", "MAX_JSON_DEPTH", "OTHER", "PLAN", "RETRIEVER", "TOOL", "parse_json"]
-
-TOOL: Final = "tool"
-AGENT: Final = "agent"
-PLAN: Final = "plan"
-LLM: Final = "llm"
-CHAIN: Final = "chain"
-RETRIEVER: Final = "retriever"
-OTHER: Final = "other"
+__all__ = ["MAX_JSON_DEPTH", "parse_json"]
 
 _JSON_START: Final = frozenset('{["-0123456789tfn')
 

@@ -52,7 +52,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 __all__ = [
     "CONTEXT_KEY_OK",

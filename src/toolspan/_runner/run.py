@@ -49,18 +49,19 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 
 from toolspan import semconv
-from toolspan._calls.shapes import ToolCall, ToolNotFoundError, error_text, parse_calls, result_for
+from toolspan._approvals.approval import Approval, Approver
+from toolspan._approvals.asking import APPROVAL, ApprovalRequest, check_timeout, run_blocking
 from toolspan._capture.serialize import to_json_text
 from toolspan._decisions import chain
-from toolspan._decisions.approvals import (
-    APPROVAL,
-    Approval,
-    ApprovalRequest,
-    Approver,
-    check_timeout,
-    run_blocking,
-)
 from toolspan._instrument import tool as _tool
+from toolspan._runner.shapes import (
+    ToolCall,
+    ToolCalls,
+    ToolNotFoundError,
+    error_text,
+    parse_calls,
+    result_for,
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
         # The original callable (bound for a decorated method) runs in a new tool with the same name,
         # description and type, on the provider asked for; the user's decorated object is left as it is.
         body = getattr(fn, "__wrapped__", info.func)
-        wrapper: Callable[..., Any] = _tool.wrap(
+        wrapper: Callable[..., Any] = _tool.tool(
             body,
             name=info.name,
             description=info.description,
@@ -127,7 +128,7 @@ def _instrumented(fn: Any, name: str, provider: trace_api.TracerProvider | None)
             tracer_provider=provider or info.tracer_provider,
         )
     else:
-        wrapper = _tool.wrap(fn, name=name, tracer_provider=provider)
+        wrapper = _tool.tool(fn, name=name, tracer_provider=provider)
     with _CACHE_LOCK:
         _CACHE[key] = ((*objects, provider), wrapper)
         if len(_CACHE) > _CACHE_SIZE:
@@ -166,7 +167,7 @@ class _Job:
 
 
 def _prepare(
-    calls: Any,
+    calls: ToolCalls,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     approve: Approver | None,
     provider: trace_api.TracerProvider | None,
@@ -277,7 +278,7 @@ def _check_workers(max_workers: int | None) -> None:
 
 
 def run_tool_calls(
-    calls: Any,
+    calls: ToolCalls,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     *,
     parallel: bool = True,
@@ -288,10 +289,10 @@ def run_tool_calls(
 ) -> list[dict[str, Any]]:
     """Run a model's tool calls against ``tools``; one result dict per call, in call order.
 
-    ``approve(call)`` (optional) returns ``True``/``"allow"``, ``False``/``"deny"``, ``(decision,
-    note)``, ``(decision, note, by)`` or an ``Approval(decision, note=, by=, arguments=)``; it runs inside
-    the tool's span, a denied call does not run (state DENIED, result ``"PermissionDenied: <note>"``), and
-    an allowed call with ``arguments`` runs with those instead of the model's. An approver that raises
+    ``approve(call)`` (optional) returns ``True`` (allow), ``False`` (deny) or an ``Approval(decision,
+    note=, by=, arguments=)`` to say more; it runs inside the tool's span, a denied call does not run (state
+    DENIED, result ``"PermissionDenied: <note>"``), and an allowed call with ``arguments`` runs with those
+    instead of the model's. An approver that raises
     denies; one that has not answered after ``approve_timeout`` seconds denies (``by="timeout"``).
     ``tracer_provider`` (default: the global one, or a decorated tool's own) receives the spans. Raises
     only for a caller's mistake, before running anything: ``TypeError`` when ``calls`` or ``tools`` has no
@@ -310,7 +311,7 @@ def run_tool_calls(
 
 
 async def arun_tool_calls(
-    calls: Any,
+    calls: ToolCalls,
     tools: Mapping[str, Callable[..., Any]] | Sequence[Callable[..., Any]],
     *,
     parallel: bool = True,

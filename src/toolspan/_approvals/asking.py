@@ -1,15 +1,16 @@
-"""Approvals of ``run_tool_calls``: step 2 of the decision chain (``chain``). The ``approve`` callback runs
-inside the tool's span, records ``permission_required`` / ``permission_decided`` (who decided, the wait, the
-note), and a denied call raises ``ToolDenied`` before the tool body runs. An ``Approval`` with ``arguments``
-runs the body with those edited arguments (the span keeps the model's arguments and records the edit; the
-policy checks the edit too); an approver that gives no answer within ``approve_timeout`` seconds denies the
-call with ``by="timeout"``.
+"""Asking the approver of ``run_tool_calls``: step 2 of the decision chain (``toolspan._decisions.chain``).
+
+The ``approve`` callback runs inside the tool's span, records ``permission_required`` /
+``permission_decided`` (who decided, the wait, the note), and a denied call raises ``ToolDenied`` before the
+tool body runs. An ``Approval`` with ``arguments`` runs the body with those edited arguments (the span keeps
+the model's arguments and records the edit; the policy checks the edit too); an approver that gives no answer
+within ``approve_timeout`` seconds denies the call with ``by="timeout"``.
 
 An approval request belongs to one call: the first tool call in the context ``run_tool_calls`` sets up
 claims it, and a tool called from that call's body (or from a thread it starts) finds it claimed: it is not
-approved by its caller's approver. An answer is read strictly: ``True`` or the string ``"allow"`` allows,
-``False`` or ``"deny"`` denies, and anything else (an object that claims to equal everything included)
-denies, with the reason."""
+approved by its caller's approver. An answer is read strictly: ``True`` allows, ``False`` denies, an
+``Approval`` decides by its ``decision`` (``"allow"`` or ``"deny"``, the string itself), and anything else (an
+object that claims to equal everything included) denies, with the reason."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
+from toolspan._approvals.approval import DEFAULT_DENY_NOTE, Approval, Approver, ToolCall
 from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.outcome import ToolDenied
 
@@ -35,13 +37,7 @@ _logger = logging.getLogger(__name__)
 
 __all__ = [
     "APPROVAL",
-    "DEFAULT_DENY_NOTE",
-    "Api",
-    "Approval",
     "ApprovalRequest",
-    "Approver",
-    "Decision",
-    "ToolCall",
     "abandoned",
     "ask_async",
     "ask_sync",
@@ -51,41 +47,6 @@ __all__ = [
 ]
 
 TIMEOUT_BY = "timeout"
-
-
-Api = Literal["openai", "openai_responses", "anthropic", "gemini"]
-
-DEFAULT_DENY_NOTE = "denied by the approver"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a model, parsed: what ``approve`` is given. ``id`` is ``""`` for a Gemini
-    function call without an id (the Gemini API leaves it out unless the model gives one)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    api: Api
-    raw: Any = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Approval:
-    """An approver's full answer: ``decision`` (``True``/``"allow"`` or ``False``/``"deny"``), a ``note``
-    (the reason), ``by`` (who or what decided: a person's id, ``"policy"``, ...) and, to run the tool with
-    arguments other than the model's, ``arguments`` (the whole edited argument object)."""
-
-    decision: bool | str
-    note: str | None = None
-    by: str | None = None
-    arguments: Mapping[str, Any] | None = None
-    # When the wait began, if before this span (an approval resumed after a restart); else the span's own.
-    required_ns: int | None = None
-
-
-Decision = bool | str | Approval | tuple[bool | str, str | None] | tuple[bool | str, str | None, str | None]
-Approver = Callable[[ToolCall], Decision | Awaitable[Decision]]
 
 
 class _Verdict(NamedTuple):
@@ -166,18 +127,6 @@ def abandoned() -> bool:
     return flag is not None and flag.is_set()
 
 
-def _verdict(value: Any) -> str:
-    # Identity and exact types only: an object whose __eq__ says yes to everything is no answer.
-    if value is True or (type(value) is str and value == _ALLOW):
-        return _ALLOW
-    if value is False or (type(value) is str and value == _DENY):
-        return _DENY
-    raise ValueError(
-        f"approve returned {_brief(value)}; expected True, False, 'allow', 'deny', an Approval, "
-        "(decision, note) or (decision, note, by)"
-    )
-
-
 def _brief(value: Any) -> str:
     try:
         text = repr(value)
@@ -187,27 +136,30 @@ def _brief(value: Any) -> str:
 
 
 def _normalize(value: Any) -> _Verdict:
-    if type(value) is Approval:
-        arguments = value.arguments
-        if arguments is not None and not isinstance(arguments, Mapping):
-            raise ValueError(f"Approval.arguments must be a mapping, got {type(arguments).__name__}")
-        if arguments is not None and not all(type(k) is str for k in arguments):
-            raise ValueError("Approval.arguments must be keyed by parameter names (strings)")
-        return _Verdict(
-            _verdict(value.decision),
-            None if value.note is None else str(value.note),
-            None if value.by is None else str(value.by),
-            # A copy of its own: the approver (or a thread of its) changing its dict later changes nothing.
-            None if arguments is None else copy.deepcopy(dict(arguments)),
-            value.required_ns,
-        )
-    note: str | None = None
-    by: str | None = None
-    if type(value) is tuple and len(value) in (2, 3):
-        value, raw_note, *rest = value
-        note = None if raw_note is None else str(raw_note)
-        by = None if not rest or rest[0] is None else str(rest[0])
-    return _Verdict(_verdict(value), note, by)
+    """The approver's answer, read strictly: ``True``, ``False``, or an ``Approval`` (its ``decision`` the
+    string ``"allow"`` or ``"deny"`` itself)."""
+    # Identity and exact types only: an object whose __eq__ says yes to everything is no answer.
+    if value is True or value is False:
+        return _Verdict(_ALLOW if value else _DENY, None, None)
+    if (
+        type(value) is not Approval
+        or type(value.decision) is not str
+        or value.decision not in (_ALLOW, _DENY)
+    ):
+        raise ValueError(f"approve returned {_brief(value)}; expected True, False or an Approval")
+    arguments = value.arguments
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise ValueError(f"Approval.arguments must be a mapping, got {type(arguments).__name__}")
+    if arguments is not None and not all(type(k) is str for k in arguments):
+        raise ValueError("Approval.arguments must be keyed by parameter names (strings)")
+    return _Verdict(
+        value.decision,
+        None if value.note is None else str(value.note),
+        None if value.by is None else str(value.by),
+        # A copy of its own: the approver (or a thread of its) changing its dict later changes nothing.
+        None if arguments is None else copy.deepcopy(dict(arguments)),
+        value.required_ns,
+    )
 
 
 def _failed_approval(exc: BaseException) -> _Verdict:

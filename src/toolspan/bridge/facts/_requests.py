@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._kinds import parse_json
-from toolspan.bridge._pyliteral import NotALiteral, python_literal
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._json import parse_json
+from toolspan.bridge.facts._pyliteral import NotALiteral, python_literal
 from toolspan.bridge.model import Span
 
 __all__ = ["Requested", "normal_arguments", "normal_result", "requested_calls", "result_call_id"]

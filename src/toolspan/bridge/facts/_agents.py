@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._dialects import with_dialect
-from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._kinds import parse_json
+from toolspan.bridge.facts._dialects import with_dialect
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = ["agent_input_text", "agent_name", "agent_output_text", "plan_name", "thoughts"]

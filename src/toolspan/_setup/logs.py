@@ -18,7 +18,7 @@ from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 
-from toolspan._kernel import env as _env
+from toolspan._util import env as _env
 
 __all__ = ["configure_logs", "log_exporter_names"]
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan._kernel import ids
-from toolspan.bridge._dialects import dialect_error, with_dialect
-from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._kinds import parse_json
+from toolspan._util import ids
+from toolspan.bridge.facts._dialects import dialect_error, with_dialect
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = [
@@ -126,7 +126,7 @@ def tool_input(span: Span) -> Any:
 def arguments_text(span: Span) -> str | None:
     """The arguments' JSON text exactly as the tool span recorded it (``gen_ai.tool.call.arguments``, else
     OpenInference's ``input.value``), ``None`` when it recorded none: what a person deciding the call sees,
-    and what the control channel's ``shown`` digest covers (``toolspan._kernel.ids.arguments_sha256``)."""
+    and what the control channel's ``shown`` digest covers (``toolspan._util.ids.arguments_sha256``)."""
     attrs = span.attributes
     for key in (sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.OI_INPUT_VALUE):
         value = attrs.get(key)

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._dialects import with_dialect
-from toolspan.bridge._kinds_base import parse_json
+from toolspan.bridge.facts._dialects import with_dialect
+from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = ["content_attributes"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._eventcontent import content_attributes
-from toolspan.bridge._kinds import parse_json
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = ["ModelCall", "Usage", "completed", "model_call", "total_usage"]

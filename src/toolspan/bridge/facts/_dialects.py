@@ -36,7 +36,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge._kinds_base import AGENT, CHAIN, LLM, RETRIEVER, TOOL, parse_json
+from toolspan.bridge.facts._json import parse_json
+from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, RETRIEVER, TOOL
 from toolspan.bridge.model import Span
 
 __all__ = ["dialect_error", "dialect_kind", "with_dialect"]

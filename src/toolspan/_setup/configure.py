@@ -14,13 +14,13 @@ What it does, in order:
    what the call explicitly asks for (``exporters``, ``console``, ``file``, ``span_processors``); exporters
    the environment selects are left to whoever set that provider up.
 4. When ``exporters`` is None and no ``LoggerProvider`` is installed, installs one with the exporters
-   ``OTEL_LOGS_EXPORTER`` selects (``toolspan._sdk.logsetup``): ``toolspan.text_delta`` chunks go out as
+   ``OTEL_LOGS_EXPORTER`` selects (``toolspan._setup.logs``): ``toolspan.text_delta`` chunks go out as
    OTLP log records.
-5. With ``instrument_threading`` (default), calls :func:`instrument_threads`: OpenTelemetry's
+5. With ``instrument_threading`` (default), calls ``instrument_threads``: OpenTelemetry's
    ``ThreadingInstrumentor`` (a core dependency) is turned on once, so ``ThreadPoolExecutor``,
-   ``threading.Thread`` and ``loop.run_in_executor`` keep the calling span as parent. Applications that
-   set up OpenTelemetry themselves and never call ``configure()`` call ``toolspan.instrument_threads()``
-   (``opentelemetry-instrument`` turns the threading instrumentation on by itself).
+   ``threading.Thread`` and ``loop.run_in_executor`` keep the calling span as parent. An application that
+   sets OpenTelemetry up itself calls ``configure()`` too (its provider is kept), or turns the
+   instrumentation on itself (``ThreadingInstrumentor().instrument()``; ``opentelemetry-instrument`` does).
 
 Exporters when ``exporters`` is None come from ``OTEL_TRACES_EXPORTER`` (comma list, ``none`` for none;
 names are ``opentelemetry_traces_exporter`` entry points: ``otlp``, ``otlp_proto_grpc``,
@@ -50,9 +50,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
 from toolspan._decisions.chain import GUARD, install_guard
-from toolspan._kernel import env as _env
-from toolspan._sdk.exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
-from toolspan._sdk.logsetup import configure_logs
+from toolspan._setup.exporting import EXPORTER_ENTRY_POINT_GROUP, attach, describe, env_parts, explicit_parts
+from toolspan._setup.logs import configure_logs
+from toolspan._util import env as _env
 from toolspan.config import Redactor, resolve_config, set_config
 from toolspan.semconv import SERVICE_NAME
 
@@ -130,15 +130,19 @@ def configure(
         configure_logs(getattr(provider, "resource", None))
     if instrument_threading:
         instrument_threads()
-    # The policy is part of the configuration: configure() without one (and no TOOLSPAN_POLICY) removes an
-    # earlier one, as it resets every other setting.
+    _install_policy(guard, provider)
+    return provider
+
+
+def _install_policy(guard: PolicyGuard | None, provider: trace_api.TracerProvider) -> None:
+    """The policy is part of the configuration: ``configure()`` without one (and no ``TOOLSPAN_POLICY``)
+    removes an earlier one, as it resets every other setting. The provider tells the guard when runs end."""
     install_guard(guard)
     if guard is not None and isinstance(provider, TracerProvider):
         with _lock:
             if provider not in _run_ends:  # once per provider: it tells whichever guard is installed
                 _run_ends.add(provider)
                 provider.add_span_processor(_RunEnds())
-    return provider
 
 
 class _RunEnds(SpanProcessor):

@@ -33,9 +33,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolspan._calls.shapes import ToolCall
+from toolspan._approvals.approval import Approval, Decision, ToolCall
+from toolspan._approvals.asking import abandoned
 from toolspan._capture.serialize import canonical
-from toolspan._decisions.approvals import Approval, abandoned
 from toolspan._instrument import permissions as _permissions
 
 __all__ = ["ApprovalBook", "WaitingCall"]
@@ -184,7 +184,7 @@ class ApprovalBook:
     def decide(
         self,
         call_id: str,
-        decision: bool | str,
+        decision: Decision | bool,
         *,
         note: str | None = None,
         by: str | None = None,

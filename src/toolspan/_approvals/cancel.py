@@ -1,9 +1,9 @@
 """Cancelling a running tool call on request (the control channel of ``toolspan serve``).
 
 An approver that can also deliver cancel requests (``toolspan.ServerApprover``) has a
-``supervise(execution_id)`` context manager: the decision chain (``chain``) enters it around the body of
-each call it approved, and gets a ``Supervision`` whose ``request(by, note)`` the approver calls from its
-watcher thread. Then:
+``supervise(execution_id)`` context manager: the decision chain (``toolspan._decisions.chain``) enters it
+around the body of each call it approved, and gets a ``Supervision`` whose ``request(by, note)`` the approver
+calls from its watcher thread. Then:
 
 - an async tool: its body runs as a task of its own, which is cancelled; the call raises ``ToolCancelled``;
 - a sync tool: ``toolspan.check_cancelled()`` raises ``ToolCancelled`` at the tool's next check;

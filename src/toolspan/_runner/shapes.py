@@ -1,16 +1,16 @@
 """The shapes of a model's tool calls and of the results it expects back (OpenAI Chat Completions,
 OpenAI Responses, Anthropic Messages, Google Gemini), as dicts or SDK objects (the ``openai``,
 ``anthropic`` and ``google-genai`` pydantic models, read by attribute and never iterated). Used by
-``run_tool_calls`` (``runner``)."""
+``run_tool_calls`` (``run``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
-from toolspan._decisions.approvals import DEFAULT_DENY_NOTE, Api, ToolCall
+from toolspan._approvals.approval import DEFAULT_DENY_NOTE, Api, ToolCall
 from toolspan.errors import (
     InvalidArgumentsError,
     ToolDenied,
@@ -22,7 +22,9 @@ __all__ = [
     "DEFAULT_DENY_NOTE",
     "Api",
     "InvalidArgumentsError",
+    "ModelObject",
     "ToolCall",
+    "ToolCalls",
     "ToolNotFoundError",
     "UnsupportedToolCallError",
     "error_text",
@@ -31,6 +33,17 @@ __all__ = [
 ]
 
 DENIED_ERROR = "PermissionDenied"
+
+
+class ModelObject(Protocol):
+    """An object of a model SDK (``openai``, ``anthropic``, ``google-genai``: pydantic models)."""
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+ToolCalls: TypeAlias = "Sequence[Mapping[str, Any] | ModelObject] | Mapping[str, Any] | ModelObject"
+"""What ``run_tool_calls`` runs: the model's tool calls (a list of them), or the whole assistant message or
+model response that holds them; dicts or SDK objects."""
 
 
 # --- parsing the model's calls ------------------------------------------------------------------
@@ -187,7 +200,7 @@ def _parse(item: Any, index: int) -> _Parsed | None:
     return _Parsed(ToolCall(id=call_id, name=str(name or ""), arguments=arguments, api=api, raw=item), error)
 
 
-def parse_calls(calls: Any) -> list[_Parsed]:
+def parse_calls(calls: ToolCalls) -> list[_Parsed]:
     parsed = []
     for index, item in enumerate(_call_items(calls)):
         one = _parse(item, index)

@@ -1,4 +1,5 @@
-"""Recognise tool, agent, plan and LLM spans whatever wrote them, and read a tool call out of a span.
+"""One span's facts: recognise tool, agent, plan and LLM spans whatever wrote them, and read out of a span
+its tool call, its approvals, its agent, its model call and the tool calls that model call asked for.
 
 Conventions read (first match wins, in this order):
 
@@ -24,31 +25,35 @@ Ids follow the instrumentation contract whatever wrote the span: ``execution_id`
 ``call_id`` = the model's id (``gen_ai.tool.call.id``, OpenInference ``tool_call.id`` or ``tool.id``), else
 ``toolspan.tool_call_id``, else ``call_`` + span id.
 
-This module is the public face of the bridge's span reading; the code lives in ``_kinds`` (roles),
-``_tools`` (tool calls, approvals) and ``_agents`` (agents, plans, messages).
+This package is the bridge's reading of one span, whatever wrote it; its modules: ``_kinds`` (the kinds),
+``_classify`` (roles), ``_dialects`` (frameworks' own attributes read as GenAI ones), ``_event_content``
+(content recorded as span events or joined logs), ``_tools`` (tool calls, approvals), ``_agents`` (agents,
+plans, messages), ``_model_calls`` (a model call's model, usage and finish reason), ``_requests`` (the tool
+calls a model call asked for), ``_json`` and ``_pyliteral`` (JSON, and Python literals, held as text).
 """
 
 from __future__ import annotations
 
-from toolspan.bridge._agents import (
+from toolspan.bridge.facts._agents import (
     agent_input_text,
     agent_name,
     agent_output_text,
     plan_name,
     thoughts,
 )
-from toolspan.bridge._kinds import (
-    AGENT,
-    CHAIN,
-    LLM,
-    OTHER,
-    PLAN,
-    RETRIEVER,
-    TOOL,
-    classify,
-    parse_json,
+from toolspan.bridge.facts._classify import classify
+from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._json import parse_json
+from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL
+from toolspan.bridge.facts._model_calls import ModelCall, Usage, completed, model_call, total_usage
+from toolspan.bridge.facts._requests import (
+    Requested,
+    normal_arguments,
+    normal_result,
+    requested_calls,
+    result_call_id,
 )
-from toolspan.bridge._tools import (
+from toolspan.bridge.facts._tools import (
     ACT_AWAITING_APPROVAL,
     ApprovalEvent,
     ToolCallRecord,
@@ -78,7 +83,10 @@ __all__ = [
     "RETRIEVER",
     "TOOL",
     "ApprovalEvent",
+    "ModelCall",
+    "Requested",
     "ToolCallRecord",
+    "Usage",
     "act_status",
     "agent_input_text",
     "agent_name",
@@ -87,12 +95,19 @@ __all__ = [
     "arguments_text",
     "call_id",
     "classify",
+    "completed",
+    "content_attributes",
     "edited_input",
     "execution_id",
     "is_cancellation",
+    "model_call",
+    "normal_arguments",
+    "normal_result",
     "parent_tool_ids",
     "parse_json",
     "plan_name",
+    "requested_calls",
+    "result_call_id",
     "thoughts",
     "tool_call",
     "tool_error",
@@ -100,4 +115,5 @@ __all__ = [
     "tool_name",
     "tool_output",
     "tool_state",
+    "total_usage",
 ]
