@@ -2,7 +2,7 @@
 ``control``, ``query``), with ``?`` placeholders and a few words in braces standing in for what differs;
 ``Dialect.sql`` fills them in for its engine:
 
-- ``?``: a placeholder (PostgreSQL's ``%s``);
+- ``?``: a placeholder (PostgreSQL's ``%s``; the words below are written in each engine's own);
 - ``{ids}``: a list parameter read as the table ``j(value)`` (SQLite's ``json_each`` of the list as JSON text,
   PostgreSQL's ``unnest`` of an array);
 - ``{join}`` before the table joined to ``{ids}`` (SQLite's ``CROSS JOIN``, which keeps the list the outer
@@ -72,11 +72,11 @@ class Dialect:
         self.sql = functools.lru_cache(maxsize=512)(self._fill)
 
     def _fill(self, text: str) -> str:
-        """``text`` with the engine's words and placeholders (cached as ``sql``)."""
-        filled = _WORD.sub(lambda m: self._words.get(m.group(1), m.group(0)), text)
-        if self._placeholder == "?":
-            return filled
-        return filled.replace("%", "%%").replace("?", self._placeholder)
+        """``text`` with the engine's placeholders, then its words (written in the engine's own placeholders),
+        cached as ``sql``."""
+        if self._placeholder != "?":
+            text = text.replace("%", "%%").replace("?", self._placeholder)
+        return _WORD.sub(lambda m: self._words.get(m.group(1), m.group(0)), text)
 
     def param(self, value: Any) -> Any:
         """``value`` as the engine binds it (a list: the rows of ``{ids}``)."""
@@ -130,11 +130,15 @@ class _Sqlite(Dialect):
         return list(json.loads(found))
 
 
+def _no_nul(value: Any) -> Any:
+    # PostgreSQL's text cannot hold NUL (OTLP strings can): it is stored and looked up as U+FFFD in the index
+    # columns (the record itself, in ``data``, keeps it).
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
 class _Postgres(Dialect):
     def param(self, value: Any) -> Any:
-        # PostgreSQL's text cannot hold NUL (OTLP strings can): it is stored and looked up as U+FFFD in the
-        # index columns (the record itself, in ``data``, keeps it).
-        return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+        return _no_nul(value)
 
     def record(self, raw: Any) -> str | bytes:
         # Both kinds of record are bytes here: a JSON record (its first byte ``[``) is its UTF-8 text.
@@ -152,12 +156,14 @@ class _Postgres(Dialect):
         if not rows:
             return 0
         arrays = [_ARRAYS.get(c, "text[]") for c in columns]
-        values = []
+        values: list[list[Any]] = []
         for kind, column in zip(arrays, zip(*rows, strict=True), strict=True):
             if kind == "bytea[]":
                 values.append([v.encode("utf-8") if isinstance(v, str) else v for v in column])
+            elif kind == "text[]":
+                values.append([_no_nul(v) for v in column])
             else:
-                values.append([self.param(v) for v in column])
+                values.append(list(column))
         unnest = ", ".join(f"%b::{kind}" for kind in arrays)
         sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({unnest}) {conflict}"
         return max(0, int(conn.raw.execute(sql, values).rowcount))
@@ -186,13 +192,13 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
     POSTGRES: _Postgres(
         POSTGRES,
         {
-            "ids": "unnest(CAST(? AS text[])) AS j(value)",
+            "ids": "unnest(%b::text[]) AS j(value)",
             "join": "JOIN",
             "log_order": "seq",
             "greatest": "greatest",
             # No lower() of bytes: both sides in the ``escape`` text form of bytes (ASCII only: the bytes
             # outside printable ASCII as ``\ooo``), where lower() changes the ASCII letters only.
-            "root_has": "strpos(lower(encode(r.data, 'escape')), encode(CAST(? AS bytea), 'escape')) > 0",
+            "root_has": "strpos(lower(encode(r.data, 'escape')), encode(%s::bytea, 'escape')) > 0",
             # Ids compare byte by byte, as Python compares cursors (whatever the database's own collation).
             "id": 'TEXT COLLATE "C"',
             "int8": "BIGINT",

@@ -68,7 +68,7 @@ _TICK: Final = (
     " RETURNING CAST(value AS BIGINT)"
 )
 # In key order, so two writers of the same traces never deadlock.
-_LOCK_TRACES: Final = "SELECT pg_advisory_xact_lock(k) FROM unnest(CAST(? AS bigint[])) AS k"
+_LOCK_TRACES: Final = "SELECT pg_advisory_xact_lock(k) FROM unnest(%b::bigint[]) AS k"
 
 
 def trace_lock_key(trace_id: str) -> int:
@@ -83,7 +83,7 @@ class _Tx(Tx):
         return int(self.conn.execute(_TICK, (self.ns,)).fetchone()[0])
 
     def lock_traces(self, trace_ids: Iterable[str]) -> None:
-        self.conn.execute(_LOCK_TRACES, (sorted({trace_lock_key(t) for t in trace_ids}),))
+        self.conn.raw.execute(_LOCK_TRACES, (sorted({trace_lock_key(t) for t in trace_ids}),))
 
     def committed(self, traces: Iterable[str], conversations: Iterable[str]) -> None:
         self.conn.execute("SELECT pg_notify(?, ?)", (COMMITS, commit_payload(traces, conversations)))
