@@ -1,7 +1,7 @@
 """The control channel of ``toolspan serve``: decide tool calls that wait for an approval, and cancel
 running ones, from a frontend or a script; the application's ``toolspan.ServerApprover`` waits here for them.
-Its reads are ``queries``, its writes ``writes``, what both say of a call ``calls``; who may write is
-``_http.auth.decider``.
+Its reads are ``queries``, its writes ``writes`` (an edit checked by ``edits``), what both say of a call
+``calls``; who may write is ``_http.auth.decider``.
 
 Who may do what (``_http.auth``): the application's token (``--token``) sends spans and reads,
 the GET routes below included (its approver long-polls them); only a decider token (``--decider

@@ -19,7 +19,6 @@ from toolspan._kernel.ids import arguments_sha256, parse_execution_id
 from toolspan.bridge.facts import TOOL, arguments_text, classify, tool_call, tool_state
 from toolspan.bridge.model import Span
 from toolspan.server._http.auth import decider
-from toolspan.server._http.edits import edit_problem, recorded_schema
 from toolspan.server._http.jsonio import JSONResponse, Refused, parse_object, read_body
 from toolspan.server._http.routes.control.calls import (
     UNKNOWN_HINT,
@@ -29,6 +28,7 @@ from toolspan.server._http.routes.control.calls import (
     waiting,
     waiting_since,
 )
+from toolspan.server._http.routes.control.edits import edit_problem, recorded_schema
 from toolspan.server._http.state import ServerState
 from toolspan.server._rows.control import CancelRow, DecisionRow
 from toolspan.server._store.api import StoreApi
