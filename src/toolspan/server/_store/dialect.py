@@ -33,22 +33,29 @@ SQLITE: Final = "sqlite"
 POSTGRES: Final = "postgres"
 
 _WORD: Final = re.compile(r"\{(\w+)\}")
-# The array type of each column a PostgreSQL ``INSERT`` binds (``unnest`` of one array per column).
-_ARRAYS: Final[Mapping[str, str]] = {
-    "start_ns": "bigint[]",
-    "end_ns": "bigint[]",
-    "last_seen_ns": "bigint[]",
-    "ns": "bigint[]",
-    "data": "bytea[]",
-    "is_tool": "int[]",
-    "is_error": "int[]",
-    "waiting": "int[]",
-    "root_ended": "int[]",
-    "spans": "int[]",
-    "tools": "int[]",
-    "errors": "int[]",
-    "open_tools": "int[]",
-    "phase": "int[]",
+# The array type of each column a PostgreSQL ``INSERT`` binds (``unnest`` of one array per column), by table;
+# any other column is text.
+_ARRAYS: Final[Mapping[str, Mapping[str, str]]] = {
+    "spans": {
+        "start_ns": "bigint[]",
+        "end_ns": "bigint[]",
+        "is_tool": "int[]",
+        "is_error": "int[]",
+        "data": "bytea[]",
+        "waiting": "int[]",
+    },
+    "traces": {
+        "root_ended": "int[]",
+        "start_ns": "bigint[]",
+        "end_ns": "bigint[]",
+        "last_seen_ns": "bigint[]",
+        "spans": "int[]",
+        "tools": "int[]",
+        "errors": "int[]",
+        "open_tools": "int[]",
+    },
+    "events": {"ns": "bigint[]", "phase": "int[]"},
+    "logs": {"ns": "bigint[]"},
 }
 
 
@@ -155,7 +162,8 @@ class _Postgres(Dialect):
     ) -> int:
         if not rows:
             return 0
-        arrays = [_ARRAYS.get(c, "text[]") for c in columns]
+        types = _ARRAYS.get(table, {})
+        arrays = [types.get(c, "text[]") for c in columns]
         values: list[list[Any]] = []
         for kind, column in zip(arrays, zip(*rows, strict=True), strict=True):
             if kind == "bytea[]":
