@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -69,7 +70,7 @@ def upsert(key: Sequence[str], columns: Sequence[str]) -> str:
 DO_NOTHING: Final = "ON CONFLICT DO NOTHING"
 
 
-class Dialect:
+class Dialect(ABC):
     """What one engine's SQL differs in (see the module's documentation); one instance per engine."""
 
     def __init__(self, engine: str, words: Mapping[str, str], placeholder: str) -> None:
@@ -93,6 +94,7 @@ class Dialect:
         """A stored record as ``codec.decode`` takes it."""
         return raw  # type: ignore[no-any-return]
 
+    @abstractmethod
     def insert(
         self,
         conn: Connection,
@@ -104,7 +106,6 @@ class Dialect:
         """``INSERT`` every row of ``rows`` (values of ``columns``) into ``table`` with the conflict clause
         ``conflict`` (``upsert``, ``DO_NOTHING``), in as few statements as the engine allows; returns how
         many rows were written."""
-        raise NotImplementedError
 
     def all_rows(
         self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
