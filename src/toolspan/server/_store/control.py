@@ -30,6 +30,7 @@ from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 from toolspan.server._rows.control import CancelRow, DecisionRow
 from toolspan.server._store.dialect import Connection
+from toolspan.server._store.sql import KEYS
 
 __all__ = [
     "SCHEMA",
@@ -40,6 +41,7 @@ __all__ = [
     "Transactional",
     "cancels_for",
     "decision_for",
+    "decisions_for_spans",
     "decisions_of_call",
     "insert_cancel",
     "insert_decision",
@@ -47,6 +49,7 @@ __all__ = [
     "polled",
     "prune",
     "received_ns",
+    "received_ns_of",
     "run",
     "span_state",
 ]
@@ -120,6 +123,21 @@ def decision_for(db: Connection, key: tuple[str | None, str]) -> list[DecisionRo
             (trace_id, span_id),
         ).fetchall()
     return [DecisionRow(*r) for r in rows]
+
+
+def decisions_for_spans(
+    db: Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], DecisionRow]:
+    """The decision stored for each of the tool spans ``keys`` (``(trace_id, span_id)``) that has one."""
+    if not keys:
+        return {}
+    columns = ", ".join(f"d.{c.strip()}" for c in _DECISION_COLUMNS.split(","))
+    rows = db.execute(
+        f"SELECT {columns} FROM {KEYS} {{join}} control_decisions AS d"
+        " ON d.trace_id = k.t AND d.span_id = k.sp",
+        ([t + s for t, s in keys],),
+    ).fetchall()
+    return {(r[0], r[1]): DecisionRow(*r) for r in rows}
 
 
 def decisions_of_call(db: Connection, call_id: str, limit: int = 20) -> list[DecisionRow]:
@@ -239,6 +257,18 @@ def received_ns(db: Connection, trace_id: str, span_id: str) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def received_ns_of(db: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """``received_ns`` of each of the tool spans ``keys`` that has an event."""
+    if not keys:
+        return {}
+    rows = db.execute(
+        f"SELECT e.trace_id, e.span_id, min(e.ns) FROM {KEYS} {{join}} events AS e"
+        " ON e.trace_id = k.t AND e.span_id = k.sp GROUP BY e.trace_id, e.span_id",
+        ([t + s for t, s in keys],),
+    ).fetchall()
+    return {(r[0], r[1]): int(r[2]) for r in rows}
+
+
 def span_state(db: Connection, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
     """``(end_ns, waiting)`` of a stored span, ``None`` when it is not stored."""
     row = db.execute(
@@ -269,6 +299,9 @@ class ControlRows:
     def decision_for(self, key: tuple[str | None, str]) -> list[DecisionRow]:
         return self._run(decision_for, key)
 
+    def decisions_for_spans(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], DecisionRow]:
+        return self._run(decisions_for_spans, keys)
+
     def decisions_of_call(self, call_id: str) -> list[DecisionRow]:
         return self._run(decisions_of_call, call_id)
 
@@ -289,6 +322,9 @@ class ControlRows:
 
     def received_ns(self, trace_id: str, span_id: str) -> int | None:
         return self._run(received_ns, trace_id, span_id)
+
+    def received_ns_of(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        return self._run(received_ns_of, keys)
 
     def span_state(self, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
         return self._run(span_state, trace_id, span_id)

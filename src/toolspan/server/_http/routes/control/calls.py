@@ -23,6 +23,7 @@ __all__ = [
     "decision_body",
     "ms",
     "trace_param",
+    "vouched_since",
     "wait_param",
     "waiting",
     "waiting_since",
@@ -87,15 +88,19 @@ def _claimed_since(span: Span) -> int:
     return min(marks) if marks else span.start_ns
 
 
-def waiting_since(rows: ControlRows, span: Span) -> int:
+def vouched_since(span: Span, received_ns: int | None) -> int:
     """When the call began waiting, as far as the server can vouch for it: the span's own first
     ``permission_required``, but never more than ``ARRIVAL_SLACK_NS`` before the server first received the
-    span (a forged record cannot claim a wait of decades)."""
+    span (``received_ns``; a forged record cannot claim a wait of decades)."""
     claimed = _claimed_since(span)
-    received = rows.received_ns(span.trace_id, span.span_id)
-    if received is None:
+    if received_ns is None:
         return claimed
-    return max(claimed, received - ARRIVAL_SLACK_NS)
+    return max(claimed, received_ns - ARRIVAL_SLACK_NS)
+
+
+def waiting_since(rows: ControlRows, span: Span) -> int:
+    """``vouched_since`` of one call, its arrival read from ``rows``."""
+    return vouched_since(span, rows.received_ns(span.trace_id, span.span_id))
 
 
 def trace_param(raw: str, what: str) -> str:

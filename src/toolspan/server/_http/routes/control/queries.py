@@ -30,11 +30,12 @@ from toolspan.server._http.routes.control.calls import (
     decision_body,
     ms,
     trace_param,
+    vouched_since,
     wait_param,
     waiting,
-    waiting_since,
 )
 from toolspan.server._http.state import ServerState
+from toolspan.server._rows.control import DecisionRow
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.control import ControlRows
 from toolspan.server._streams.wakeups import Changes
@@ -102,11 +103,12 @@ def _agent_of(span: Span, trace: list[Span]) -> str | None:
     return None if own is None else str(own)
 
 
-def _entry(store: StoreApi, span: Span, trace: list[Span]) -> dict[str, Any]:
-    """One call of the inbox."""
+def _entry(
+    span: Span, trace: list[Span], decided: DecisionRow | None, received_ns: int | None
+) -> dict[str, Any]:
+    """One call of the inbox: ``decided``, the decision made on it, ``received_ns``, when it arrived."""
     call = tool_call(span)
     value, text = _arguments(span)
-    rows = store.control.decision_for((span.trace_id, span.span_id))
     return {
         "execution_id": call.execution_id,
         "trace_id": span.trace_id,
@@ -118,28 +120,29 @@ def _entry(store: StoreApi, span: Span, trace: list[Span]) -> dict[str, Any]:
         "arguments_sha256": arguments_sha256(text),
         "agent": _agent_of(span, trace),
         "service": span.resource.get(sc.SERVICE_NAME),
-        "waiting_since": ms(waiting_since(store.control, span)),
+        "waiting_since": ms(vouched_since(span, received_ns)),
         # Decided here, not yet applied by the application (or it is not running now).
-        "decision": decision_body(rows[0]) if rows else None,
+        "decision": None if decided is None else decision_body(decided),
     }
 
 
 def _inbox(store: StoreApi, stale_after_s: float, after: tuple[int, str, str], limit: int) -> dict[str, Any]:
-    """One page of the inbox: the calls waiting whose application asked lately (``stale_after_s``)."""
+    """One page of the inbox: the calls waiting whose application asked lately (``stale_after_s``), read in
+    four reads whatever the page's size (its calls, their traces, their decisions, when they arrived)."""
     now = time.time_ns()
     stale_ns = int(stale_after_s * 1e9)
     spans = store.waiting_tool_spans(after, now - stale_ns, now - stale_ns, limit + 1)
     more = len(spans) > limit
     spans = spans[:limit]
-    traces: dict[str, list[Span]] = {}
-    out = []
-    for span in spans:
-        if classify(span) != TOOL or not waiting(span):
-            continue
-        trace = traces.get(span.trace_id)
-        if trace is None:
-            trace = traces[span.trace_id] = store.trace_spans(span.trace_id)
-        out.append(_entry(store, span, trace))
+    calls = [span for span in spans if classify(span) == TOOL and waiting(span)]
+    keys = [(span.trace_id, span.span_id) for span in calls]
+    traces = store.spans_by_trace(sorted({span.trace_id for span in calls})) if calls else {}
+    decided = store.control.decisions_for_spans(keys)
+    received = store.control.received_ns_of(keys)
+    out = [
+        _entry(span, traces.get(span.trace_id, []), decided.get(key), received.get(key))
+        for span, key in zip(calls, keys, strict=True)
+    ]
     page: dict[str, Any] = {"waiting": out}
     if more and spans:
         last = spans[-1]
