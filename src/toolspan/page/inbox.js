@@ -11,6 +11,10 @@
   const POLL_MS = 2000;
 
   let entries = [];
+  let previous = []; // the calls the last poll listed
+  // Calls this tab decided that went on since (their application applied the decision): shown, with what the
+  // decision answered, until the next poll after they left, so the person sees the outcome of their decision.
+  const wentOn = new Map(); // execution id -> the entry as last listed
   let who = { name: null, can: [] };
   const local = new Map(); // execution id -> {editing, text, error, note, message, ok, busy}
   let built = false;
@@ -69,12 +73,13 @@
     const keepId = doc.activeElement ? doc.activeElement.id : null;
     list.textContent = "";
     entries.forEach((e, i) => list.appendChild(card(e, i, now)));
+    Array.from(wentOn.values()).forEach((e, i) => list.appendChild(card(e, entries.length + i, now, true)));
     if (keep && keepId) { const again = doc.getElementById(keepId); if (again) again.focus(); }
   }
 
-  function card(e, i, now) {
+  function card(e, i, now, gone) {
     const s = state(e.execution_id);
-    const box = el("article", "card");
+    const box = el("article", gone ? "card went-on" : "card");
     box.dataset.execution = e.execution_id;
     box.id = "call-" + i;
     const top = el("div", "cardtop");
@@ -82,7 +87,7 @@
     const since = el("span", "since", "waiting " + C.fmtMs(Math.max(0, now - e.waiting_since)));
     since.dataset.since = String(e.waiting_since);
     since.title = "since " + C.fmtWhen(e.waiting_since);
-    top.append(el("span", "badge s-AWAITING_APPROVAL", "Awaiting approval"), h, since);
+    top.append(gone ? el("span", "badge", "Went on") : el("span", "badge s-AWAITING_APPROVAL", "Awaiting approval"), h, since);
     box.appendChild(top);
     const meta = el("div", "meta");
     const runLink = el("a", null, "open its run");
@@ -98,7 +103,9 @@
     box.appendChild(el("h3", null, "Arguments"));
     const args = el("pre", "args iso", JSON.stringify(e.arguments === undefined ? null : e.arguments, null, 2));
     box.appendChild(args);
-    if (e.decision) {
+    if (gone) {
+      box.appendChild(el("p", "decided", "Its application applied the decision: the call went on."));
+    } else if (e.decision) {
       const d = e.decision;
       box.appendChild(el("p", "decided", "Decided: " + d.decision + (d.by ? " by " + d.by : "") + (d.note ? " \u2014 " + d.note : "") + ". The application picks it up while it waits."));
     } else if (canDecide()) {
@@ -165,6 +172,7 @@
         s.ok = true;
         s.editing = false;
         s.message = (doc.decision === "allow" ? "Allowed" : "Denied") + (doc.by ? " by " + doc.by : "") + ".";
+        s.decided = true;
       } else {
         s.ok = false;
         s.message = "Refused (" + status + "): " + ((doc && doc.error) || "");
@@ -189,7 +197,14 @@
       if (!built) build();
       doc.getElementById("problem").hidden = true;
       const live = new Set(entries.map((x) => x.execution_id));
-      for (const id of Array.from(local.keys())) if (!live.has(id)) local.delete(id);
+      const before = new Map(previous.map((x) => [x.execution_id, x]));
+      for (const id of Array.from(wentOn.keys())) { wentOn.delete(id); local.delete(id); }
+      for (const [id, s] of Array.from(local.entries())) {
+        if (live.has(id)) continue;
+        if (s.decided && before.has(id)) wentOn.set(id, before.get(id));
+        else local.delete(id);
+      }
+      previous = entries;
       const editing = Array.from(local.values()).some((x) => x.editing) && doc.activeElement && doc.activeElement.tagName === "TEXTAREA";
       if (!editing) render();
     }).catch((err) => {
