@@ -265,7 +265,7 @@ def _decision(span_id: int, decision: str, by: str, decided_ns: int, call_id: st
 
 def test_retention_drops_old_decisions_and_cancel_requests(store_url: str) -> None:
     from toolspan.server._store import control
-    from toolspan.server._store.api import open_store
+    from toolspan.server._store.engines import open_store
 
     store = open_store(store_url)
     old_key, new_key = ("a" * 32, f"{1:016x}"), ("a" * 32, f"{2:016x}")
@@ -307,7 +307,7 @@ def test_two_deciders_whose_transactions_overlap_both_get_the_first_decision(sto
     """The second decider's transaction starts before the first commits (on PostgreSQL both run at once):
     its insert waits for the first, stores nothing, and returns the first decision, with no error."""
     from toolspan.server._store import control
-    from toolspan.server._store.api import open_store
+    from toolspan.server._store.engines import open_store
 
     store = open_store(store_url)
     first = _decision(9, "allow", "first", 1_000)

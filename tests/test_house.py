@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import toolspan
 from toolspan._decisions import chain
-from toolspan.server._auth import bearer_token, token_matches
+from toolspan.server._http.auth import bearer_token, token_matches
 from toolspan.testing import capture_spans, installed_tracer_provider
 
 

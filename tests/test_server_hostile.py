@@ -549,7 +549,7 @@ def test_another_origin_cannot_frame_the_trace_page_in_chromium(
     port=st.one_of(st.none(), st.integers(0, 65535)),
 )
 def test_host_rule_serves_every_ip_address(address: str, port: int | None) -> None:
-    from toolspan.server._http.auth import allowed_hosts, host_allowed
+    from toolspan.server._http.guards import allowed_hosts, host_allowed
 
     header = address if port is None else f"{address}:{port}"
     assert host_allowed(header, allowed_hosts("127.0.0.1", ()))
@@ -560,7 +560,7 @@ def test_host_rule_serves_every_ip_address(address: str, port: int | None) -> No
 def test_host_rule_serves_a_name_only_when_allowed(name: str) -> None:
     import ipaddress
 
-    from toolspan.server._http.auth import allowed_hosts, host_allowed
+    from toolspan.server._http.guards import allowed_hosts, host_allowed
 
     try:
         ipaddress.ip_address(name)

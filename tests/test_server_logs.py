@@ -289,7 +289,8 @@ def test_store_keeps_unjoined_records_only_as_long_as_retention(tmp_path: Path) 
 
     from toolspan.bridge.readers import spans_from_document
     from toolspan.bridge.readers._logs import logs_from_bytes
-    from toolspan.server._store.db import Cursor, Store
+    from toolspan.server._rows.cursor import Cursor
+    from toolspan.server._store.sqlite import Store
 
     store = Store(str(tmp_path / "s.db"))
     try:

@@ -16,9 +16,10 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._otlp_proto import iter_proto_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
-from toolspan.server._ingest.codec import decode, encode
-from toolspan.server._ingest.records import Row, row_of_span, rows_of_request
-from toolspan.server._store.db import Store
+from toolspan.server._ingest.protobuf import rows_of_request
+from toolspan.server._rows.codec import decode, encode
+from toolspan.server._rows.spans import Row, row_of_span
+from toolspan.server._store.sqlite import Store
 from toolspan.server._store.summaries import recompute_summaries
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -130,7 +131,7 @@ def _proto_rows(spans: list[Span]) -> list[Row]:
 
 def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: Path) -> None:
     from toolspan.bridge._coalesce import coalesce
-    from toolspan.server._store.db import ACT, OBSERVE, Cursor
+    from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
 
     tool = next(s for s in scenario() if row_of_span(s).is_tool and s.end_ns is not None)
     pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})

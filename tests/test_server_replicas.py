@@ -29,8 +29,8 @@ from tests._server import HOST, Server, SseEvent, otlp_body, sdk_env, sse_stream
 import toolspan
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.exporters.pending import pending_record
+from toolspan.server._rows.cursor import Cursor
 from toolspan.server._store.postgres import PostgresStore
-from toolspan.server._streams.cursor import Cursor
 from toolspan.testing import capture_spans
 
 STREAM_APP = Path(__file__).with_name("server_stream_app.py")
@@ -248,7 +248,7 @@ def test_text_deltas_reach_stream_clients_of_every_replica(tmp_path: Path, repli
 
 def test_a_delta_longer_than_a_notification_goes_in_pieces_that_join_to_it() -> None:
     from toolspan.bridge.readers import LogRecord
-    from toolspan.server._store.postgres import delta_payloads
+    from toolspan.server._store.changes import delta_payloads
 
     text = "é" * 3000 + "\\" * 2000 + "x" * 9000
     records = [

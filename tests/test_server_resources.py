@@ -158,8 +158,9 @@ def test_reading_a_decision_decodes_no_waiting_call(tmp_path: Path, monkeypatch:
     """200 calls wait, with large arguments; the long poll of one call's decision (with what a restarted
     call resumes by) reads the decision tables only: no stored span is decoded."""
     from toolspan.server import ServerConfig, build_app, open_store
-    from toolspan.server._store import db, postgres
-    from toolspan.server._store.writes import IngestResult  # noqa: F401
+    from toolspan.server._rows.spans import IngestResult  # noqa: F401
+    from toolspan.server._store import storage as db
+    from toolspan.server._store import storage as postgres
 
     store = open_store(str(tmp_path / "store.db"))
     try:
@@ -211,8 +212,9 @@ def test_reading_a_decision_decodes_no_waiting_call(tmp_path: Path, monkeypatch:
 def test_a_commit_wakes_only_the_streams_it_concerns() -> None:
     """Idle streams of other traces and conversations do not read the store again on a commit; the streams
     of the trace, of its conversation and the all-traces stream do."""
-    from toolspan.server._streams.cursor import Cursor
-    from toolspan.server._streams.sse import Notifier, tail
+    from toolspan.server._rows.cursor import Cursor
+    from toolspan.server._streams.events import tail
+    from toolspan.server._streams.wakeups import Notifier
 
     class Store:
         def __init__(self) -> None:

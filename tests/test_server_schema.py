@@ -13,9 +13,10 @@ import psycopg
 import pytest
 from tests._postgres import Postgres
 
+from toolspan.server._rows.errors import StoreError
 from toolspan.server._store import schema
-from toolspan.server._store.api import StoreApi, open_store
-from toolspan.server._store.db import StoreError
+from toolspan.server._store.api import StoreApi
+from toolspan.server._store.engines import open_store
 
 EXTRA = schema.SchemaPart(
     "extra",

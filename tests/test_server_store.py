@@ -13,9 +13,10 @@ from tests._bridge_data import scenario
 
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
-from toolspan.server._ingest.codec import decode, encode
-from toolspan.server._store.api import StoreApi, open_store
-from toolspan.server._store.db import ACT, OBSERVE, Cursor
+from toolspan.server._rows.codec import decode, encode
+from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
+from toolspan.server._store.api import StoreApi
+from toolspan.server._store.engines import open_store
 
 TRACE = "0" * 31 + "a"
 TOOL_ATTRS = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}

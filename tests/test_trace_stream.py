@@ -22,7 +22,7 @@ from tests._server import HOST, Server, otlp_body, running_server, sse_stream
 
 import toolspan
 from toolspan.bridge.model import Span
-from toolspan.server._streams.cursor import Cursor
+from toolspan.server._rows.cursor import Cursor
 from toolspan.server._streams.trace import _anchor, data_key
 from toolspan.testing import capture_spans
 

@@ -3,10 +3,14 @@ HTTP and SSE.
 
 Needs the ``server`` extra (in a checkout: ``pip install '.[server]'``; Starlette + uvicorn for HTTP/SSE,
 grpcio for OTLP/gRPC). ``build_app`` gives the ASGI application (to mount elsewhere or test) and the
-``ServerHandlers`` behind it (the server's state and request handlers); ``serve`` serves until a signal.
-The package is layered as ingest (``_ingest``: OTLP bodies to rows), store (``_store``: SQLite and
-PostgreSQL, summaries, remote reads), streams (``_streams``: SSE, cursors, text deltas) and HTTP
-(``_http``: the application, routes, pages, OpenAPI, serving); names load on first use.
+``ServerState`` behind it (what its routes share); ``serve`` serves until a signal; ``open_store`` opens the
+store ``--db`` names (``Store`` on SQLite). Names load on first use.
+
+The package is layered, each layer importing only those below it (``pyproject.toml``'s contracts):
+HTTP (``_http``: the table of routes, a module per resource, the state, auth, serving), streams
+(``_streams``: SSE, the event log's and the views' live streams, text deltas), ingest (``_ingest``: OTLP
+bodies to rows), the store (``_store``: one storage and one SQL for SQLite and PostgreSQL, change feeds,
+control rows) and rows (``_rows``: the row model, cursors and errors every layer shares).
 """
 
 from __future__ import annotations
@@ -16,16 +20,19 @@ from typing import TYPE_CHECKING
 from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
-    from toolspan.server._http.app import ServerHandlers, build_app
+    from toolspan.server._http.app import build_app
     from toolspan.server._http.config import ServerConfig
     from toolspan.server._http.serve import serve
-    from toolspan.server._store.api import StoreApi, open_store
-    from toolspan.server._store.db import Cursor, Store
+    from toolspan.server._http.state import ServerState
+    from toolspan.server._rows.cursor import Cursor
+    from toolspan.server._store.api import StoreApi
+    from toolspan.server._store.engines import open_store
+    from toolspan.server._store.sqlite import Store
 
 __all__ = [
     "Cursor",
     "ServerConfig",
-    "ServerHandlers",
+    "ServerState",
     "Store",
     "StoreApi",
     "build_app",
@@ -34,14 +41,14 @@ __all__ = [
 ]
 
 _WHERE: dict[str, str | tuple[str, str]] = {
-    "ServerHandlers": "toolspan.server._http.app",
     "build_app": "toolspan.server._http.app",
     "ServerConfig": "toolspan.server._http.config",
     "serve": "toolspan.server._http.serve",
-    "Cursor": "toolspan.server._store.db",
-    "Store": "toolspan.server._store.db",
+    "ServerState": "toolspan.server._http.state",
+    "Cursor": "toolspan.server._rows.cursor",
     "StoreApi": "toolspan.server._store.api",
-    "open_store": "toolspan.server._store.api",
+    "open_store": "toolspan.server._store.engines",
+    "Store": "toolspan.server._store.sqlite",
 }
 
 

@@ -1,54 +1,171 @@
-"""HTTP pieces of ``toolspan serve`` shared by its routes: the JSON error, bearer-token authentication
-(``--token``), the Host check against DNS rebinding (``--allowed-host``), the security headers of every
-response, and the trace id of a path."""
+"""Who may do what on ``toolspan serve``: its bearer tokens and what each may do, read one way for OTLP/HTTP,
+the read API, the control channel and OTLP/gRPC alike (``Tokens``), checked on every HTTP request
+(``BearerAuth``), on every OTLP/gRPC export (``ingest_check``) and, for deciding and cancelling, by
+``decider``.
+
+Two kinds of token:
+
+- the application's (``--token`` / ``TOOLSPAN_SERVER_TOKEN``): it may send spans (``ingest``) and read
+  (``read``: the API, pages, streams, and the control channel's GET routes an application long-polls); it
+  never decides or cancels;
+- deciders' (``--decider NAME=TOKEN``, repeatable, or ``TOOLSPAN_DECIDERS=name=token,...``): each may read
+  and ``decide`` (decide and cancel tool calls through the control channel), never send spans. A decision
+  or cancel request is recorded as made by the name of the decider token that made it.
+
+Without any token sent, a client may do what the server leaves open: ingest and read when it has no
+application token, nothing otherwise. A token is ``Authorization: Bearer <token>`` with the scheme in any
+case, the token exactly as sent, surrounding whitespace dropped (RFC 6750); every token of the server is
+compared with it in constant time (all of them, whichever matches).
+"""
 
 from __future__ import annotations
 
-import base64
-import html
-import ipaddress
-import logging
+import hmac
 import re
 import urllib.parse
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final, NamedTuple
 
-from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.requests import Request
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from toolspan.bridge.model import pad_trace_id
-from toolspan.server._auth import INGEST, READ, Access, Tokens, bearer_token
-from toolspan.server._http.jsonio import JSONResponse
+from toolspan.server._http.config import ServerConfig
+from toolspan.server._http.jsonio import JSONResponse, Refused, error
 
 __all__ = [
     "ACCESS_KEY",
+    "ANY_TOKEN",
+    "DECIDE",
+    "INGEST",
+    "PUBLIC",
+    "READ",
     "WITHOUT_TOKEN",
+    "Access",
     "BearerAuth",
-    "Failures",
-    "HostCheck",
-    "SecurityHeaders",
+    "Needs",
+    "Tokens",
     "access_of",
-    "allowed_hosts",
-    "error",
-    "host_allowed",
-    "trace_id_param",
+    "bearer_token",
+    "decider",
+    "decider_problem",
+    "ingest_check",
+    "token_matches",
 ]
 
-_logger = logging.getLogger(__name__)
-_HEX: Final = frozenset("0123456789abcdef")
-_WILDCARDS: Final = frozenset({"", "0.0.0.0", "::", "[::]", "*"})
+INGEST: Final = "ingest"
+READ: Final = "read"
+DECIDE: Final = "decide"
+_ORDER: Final = (INGEST, READ, DECIDE)
+# A decider's name is what decisions record as ``by``: short, printable, no separators of the flag's format.
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
 
-def error(status: int, message: str) -> JSONResponse:
-    """The server's JSON error: ``{"error": message, "status": status}``."""
-    return JSONResponse({"error": message, "status": status}, status_code=status)
+def bearer_token(value: bytes | str) -> bytes:
+    """The token of one ``Authorization`` value, ``b""`` when it is no bearer credential."""
+    raw = value.encode("latin-1", "replace") if isinstance(value, str) else bytes(value)
+    raw = raw.strip()
+    if raw[:7].lower() != b"bearer ":
+        return b""
+    return raw[7:].strip()
 
 
-_OPEN: Final = frozenset({"/healthz", "/api/whoami"})
-_INGEST_PATHS: Final = frozenset({"/v1/traces", "/v1/logs"})
+def token_matches(given: bytes, expected: bytes) -> bool:
+    """Whether ``given`` is the token ``expected`` (constant time; an empty token never matches)."""
+    return bool(given) and hmac.compare_digest(given, expected)
+
+
+class Access(NamedTuple):
+    """What one request's token may do: ``name`` (the decider's, else ``None``) and ``can`` (a subset of
+    ``ingest``, ``read``, ``decide``); ``known`` is false for a token the server does not hold."""
+
+    name: str | None
+    can: frozenset[str]
+    known: bool = True
+
+    def listed(self) -> list[str]:
+        """``can`` in its fixed order (``/api/whoami``)."""
+        return [c for c in _ORDER if c in self.can]
+
+
+class Tokens:
+    """The tokens of one server: the application's (``token``) and the deciders' (``name -> token``)."""
+
+    def __init__(self, token: str | None, deciders: Sequence[tuple[str, str]] = ()) -> None:
+        self.app = token.encode() if token else None
+        self.deciders = tuple((name, secret.encode()) for name, secret in deciders)
+
+    @property
+    def any(self) -> bool:
+        """Whether the server has any token (else every request is anonymous and may ingest and read)."""
+        return self.app is not None or bool(self.deciders)
+
+    @property
+    def anonymous(self) -> Access:
+        """What a request without a token may do."""
+        return Access(None, frozenset() if self.app is not None else frozenset({INGEST, READ}))
+
+    def access(self, given: bytes) -> Access:
+        """What the token ``given`` may do (``b""``: none sent). Every token is compared, in constant time,
+        whichever matches; a token the server does not hold is ``known=False`` with what anonymous may do."""
+        if not given:
+            return self.anonymous
+        found: Access | None = None
+        if self.app is not None and hmac.compare_digest(given, self.app):
+            found = Access(None, frozenset({INGEST, READ}))
+        for name, secret in self.deciders:
+            if hmac.compare_digest(given, secret) and found is None:
+                found = Access(name, frozenset({READ, DECIDE}))
+        if found is not None:
+            return found
+        return self.anonymous._replace(known=False)
+
+
+def decider_problem(token: str | None, deciders: Sequence[tuple[str, str]]) -> str | None:
+    """Why the server cannot start with these tokens (``None`` when it can): a decider token equal to the
+    application's (whoever sends spans could decide), two deciders sharing a token or a name, or a name that
+    cannot be recorded as ``by``."""
+    names: set[str] = set()
+    secrets: set[str] = set()
+    for name, secret in deciders:
+        if not _NAME.fullmatch(name):
+            return (
+                f"decider name {name[:80]!r} is not 1-64 letters, digits or . _ @ + - (starting with a letter"
+                " or a digit)"
+            )
+        if name in names:
+            return f"two deciders are named {name!r}: each decider token has a name of its own"
+        if token is not None and hmac.compare_digest(secret.encode(), token.encode()):
+            return (
+                f"decider {name!r} has the application's token (--token): what may send spans may not decide;"
+                " give each decider a token of its own"
+            )
+        if secret in secrets:
+            return f"decider {name!r} shares its token with another decider: each decider needs its own token"
+        names.add(name)
+        secrets.add(secret)
+    return None
+
+
+def ingest_check(token: str | None) -> Callable[[str | None], bool] | None:
+    """What OTLP/gRPC checks of an export's ``authorization`` metadata: the application's token, when the
+    server has one (``None``: every export may send)."""
+    if token is None:
+        return None
+    expected = token.encode()
+    return lambda value: token_matches(bearer_token(value or b""), expected)
+
+
+# --- HTTP ----------------------------------------------------------------------------------------------
+
+ACCESS_KEY: Final = "toolspan_access"
 # Set on the scope of a page request that came without a token the server holds: the page is served
 # holding no data, and asks for the token.
 WITHOUT_TOKEN: Final = "toolspan.without_token"
+# What a route needs beyond ``INGEST`` and ``READ``: nothing at all (``/healthz``), or only that a token
+# sent be one the server holds (``/api/whoami``).
+PUBLIC: Final = "public"
+ANY_TOKEN: Final = "any token"
 
 
 def access_of(scope: Scope) -> Access:
@@ -57,71 +174,84 @@ def access_of(scope: Scope) -> Access:
     return found if isinstance(found, Access) else Access(None, frozenset({INGEST, READ}))
 
 
-ACCESS_KEY: Final = "toolspan_access"
+class Needs:
+    """What each route needs of a request's token, and which routes are HTML pages, from the routes'
+    ``(method, path, need, page)`` (Starlette paths). A path that needs nothing (``PUBLIC``) or any token
+    the server holds (``ANY_TOKEN``) needs that whatever the method; anything else not listed is a read."""
 
+    def __init__(self, routes: Iterable[tuple[str, str, str, bool]]) -> None:
+        self._exact: dict[str, list[tuple[str, str, bool]]] = {}
+        self._patterns: list[tuple[re.Pattern[str], tuple[str, str, bool]]] = []
+        for method, path, need, page in routes:
+            if "{" in path:
+                self._patterns.append((compile_path(path)[0], (method, need, page)))
+            else:
+                self._exact.setdefault(path, []).append((method, need, page))
 
-def is_page(method: str, path: str, pages: frozenset[str]) -> bool:
-    """Whether a request asks for one of the HTML pages (``pages``, a trace page, a job's trace page)."""
-    if method not in ("GET", "HEAD"):
-        return False
-    if path in pages:
-        return True
-    parts = path.split("/")
-    return (len(parts) == 3 and parts[1] == "traces" and parts[2] != "") or (
-        len(parts) == 6 and parts[1:3] == ["api", "jobs"] and parts[4:] == ["trace", "page"]
-    )
+    def __call__(self, method: str, path: str) -> tuple[str, bool]:
+        """``(need, page)`` of a request (a HEAD as its GET)."""
+        method = "GET" if method == "HEAD" else method
+        routes = self._exact.get(path) or [r for pattern, r in self._patterns if pattern.match(path)]
+        for route_method, need, page in routes:
+            if route_method == method:
+                return need, page
+        opened = [need for _, need, _ in routes if need in (PUBLIC, ANY_TOKEN)]
+        return (opened[0] if opened else READ), False
 
 
 class BearerAuth:
-    """Refuse requests whose token may not do what they ask (``toolspan.server._auth``): without a token a
-    request may do what the server leaves open, a token the server does not hold is a 401, the application's
-    token may send spans and read, a decider's may read (and decide: the control routes check that). Sending
-    spans is ``POST /v1/traces`` and ``/v1/logs``; ``/healthz``, ``/api/whoami`` and CORS preflights pass;
-    everything else is a read. A GET may carry the token as ``?access_token=`` instead (browsers'
-    ``EventSource`` cannot set headers); a write never. What the token may do is left in the request's
-    state for the routes (``access_of``). A browser asking for a page (``pages``, a trace page) without a
-    token the server holds gets the page without its data (``WITHOUT_TOKEN`` on the scope): it asks for
-    the token, where a 401 in JSON greeted it at the very address the banner printed."""
+    """Refuse requests whose token may not do what they ask: without a token a request may do what the server
+    leaves open, a token the server does not hold is a 401, the application's token may send spans and read,
+    a decider's may read (and decide: ``decider`` checks that). What each route needs is the routes' own
+    (``needs``): sending spans (``POST /v1/traces`` and ``/v1/logs``), nothing (``/healthz``), a token the
+    server holds if any is sent (``/api/whoami``), else a read; CORS preflights pass. A GET may carry the
+    token as ``?access_token=`` instead (browsers' ``EventSource`` cannot set headers); a write never. What
+    the token may do is left in the request's state for the routes (``access_of``). A browser asking for a
+    page (the trace list, the inbox, a trace page) without a token the server holds gets the page without
+    its data (``WITHOUT_TOKEN`` on the scope): it asks for the token, where a 401 in JSON greeted it at the
+    very address the banner printed."""
 
-    def __init__(self, app: ASGIApp, tokens: Tokens, pages: frozenset[str] = frozenset()) -> None:
+    def __init__(self, app: ASGIApp, tokens: Tokens, needs: Needs) -> None:
         self.app = app
         self.tokens = tokens
-        self.pages = pages
+        self.needs = needs
+
+    def _given(self, scope: Scope) -> bytes:
+        given = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                given = bearer_token(value)
+        if not given and scope["method"] == "GET":
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            # Percent-escapes decode as UTF-8 (any text, never an error), as the token given is encoded.
+            given = query.get("access_token", [""])[0].encode("utf-8", "surrogatepass")
+        return given
+
+    def _refusal(self, access: Access, need: str) -> JSONResponse | None:
+        if need == PUBLIC:
+            return None
+        if not access.known and (self.tokens.app is not None or need == ANY_TOKEN):
+            return error(401, "missing or wrong bearer token")
+        if need == ANY_TOKEN or need in access.can:
+            return None
+        if access.name is not None:  # a decider's token: it reads and decides, never sends spans
+            return error(
+                403, "a decider token may not send spans: the application exports with its own token"
+            )
+        return error(401, "missing or wrong bearer token")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        tokens = self.tokens
-        given = b""
-        if tokens.any:
-            for name, value in scope["headers"]:
-                if name == b"authorization":
-                    given = bearer_token(value)
-            if not given and scope["method"] == "GET":
-                query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-                # Percent-escapes decode as UTF-8 (any text, never an error), as the token given is encoded.
-                given = query.get("access_token", [""])[0].encode("utf-8", "surrogatepass")
-        access = tokens.access(given)
+        access = self.tokens.access(self._given(scope) if self.tokens.any else b"")
         scope.setdefault("state", {})[ACCESS_KEY] = access
-        path = scope["path"]
-        if scope["method"] == "OPTIONS" or path == "/healthz":
+        if scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        need = INGEST if path in _INGEST_PATHS and scope["method"] == "POST" else READ
-        refused: JSONResponse | None = None
-        if not access.known and (tokens.app is not None or path in _OPEN):
-            refused = error(401, "missing or wrong bearer token")
-        elif path in _OPEN:
-            refused = None
-        elif need not in access.can:
-            if access.name is not None:  # a decider's token: it reads and decides, never sends spans
-                refused = error(
-                    403, "a decider token may not send spans: the application exports with its own token"
-                )
-            else:
-                refused = error(401, "missing or wrong bearer token")
-        if refused is not None and refused.status_code == 401 and is_page(scope["method"], path, self.pages):
+        need, page = self.needs(scope["method"], scope["path"])
+        refused = self._refusal(access, need)
+        if refused is not None and refused.status_code == 401 and page:
             await self.app({**scope, WITHOUT_TOKEN: True}, receive, send)
             return
         if refused is not None:
@@ -132,195 +262,45 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def trace_id_param(raw: str) -> str | None:
-    """A path's trace id as the bridge spells it (32 lowercase hex), from hex or base64; else ``None``."""
-    text = raw.strip().lower()
-    if text and len(text) <= 32 and set(text) <= _HEX:
-        return pad_trace_id(text)
-    try:
-        decoded = base64.b64decode(raw, validate=True)
-    except ValueError:
-        return None
-    return decoded.hex() if len(decoded) == 16 else None
+def decider(request: Request, config: ServerConfig) -> str:
+    """The name of the decider token of a request that decides or cancels, after its guards (else
+    ``Refused``): the server has deciders, the token came in the ``Authorization`` header (never a URL) and
+    is a decider's, the request comes from this server's own origin (or a ``--cors-origin``), and its body
+    is JSON."""
+    if not config.deciders:
+        raise Refused(
+            403,
+            "deciding and cancelling need a decider token, and this server has none: start toolspan serve"
+            " with --decider NAME=TOKEN (or TOOLSPAN_DECIDERS=name=token) and send that token as"
+            " Authorization: Bearer <token>",
+        )
+    sent = any(name == b"authorization" and bearer_token(value) for name, value in request.headers.raw)
+    if not sent:
+        raise Refused(
+            401,
+            "deciding needs a decider token in the Authorization header (Bearer <token>), never in a URL",
+        )
+    access = access_of(request.scope)
+    if DECIDE not in access.can or access.name is None:
+        if access.known:
+            raise Refused(
+                403,
+                "the application's token may send spans and read, never decide or cancel: deciding needs a"
+                " decider token (toolspan serve --decider NAME=TOKEN)",
+            )
+        raise Refused(401, "missing or wrong decider token (send it as Authorization: Bearer <token>)")
+    origin = request.headers.get("origin")
+    if origin is not None and not _same_origin(origin, request, config.cors_origins):
+        raise Refused(403, f"requests from origin {origin[:100]!r} may not decide or cancel here")
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise Refused(415, f"the body must be application/json, got {media[:60] or 'no content type'!r}")
+    return access.name
 
 
-def _host_name(header: str) -> str:
-    """The host name of a ``Host`` header (no port, no brackets, lowercase, no trailing dot)."""
-    text = header.strip().lower()
-    if text.startswith("["):
-        return text[1 : text.find("]")] if "]" in text else text
-    return text.rsplit(":", 1)[0].rstrip(".") if text.count(":") <= 1 else text
-
-
-def _port_ok(header: str) -> bool:
-    """Whether the port of a ``Host`` header, if it has one, is a port (1 to 5 ASCII digits up to 65535)."""
-    text = header.strip()
-    if text.startswith("["):
-        end = text.find("]")
-        rest = text[end + 1 :] if end >= 0 else ":"
-    elif text.count(":") == 1:
-        rest = text[text.index(":") :]
-    else:
-        rest = ""  # no port (or a bare IPv6 address, which has none)
-    if not rest:
+def _same_origin(origin: str, request: Request, cors_origins: Sequence[str]) -> bool:
+    if origin in cors_origins:
         return True
-    port = rest[1:]
-    return rest[0] == ":" and port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535
-
-
-def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
-    """Whether a request's ``Host`` may be served. A DNS rebinding attack needs a name its attacker
-    controls, so an IP address, ``localhost`` (and ``*.localhost``, which resolve to loopback) and the
-    names in ``allowed`` (``*``: every name) pass; any other name does not, and neither does a header whose
-    port is not a number."""
-    if header is None:
-        return True
-    if not _port_ok(header):
-        return False
-    if "*" in allowed:
-        return True
-    name = _host_name(header)
-    if name == "localhost" or name.endswith(".localhost") or name in allowed:
-        return True
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
-
-
-def allowed_hosts(bound: str, extra: Iterable[str]) -> frozenset[str]:
-    """The names a server bound to ``bound`` serves besides IP addresses and ``localhost``: the bound
-    name itself (unless it is a wildcard address) and each ``--allowed-host``."""
-    names = {_host_name(h) if h.strip() != "*" else "*" for h in extra}
-    if bound.strip().lower() not in _WILDCARDS:
-        names.add(_host_name(bound))
-    return frozenset(names)
-
-
-class Failures:
-    """Answer a request whose handler failed unexpectedly with the server's JSON error (500), inside the
-    security headers (Starlette's own error page is outside every middleware); the failure is logged with
-    its traceback. A response already started cannot be replaced: its connection is closed."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracked)
-        except ClientDisconnect:  # its client is gone: nobody to answer
-            _logger.debug("toolspan serve: %s %s: the client hung up", scope.get("method"), scope.get("path"))
-        except Exception as exc:
-            _logger.exception("toolspan serve: %s %s failed", scope.get("method"), scope.get("path"))
-            if started:
-                raise
-            response = error(500, f"the server failed this request ({type(exc).__name__}); see its log")
-            await response(scope, receive, send)
-
-
-class HostCheck:
-    """Refuse (403) a request whose ``Host`` names a host this server does not serve (``host_allowed``):
-    with the default setup (loopback, no token) a web page could otherwise read every trace and inject
-    spans through a name it rebinds to 127.0.0.1."""
-
-    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
-        self.app = app
-        self.allowed = allowed
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            header = None
-            for name, value in scope["headers"]:
-                if name == b"host":
-                    header = value.decode("latin-1")
-                    break
-            if not host_allowed(header, self.allowed):
-                shown = (header or "")[:100]
-                why = (
-                    f"host {shown!r} has a port that is not a number"
-                    if header is not None and not _port_ok(header)
-                    else f"host {shown!r} is not served here (a DNS rebinding guard): start toolspan serve"
-                    " with --allowed-host NAME to serve a name"
-                )
-                response = error(403, why)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-_CSP_META: Final = re.compile(
-    rb'<meta\s+http-equiv="Content-Security-Policy"\s+content="([^"]*)"', re.IGNORECASE
-)
-_API_CSP: Final = b"default-src 'none'; frame-ancestors 'none'"
-_FIXED: Final = (
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-)
-
-
-def _html_policy(body: bytes) -> bytes:
-    """The policy of an HTML page as a header: its ``<meta>`` policy plus ``frame-ancestors 'none'``
-    (which a ``<meta>`` policy cannot carry)."""
-    found = _CSP_META.search(body)
-    if found is None:
-        return b"frame-ancestors 'none'"
-    policy = html.unescape(found.group(1).decode("utf-8", "replace")).encode("utf-8")
-    return policy.rstrip(b"; ") + b"; frame-ancestors 'none'"
-
-
-class SecurityHeaders:
-    """Every response: ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``,
-    ``Referrer-Policy: no-referrer`` (a page's URL may carry ``?access_token``) and a
-    Content-Security-Policy header with ``frame-ancestors 'none'``: an HTML page's own policy from its
-    ``<meta>`` tag, ``default-src 'none'`` for everything else. No other origin can frame a page."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start: Message | None = None
-        body = bytearray()
-
-        async def send_with_headers(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start":
-                headers = [
-                    (k, v) for k, v in message.get("headers", []) if k.lower() != b"content-security-policy"
-                ]
-                headers += _FIXED
-                html_page = any(
-                    k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers
-                )
-                if not html_page:
-                    await send({**message, "headers": [*headers, (b"content-security-policy", _API_CSP)]})
-                    return
-                start = {**message, "headers": headers}
-                return
-            if start is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            # An HTML page (never streamed here): held until complete, then sent with its policy.
-            body.extend(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            policy = _html_policy(bytes(body))
-            await send({**start, "headers": [*start["headers"], (b"content-security-policy", policy)]})
-            await send({"type": "http.response.body", "body": bytes(body), "more_body": False})
-
-        await self.app(scope, receive, send_with_headers)
+    parsed = urllib.parse.urlsplit(origin)
+    host = request.headers.get("host")
+    return parsed.scheme in ("http", "https") and host is not None and parsed.netloc == host

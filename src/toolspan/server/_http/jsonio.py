@@ -1,11 +1,13 @@
 """JSON in and out of ``toolspan serve``'s HTTP routes, one way for every route.
 
+- ``error``: the server's JSON error, ``{"error": message, "status": status}`` (and what a route adds to it),
+  and ``Refused``, a request refused with one (``read_body``, ``parse_object`` and the routes raise it).
 - ``read_body``: a request body read as a stream, refused past a size limit (413) before it is all in
   memory, and cut off when it stops coming for ``--read-timeout`` (408). OTLP ingest, the control channel and
   ``POST /api/ag-ui`` all read bodies through it.
 - ``parse_object``: a body that must be one JSON object, parsed strictly: what JSON does not have (``NaN``,
   ``Infinity``, a number too large for a double such as ``1e999``), text no UTF-8 can carry (a lone
-  surrogate, from a ``\\ud800`` escape) and nesting deeper than a route allows are a ``BodyError`` (400)
+  surrogate, from a ``\\ud800`` escape) and nesting deeper than a route allows are ``Refused`` (400)
   naming the field that holds it (``arguments.rows[3]``), so nothing of it is stored or echoed.
 - ``JSONResponse``: every JSON answer of the server. Its body is encoded as it is when it can be; a value
   that JSON cannot carry (a non-finite number, a lone surrogate in a span read back from the store) is
@@ -18,24 +20,47 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse as _StarletteJSON
 
-__all__ = ["BodyError", "JSONResponse", "dumps_safe", "parse_object", "read_body", "strict_value"]
+from toolspan.errors import ToolspanError
+
+__all__ = [
+    "RETRY_AFTER_S",
+    "JSONResponse",
+    "Refused",
+    "dumps_safe",
+    "error",
+    "parse_object",
+    "read_body",
+    "strict_value",
+]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# What a 503 asks its client to wait before trying again (``Retry-After``).
+RETRY_AFTER_S: Final = 5
 
 
-class BodyError(Exception):
-    """A request body refused: ``status`` (400, 408, 413) and a one-line reason naming the field."""
+def error(status: int, message: str, extra: Mapping[str, Any] | None = None) -> JSONResponse:
+    """The server's JSON error: ``{"error": message, "status": status, **extra}``."""
+    return JSONResponse({"error": message, "status": status, **(extra or {})}, status_code=status)
 
-    def __init__(self, status: int, message: str) -> None:
+
+class Refused(ToolspanError):
+    """A request refused: ``status``, a one-line reason naming the field, and what the answer adds (``extra``,
+    such as the state of the call a decision named)."""
+
+    def __init__(self, status: int, message: str, extra: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.extra = dict(extra or {})
+
+    def response(self) -> JSONResponse:
+        return error(self.status, self.message, self.extra)
 
 
 async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
@@ -44,7 +69,7 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     ``timeout_s`` seconds (408 otherwise)."""
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise BodyError(413, f"body of {declared} bytes is over the size limit of {limit} bytes")
+        raise Refused(413, f"body of {declared} bytes is over the size limit of {limit} bytes")
     body = bytearray()
     chunks: AsyncIterator[bytes] = request.stream()
     while True:
@@ -56,13 +81,13 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
             raise
         if not done:
             following.cancel()
-            raise BodyError(408, f"no body bytes for {timeout_s:g} s: request timed out")
+            raise Refused(408, f"no body bytes for {timeout_s:g} s: request timed out")
         chunk = following.result()
         if chunk is None:
             return bytes(body)
         body += chunk
         if len(body) > limit:
-            raise BodyError(413, f"body is over the size limit of {limit} bytes")
+            raise Refused(413, f"body is over the size limit of {limit} bytes")
 
 
 class _Constant:
@@ -115,22 +140,22 @@ def strict_value(value: Any, *, max_depth: int, at: str = "") -> str | None:
 
 
 def parse_object(raw: bytes, *, max_depth: int, what: str = "the body") -> dict[str, Any]:
-    """``raw`` as one JSON object, parsed strictly (see the module doc); ``BodyError`` (400) otherwise."""
+    """``raw`` as one JSON object, parsed strictly (see the module doc); ``Refused`` (400) otherwise."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BodyError(400, f"{what} is not UTF-8: {e}") from None
+        raise Refused(400, f"{what} is not UTF-8: {e}") from None
     try:
         doc = _DECODER.decode(text)
     except RecursionError:
-        raise BodyError(400, f"{what} is nested deeper than {max_depth} levels") from None
+        raise Refused(400, f"{what} is nested deeper than {max_depth} levels") from None
     except ValueError as e:
-        raise BodyError(400, f"{what} is not JSON: {e}") from None
+        raise Refused(400, f"{what} is not JSON: {e}") from None
     if not isinstance(doc, dict):
-        raise BodyError(400, f"{what} must be a JSON object")
+        raise Refused(400, f"{what} must be a JSON object")
     problem = strict_value(doc, max_depth=max_depth)
     if problem is not None:
-        raise BodyError(400, problem)
+        raise Refused(400, problem)
     return doc
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import errno
 import socket
 
+from toolspan.errors import ToolspanError
+
 __all__ = ["ListenError", "banner", "bind_http", "check_grpc_port", "grpc_error"]
 
 _GRPC_FLAG = "--grpc-port N (-1: no gRPC)"
 
 
-class ListenError(Exception):
+class ListenError(ToolspanError):
     """A port ``toolspan serve`` cannot listen on; ``str()`` is the one-line message for the operator."""
 
 

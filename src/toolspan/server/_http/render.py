@@ -8,16 +8,13 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import write_json_lines
 from toolspan.bridge.views.registry import VIEWS
 
-__all__ = ["LINES", "TARGETS", "document_bytes", "render", "tree_document"]
-
-TARGETS: Final = tuple(name for name, view in VIEWS.items() if view.per_trace)
-LINES: Final = frozenset(name for name, view in VIEWS.items() if view.lines)
+__all__ = ["document_bytes", "render", "tree_document"]
 
 
 def document_bytes(document: Any) -> bytes:

@@ -25,13 +25,14 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any, Final
 
-from toolspan.server._auth import decider_problem
-from toolspan.server._http.app import ServerHandlers, build_app
+from toolspan.server._http.app import build_app
+from toolspan.server._http.auth import decider_problem, ingest_check
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
-from toolspan.server._store import control as _control
-from toolspan.server._store.api import StoreApi, open_store, shown
-from toolspan.server._store.db import StoreError
+from toolspan.server._http.state import ServerState
+from toolspan.server._rows.errors import StoreError
+from toolspan.server._store.api import StoreApi, shown
+from toolspan.server._store.engines import open_store
 
 __all__ = ["serve", "wildcard_host"]
 
@@ -44,17 +45,19 @@ def wildcard_host(host: str) -> bool:
     return host.strip().strip("[]") in ("", "0.0.0.0", "::", "*")
 
 
-async def _retention(app: ServerHandlers) -> None:
-    config = app.config
+async def _retention(state: ServerState) -> None:
+    config = state.config
     every = 1.0 if config.retention_s is None else max(1.0, min(60.0, config.retention_s / 10))
     max_age = None if config.retention_s is None else int(config.retention_s * 1e9)
     while True:
         try:
-            dropped = await asyncio.to_thread(app.store.prune, max_age_ns=max_age, max_spans=config.max_spans)
+            dropped = await asyncio.to_thread(
+                state.store.prune, max_age_ns=max_age, max_spans=config.max_spans
+            )
             if dropped:
                 _logger.info("toolspan serve: retention dropped %d trace(s)", dropped)
             if max_age is not None:  # decisions and cancel requests of the control channel, as old
-                await asyncio.to_thread(_control.run, app.store, _control.prune, time.time_ns() - max_age)
+                await asyncio.to_thread(state.store.control.prune, time.time_ns() - max_age)
         except Exception:
             _logger.exception("toolspan serve: retention failed")
         await asyncio.sleep(every)
@@ -146,7 +149,7 @@ def _protocol(read_timeout_s: float, cap: int, grpc_port: int | None = None) -> 
         def _headers_too_slow(self) -> None:
             self._header_timer = None
             if self.cycle is not None and not self.cycle.response_complete:
-                return  # a request is being served: its body has its own timeout (``App._read_body``)
+                return  # a request is being served: its body has its own timeout (``jsonio.read_body``)
             if not self.transport.is_closing():
                 self.transport.close()
 
@@ -175,7 +178,7 @@ def _protocol(read_timeout_s: float, cap: int, grpc_port: int | None = None) -> 
     return HeaderTimeoutProtocol
 
 
-async def _reap_stuck(uv: Any, app: ServerHandlers, grace_s: float) -> None:
+async def _reap_stuck(uv: Any, state: ServerState, grace_s: float) -> None:
     """Abort connections closed with bytes still unsent for ``grace_s`` (at once when the server shuts
     down): a stream client that stopped reading was dropped, but closing its connection waits for its
     buffer to drain, which it never does (it would hold the connection, and the shutdown, forever)."""
@@ -184,7 +187,7 @@ async def _reap_stuck(uv: Any, app: ServerHandlers, grace_s: float) -> None:
     while True:
         await asyncio.sleep(0.1)
         now = loop.time()
-        wait = 0.0 if app.ending is not None and app.ending.is_set() else grace_s
+        wait = 0.0 if state.ending is not None and state.ending.is_set() else grace_s
         live = set()
         for connection in list(uv.server_state.connections):
             transport = getattr(connection, "transport", None)
@@ -240,16 +243,16 @@ def connection_cap(wanted: int) -> tuple[int, int | None]:
     return max(1, min(wanted, soft - in_use - _FD_HEADROOM)), int(soft)
 
 
-def _uvicorn_server(config: Any, app: ServerHandlers) -> Any:
+def _uvicorn_server(config: Any, state: ServerState) -> Any:
     """A ``uvicorn.Server`` whose SIGINT/SIGTERM only start the shutdown (uvicorn's own re-raises the
     signal after it, which kills the process before the store is closed, or prints a traceback), and
-    whose shutdown first ends the app's streams (they never end on their own: uvicorn would wait out
+    whose shutdown first ends the server's streams (they never end on their own: uvicorn would wait out
     its grace period and cancel them, with a traceback each)."""
     import uvicorn
 
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
-            app.end_streams()
+            state.end_streams()
             await super().shutdown(sockets)
 
         @contextlib.contextmanager
@@ -308,7 +311,7 @@ def serve(config: ServerConfig) -> int:
 
 
 def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.socket) -> int:
-    starlette, app = build_app(config, store)
+    starlette, state = build_app(config, store)
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     _raise_open_files_limit(config.max_connections + 256)
     cap, limit = connection_cap(config.max_connections)
@@ -325,7 +328,7 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
 
         try:
             grpc_server, grpc_port = start_grpc(
-                app, config.host, config.grpc_port, config.token, config.max_body_bytes
+                state, config.host, config.grpc_port, ingest_check(config.token), config.max_body_bytes
             )
         except (RuntimeError, OSError) as e:
             sock.close()
@@ -343,13 +346,13 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
             timeout_graceful_shutdown=2,
             access_log=False,
         ),
-        app,
+        state,
     )
 
     async def main() -> None:
-        tasks = [asyncio.create_task(_reap_stuck(uv, app, config.send_timeout_s))]
+        tasks = [asyncio.create_task(_reap_stuck(uv, state, config.send_timeout_s))]
         if config.retention_s is not None or config.max_spans is not None:
-            tasks.append(asyncio.create_task(_retention(app)))
+            tasks.append(asyncio.create_task(_retention(state)))
         try:
             await uv.serve(sockets=[sock])
         finally:

@@ -2,7 +2,7 @@
 (``/v1/traces``, ``/v1/logs``).
 
 Bodies are parsed by the bridge readers (protobuf via the generated ``opentelemetry-proto`` classes, its
-spans kept as protobuf bytes with their index columns, see ``records``; JSON via the bridge's OTLP JSON
+spans kept as protobuf bytes with their index columns, see ``protobuf``; JSON via the bridge's OTLP JSON
 reader). A gzip body is inflated as a stream with a cap, so a small body that
 inflates past the size limit is refused without being unpacked into memory.
 """
@@ -27,7 +27,9 @@ from toolspan.bridge.readers import (
 from toolspan.bridge.readers import logs_from_json as _from_json
 from toolspan.bridge.readers import logs_from_proto as _from_proto
 from toolspan.bridge.readers import parse_trace_request as parse_request
-from toolspan.server._ingest.records import MAX_STORED_NS, Row, row_of_span, rows_of_request
+from toolspan.errors import ToolspanError
+from toolspan.server._ingest.protobuf import rows_of_request
+from toolspan.server._rows.spans import MAX_STORED_NS, Row, row_of_span
 
 __all__ = [
     "JSON",
@@ -55,7 +57,7 @@ _TYPES: Final = {
 _CHUNK: Final = 64 << 10
 
 
-class IngestError(Exception):
+class IngestError(ToolspanError):
     """A request refused as a whole: ``status`` (400, 413, 415; 503 to retry) and a one-line reason."""
 
     def __init__(self, status: int, message: str) -> None:

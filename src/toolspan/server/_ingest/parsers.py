@@ -30,7 +30,7 @@ from typing import Final
 from starlette.concurrency import run_in_threadpool
 
 from toolspan.server._ingest import otlp as _ingest
-from toolspan.server._ingest.records import Row
+from toolspan.server._rows.spans import Row
 
 __all__ = ["Parsers"]
 

@@ -1,9 +1,6 @@
-"""What the HTTP and stream layers use of a store, whichever engine holds it (``StoreApi``), and the
-error a store raises when its database cannot answer now (``StoreUnavailable``: a retryable 503).
-
-``open_store`` picks the engine from ``--db``: a ``postgresql://`` (or ``postgres://``) URL opens the
-PostgreSQL store (``toolspan[postgres]``), anything else is an SQLite file.
-"""
+"""What the layers above use of a store, whichever engine holds it: its storage (``StoreApi``), its change
+feed (``ChangeFeed``: how the replicas sharing a store tell each other of commits, text deltas and
+decisions), and its control rows (``control.ControlRows``); and how a store's address is shown."""
 
 from __future__ import annotations
 
@@ -13,16 +10,13 @@ from typing import Any, Protocol
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import LogRecord
-from toolspan.server._ingest.records import Row
-from toolspan.server._store.db import Store, TraceRow
-from toolspan.server._store.writes import IngestResult
-from toolspan.server._streams.cursor import Cursor
+from toolspan.server._rows.cursor import Cursor
+from toolspan.server._rows.spans import IngestResult, Row
+from toolspan.server._rows.traces import TraceRow
+from toolspan.server._store.control import ControlRows
+from toolspan.server._store.dialect import Connection
 
-__all__ = ["StoreApi", "StoreUnavailable", "is_postgres_url", "open_store", "shown"]
-
-
-class StoreUnavailable(Exception):
-    """The database cannot answer now (a restart, a lost connection): the request may be retried."""
+__all__ = ["ChangeFeed", "StoreApi", "is_postgres_url", "shown"]
 
 
 def is_postgres_url(db: str) -> bool:
@@ -40,13 +34,38 @@ def shown(db: str) -> str:
     return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
 
 
+class ChangeFeed(Protocol):
+    """What a store tells the replicas sharing it, and hears from them (nothing on a store of one process)."""
+
+    def watch(
+        self,
+        on_commit: Callable[..., None],
+        on_deltas: Callable[[list[LogRecord]], None],
+        on_control: Callable[[], None] | None = None,
+    ) -> None:
+        """Call ``on_commit(traces or None, conversations)`` after another replica's commit, ``on_deltas``
+        with the text deltas it relayed, ``on_control`` after it stored a decision or a cancel request."""
+
+    def publish_deltas(self, records: Sequence[LogRecord]) -> None:
+        """Send text deltas to the other replicas (this one relayed them itself)."""
+
+    def publish_control(self) -> None:
+        """Tell the other replicas a decision or cancel request was stored."""
+
+    def close(self) -> None: ...
+
+
 class StoreApi(Protocol):
-    """The one store API (``db.Store`` on SQLite, ``postgres.PostgresStore`` on PostgreSQL)."""
+    """The one store API (``sqlite.Store`` on SQLite, ``postgres.PostgresStore`` on PostgreSQL)."""
 
     @property
     def engine(self) -> str: ...
     @property
     def path(self) -> str: ...
+    @property
+    def changes(self) -> ChangeFeed: ...
+    @property
+    def control(self) -> ControlRows: ...
 
     def close(self) -> None: ...
     def ingest(self, spans: Sequence[Span]) -> IngestResult: ...
@@ -55,7 +74,6 @@ class StoreApi(Protocol):
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int: ...
     def trace_logs(self, trace_id: str) -> list[LogRecord]: ...
     def trace_spans(self, trace_id: str) -> list[Span]: ...
-    def pending_tool_spans(self, limit: int) -> list[Span]: ...
     def waiting_tool_spans(
         self, after: tuple[int, str, str], live_since_ns: int, seen_since_ns: int, limit: int
     ) -> list[Span]: ...
@@ -73,26 +91,9 @@ class StoreApi(Protocol):
     ) -> list[tuple[Cursor, int, Span]]: ...
     def counts(self) -> dict[str, int]: ...
     def log_count(self) -> int: ...
-    def watch(
-        self,
-        on_commit: Callable[..., None],
-        on_deltas: Callable[[list[LogRecord]], None],
-        on_control: Callable[[], None] | None = None,
-    ) -> None: ...
-    def publish_deltas(self, records: Sequence[LogRecord]) -> None: ...
-    def publish_control(self) -> None: ...
-    def transaction(self) -> AbstractContextManager[Any]:
+    def transaction(self) -> AbstractContextManager[Connection]:
         """A write transaction for another module's tables (their part of ``schema.PARTS``): a connection
-        whose ``execute(sql, params)`` takes SQL with ``?`` placeholders on either engine and returns a
-        cursor (``fetchone``, ``fetchall``, ``rowcount``); committed when the block ends, rolled back on
-        an error."""
+        whose ``execute(sql, params)`` takes the statements of ``dialect`` (``?`` placeholders) on either
+        engine and returns a cursor (``fetchone``, ``fetchall``, ``rowcount``); committed when the block
+        ends, rolled back on an error."""
         ...
-
-
-def open_store(db: str) -> StoreApi:
-    """The store ``db`` names (``StoreError`` when it cannot serve)."""
-    if is_postgres_url(db):
-        from toolspan.server._store.postgres import PostgresStore
-
-        return PostgresStore(db)
-    return Store(db)

@@ -19,9 +19,9 @@ _DEFAULT_LIMIT: Final = 999  # SQLite's compile-time default before 3.32
 
 
 @lru_cache(maxsize=64)
-def _statement(head: str, width: int, rows: int) -> str:
+def _statement(head: str, width: int, rows: int, tail: str = "") -> str:
     row = "(" + ",".join("?" * width) + ")"
-    return f"{head} VALUES " + ",".join([row] * rows)
+    return f"{head} VALUES " + ",".join([row] * rows) + (f" {tail}" if tail else "")
 
 
 def _limit(db: sqlite3.Connection) -> int:
@@ -31,15 +31,19 @@ def _limit(db: sqlite3.Connection) -> int:
     return int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))  # type: ignore[attr-defined,unused-ignore]
 
 
-def insert_rows(db: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], width: int) -> None:
-    """``head`` (``INSERT [OR ...] INTO table``) with every row of ``rows`` (``width`` values each): full
-    chunks, then the rest in power-of-two chunks, so few distinct statements are prepared."""
+def insert_rows(
+    db: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], width: int, tail: str = ""
+) -> int:
+    """``head`` (``INSERT [OR ...] INTO table [(columns)]``) with every row of ``rows`` (``width`` values
+    each) and ``tail`` (a conflict clause) after them: full chunks, then the rest in power-of-two chunks, so
+    few distinct statements are prepared; returns how many rows were written."""
     per = max(1, _limit(db) // width)
-    done, total = 0, len(rows)
+    done, total, written = 0, len(rows), 0
     while done < total:
         count = min(per, total - done)
         if count < per:
             count = 1 << (count.bit_length() - 1)
         params = [value for row in rows[done : done + count] for value in row]
-        db.execute(_statement(head, width, count), params)
+        written += db.execute(_statement(head, width, count, tail), params).rowcount
         done += count
+    return written

@@ -1,6 +1,6 @@
 """The control channel's tables: decisions on tool calls that wait for an approval, requests to cancel
 running calls, and when each waiting call's application last asked for its decision, made through
-``toolspan serve`` (``_http.control``).
+``toolspan serve`` (``_http.routes.control``).
 
 - ``control_decisions``: one row per waiting tool span (its trace id and span id): the first decision wins (an
   insert that meets its primary key does nothing, and the row that stands is read back). A row names the
@@ -14,27 +14,34 @@ running calls, and when each waiting call's application last asked for its decis
   stopped asking can hand its decision to the same call re-issued after a restart.
 
 Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes a connection of
-the store's (``run`` gives it one transaction of ``StoreApi.transaction``, on either engine). The tables are
-the ``control`` part of the store's versioned schema (``schema.PARTS``), written in its engine words
-(``{int8}`` for nanosecond times, ``{id}`` for ids); the SQL is plain, parameterised with ``?`` on both
-engines. Version 2 replaced version 1's decisions keyed by the model's call id (a decision then named no
-exact call): decisions stored under version 1 are dropped by the migration, so the calls waiting then are
-decided again.
+the store's (``dialect.Connection``: one transaction of ``StoreApi.transaction``, on either engine); a
+store's ``ControlRows`` (``store.control``) runs each in a transaction of its own. The tables are the
+``control`` part of the store's versioned schema (``schema.PARTS``), written in its engine words (``{int8}``
+for nanosecond times, ``{id}`` for ids); the SQL is written once for both engines (``dialect``). Version 2
+replaced version 1's decisions keyed by the model's call id (a decision then named no exact call): decisions
+stored under version 1 are dropped by the migration, so the calls waiting then are decided again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Final, TypeVar
+from contextlib import AbstractContextManager
+from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
+
+from toolspan.server._rows.control import CancelRow, DecisionRow
+from toolspan.server._store.dialect import Connection
+from toolspan.server._store.sql import KEYS
 
 __all__ = [
     "SCHEMA",
     "SCHEMA_V2",
     "CancelRow",
+    "ControlRows",
     "DecisionRow",
+    "Transactional",
     "cancels_for",
     "decision_for",
+    "decisions_for_spans",
     "decisions_of_call",
     "insert_cancel",
     "insert_decision",
@@ -42,6 +49,7 @@ __all__ = [
     "polled",
     "prune",
     "received_ns",
+    "received_ns_of",
     "run",
     "span_state",
 ]
@@ -75,13 +83,22 @@ CREATE TABLE IF NOT EXISTS control_polls (
 """
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
-def run(store: Any, fn: Callable[..., T], *args: Any) -> T:
+class Transactional(Protocol):
+    """A store, as far as its control rows go: one write transaction at a time."""
+
+    def transaction(self) -> AbstractContextManager[Connection]: ...
+
+
+def run(
+    store: Transactional, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
     """``fn(connection, *args)`` in one transaction of ``store`` (``StoreApi.transaction``): two deciders
     racing are serialized, and the first decision stands."""
     with store.transaction() as conn:
-        return fn(conn, *args)
+        return fn(conn, *args, **kwargs)
 
 
 _DECISION_COLUMNS: Final = (
@@ -91,37 +108,7 @@ _DECISION_COLUMNS: Final = (
 _CANCEL_COLUMNS: Final = "trace_id, span_id, execution_id, call_id, requested_by, note, requested_ns"
 
 
-@dataclass(frozen=True, slots=True)
-class DecisionRow:
-    trace_id: str
-    span_id: str
-    execution_id: str
-    call_id: str | None
-    tool: str | None
-    decision: str
-    shown: str  # arguments_sha256 of the arguments the decider was shown
-    note: str | None
-    decided_by: str  # the name of the decider token
-    arguments: str | None  # JSON text of the edited arguments
-    waiting_since_ns: int | None
-    decided_ns: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class CancelRow:
-    trace_id: str
-    span_id: str
-    execution_id: str
-    call_id: str | None
-    requested_by: str
-    note: str | None
-    requested_ns: int
-
-
-def decision_for(db: Any, key: tuple[str | None, str]) -> list[DecisionRow]:
+def decision_for(db: Connection, key: tuple[str | None, str]) -> list[DecisionRow]:
     """The decisions stored for the tool span ``(trace_id, span_id)`` (``trace_id`` ``None``: that span id in
     any trace)."""
     trace_id, span_id = key
@@ -138,7 +125,22 @@ def decision_for(db: Any, key: tuple[str | None, str]) -> list[DecisionRow]:
     return [DecisionRow(*r) for r in rows]
 
 
-def decisions_of_call(db: Any, call_id: str, limit: int = 20) -> list[DecisionRow]:
+def decisions_for_spans(
+    db: Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], DecisionRow]:
+    """The decision stored for each of the tool spans ``keys`` (``(trace_id, span_id)``) that has one."""
+    if not keys:
+        return {}
+    columns = ", ".join(f"d.{c.strip()}" for c in _DECISION_COLUMNS.split(","))
+    rows = db.execute(
+        f"SELECT {columns} FROM {KEYS} {{join}} control_decisions AS d"
+        " ON d.trace_id = k.t AND d.span_id = k.sp",
+        ([t + s for t, s in keys],),
+    ).fetchall()
+    return {(r[0], r[1]): DecisionRow(*r) for r in rows}
+
+
+def decisions_of_call(db: Connection, call_id: str, limit: int = 20) -> list[DecisionRow]:
     """The decisions made on spans of the model's call id ``call_id``, newest first."""
     rows = db.execute(
         f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE call_id = ?"
@@ -148,7 +150,7 @@ def decisions_of_call(db: Any, call_id: str, limit: int = 20) -> list[DecisionRo
     return [DecisionRow(*r) for r in rows]
 
 
-def insert_decision(db: Any, row: DecisionRow) -> DecisionRow:
+def insert_decision(db: Connection, row: DecisionRow) -> DecisionRow:
     """Store ``row`` unless a decision on its span is stored already; returns the decision that stands.
 
     One statement decides: on PostgreSQL two deciders' transactions run at once, so a read before the insert
@@ -177,7 +179,7 @@ def insert_decision(db: Any, row: DecisionRow) -> DecisionRow:
     )
 
 
-def insert_cancel(db: Any, row: CancelRow) -> CancelRow:
+def insert_cancel(db: Connection, row: CancelRow) -> CancelRow:
     """Store the cancel request ``row`` unless one for its span is stored; returns the one that stands (one
     statement decides, as in ``insert_decision``)."""
     values = (
@@ -196,7 +198,7 @@ def insert_cancel(db: Any, row: CancelRow) -> CancelRow:
     return _first(db, sql, values, row, lambda: next(iter(_cancel_of(db, row.trace_id, row.span_id)), None))
 
 
-def _cancel_of(db: Any, trace_id: str, span_id: str) -> list[CancelRow]:
+def _cancel_of(db: Connection, trace_id: str, span_id: str) -> list[CancelRow]:
     rows = db.execute(
         f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE trace_id = ? AND span_id = ?",
         (trace_id, span_id),
@@ -204,7 +206,7 @@ def _cancel_of(db: Any, trace_id: str, span_id: str) -> list[CancelRow]:
     return [CancelRow(*r) for r in rows]
 
 
-def _first(db: Any, sql: str, values: tuple[Any, ...], row: T, stored: Callable[[], T | None]) -> T:
+def _first(db: Connection, sql: str, values: tuple[Any, ...], row: T, stored: Callable[[], T | None]) -> T:
     """``row`` when the insert ``sql`` stored it, else the row that kept it out (committed: the insert
     waited for it). Should that row be pruned between the two statements, the insert is tried again."""
     while True:
@@ -215,21 +217,20 @@ def _first(db: Any, sql: str, values: tuple[Any, ...], row: T, stored: Callable[
             return known
 
 
-def cancels_for(db: Any, span_ids: Sequence[str]) -> list[CancelRow]:
+def cancels_for(db: Connection, span_ids: Sequence[str]) -> list[CancelRow]:
     """The cancel requests stored for any of the tool spans ``span_ids`` (in any trace: the caller checks
     the trace)."""
     if not span_ids:
         return []
-    marks = ",".join("?" * len(span_ids))
     rows = db.execute(
-        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE span_id IN ({marks})"
+        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE span_id IN (SELECT j.value FROM {{ids}})"
         " ORDER BY requested_ns, trace_id, span_id",
-        tuple(span_ids),
+        (list(span_ids),),
     ).fetchall()
     return [CancelRow(*r) for r in rows]
 
 
-def polled(db: Any, trace_id: str, span_id: str, until_ns: int) -> None:
+def polled(db: Connection, trace_id: str, span_id: str, until_ns: int) -> None:
     """The application of the tool span asks for its decision until ``until_ns`` (never moved back while a
     later poll holds it, except to end it: a poll whose client hung up sets the time it hung up)."""
     db.execute(
@@ -239,7 +240,7 @@ def polled(db: Any, trace_id: str, span_id: str, until_ns: int) -> None:
     )
 
 
-def poll_until(db: Any, trace_id: str, span_id: str) -> int | None:
+def poll_until(db: Connection, trace_id: str, span_id: str) -> int | None:
     """Until when the tool span's application was last known to ask for its decision (``None``: never)."""
     row = db.execute(
         "SELECT until_ns FROM control_polls WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
@@ -247,7 +248,7 @@ def poll_until(db: Any, trace_id: str, span_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def received_ns(db: Any, trace_id: str, span_id: str) -> int | None:
+def received_ns(db: Connection, trace_id: str, span_id: str) -> int | None:
     """When the server first received the tool span (its first act in the event log, on the server's
     commit clock), ``None`` when it has no event of it."""
     row = db.execute(
@@ -256,7 +257,19 @@ def received_ns(db: Any, trace_id: str, span_id: str) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def span_state(db: Any, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
+def received_ns_of(db: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """``received_ns`` of each of the tool spans ``keys`` that has an event."""
+    if not keys:
+        return {}
+    rows = db.execute(
+        f"SELECT e.trace_id, e.span_id, min(e.ns) FROM {KEYS} {{join}} events AS e"
+        " ON e.trace_id = k.t AND e.span_id = k.sp GROUP BY e.trace_id, e.span_id",
+        ([t + s for t, s in keys],),
+    ).fetchall()
+    return {(r[0], r[1]): int(r[2]) for r in rows}
+
+
+def span_state(db: Connection, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
     """``(end_ns, waiting)`` of a stored span, ``None`` when it is not stored."""
     row = db.execute(
         "SELECT end_ns, waiting FROM spans WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
@@ -264,10 +277,57 @@ def span_state(db: Any, trace_id: str, span_id: str) -> tuple[int | None, int] |
     return None if row is None else (None if row[0] is None else int(row[0]), int(row[1]))
 
 
-def prune(db: Any, before_ns: int) -> int:
+def prune(db: Connection, before_ns: int) -> int:
     """Drop the decisions, cancel requests and poll marks older than ``before_ns`` (retention); returns how
     many."""
     dropped = db.execute("DELETE FROM control_decisions WHERE decided_ns < ?", (before_ns,)).rowcount
     dropped += db.execute("DELETE FROM control_cancels WHERE requested_ns < ?", (before_ns,)).rowcount
     dropped += db.execute("DELETE FROM control_polls WHERE until_ns < ?", (before_ns,)).rowcount
     return int(dropped)
+
+
+class ControlRows:
+    """The control channel's rows of one store, each read or write in a transaction of its own."""
+
+    def __init__(self, transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
+        self._transaction = transaction
+
+    def _run(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._transaction() as conn:
+            return fn(conn, *args, **kwargs)
+
+    def decision_for(self, key: tuple[str | None, str]) -> list[DecisionRow]:
+        return self._run(decision_for, key)
+
+    def decisions_for_spans(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], DecisionRow]:
+        return self._run(decisions_for_spans, keys)
+
+    def decisions_of_call(self, call_id: str) -> list[DecisionRow]:
+        return self._run(decisions_of_call, call_id)
+
+    def insert_decision(self, row: DecisionRow) -> DecisionRow:
+        return self._run(insert_decision, row)
+
+    def insert_cancel(self, row: CancelRow) -> CancelRow:
+        return self._run(insert_cancel, row)
+
+    def cancels_for(self, span_ids: Sequence[str]) -> list[CancelRow]:
+        return self._run(cancels_for, span_ids)
+
+    def polled(self, trace_id: str, span_id: str, until_ns: int) -> None:
+        self._run(polled, trace_id, span_id, until_ns)
+
+    def poll_until(self, trace_id: str, span_id: str) -> int | None:
+        return self._run(poll_until, trace_id, span_id)
+
+    def received_ns(self, trace_id: str, span_id: str) -> int | None:
+        return self._run(received_ns, trace_id, span_id)
+
+    def received_ns_of(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        return self._run(received_ns_of, keys)
+
+    def span_state(self, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
+        return self._run(span_state, trace_id, span_id)
+
+    def prune(self, before_ns: int) -> int:
+        return self._run(prune, before_ns)

@@ -8,22 +8,23 @@ from typing import Any, Final
 
 from toolspan import semconv as sc
 
-__all__ = ["LISTED_TOOL_STATES", "TOOL_STATE_COUNTS_SQL", "NAMING_SPANS_SQL", "tool_state_counts"]
+__all__ = ["LISTED_TOOL_STATES", "NAMING_SPANS", "TOOL_STATE_COUNTS", "tool_state_counts"]
 
 # The tool states a trace's state depends on beyond its summary row: a denied or cancelled call is not an
 # error of the run, and a call waiting for its approval (``spans.waiting``) makes the run AWAITING_APPROVAL.
 LISTED_TOOL_STATES: Final = (sc.STATE_DENIED, sc.STATE_CANCELLED, sc.STATE_AWAITING_APPROVAL)
-# ``(trace id, state, calls)`` of the tool spans ``s`` of the traces joined in (the caller's FROM and WHERE
-# name them), grouped.
-TOOL_STATE_COUNTS_SQL: Final = (
+# ``(trace id, state, calls)`` of the tool spans of the traces listed (``{ids}``), grouped.
+TOOL_STATE_COUNTS: Final = (
     f"SELECT s.trace_id, CASE WHEN s.waiting = 1 THEN '{sc.STATE_AWAITING_APPROVAL}' ELSE s.tool_state END"
-    " AS listed, count(*) {from_where} AND s.is_tool = 1 AND (s.waiting = 1 OR s.tool_state IN"
+    " AS listed, count(*) FROM {ids} {join} spans AS s ON s.trace_id = j.value"
+    " WHERE s.is_tool = 1 AND (s.waiting = 1 OR s.tool_state IN"
     f" ('{sc.STATE_DENIED}', '{sc.STATE_CANCELLED}')) GROUP BY s.trace_id, listed"
 )
-# The spans of ``s`` (table ``spans``) that name their run: the roots, else (no root has arrived yet: a live
-# run of which only a tool's record is here) the first span.
-NAMING_SPANS_SQL: Final = (
-    "(s.parent IS NULL OR (NOT EXISTS (SELECT 1 FROM spans r WHERE r.trace_id = s.trace_id"
+# The spans of the traces listed that name their run: the roots, else (no root has arrived yet: a live run
+# of which only a tool's record is here) the first span.
+NAMING_SPANS: Final = (
+    "SELECT s.data, s.trace_id FROM {ids} {join} spans AS s ON s.trace_id = j.value"
+    " WHERE (s.parent IS NULL OR (NOT EXISTS (SELECT 1 FROM spans r WHERE r.trace_id = s.trace_id"
     " AND r.parent IS NULL) AND s.span_id = (SELECT f.span_id FROM spans f WHERE f.trace_id = s.trace_id"
     " ORDER BY f.start_ns, f.span_id LIMIT 1)))"
 )

@@ -28,9 +28,9 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import NS_PER_MS, request_text, run_name
-from toolspan.server._store.api import StoreApi as Store
-from toolspan.server._store.db import TraceRow
-from toolspan.server._store.schema import POSTGRES
+from toolspan.errors import ToolspanError
+from toolspan.server._rows.traces import TraceRow
+from toolspan.server._store.api import StoreApi
 
 __all__ = ["PARAMETERS", "STATES", "QueryError", "list_traces", "trace_state"]
 
@@ -81,17 +81,12 @@ _SEARCH_SQL: Final = (
     " OR EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
     f"  AND lower(s.tool_name){_LIKE})"
 )
-# The root's stored record (JSON text or protobuf bytes) holds its recorded input; a needle that short
-# would match the binary fields of a protobuf record by chance, so words of 3 bytes or more only.
+# The root's stored record (JSON text or protobuf bytes) holds its recorded input (``{root_has}``, ASCII
+# case ignored); a needle that short would match the binary fields of a protobuf record by chance, so words
+# of 3 bytes or more only.
 _SEARCH_ROOT_SQL: Final = (
     " OR EXISTS (SELECT 1 FROM spans r WHERE r.trace_id = traces.trace_id AND r.parent IS NULL"
-    "  AND instr(CAST(lower(r.data) AS BLOB), ?) > 0)"
-)
-# PostgreSQL has no lower() of bytes: both sides in the ``escape`` text form of bytes (ASCII only: the
-# bytes outside printable ASCII as ``\ooo``), where lower() changes the ASCII letters only.
-_SEARCH_ROOT_SQL_PG: Final = (
-    " OR EXISTS (SELECT 1 FROM spans r WHERE r.trace_id = traces.trace_id AND r.parent IS NULL"
-    "  AND strpos(lower(encode(r.data, 'escape')), encode(?::bytea, 'escape')) > 0)"
+    " AND {root_has})"
 )
 _MIN_ROOT_NEEDLE: Final = 3
 _MAX_SEARCH: Final = 200
@@ -102,7 +97,7 @@ _MAX_MS: Final = _MAX_NS // NS_PER_MS
 _HEX: Final = frozenset("0123456789abcdef")
 
 
-class QueryError(ValueError):
+class QueryError(ToolspanError, ValueError):
     """A bad query parameter (answered with 400)."""
 
 
@@ -178,7 +173,7 @@ def _ascii_lower(text: str) -> str:
     return "".join(c.lower() if c.isascii() else c for c in text)
 
 
-def _search(q: str, engine: str) -> tuple[str, list[Any]]:
+def _search(q: str) -> tuple[str, list[Any]]:
     """The SQL condition and arguments of ``q=``: a part of an id or a name, or of the root span's stored
     record (its recorded input, in whatever encoding it arrived: the words match), ASCII case ignored."""
     if len(q) > _MAX_SEARCH:
@@ -191,11 +186,10 @@ def _search(q: str, engine: str) -> tuple[str, list[Any]]:
     escaped = lower.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     if len(needle) < _MIN_ROOT_NEEDLE:
         return _SEARCH_SQL + ")", [f"%{escaped}%"] * 5
-    root = _SEARCH_ROOT_SQL_PG if engine == POSTGRES else _SEARCH_ROOT_SQL
-    return _SEARCH_SQL + root + ")", [f"%{escaped}%"] * 5 + [needle]
+    return _SEARCH_SQL + _SEARCH_ROOT_SQL + ")", [f"%{escaped}%"] * 5 + [needle]
 
 
-def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> dict[str, Any]:
+def list_traces(store: StoreApi, params: dict[str, str], idle_timeout_s: float) -> dict[str, Any]:
     """One page of trace summaries: ``{"traces": [...], "next_cursor": str | None}``."""
     unknown = sorted(set(params) - _KNOWN)
     if unknown:
@@ -236,7 +230,7 @@ def list_traces(store: Store, params: dict[str, str], idle_timeout_s: float) -> 
             where.append(_STATE_SQL[state])
         args.append(idle_cut)
     if params.get("q"):
-        condition, search_args = _search(params["q"], store.engine)
+        condition, search_args = _search(params["q"])
         where.append(condition)
         args += search_args
     cursor = params.get("cursor")

@@ -1,15 +1,30 @@
 """Traces this replica does not hold, read from Tempo (``/api/v2/traces/{id}``) or Jaeger
-(``/api/v3/traces/{id}``) with the clients of ``toolspan.backends`` (the ones ``toolspan fetch`` uses)."""
+(``/api/v3/traces/{id}``) with the clients of ``toolspan.backends`` (the ones ``toolspan fetch`` uses), and
+the spans of a trace from wherever they are (``TraceSource``: the store first)."""
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+
+from starlette.concurrency import run_in_threadpool
+
 from toolspan.backends import Backend, BackendError, Jaeger, Tempo
 from toolspan.bridge.model import Span
+from toolspan.bridge.readers import attach_logs
+from toolspan.errors import ToolspanError
+from toolspan.server._store.api import StoreApi
 
-__all__ = ["RemoteError", "fetch_remote"]
+__all__ = ["Remote", "RemoteError", "TraceSource", "fetch_remote"]
+
+_logger = logging.getLogger(__name__)
+
+# Reads one trace from Tempo or Jaeger (``None``: neither has it, or neither answered).
+Remote = Callable[[], Awaitable[list[Span] | None]]
 
 
-class RemoteError(Exception):
+class RemoteError(ToolspanError):
     """A backend answered with an error or something the bridge cannot read."""
 
 
@@ -28,3 +43,35 @@ def fetch_remote(trace_id: str, tempo_url: str | None, jaeger_url: str | None) -
     except (BackendError, ValueError) as e:
         raise RemoteError(str(e)) from None
     return None
+
+
+class TraceSource:
+    """The spans of a trace: from the store, else from Tempo/Jaeger when configured (with the log records the
+    store holds of it joined)."""
+
+    def __init__(self, store: StoreApi, tempo_url: str | None, jaeger_url: str | None) -> None:
+        self._store = store
+        self._tempo_url = tempo_url
+        self._jaeger_url = jaeger_url
+
+    async def spans(self, trace_id: str) -> list[Span] | None:
+        spans = await run_in_threadpool(self._store.trace_spans, trace_id)
+        if spans:
+            return spans
+        if not (self._tempo_url or self._jaeger_url):
+            return None
+        try:
+            remote = await run_in_threadpool(fetch_remote, trace_id, self._tempo_url, self._jaeger_url)
+        except RemoteError as e:
+            _logger.warning("toolspan serve: %s", e)
+            return None
+        if not remote:
+            return None
+        logs = await run_in_threadpool(self._store.trace_logs, trace_id)
+        return attach_logs(remote, logs)[0] if logs else remote
+
+    def remote(self, trace_id: str) -> Remote | None:
+        """Reads the trace from Tempo/Jaeger when configured (for streams of traces not held here)."""
+        if self._tempo_url or self._jaeger_url:
+            return functools.partial(self.spans, trace_id)
+        return None

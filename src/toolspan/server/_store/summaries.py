@@ -9,26 +9,17 @@ smaller span id).
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from toolspan.server._ingest.records import Row
-from toolspan.server._store.bulk import insert_rows
+from toolspan.server._rows.spans import Row
+from toolspan.server._store.dialect import Connection, upsert
+from toolspan.server._store.sql import RECOMPUTE_SUMMARIES, SUMMARIES, TRACE_COLUMNS
+from toolspan.server._store.tx import Tx
 
 __all__ = ["recompute_summaries", "summary_rows", "update_summaries"]
 
-_RECOMPUTE: Final = (
-    "INSERT OR REPLACE INTO traces SELECT s.trace_id, max(s.service), max(s.conversation_id),"
-    " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
-    "  ORDER BY r.start_ns, r.span_id LIMIT 1),"
-    " coalesce((SELECT r.end_ns IS NOT NULL FROM spans r WHERE r.trace_id = s.trace_id"
-    "  AND r.parent IS NULL ORDER BY r.start_ns, r.span_id LIMIT 1), 0),"
-    " min(s.start_ns), max(s.end_ns), ?, count(*), sum(s.is_tool), sum(s.is_error),"
-    " sum(s.is_tool AND s.end_ns IS NULL)"
-    " FROM json_each(?) AS j CROSS JOIN spans AS s ON s.trace_id = j.value GROUP BY s.trace_id"
-)
+_UPSERT_TRACES: Final = upsert(("trace_id",), TRACE_COLUMNS)
 
 
 def _greater(a: Any, b: Any) -> Any:
@@ -134,32 +125,25 @@ def summary_rows(
     return rows, recompute
 
 
-def _sums_traces(inserts: Sequence[Row], changed: set[str]) -> list[str]:
-    return sorted({r.trace_id for r in inserts} - changed)
-
-
-def update_summaries(db: sqlite3.Connection, inserts: Sequence[Row], changed: Iterable[str], ns: int) -> None:
+def update_summaries(tx: Tx, inserts: Sequence[Row], changed: Iterable[str]) -> None:
     """Bring the summary rows of the traces of ``inserts`` (new spans) and ``changed`` (trace ids whose stored
-    spans were replaced) up to date, all stamped ``last_seen_ns = ns``."""
+    spans were replaced) up to date, their ``last_seen_ns`` moved to the transaction's time (never back)."""
     changed = set(changed)
-    wanted = _sums_traces(inserts, changed)
+    wanted = sorted({r.trace_id for r in inserts} - changed)
+    conn, ns = tx.conn, tx.ns
     old_rows: dict[str, Sequence[Any]] = {}
     if wanted:
-        # One result row (one step of SQLite, see ``bulk``) holding every summary row as JSON.
-        found = db.execute(
-            "SELECT json_group_array(json_array(t.trace_id, t.service, t.conversation_id, t.root_name,"
-            " t.root_ended, t.start_ns, t.end_ns, t.last_seen_ns, t.spans, t.tools, t.errors, t.open_tools))"
-            " FROM json_each(?) AS j CROSS JOIN traces AS t ON t.trace_id = j.value",
-            (json.dumps(wanted),),
-        ).fetchone()[0]
-        old_rows = {r[0]: r for r in json.loads(found)}
-    rows, recompute = summary_rows(inserts, changed, old_rows, lambda _: ns)
+        old_rows = {r[0]: r for r in tx.dialect.all_rows(conn, SUMMARIES, (wanted,), TRACE_COLUMNS)}
+    rows, recompute = summary_rows(
+        inserts, changed, old_rows, lambda old: ns if old is None else max(ns, int(old[7]) + 1)
+    )
     if rows:
-        insert_rows(db, "INSERT OR REPLACE INTO traces", rows, 12)
+        tx.dialect.insert(conn, "traces", TRACE_COLUMNS, rows, _UPSERT_TRACES)
     if recompute:
-        recompute_summaries(db, recompute, ns)
+        recompute_summaries(conn, recompute, ns)
 
 
-def recompute_summaries(db: sqlite3.Connection, trace_ids: Iterable[str], ns: int) -> None:
-    """The summary rows of ``trace_ids`` recomputed from all their spans, stamped ``last_seen_ns = ns``."""
-    db.execute(_RECOMPUTE, (ns, json.dumps(sorted(trace_ids))))
+def recompute_summaries(conn: Connection, trace_ids: Iterable[str], ns: int) -> None:
+    """The summary rows of ``trace_ids`` recomputed from all their spans, ``last_seen_ns`` moved to ``ns``
+    (never back)."""
+    conn.execute(RECOMPUTE_SUMMARIES, (ns, sorted(trace_ids)))

@@ -1,4 +1,5 @@
-"""The write path of one ingest request: its span rows, their act/observe events and the trace summaries.
+"""The write path of one ingest request, on either engine: its span rows, their act/observe events and the
+trace summaries, in one transaction (``Tx``).
 
 A row whose key is not stored yet is inserted as it is (the common case: no span is decoded); a row whose
 key is stored is compared with the stored form and, when it differs, both are decoded and merged as the
@@ -7,31 +8,22 @@ bridge merges records of one span (``toolspan.bridge._coalesce``), a pending rec
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 from toolspan.bridge.facts import act_status
 from toolspan.bridge.model import Span
-from toolspan.server._ingest.codec import decode, encode
-from toolspan.server._ingest.records import Row, merge, row_of_span
-from toolspan.server._store.bulk import insert_rows
+from toolspan.server._rows.codec import decode, encode
+from toolspan.server._rows.cursor import ACT, OBSERVE
+from toolspan.server._rows.spans import IngestResult, Row, merge, row_of_span
+from toolspan.server._store.dialect import DO_NOTHING, upsert
+from toolspan.server._store.sql import EVENT_COLUMNS, SPAN_COLUMNS, SPAN_KEY, STORED_SPANS
 from toolspan.server._store.summaries import update_summaries
+from toolspan.server._store.tx import Tx
 
-__all__ = ["ACT", "OBSERVE", "IngestResult", "Plan", "merge_batch", "plan_rows", "put_rows"]
+__all__ = ["Plan", "merge_batch", "plan_rows", "put_rows"]
 
-ACT: Final = 0
-OBSERVE: Final = 1
-
-
-@dataclass(slots=True)
-class IngestResult:
-    accepted: int = 0
-    rejected: int = 0
-    duplicates: int = 0
-    message: str = ""
+_UPSERT_SPANS = upsert(SPAN_KEY, SPAN_COLUMNS)
 
 
 class Plan(NamedTuple):
@@ -103,29 +95,29 @@ def merge_batch(rows: Sequence[Row], result: IngestResult) -> dict[tuple[str, st
     return batch
 
 
-def put_rows(
-    db: sqlite3.Connection, batch: dict[tuple[str, str], Row], ns: int, result: IngestResult
-) -> None:
-    """Store one request's rows (keyed by trace and span id, merged within the request) inside the caller's
-    transaction at commit clock ``ns``; duplicates are counted in ``result``."""
-    keys = json.dumps([t + s for t, s in batch])
+def put_rows(tx: Tx, batch: dict[tuple[str, str], Row], result: IngestResult) -> None:
+    """Store one request's rows (keyed by trace and span id, merged within the request) in the transaction
+    ``tx``; duplicates are counted in ``result``."""
+    if not batch:
+        return
+    tx.lock_traces({trace_id for trace_id, _ in batch})
+    conn, dialect = tx.conn, tx.dialect
     existing = {
-        (r[0], r[1]): (r[2], r[3])
-        for r in db.execute(
-            "SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM json_each(?) AS j CROSS JOIN spans AS s"
-            " ON s.trace_id = substr(j.value, 1, 32) AND s.span_id = substr(j.value, 33)",
-            (keys,),
-        )
+        (r[0], r[1]): (dialect.record(r[2]), r[3])
+        for r in conn.execute(STORED_SPANS, ([t + s for t, s in batch],))
     }
     inserts, replaces, events = plan_rows(batch, existing, result)
     if not inserts and not replaces:
         return
-    if inserts:
-        insert_rows(db, "INSERT INTO spans", inserts, len(Row._fields))
-    if replaces:
-        insert_rows(db, "INSERT OR REPLACE INTO spans", replaces, len(Row._fields))
-    update_summaries(db, inserts, {r.trace_id for r in replaces}, ns)
+    written = inserts + replaces
+    dialect.insert(conn, "spans", SPAN_COLUMNS, written, _UPSERT_SPANS)
+    update_summaries(tx, inserts, {r.trace_id for r in replaces})
+    tx.committed(
+        {r.trace_id for r in written}, {r.conversation_id for r in written if r.conversation_id is not None}
+    )
     if events:
-        # The last column (a conversation id, in stores written by 0.1.0) stays NULL: a conversation's
-        # stream reads the events of the conversation's traces (see ``Store.events_after``).
-        insert_rows(db, "INSERT OR IGNORE INTO events", [(ns, *e, None) for e in events], 5)
+        # Last: on PostgreSQL the clock row stays locked until this transaction is visible (``tx``). The
+        # conversation id of the event log (filled by 0.1.0) stays NULL: a conversation's stream reads the
+        # events of the conversation's traces (``sql.EVENTS_OF_CONVERSATION``).
+        ns = tx.tick()
+        dialect.insert(conn, "events", EVENT_COLUMNS, [(ns, *e) for e in events], DO_NOTHING)

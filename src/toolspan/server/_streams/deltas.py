@@ -28,13 +28,14 @@ from toolspan import semconv as sc
 from toolspan._util.ids import execution_id
 from toolspan.bridge.readers import LogRecord
 from toolspan.bridge.views import SCHEMA_VERSION
+from toolspan.errors import ToolspanError
 
 __all__ = ["DeltaDropped", "DeltaHub", "Subscription", "relay_until_commit", "split_deltas", "with_deltas"]
 
 _logger = logging.getLogger(__name__)
 
 
-class DeltaDropped(Exception):
+class DeltaDropped(ToolspanError):
     """The client's delta buffer overflowed: its stream ends."""
 
 

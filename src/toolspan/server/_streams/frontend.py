@@ -1,6 +1,5 @@
-"""AG-UI and AI SDK UI message streams of a trace or a conversation, live, and the AG-UI agent endpoint.
-
-Routes:
+"""AG-UI and AI SDK UI message streams of a trace or a conversation, live, and the AG-UI agent endpoint's
+run stream (their routes: ``_http.routes.streams``):
 
 - ``GET /api/traces/{id}/ag-ui/stream``, ``GET /api/conversations/{id}/ag-ui/stream``: the ``ag-ui``
   view as AG-UI's server-sent events (``data: <event JSON>``, each with ``id: <n>``, its position in the
@@ -42,33 +41,34 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
-
-from starlette.requests import Request
-from starlette.responses import Response
+from typing import Any, Final
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import AI_SDK_HEADER, ag_ui_run_events, ai_sdk_run_chunks, messages_snapshot
 from toolspan.bridge.views import Turn as Run
 from toolspan.bridge.views import TurnItem as Item
 from toolspan.bridge.views import to_turns as to_runs
-from toolspan.server._http.auth import error, trace_id_param
-from toolspan.server._http.jsonio import BodyError, parse_object, read_body
 from toolspan.server._streams.deltas import DeltaDropped, Subscription, relay_until_commit
-from toolspan.server._streams.progress import Reader, conversation_reader, trace_reader
-from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse
+from toolspan.server._streams.readers import Reader, complete
+from toolspan.server._streams.sse import CONNECTED, HEARTBEAT
+from toolspan.server._streams.wakeups import Notifier
 
-if TYPE_CHECKING:
-    from toolspan.server._http.app import ServerHandlers
-
-__all__ = ["LINGER_S", "agent_response", "frontend_response", "settled_events"]
+__all__ = [
+    "AG_UI",
+    "AI_SDK",
+    "LINGER_S",
+    "PROTOCOLS",
+    "Protocol",
+    "StreamTimes",
+    "input_problem",
+    "settled_events",
+    "stream_chunks",
+]
 
 _logger = logging.getLogger(__name__)
 
 LINGER_S: Final = 1.0
 _REMOTE_POLL_S: Final = 1.0
-_MAX_INPUT_BYTES: Final = 4 << 20
-_MAX_DEPTH: Final = 100
 
 Entry = tuple[dict[str, Any], Item | None, Run, bool]  # event, its item, its run, is the run's end
 
@@ -95,11 +95,6 @@ AI_SDK: Final = Protocol(
 PROTOCOLS: Final = {"ag-ui": AG_UI, "ai-sdk": AI_SDK}
 
 
-def _complete(spans: Sequence[Span]) -> bool:
-    rooted = {s.trace_id for s in spans if s.parent_span_id is None}
-    return bool(spans) and all(s.end_ns is not None and s.trace_id in rooted for s in spans)
-
-
 def _entries(protocol: Protocol, runs: list[Run]) -> list[Entry]:
     out: list[Entry] = []
     for run in runs:
@@ -113,7 +108,7 @@ def settled_events(protocol: Protocol, spans: Sequence[Span], *, final: bool) ->
     """The events of the view that later spans cannot change (all of them when ``final``)."""
     runs = to_runs(spans)
     entries = _entries(protocol, runs)
-    if final or _complete(spans):
+    if final or complete(spans):
         return entries
     bounds: dict[str, int] = {}
     for it in (it for run in runs for it in run.items):
@@ -236,15 +231,119 @@ def _run_message_ids(protocol: Protocol, run: Run) -> set[str]:
     return ids
 
 
+class _View:
+    """What one connection sent of a view: its events from ``since + 1`` on, the runs it skipped (a client
+    that runs again holds them), the text deltas it relayed (``_Live``)."""
+
+    def __init__(self, protocol: Protocol, since: int, known: frozenset[str], with_ids: bool) -> None:
+        self.protocol = protocol
+        self.since = since
+        self.known = known
+        self.with_ids = with_ids
+        self.live = _Live(protocol)
+        self.sent: list[str] = []  # lines of the view events sent, from ``since + 1``
+        self.last: tuple[list[Span], bool] | None = None
+        self.quiet_since = time.monotonic()
+        self.skipped: set[str] = set()
+        self.snapshot_due = since > 0 and protocol is AG_UI
+
+    def changed(self, spans: list[Span], final: bool) -> bool:
+        """Whether the spans read now give another view than the last ones (then they are the last)."""
+        if (spans, final) == self.last:
+            return False
+        self.last = (spans, final)
+        self.quiet_since = time.monotonic()
+        return True
+
+    def _unknown(self, entries: list[Entry]) -> list[Entry]:
+        """``entries`` without the runs the client holds (every message id of an ended run is ``known``)."""
+        for run in {id(r): r for _, _, r, _ in entries}.values():
+            if (
+                run.ended
+                and run.run_id not in self.skipped
+                and _run_message_ids(self.protocol, run) <= self.known
+            ):
+                self.skipped.add(run.run_id)
+        return [e for e in entries if e[2].run_id not in self.skipped]
+
+    async def chunks(self, spans: list[Span], final: bool) -> list[bytes] | None:
+        """The chunks of what the view now has beyond what was sent (``None``: it took back an event sent,
+        the stream ends)."""
+        entries = await asyncio.to_thread(settled_events, self.protocol, spans, final=final)
+        if self.known:
+            entries = self._unknown(entries)
+        out: list[bytes] = []
+        since = self.since
+        if self.snapshot_due and len(entries) >= since:
+            self.snapshot_due = False
+            snapshot = {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": messages_snapshot([e[0] for e in entries[:since]]),
+            }
+            out.append(_frame(None, snapshot))
+        lines = [_line(e[0]) for e in entries[since:]]
+        fresh, gone = _fresh(lines, self.sent)
+        if gone is not None:
+            _logger.warning(
+                "toolspan serve: late spans took back an event a %s stream sent (%s); it ends",
+                self.protocol.name,
+                gone[:200],
+            )
+            return None
+        chunk = bytearray()
+        for n in fresh:
+            for event in self.live.fit(entries[since + n][0]):
+                chunk += _frame(since + n + 1 if self.with_ids else None, event)
+            self.sent.append(lines[n])
+        if chunk:
+            out.append(bytes(chunk))
+        return out
+
+    def relayed(self, chunk: bytes) -> bytes:
+        """The events relaying one text delta (``b""`` when none)."""
+        return b"".join(_frame(None, e) for e in self.live.delta(_delta_data(chunk)))
+
+
+def _fresh(lines: list[str], sent: list[str]) -> tuple[list[int], str | None]:
+    """``(the positions in lines not yet sent, an event sent that lines no longer hold or None)``. Spans that
+    arrive late (an open agent's thoughts come with its end) may put events before ones already sent: those
+    are sent now, in view order."""
+    if lines[: len(sent)] == sent:
+        return list(range(len(sent), len(lines))), None
+    have = Counter(lines)
+    have.subtract(sent)
+    gone = [line for line, n in have.items() if n < 0]
+    if gone:
+        return [], gone[0]
+    owed = Counter(sent)
+    fresh = []
+    for n, line in enumerate(lines):
+        if owed[line] > 0:
+            owed[line] -= 1
+        else:
+            fresh.append(n)
+    return fresh, None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTimes:
+    """When a view stream looks again: ``heartbeat_s`` (``--heartbeat``), ``idle_timeout_s`` (a trace idle
+    that long is final), ``linger_s`` (a complete conversation's stream ends after this long without news)."""
+
+    heartbeat_s: float
+    idle_timeout_s: float
+    linger_s: float
+
+
 async def stream_chunks(
     protocol: Protocol,
     read: Reader,
-    app: ServerHandlers,
+    notifier: Notifier,
     since: int,
     *,
+    times: StreamTimes,
     subscription: Subscription | None,
     end_when_complete: bool,
-    linger_s: float,
     known: frozenset[str] = frozenset(),
     with_ids: bool = True,
     trace_id: str | None = None,
@@ -253,85 +352,34 @@ async def stream_chunks(
     """The SSE chunks of one stream after event ``since`` (0: from the start): of the trace ``trace_id`` or
     the conversation ``conversation_id`` (whose commits wake it)."""
     yield CONNECTED
-    live = _Live(protocol)
-    sent: list[str] = []  # lines of the view events sent on this connection, from ``since + 1``
-    last: tuple[list[Span], bool] | None = None
-    quiet_since = time.monotonic()
-    skipped: set[str] = set()
-    snapshot_due = since > 0 and protocol is AG_UI
+    view = _View(protocol, since, known, with_ids)
     held: set[str] = set() if trace_id is None else {trace_id}  # the traces whose commits wake it
+    conversations = () if conversation_id is None else (conversation_id,)
     try:
         while True:
-            conversations = () if conversation_id is None else (conversation_id,)
-            waiter = app.notifier.waiter(traces=held, conversations=conversations)
+            waiter = notifier.waiter(traces=held, conversations=conversations)
             spans, final, local = await read()
             if conversation_id is not None:
                 held = {span.trace_id for span in spans}
-            complete = _complete(spans)
-            if (spans, final) != last:
-                last = (spans, final)
-                quiet_since = time.monotonic()
-                entries = await asyncio.to_thread(settled_events, protocol, spans, final=final)
-                if known:
-                    for run in {id(r): r for _, _, r, _ in entries}.values():
-                        if (
-                            run.ended
-                            and run.run_id not in skipped
-                            and _run_message_ids(protocol, run) <= known
-                        ):
-                            skipped.add(run.run_id)
-                    entries = [e for e in entries if e[2].run_id not in skipped]
-                if snapshot_due and len(entries) >= since:
-                    snapshot_due = False
-                    before = [e[0] for e in entries[:since]]
-                    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": messages_snapshot(before)}
-                    yield _frame(None, snapshot)
-                lines = [_line(e[0]) for e in entries[since:]]
-                if lines[: len(sent)] == sent:
-                    fresh = list(range(len(sent), len(lines)))
-                else:
-                    # Spans that arrived late (an open agent's thoughts come with its end) put events
-                    # before ones already sent: send them now, in view order, unless one sent is gone.
-                    have = Counter(lines)
-                    have.subtract(sent)
-                    gone = [line for line, n in have.items() if n < 0]
-                    if gone:
-                        _logger.warning(
-                            "toolspan serve: late spans took back an event a %s stream sent (%s); it ends",
-                            protocol.name,
-                            gone[0][:200],
-                        )
-                        return
-                    owed = Counter(sent)
-                    fresh = []
-                    for n, line in enumerate(lines):
-                        if owed[line] > 0:
-                            owed[line] -= 1
-                        else:
-                            fresh.append(n)
-                chunk = bytearray()
-                for n in fresh:
-                    for event in live.fit(entries[since + n][0]):
-                        chunk += _frame(since + n + 1 if with_ids else None, event)
-                    sent.append(lines[n])
-                if chunk:
-                    yield bytes(chunk)
-            if final or (complete and (not end_when_complete and time.monotonic() - quiet_since >= linger_s)):
+            done = complete(spans)
+            if view.changed(spans, final):
+                chunks = await view.chunks(spans, final)
+                if chunks is None:
+                    return
+                for chunk in chunks:
+                    yield chunk
+            quiet_s = time.monotonic() - view.quiet_since
+            if final or (done and (end_when_complete or quiet_s >= times.linger_s)):
                 break
-            if complete and end_when_complete:
-                break
-            timeout = app.config.heartbeat_s if local else min(app.config.heartbeat_s, _REMOTE_POLL_S)
+            timeout = times.heartbeat_s if local else min(times.heartbeat_s, _REMOTE_POLL_S)
             # Wake up in time to see the view turn final once the spans went idle.
-            timeout = min(timeout, max(0.05, app.config.idle_timeout_s / 2))
-            if complete:
-                timeout = min(timeout, max(0.05, linger_s - (time.monotonic() - quiet_since)))
+            timeout = min(timeout, max(0.05, times.idle_timeout_s / 2))
+            if done:
+                timeout = min(timeout, max(0.05, times.linger_s - quiet_s))
             async for relayed in relay_until_commit(waiter, subscription, timeout, local):
-                if relayed is None:
-                    yield HEARTBEAT
-                    continue
-                events = live.delta(_delta_data(relayed))
-                if events:
-                    yield b"".join(_frame(None, e) for e in events)
+                chunk = HEARTBEAT if relayed is None else view.relayed(relayed)
+                if chunk:
+                    yield chunk
         if protocol.done:
             yield protocol.done
     except DeltaDropped:
@@ -341,63 +389,8 @@ async def stream_chunks(
             subscription.close()
 
 
-def _since(request: Request) -> int | None:
-    """The event number a client resumes after (``Last-Event-ID`` or ``?since=``), ``None`` unless it is
-    ASCII digits of a number no view reaches beyond (``str.isdigit`` alone takes ``²``, and ``int`` refuses
-    thousands of digits with an error)."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= 18):
-        return None
-    return int(text)
-
-
-def _response(app: ServerHandlers, protocol: Protocol, chunks: AsyncIterator[bytes]) -> Response:
-    # The stream ends when its chunks do: EventStreamResponse then closes the response body.
-    response = EventStreamResponse(
-        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop, ending=app.ending
-    )
-    response.headers.update(protocol.headers)
-    response.headers["connection"] = "close"  # the stream ends: so does the connection
-    return response
-
-
-async def frontend_response(app: ServerHandlers, request: Request) -> Response:
-    """``/api/traces/{id}/<protocol>/stream`` and ``/api/conversations/{id}/<protocol>/stream``."""
-    protocol = PROTOCOLS[request.url.path.rstrip("/").split("/")[-2]]
-    since = _since(request)
-    if since is None:
-        return error(400, "Last-Event-ID / since must be an event number (a non-negative integer)")
-    idle_s = app.config.idle_timeout_s
-    if "trace_id" in request.path_params:
-        trace_id = trace_id_param(request.path_params["trace_id"])
-        if trace_id is None:
-            return error(404, f"no trace {request.path_params['trace_id']!r}")
-        read = trace_reader(app.store, trace_id, idle_s, app.remote_reader(trace_id))
-        subscription = app.deltas.subscribe(trace_id=trace_id, conversation_id=None, kind="text_delta")
-        end_when_complete = True
-        scope: tuple[str | None, str | None] = (trace_id, None)
-    else:
-        conversation_id = request.path_params["conversation_id"]
-        read = conversation_reader(app.store, conversation_id, idle_s)
-        subscription = app.deltas.subscribe(trace_id=None, conversation_id=conversation_id, kind="text_delta")
-        end_when_complete = False
-        scope = (None, conversation_id)
-    chunks = stream_chunks(
-        protocol,
-        read,
-        app,
-        since,
-        subscription=subscription,
-        end_when_complete=end_when_complete,
-        linger_s=min(LINGER_S, idle_s),
-        trace_id=scope[0],
-        conversation_id=scope[1],
-    )
-    return _response(app, protocol, chunks)
-
-
-def _input_problem(body: Any) -> str | None:
+def input_problem(body: Any) -> str | None:
+    """Why ``body`` is no AG-UI ``RunAgentInput`` this endpoint takes (``None``: it is one)."""
     if not isinstance(body, dict):
         return "the body must be a JSON object (an AG-UI RunAgentInput)"
     for key in ("threadId", "runId"):
@@ -411,36 +404,3 @@ def _input_problem(body: Any) -> str | None:
         if not isinstance(message, dict) or not isinstance(message.get("id"), str):
             return f"RunAgentInput.messages[{n}] must be an object with a string id"
     return None
-
-
-async def agent_response(app: ServerHandlers, request: Request) -> Response:
-    """``POST /api/ag-ui``: the conversation ``RunAgentInput.threadId`` as an AG-UI agent's run stream. The
-    body is read as a stream (413 past ``_MAX_INPUT_BYTES`` before the rest is read, 408 when it stops coming
-    for ``--read-timeout``) and parsed strictly (``NaN``, ``1e999``, lone surrogates, nesting deeper than
-    ``_MAX_DEPTH``: a 400 naming the field)."""
-    try:
-        raw = await read_body(request, _MAX_INPUT_BYTES, app.config.read_timeout_s)
-        body = parse_object(raw, max_depth=_MAX_DEPTH, what="the RunAgentInput")
-    except BodyError as e:
-        return error(e.status, e.message)
-    problem = _input_problem(body)
-    if problem is not None:
-        return error(400, problem)
-    thread = body["threadId"]
-    known = frozenset(m["id"] for m in body.get("messages", []))
-    idle_s = app.config.idle_timeout_s
-    read = conversation_reader(app.store, thread, idle_s)
-    subscription = app.deltas.subscribe(trace_id=None, conversation_id=thread, kind="text_delta")
-    chunks = stream_chunks(
-        AG_UI,
-        read,
-        app,
-        0,
-        subscription=subscription,
-        end_when_complete=False,
-        linger_s=min(LINGER_S, idle_s),
-        known=known,
-        with_ids=False,
-        conversation_id=thread,
-    )
-    return _response(app, AG_UI, chunks)

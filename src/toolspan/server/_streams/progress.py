@@ -30,35 +30,20 @@ from __future__ import annotations
 
 import io
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
-
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import Response
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
 
 from toolspan import semconv as sc
 from toolspan.bridge.facts import TOOL, classify, execution_id
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import write_json_lines
 from toolspan.bridge.views import to_progress
-from toolspan.server._http.auth import error, trace_id_param
-from toolspan.server._store.api import StoreApi as Store
 from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription, relay_until_commit
-from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, EventStreamResponse, Notifier
+from toolspan.server._streams.readers import Reader, complete
+from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, reset_event
+from toolspan.server._streams.wakeups import Notifier
 
-if TYPE_CHECKING:
-    from toolspan.server._http.app import ServerHandlers
-
-__all__ = [
-    "conversation_reader",
-    "parse_since",
-    "progress_chunks",
-    "progress_response",
-    "settled",
-    "trace_reader",
-]
+__all__ = ["parse_since", "progress_chunks", "settled"]
 
 _REMOTE_POLL_S: Final = 1.0
 _MAX_SEQ: Final = (1 << 63) - 1
@@ -79,12 +64,6 @@ def parse_since(raw: str) -> int | None:
         if not isinstance(seq, int) or isinstance(seq, bool):
             return None
     return seq if seq is not None and 0 <= seq <= _MAX_SEQ else None
-
-
-def _complete(spans: Sequence[Span]) -> bool:
-    """Every span held has ended and every trace has its root among them."""
-    rooted = {s.trace_id for s in spans if s.parent_span_id is None}
-    return bool(spans) and all(s.end_ns is not None and s.trace_id in rooted for s in spans)
 
 
 def _provisional(envelope: dict[str, Any]) -> bool:
@@ -108,7 +87,7 @@ def settled(spans: Sequence[Span], *, final: bool) -> list[dict[str, Any]]:
     the start records of the tools after it) may fall before anything that follows.
     """
     envelopes = to_progress(list(spans))
-    if final or _complete(spans):
+    if final or complete(spans):
         return envelopes
     open_tools = {execution_id(s) for s in spans if s.end_ns is None and classify(s) == TOOL}
     for n, envelope in enumerate(envelopes):
@@ -129,50 +108,6 @@ def _line(envelope: dict[str, Any]) -> bytes:
 def _chunk(envelope: dict[str, Any], line: bytes) -> bytes:
     seq = envelope["bookmark"]["seq"]
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, envelope["channel"].encode(), line)
-
-
-# What a stream reads on each wake: (the trace's spans, whether they are final, whether they came from
-# this replica's store: a remote trace is polled instead of waiting for commits).
-Reader = Callable[[], Awaitable[tuple[list[Span], bool, bool]]]
-
-
-Remote = Callable[[], Awaitable[list[Span] | None]]
-
-
-def trace_reader(store: Store, trace_id: str, idle_timeout_s: float, remote: Remote | None) -> Reader:
-    """What a trace's progress stream reads: the store's spans (read again only once the trace changed),
-    final once idle; else, with ``remote``, the trace from Tempo/Jaeger (polled)."""
-    held: list[Any] = [None, []]
-
-    async def read() -> tuple[list[Span], bool, bool]:
-        row = await run_in_threadpool(store.trace_row, trace_id)
-        if row is not None:
-            if held[0] != row.last_seen_ns:
-                held[:] = [row.last_seen_ns, await run_in_threadpool(store.trace_spans, trace_id)]
-            return held[1], time.time_ns() - row.last_seen_ns > idle_timeout_s * 1e9, True
-        if remote is None:
-            return [], False, True
-        return (await remote()) or [], False, False
-
-    return read
-
-
-def conversation_reader(store: Store, conversation_id: str, idle_timeout_s: float) -> Reader:
-    """What a conversation's progress stream reads: the spans of its traces in the store, final once every
-    one of them is idle (a later turn's envelopes come after, in time order)."""
-    held: list[Any] = [None, []]
-    where = "(conversation_id = ? OR trace_id = ?)"
-
-    async def read() -> tuple[list[Span], bool, bool]:
-        rows = await run_in_threadpool(store.list_traces, where, (conversation_id, conversation_id), 10_000)
-        seen = sorted((r.trace_id, r.last_seen_ns) for r in rows)
-        if held[0] != seen:
-            held[:] = [seen, await run_in_threadpool(store.conversation_spans, conversation_id)]
-        newest = max((r.last_seen_ns for r in rows), default=None)
-        idle = newest is not None and time.time_ns() - newest > idle_timeout_s * 1e9
-        return held[1], idle, True
-
-    return read
 
 
 async def progress_chunks(
@@ -206,8 +141,9 @@ async def progress_chunks(
                 envelopes = settled(spans, final=final)
                 lines = [_line(e) for e in envelopes[since:]]
                 if lines[: len(sent)] != sent:
-                    reason = "the trace changed what was sent; the view follows from seq 1"
-                    yield f"event: reset\ndata: {json.dumps({'reason': reason})}\n\n".encode()
+                    yield reset_event(
+                        {"reason": "the trace changed what was sent; the view follows from seq 1"}
+                    )
                     since, sent = 0, []
                     lines = [_line(e) for e in envelopes]
                 fresh = range(len(sent), len(lines))
@@ -222,33 +158,3 @@ async def progress_chunks(
     finally:
         if subscription is not None:
             subscription.close()
-
-
-async def progress_response(app: ServerHandlers, request: Request) -> Response:
-    """``/api/traces/{id}/progress/stream`` and ``/api/conversations/{id}/progress/stream``."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("since")
-    since = parse_since(raw) if raw else 0
-    if since is None:
-        return error(400, f"not a progress bookmark: {(raw or '')[:80]!r}")
-    idle_s = app.config.idle_timeout_s
-    trace_id = conversation_id = None
-    if "trace_id" in request.path_params:
-        trace_id = trace_id_param(request.path_params["trace_id"])
-        if trace_id is None:
-            return error(404, f"no trace {request.path_params['trace_id']!r}")
-        read = trace_reader(app.store, trace_id, idle_s, app.remote_reader(trace_id))
-    else:
-        conversation_id = request.path_params["conversation_id"]
-        read = conversation_reader(app.store, conversation_id, idle_s)
-    chunks = progress_chunks(
-        read,
-        app.notifier,
-        since,
-        heartbeat_s=app.config.heartbeat_s,
-        deltas=app.deltas,
-        trace_id=trace_id,
-        conversation_id=conversation_id,
-    )
-    return EventStreamResponse(
-        app._counted(chunks), send_timeout_s=app.config.send_timeout_s, on_drop=app._drop, ending=app.ending
-    )

@@ -1,7 +1,7 @@
 """One trace's act/observe stream (``/api/traces/{id}/stream``), resumable on any replica.
 
 Events are those of the all-traces stream, filtered to the trace, with the per-trace cursor of
-``_streams.cursor`` as ``id``: ``<commit ns>-<trace>-<span>-<phase>-<seen>-<key ns>-<key span>-<key phase>``.
+``_rows.cursor`` as ``id``: ``<commit ns>-<trace>-<span>-<phase>-<seen>-<key ns>-<key span>-<key phase>``.
 
 - A replica that holds the trace reads its store, in commit order. A cursor naming an event it holds is
   re-anchored to that event's commit there (on the replica that wrote it, the same cursor: resume is as
@@ -19,37 +19,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 
 from toolspan.bridge.facts import TOOL, classify
 from toolspan.bridge.model import Span
-from toolspan.server._store.api import StoreApi as Store
-from toolspan.server._store.db import ACT, OBSERVE
-from toolspan.server._streams.cursor import Cursor, DataKey
-from toolspan.server._streams.sse import (
-    CONNECTED,
-    FUTURE,
-    HEARTBEAT,
-    PAGE,
-    Notifier,
-    format_event,
-    linked_calls,
-    render_event,
-    tail,
-    trace_links,
-)
+from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor, DataKey
+from toolspan.server._store.api import StoreApi
+from toolspan.server._store.remote import Remote
+from toolspan.server._streams.events import FUTURE, PAGE, linked_calls, render_event, tail, trace_links
+from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, format_event, reset_event
+from toolspan.server._streams.wakeups import Notifier
 
 __all__ = ["data_key", "trace_chunks"]
 
 _POLL_S: Final = 1.0
 _CATCH_UP_POLLS: Final = 10
-
-Remote = Callable[[], Awaitable[list[Span] | None]]
 
 
 def data_key(phase: int, span: Span) -> DataKey:
@@ -58,14 +46,10 @@ def data_key(phase: int, span: Span) -> DataKey:
     return (at, span.span_id, phase)
 
 
-def _reset(reason: str) -> bytes:
-    return f"event: reset\ndata: {json.dumps({'reason': reason})}\n\n".encode()
-
-
 _NOT_HERE: Final = "cursor not resumable on this replica; a snapshot follows"
 
 
-def _log(store: Store, trace_id: str) -> list[tuple[Cursor, int, Span]]:
+def _log(store: StoreApi, trace_id: str) -> list[tuple[Cursor, int, Span]]:
     """Every event of the trace in the store, in commit order."""
     out: list[tuple[Cursor, int, Span]] = []
     position = Cursor(0)
@@ -102,7 +86,7 @@ def _anchor(
 
 
 async def trace_chunks(
-    store: Store,
+    store: StoreApi,
     notifier: Notifier,
     trace_id: str,
     cursor: Cursor | None,
@@ -123,7 +107,7 @@ async def trace_chunks(
     position, seen, key, reset = _anchor(log, cursor, horizon, clock)
     if reset:
         future = cursor is not None and cursor.seen < 0 and cursor.ns > clock
-        yield _reset(FUTURE if future else _NOT_HERE)
+        yield reset_event({"reason": FUTURE if future else _NOT_HERE})
     pages = tail(store, notifier, position, trace_id=trace_id, conversation_id=None, heartbeat_s=heartbeat_s)
     async with contextlib.aclosing(pages):
         async for rows in pages:
@@ -174,7 +158,7 @@ async def _remote_chunks(
             if cursor.seen >= 0 and len(below) == cursor.seen:
                 sent, seen, key, verified = set(below), cursor.seen, cursor.key, True
             elif cursor.seen < 0 or len(below) > cursor.seen or polls > _CATCH_UP_POLLS:
-                yield _reset(_NOT_HERE)
+                yield reset_event({"reason": _NOT_HERE})
                 verified = True
         if verified:
             chunk = bytearray()

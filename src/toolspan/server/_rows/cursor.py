@@ -1,4 +1,5 @@
-"""A position in the server's event log: ``<commit ns>-<trace id>-<span id>-<phase>``.
+"""The event log's phases (``ACT``, ``OBSERVE``) and a position in it:
+``<commit ns>-<trace id>-<span id>-<phase>``.
 
 Events of one trace's stream carry four more parts, ``-<seen>-<key ns>-<key span>-<key phase>``: how many
 events of the trace the client has received with this one (``seen``) and the largest *data key* among
@@ -13,7 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["Cursor", "DataKey"]
+__all__ = ["ACT", "OBSERVE", "Cursor", "DataKey"]
+
+# The phases of a tool span's events: its act (it started, or its act changed), its observe (it ended).
+ACT: Final = 0
+OBSERVE: Final = 1
 
 _HEX: Final = frozenset("0123456789abcdef")
 _MAX_DIGITS: Final = 20  # nanoseconds up to 2**64-1 (OTLP's range); the stream resets what is past its clock

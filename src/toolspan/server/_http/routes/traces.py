@@ -1,0 +1,93 @@
+"""The read API of stored traces: ``/api/traces`` (the list, ``_store.query``), a conversation's timeline and
+progress, a job's trace and its read-only replay document, a trace's spans as OTLP JSON (what
+``toolspan.replay`` reads), and ``/healthz``. A trace this replica does not hold is read from Tempo or Jaeger
+when the server names one (``--tempo``, ``--jaeger``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from toolspan.bridge import to_otlp_json
+from toolspan.bridge.model import Span
+from toolspan.server._http.endpoints import JSON, LINES
+from toolspan.server._http.jsonio import JSONResponse, error
+from toolspan.server._http.params import trace_id_param
+from toolspan.server._http.render import document_bytes, render, tree_document
+from toolspan.server._http.state import ServerState
+from toolspan.server._store import query
+
+__all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp"]
+
+
+async def lookup(state: ServerState, request: Request, param: str) -> tuple[str, list[Span]] | Response:
+    """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404."""
+    raw = request.path_params[param]
+    trace_id = trace_id_param(raw)
+    spans = None if trace_id is None else await state.traces.spans(trace_id)
+    if spans is None or trace_id is None:
+        return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
+    return trace_id, spans
+
+
+async def healthz(state: ServerState, request: Request) -> Response:
+    """``GET /healthz``: the store's counts and the streams'."""
+    counts = await run_in_threadpool(state.store.counts)
+    counts["log_records"] = await run_in_threadpool(state.store.log_count)
+    return JSONResponse(
+        {
+            "status": "ok",
+            **counts,
+            "streams": state.streams,
+            "dropped_stream_clients": state.dropped_clients,
+            "relayed_text_deltas": state.deltas.relayed,
+        }
+    )
+
+
+async def listing(state: ServerState, request: Request) -> Response:
+    """``GET /api/traces``: one page of trace summaries."""
+    try:
+        page: dict[str, Any] = await run_in_threadpool(
+            query.list_traces, state.store, dict(request.query_params), state.config.idle_timeout_s
+        )
+    except query.QueryError as e:
+        return error(400, str(e))
+    return JSONResponse(page)
+
+
+async def conversation(state: ServerState, request: Request) -> Response:
+    """``GET /api/conversations/{id}/timeline`` and ``.../progress``."""
+    conversation_id = request.path_params["conversation_id"]
+    spans = await run_in_threadpool(state.store.conversation_spans, conversation_id)
+    if not spans:
+        return error(404, f"no conversation {conversation_id!r}")
+    progress = request.url.path.endswith("/progress")
+    body = await run_in_threadpool(render, "progress" if progress else "timeline", spans)
+    return Response(body, media_type=LINES if progress else JSON)
+
+
+async def job(state: ServerState, request: Request) -> Response:
+    """``GET /api/jobs/{id}/trace`` (the tree) and ``.../replay`` (the tree document, read-only)."""
+    found = await lookup(state, request, "job_id")
+    if isinstance(found, Response):
+        return found
+    spans = found[1]
+    if request.url.path.endswith("/replay"):
+        document = await run_in_threadpool(tree_document, spans)
+        body = document_bytes({**document, "read_only": True})
+    else:
+        body = await run_in_threadpool(render, "tree", spans)
+    return Response(body, media_type=JSON)
+
+
+async def otlp(state: ServerState, request: Request) -> Response:
+    """``GET /api/traces/{id}/otlp``: the trace's spans as OTLP JSON, log records joined as span events."""
+    found = await lookup(state, request, "trace_id")
+    if isinstance(found, Response):
+        return found
+    document = await run_in_threadpool(to_otlp_json, found[1])
+    return Response(document_bytes(document), media_type=JSON)

@@ -1,0 +1,237 @@
+"""The store's two SQL dialects, in one place. Every statement is written once (``sql``, ``schema``,
+``control``, ``query``), with ``?`` placeholders and a few words in braces standing in for what differs;
+``Dialect.sql`` fills them in for its engine:
+
+- ``?``: a placeholder (PostgreSQL's ``%s``; the words below are written in each engine's own);
+- ``{ids}``: a list parameter read as the table ``j(value)`` (SQLite's ``json_each`` of the list as JSON text,
+  PostgreSQL's ``unnest`` of an array);
+- ``{join}`` before the table joined to ``{ids}`` (SQLite's ``CROSS JOIN``, which keeps the list the outer
+  loop; ``JOIN``);
+- ``{log_order}``: the order log records arrived in (SQLite's ``rowid``, PostgreSQL's ``seq``);
+- ``{greatest}`` of two values (``max``, ``greatest``);
+- ``{root_has}``: the root's stored record (``r.data``) holds the bytes ``?``, ASCII case ignored;
+
+and, in the schema's DDL, ``{id}``, ``{int8}``, ``{data}``, ``{rowid_free}``, ``{any}`` and ``{log_seq}``.
+What differs beyond the text is here too: how a parameter is bound (a list as JSON text for ``json_each``, or
+as an array; PostgreSQL's text holds no NUL), how a stored record comes back (``record``), how many rows go in
+one ``INSERT`` (``insert``), and how many rows one read may hand back at once (``all_rows``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from toolspan.server._store.bulk import insert_rows
+
+__all__ = ["DIALECTS", "DO_NOTHING", "POSTGRES", "SQLITE", "Connection", "Dialect", "upsert"]
+
+SQLITE: Final = "sqlite"
+POSTGRES: Final = "postgres"
+
+_WORD: Final = re.compile(r"\{(\w+)\}")
+# The array type of each column a PostgreSQL ``INSERT`` binds (``unnest`` of one array per column), by table;
+# any other column is text.
+_ARRAYS: Final[Mapping[str, Mapping[str, str]]] = {
+    "spans": {
+        "start_ns": "bigint[]",
+        "end_ns": "bigint[]",
+        "is_tool": "int[]",
+        "is_error": "int[]",
+        "data": "bytea[]",
+        "waiting": "int[]",
+    },
+    "traces": {
+        "root_ended": "int[]",
+        "start_ns": "bigint[]",
+        "end_ns": "bigint[]",
+        "last_seen_ns": "bigint[]",
+        "spans": "int[]",
+        "tools": "int[]",
+        "errors": "int[]",
+        "open_tools": "int[]",
+    },
+    "events": {"ns": "bigint[]", "phase": "int[]"},
+    "logs": {"ns": "bigint[]"},
+}
+
+
+def upsert(key: Sequence[str], columns: Sequence[str]) -> str:
+    """The conflict clause of an ``INSERT`` that replaces the row of the same ``key`` (both engines)."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+    return f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+
+
+# The conflict clause of an ``INSERT`` that keeps the row already stored (both engines).
+DO_NOTHING: Final = "ON CONFLICT DO NOTHING"
+
+
+class Dialect(ABC):
+    """What one engine's SQL differs in (see the module's documentation); one instance per engine."""
+
+    def __init__(self, engine: str, words: Mapping[str, str], placeholder: str) -> None:
+        self.engine = engine
+        self._words = dict(words)
+        self._placeholder = placeholder
+        self.sql = functools.lru_cache(maxsize=512)(self._fill)
+
+    def _fill(self, text: str) -> str:
+        """``text`` with the engine's placeholders, then its words (written in the engine's own placeholders),
+        cached as ``sql``."""
+        if self._placeholder != "?":
+            text = text.replace("%", "%%").replace("?", self._placeholder)
+        return _WORD.sub(lambda m: self._words.get(m.group(1), m.group(0)), text)
+
+    def param(self, value: Any) -> Any:
+        """``value`` as the engine binds it (a list: the rows of ``{ids}``)."""
+        return value
+
+    def record(self, raw: Any) -> str | bytes:
+        """A stored record as ``codec.decode`` takes it."""
+        return raw  # type: ignore[no-any-return]
+
+    @abstractmethod
+    def insert(
+        self,
+        conn: Connection,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        conflict: str,
+    ) -> int:
+        """``INSERT`` every row of ``rows`` (values of ``columns``) into ``table`` with the conflict clause
+        ``conflict`` (``upsert``, ``DO_NOTHING``), in as few statements as the engine allows; returns how
+        many rows were written."""
+
+    def all_rows(
+        self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
+    ) -> list[Any]:
+        """Every row of the select ``sql`` (its output columns named ``columns``)."""
+        return list(conn.execute(sql, params).fetchall())
+
+
+class _Sqlite(Dialect):
+    def param(self, value: Any) -> Any:
+        return json.dumps(value) if isinstance(value, list) else value
+
+    def insert(
+        self,
+        conn: Connection,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        conflict: str,
+    ) -> int:
+        head = f"INSERT INTO {table} ({', '.join(columns)})"
+        return insert_rows(conn.raw, head, rows, len(columns), conflict)
+
+    def all_rows(
+        self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
+    ) -> list[Any]:
+        # One result row (one step of SQLite, see ``insert``) holding every row as JSON.
+        packed = f"SELECT json_group_array(json_array({', '.join(columns)})) FROM ({sql})"
+        found = conn.execute(packed, params).fetchone()[0]
+        return list(json.loads(found))
+
+
+def _no_nul(value: Any) -> Any:
+    # PostgreSQL's text cannot hold NUL (OTLP strings can): it is stored and looked up as U+FFFD in the index
+    # columns (the record itself, in ``data``, keeps it).
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+class _Postgres(Dialect):
+    def param(self, value: Any) -> Any:
+        return _no_nul(value)
+
+    def record(self, raw: Any) -> str | bytes:
+        # Both kinds of record are bytes here: a JSON record (its first byte ``[``) is its UTF-8 text.
+        data = bytes(raw)
+        return data.decode("utf-8") if data[:1] == b"[" else data
+
+    def insert(
+        self,
+        conn: Connection,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        conflict: str,
+    ) -> int:
+        if not rows:
+            return 0
+        types = _ARRAYS.get(table, {})
+        arrays = [types.get(c, "text[]") for c in columns]
+        values: list[list[Any]] = []
+        for kind, column in zip(arrays, zip(*rows, strict=True), strict=True):
+            if kind == "bytea[]":
+                values.append([v.encode("utf-8") if isinstance(v, str) else v for v in column])
+            elif kind == "text[]":
+                values.append([_no_nul(v) for v in column])
+            else:
+                values.append(list(column))
+        unnest = ", ".join(f"%b::{kind}" for kind in arrays)
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({unnest}) {conflict}"
+        return max(0, int(conn.raw.execute(sql, values).rowcount))
+
+
+DIALECTS: Final[Mapping[str, Dialect]] = {
+    SQLITE: _Sqlite(
+        SQLITE,
+        {
+            "ids": "json_each(?) AS j",
+            "join": "CROSS JOIN",
+            "log_order": "rowid",
+            "greatest": "max",
+            "root_has": "instr(CAST(lower(r.data) AS BLOB), ?) > 0",
+            "id": "TEXT",
+            "int8": "INTEGER",
+            # SQLite keeps each value's own type: a JSON record as TEXT, a protobuf record as a BLOB.
+            "data": "TEXT",
+            "rowid_free": " WITHOUT ROWID",
+            "any": "",
+            # Log records are read in arrival order: SQLite's rowid.
+            "log_seq": "",
+        },
+        "?",
+    ),
+    POSTGRES: _Postgres(
+        POSTGRES,
+        {
+            "ids": "unnest(%b::text[]) AS j(value)",
+            "join": "JOIN",
+            "log_order": "seq",
+            "greatest": "greatest",
+            # No lower() of bytes: both sides in the ``escape`` text form of bytes (ASCII only: the bytes
+            # outside printable ASCII as ``\ooo``), where lower() changes the ASCII letters only.
+            "root_has": "strpos(lower(encode(r.data, 'escape')), encode(%s::bytea, 'escape')) > 0",
+            # Ids compare byte by byte, as Python compares cursors (whatever the database's own collation).
+            "id": 'TEXT COLLATE "C"',
+            "int8": "BIGINT",
+            # Both kinds of record as bytes (a JSON record is its UTF-8 text, told apart by its first byte).
+            "data": "BYTEA",
+            "rowid_free": "",
+            "any": " TEXT",
+            "log_seq": ", seq BIGINT GENERATED BY DEFAULT AS IDENTITY",
+        },
+        "%s",
+    ),
+}
+
+
+class Connection:
+    """A connection of either engine that runs statements written for both (``?``, the words above)."""
+
+    __slots__ = ("dialect", "raw")
+
+    def __init__(self, raw: Any, dialect: Dialect) -> None:
+        self.raw = raw  # the engine's own connection (``sqlite3`` or ``psycopg``)
+        self.dialect = dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run ``sql`` with ``params``; the engine's cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
+        dialect = self.dialect
+        return self.raw.execute(dialect.sql(sql), [dialect.param(p) for p in params])

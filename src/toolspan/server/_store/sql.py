@@ -1,0 +1,169 @@
+"""The store's statements, each written once for both engines (``?`` and the words of ``dialect``).
+
+A list parameter is read as the table ``j(value)`` (``{ids}``); a list of span keys (trace id then span id,
+as one text) as the table ``k(t, sp)`` (``KEYS``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "COUNT_LOGS",
+    "COUNT_SPANS",
+    "COUNT_TRACES",
+    "EVENTS_AFTER",
+    "EVENTS_OF_CONVERSATION",
+    "EVENTS_OF_TRACE",
+    "EVENTS_ORDER",
+    "EVENT_COLUMNS",
+    "HORIZON",
+    "KEYS",
+    "LAST_EVENT_OF_TRACES",
+    "LOGS_OF_SPANS",
+    "LOGS_OF_TRACE",
+    "LOGS_OF_TRACES",
+    "LOG_COLUMNS",
+    "META_PUT",
+    "OLD_LOGS",
+    "RECOMPUTE_SUMMARIES",
+    "SPAN",
+    "SPANS_OF_CONVERSATION",
+    "SPANS_OF_TRACE",
+    "SPANS_OF_TRACES",
+    "SPAN_ANY_TRACE",
+    "SPAN_COLUMNS",
+    "SPAN_KEY",
+    "STORED_SPANS",
+    "SUMMARIES",
+    "TRACES_LISTED",
+    "TRACES_WHERE",
+    "TRACE_COLUMNS",
+    "TRACE_CONVERSATIONS",
+    "TRACE_ROW",
+    "WAITING_SPANS",
+    "delete_traces",
+]
+
+# The columns of each table, in the order its rows are written (``Row``, ``summaries``, ``logs``, ``events``).
+SPAN_COLUMNS: Final = (
+    "trace_id", "span_id", "parent", "name", "start_ns", "end_ns", "is_tool", "tool_name", "tool_state",
+    "is_error", "service", "conversation_id", "data", "waiting",
+)  # fmt: skip
+SPAN_KEY: Final = ("trace_id", "span_id")
+TRACE_COLUMNS: Final = (
+    "trace_id", "service", "conversation_id", "root_name", "root_ended", "start_ns", "end_ns", "last_seen_ns",
+    "spans", "tools", "errors", "open_tools",
+)  # fmt: skip
+LOG_COLUMNS: Final = ("trace_id", "span_id", "digest", "ns", "data")
+EVENT_COLUMNS: Final = ("ns", "trace_id", "span_id", "phase")
+
+_TRACES: Final = ", ".join(TRACE_COLUMNS)
+KEYS: Final = "(SELECT substr(j.value, 1, 32) AS t, substr(j.value, 33) AS sp FROM {ids}) AS k"
+
+# --- spans (each read with its trace id: the log records of those traces are joined to them) ------------
+
+SPANS_OF_TRACE: Final = "SELECT data, trace_id FROM spans WHERE trace_id = ?"
+SPANS_OF_TRACES: Final = "SELECT s.data, s.trace_id FROM {ids} {join} spans AS s ON s.trace_id = j.value"
+SPANS_OF_CONVERSATION: Final = (
+    "SELECT data, trace_id FROM spans WHERE trace_id IN"
+    " (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)"
+)
+SPAN: Final = "SELECT data, trace_id FROM spans WHERE trace_id = ? AND span_id = ?"
+SPAN_ANY_TRACE: Final = "SELECT data, trace_id FROM spans WHERE span_id = ?"
+# The tool spans waiting for an approval after a position (the control channel's inbox): those whose
+# application asked for the decision lately (``control_polls``), and those it never asked for whose trace
+# arrived lately.
+WAITING_SPANS: Final = (
+    "SELECT s.data, s.trace_id FROM spans s JOIN traces t ON t.trace_id = s.trace_id"
+    " LEFT JOIN control_polls p ON p.trace_id = s.trace_id AND p.span_id = s.span_id"
+    " WHERE s.waiting = 1 AND (s.start_ns, s.trace_id, s.span_id) > (?, ?, ?)"
+    " AND (p.until_ns >= ? OR (p.until_ns IS NULL AND t.last_seen_ns >= ?))"
+    " ORDER BY s.start_ns, s.trace_id, s.span_id LIMIT ?"
+)
+# The stored record and end of the spans of some keys (``KEYS``): what an ingest request meets.
+STORED_SPANS: Final = (
+    f"SELECT s.trace_id, s.span_id, s.data, s.end_ns FROM {KEYS} {{join}} spans AS s"
+    " ON s.trace_id = k.t AND s.span_id = k.sp"
+)
+COUNT_SPANS: Final = "SELECT count(*) FROM spans"
+
+# --- log records ---------------------------------------------------------------------------------------
+
+LOGS_OF_TRACE: Final = "SELECT data FROM logs WHERE trace_id = ? ORDER BY {log_order}"
+LOGS_OF_TRACES: Final = (
+    "SELECT l.data FROM {ids} {join} logs AS l ON l.trace_id = j.value ORDER BY l.{log_order}"
+)
+LOGS_OF_SPANS: Final = (
+    f"SELECT l.data FROM {KEYS} {{join}} logs AS l ON l.trace_id = k.t AND l.span_id = k.sp"
+    " ORDER BY l.{log_order}"
+)
+# Log records whose spans never arrived are kept only as long as a trace would be.
+OLD_LOGS: Final = (
+    "DELETE FROM logs WHERE ns < ? AND NOT EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = logs.trace_id)"
+)
+COUNT_LOGS: Final = "SELECT count(*) FROM logs"
+
+# --- trace summaries -----------------------------------------------------------------------------------
+
+TRACE_ROW: Final = f"SELECT {_TRACES} FROM traces WHERE trace_id = ?"
+# Followed by the caller's condition (fixed fragments and ``?`` only) and ``TRACES_LISTED``.
+TRACES_WHERE: Final = f"SELECT {_TRACES} FROM traces WHERE "
+TRACES_LISTED: Final = " ORDER BY start_ns DESC, trace_id DESC LIMIT ?"
+TRACE_CONVERSATIONS: Final = (
+    "SELECT t.conversation_id FROM {ids} {join} traces AS t ON t.trace_id = j.value"
+    " WHERE t.conversation_id IS NOT NULL"
+)
+SUMMARIES: Final = (
+    "SELECT " + ", ".join(f"t.{c}" for c in TRACE_COLUMNS) + " FROM {ids} {join} traces AS t"
+    " ON t.trace_id = j.value"
+)
+COUNT_TRACES: Final = "SELECT count(*) FROM traces"
+# The summary rows of some traces from all their spans (a stored span changed, or a second root arrived):
+# the root is the parentless span that starts first (then the smaller span id); ``last_seen_ns`` moves to
+# the time given, never back (a replica's clock behind another's never moves it back).
+RECOMPUTE_SUMMARIES: Final = (
+    f"INSERT INTO traces ({_TRACES}) SELECT s.trace_id, max(s.service), max(s.conversation_id),"
+    " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
+    "  ORDER BY r.start_ns, r.span_id LIMIT 1),"
+    " coalesce((SELECT CASE WHEN r.end_ns IS NULL THEN 0 ELSE 1 END FROM spans r"
+    "  WHERE r.trace_id = s.trace_id AND r.parent IS NULL ORDER BY r.start_ns, r.span_id LIMIT 1), 0),"
+    " min(s.start_ns), max(s.end_ns),"
+    " {greatest}(?, coalesce((SELECT t.last_seen_ns + 1 FROM traces t WHERE t.trace_id = s.trace_id), 0)),"
+    " count(*), sum(s.is_tool), sum(s.is_error),"
+    " sum(CASE WHEN s.is_tool = 1 AND s.end_ns IS NULL THEN 1 ELSE 0 END)"
+    " FROM {ids} {join} spans AS s ON s.trace_id = j.value WHERE 1 = 1 GROUP BY s.trace_id"
+    " ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in TRACE_COLUMNS[1:])
+)
+
+# --- the event log -------------------------------------------------------------------------------------
+
+# Events after a cursor, with their spans' records: the caller adds ``EVENTS_OF_TRACE`` and
+# ``EVENTS_OF_CONVERSATION`` as asked, then ``EVENTS_ORDER``. (``e.ns >= ?`` lets PostgreSQL use the
+# index for the row comparison.)
+EVENTS_AFTER: Final = (
+    "SELECT e.ns, e.trace_id, e.span_id, e.phase, s.data FROM events e"
+    " JOIN spans s ON s.trace_id = e.trace_id AND s.span_id = e.span_id"
+    " WHERE e.ns >= ? AND (e.ns, e.trace_id, e.span_id, e.phase) > (?, ?, ?, ?)"
+)
+EVENTS_OF_TRACE: Final = " AND e.trace_id = ?"
+# A conversation's events are those of its traces, as its timeline reads them (no index on the event log
+# for it: one index less to write on every ingest).
+EVENTS_OF_CONVERSATION: Final = (
+    " AND e.trace_id IN (SELECT trace_id FROM traces WHERE conversation_id = ? OR trace_id = ?)"
+)
+EVENTS_ORDER: Final = " ORDER BY e.ns, e.trace_id, e.span_id, e.phase LIMIT ?"
+LAST_EVENT_OF_TRACES: Final = (
+    "SELECT e.ns, e.trace_id, e.span_id, e.phase FROM {ids} {join} events AS e ON e.trace_id = j.value"
+    " ORDER BY e.ns DESC, e.trace_id DESC, e.span_id DESC, e.phase DESC LIMIT 1"
+)
+
+# --- the store's own values ----------------------------------------------------------------------------
+
+HORIZON: Final = "SELECT value FROM meta WHERE key = 'horizon'"
+META_PUT: Final = "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+
+def delete_traces(table: str) -> str:
+    """Delete the rows of ``table`` of the traces listed (``{ids}``)."""
+    return f"DELETE FROM {table} WHERE trace_id IN (SELECT j.value FROM {{ids}})"

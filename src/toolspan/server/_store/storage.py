@@ -1,0 +1,279 @@
+"""The store's storage, written once for both engines: spans keyed by ``(trace_id, span_id)``, the summary row
+of each trace, the log records tied to spans, and the event log of the live streams (``schema.CORE``).
+
+- ``spans``: one row per span (a record sent twice is stored once; a started record and its ended record
+  merge exactly as the bridge merges them in a file, see ``toolspan.bridge._coalesce``). ``data`` holds the
+  span as received over OTLP protobuf, or as JSON (``_rows.codec``); its other columns index it
+  (``_rows.spans``). Written by ``writes``.
+- ``traces``: a summary row per trace, kept up to date in the same transaction (``summaries``).
+- ``logs``: OTLP log records tied to spans (log-based GenAI events), one row per record, keyed by trace,
+  span and a digest of the record (``logs``), so a resend is stored once. They are joined to their spans as
+  span events when a trace is read (``attach_logs``, exactly as ``toolspan convert --logs`` joins them), so
+  a record that arrives before its span is joined once it does.
+- ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
+  ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
+  strictly increasing and stored with the data), so a cursor means the same thing after a restart. A
+  conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them).
+
+Every statement is parameterised and written once (``sql``, in the words of ``dialect``). An engine
+(``sqlite.Store``, ``postgres.PostgresStore``) says how a statement gets a connection (``_read``), how a
+write transaction begins and commits (``_write``, ``Tx``), how a retention sweep is admitted (``_sweep``),
+and keeps the commit clock (``clock``); beside its storage, each has its change feed (``changes``) and the
+control channel's rows (``control``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import LogRecord, attach_logs
+from toolspan.server._rows.codec import decode
+from toolspan.server._rows.cursor import Cursor
+from toolspan.server._rows.spans import IngestResult, Row, row_of_span
+from toolspan.server._rows.traces import TraceRow, trace_row
+from toolspan.server._store import sql
+from toolspan.server._store.api import ChangeFeed
+from toolspan.server._store.control import ControlRows
+from toolspan.server._store.dialect import DO_NOTHING, Connection, Dialect
+from toolspan.server._store.listing import NAMING_SPANS, TOOL_STATE_COUNTS, tool_state_counts
+from toolspan.server._store.logs import log_record, log_rows
+from toolspan.server._store.retention import doomed_traces
+from toolspan.server._store.tx import Tx
+from toolspan.server._store.writes import merge_batch, put_rows
+
+__all__ = ["Storage"]
+
+T = TypeVar("T")
+_PRUNED: tuple[str, ...] = ("spans", "events", "traces", "logs")
+
+
+class Storage(ABC):
+    """The storage API of both engines (``StoreApi``), over the engine's hooks."""
+
+    dialect: Dialect
+    path: str
+    changes: ChangeFeed
+    control: ControlRows
+
+    @property
+    def engine(self) -> str:
+        return self.dialect.engine
+
+    # --- what each engine provides ------------------------------------------------------------------
+
+    @abstractmethod
+    def _read(self, work: Callable[[Connection], T]) -> T:
+        """``work(connection)``: reads of one consistent moment."""
+
+    @abstractmethod
+    def _write(self, work: Callable[[Tx], T]) -> T:
+        """``work(transaction)`` in one write transaction, committed when this returns (``work`` may run
+        again on a fresh connection: it must start from nothing each time)."""
+
+    @abstractmethod
+    def _sweep(self, work: Callable[[Connection, int], int]) -> int:
+        """``work(connection, now ns)`` in the write transaction of a retention sweep, when one may run now
+        (else 0)."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Connection]:
+        """A write transaction for another module's tables (their part of ``schema.PARTS``)."""
+
+    @abstractmethod
+    def clock(self) -> int:
+        """The commit clock now: a cursor at the live tail."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop watching and close (a second call does nothing)."""
+
+    # --- writes ---------------------------------------------------------------------------------------
+
+    def ingest(self, spans: Sequence[Span]) -> IngestResult:
+        """Store neutral spans in one transaction (committed when this returns)."""
+        return self.ingest_rows([row_of_span(s) for s in spans])
+
+    def ingest_rows(self, rows: Sequence[Row]) -> IngestResult:
+        """Store span rows in one transaction (committed when this returns)."""
+        batch = merge_batch(rows, IngestResult())
+
+        def write(tx: Tx) -> IngestResult:
+            result = IngestResult(accepted=len(rows), duplicates=len(rows) - len(batch))
+            put_rows(tx, batch, result)
+            return result
+
+        return self._write(write)
+
+    def ingest_logs(self, records: Sequence[LogRecord]) -> IngestResult:
+        """Store span-tied log records in one transaction (committed when this returns); a record already
+        stored (the same request sent again) is counted as a duplicate."""
+        rows = log_rows(records)
+
+        def write(tx: Tx) -> IngestResult:
+            result = IngestResult(accepted=len(records))
+            if rows:
+                stored = [(t, s, key, tx.ns, data) for t, s, key, data in rows]
+                added = tx.dialect.insert(tx.conn, "logs", sql.LOG_COLUMNS, stored, DO_NOTHING)
+                result.duplicates = len(rows) - added
+                tx.committed(sorted({r[0] for r in rows}), ())
+            return result
+
+        return self._write(write)
+
+    def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
+        """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
+        ``max_spans`` spans; returns the number of traces dropped. The event log's horizon moves up to
+        the newest event dropped, so a client behind it is told to reset."""
+
+        def sweep(conn: Connection, now: int) -> int:
+            doomed = doomed_traces(conn.execute, now, max_age_ns, max_spans)
+            if max_age_ns is not None:
+                conn.execute(sql.OLD_LOGS, (now - max_age_ns,))
+            if not doomed:
+                return 0
+            horizon = _horizon(conn)
+            top = conn.execute(sql.LAST_EVENT_OF_TRACES, (doomed,)).fetchone()
+            if top is not None:
+                horizon = max(horizon, Cursor(*top))
+            for table in _PRUNED:
+                conn.execute(sql.delete_traces(table), (doomed,))
+            conn.execute(sql.META_PUT, ("horizon", str(horizon)))
+            return len(doomed)
+
+        return self._sweep(sweep)
+
+    # --- reads ----------------------------------------------------------------------------------------
+
+    def _spans(self, statement: str, args: Sequence[Any]) -> list[Span]:
+        """The spans ``statement`` selects (``data``, ``trace_id``), with their stored log records joined."""
+
+        def read(conn: Connection) -> tuple[list[Any], list[Any]]:
+            rows = conn.execute(statement, args).fetchall()
+            logs = conn.execute(sql.LOGS_OF_TRACES, (sorted({r[1] for r in rows}),)).fetchall()
+            return rows, logs
+
+        rows, logs = self._read(read)
+        record = self.dialect.record
+        spans = [decode(record(r[0])) for r in rows]
+        if not logs:
+            return spans
+        return attach_logs(spans, [log_record(r[0]) for r in logs])[0]
+
+    def _rows(self, statement: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._read(lambda conn: list(conn.execute(statement, args).fetchall()))
+
+    def trace_logs(self, trace_id: str) -> list[LogRecord]:
+        """The stored log records of a trace, in the order they arrived."""
+        return [log_record(r[0]) for r in self._rows(sql.LOGS_OF_TRACE, (trace_id,))]
+
+    def trace_spans(self, trace_id: str) -> list[Span]:
+        return self._spans(sql.SPANS_OF_TRACE, (trace_id,))
+
+    def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
+        """``trace_spans`` of each of ``trace_ids``, in one read (a stream page's traces)."""
+        out: dict[str, list[Span]] = {trace_id: [] for trace_id in trace_ids}
+        for span in self._spans(sql.SPANS_OF_TRACES, (list(trace_ids),)):
+            out.setdefault(span.trace_id, []).append(span)
+        return out
+
+    def conversation_spans(self, conversation_id: str) -> list[Span]:
+        return self._spans(sql.SPANS_OF_CONVERSATION, (conversation_id, conversation_id))
+
+    def waiting_tool_spans(
+        self, after: tuple[int, str, str], live_since_ns: int, seen_since_ns: int, limit: int
+    ) -> list[Span]:
+        """Tool spans that wait for an approval (``spans.waiting``), after ``after`` (``(start_ns, trace_id,
+        span_id)``) in that order: those whose application asked for the decision until ``live_since_ns`` or
+        later (``control_polls``), and those it never asked for whose trace arrived at ``seen_since_ns`` or
+        later."""
+        return self._spans(sql.WAITING_SPANS, (*after, live_since_ns, seen_since_ns, limit))
+
+    def span(self, trace_id: str | None, span_id: str) -> list[Span]:
+        """The span ``span_id`` (of ``trace_id`` when given); a list of at most one span per trace."""
+        if trace_id is None:
+            return self._spans(sql.SPAN_ANY_TRACE, (span_id,))
+        return self._spans(sql.SPAN, (trace_id, span_id))
+
+    def trace_conversations(self, trace_ids: Sequence[str]) -> set[str]:
+        """The conversation ids of the traces ``trace_ids`` (those that have one)."""
+        return {str(r[0]) for r in self._rows(sql.TRACE_CONVERSATIONS, (list(trace_ids),))}
+
+    def trace_row(self, trace_id: str) -> TraceRow | None:
+        rows = self._rows(sql.TRACE_ROW, (trace_id,))
+        return trace_row(rows[0]) if rows else None
+
+    def list_traces(self, where: str, args: Sequence[Any], limit: int) -> list[TraceRow]:
+        """Trace rows matching ``where`` (built by the caller from fixed fragments and ``?`` only), newest
+        first."""
+        return [
+            trace_row(r) for r in self._rows(sql.TRACES_WHERE + where + sql.TRACES_LISTED, (*args, limit))
+        ]
+
+    def listing_details(self, trace_ids: Sequence[str]) -> tuple[dict[str, dict[str, int]], list[Span]]:
+        """What a page of the trace list shows beyond the summary rows: each trace's number of tool calls
+        per listed state (``LISTED_TOOL_STATES``), and the spans that name its run (``run_name``): its roots,
+        or its first span while no root has arrived."""
+        ids = list(trace_ids)
+        counted = self._rows(TOOL_STATE_COUNTS, (ids,))
+        return tool_state_counts(counted), self._spans(NAMING_SPANS, (ids,))
+
+    def horizon(self) -> Cursor:
+        """The newest event dropped by retention: a client whose cursor is before it missed events."""
+        return self._read(_horizon)
+
+    def events_after(
+        self, cursor: Cursor, *, trace_id: str | None, conversation_id: str | None, limit: int
+    ) -> list[tuple[Cursor, int, Span]]:
+        """Events after ``cursor`` in cursor order: ``(cursor, phase, span)``."""
+        statement = sql.EVENTS_AFTER
+        args: list[Any] = [cursor.ns, cursor.ns, cursor.trace_id, cursor.span_id, cursor.phase]
+        if trace_id is not None:
+            statement += sql.EVENTS_OF_TRACE
+            args.append(trace_id)
+        if conversation_id is not None:
+            statement += sql.EVENTS_OF_CONVERSATION
+            args += [conversation_id, conversation_id]
+        statement += sql.EVENTS_ORDER
+        args.append(limit)
+
+        def read(conn: Connection) -> tuple[list[Any], list[Any]]:
+            rows = conn.execute(statement, args).fetchall()
+            keys = sorted({r[1] + r[2] for r in rows})
+            logs = conn.execute(sql.LOGS_OF_SPANS, (keys,)).fetchall() if keys else []
+            return rows, logs
+
+        rows, logs = self._read(read)
+        # An act and an observe of one span in one page share one decoded span.
+        record = self.dialect.record
+        decoded: dict[tuple[str, str], Span] = {}
+        spans = []
+        for r in rows:
+            span = decoded.get((r[1], r[2]))
+            if span is None:
+                span = decoded[r[1], r[2]] = decode(record(r[4]))
+            spans.append(span)
+        if logs:
+            # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
+            spans = attach_logs(spans, [log_record(r[0]) for r in logs])[0]
+        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], span) for r, span in zip(rows, spans, strict=True)]
+
+    def counts(self) -> dict[str, int]:
+        def read(conn: Connection) -> dict[str, int]:
+            spans = conn.execute(sql.COUNT_SPANS).fetchone()[0]
+            traces = conn.execute(sql.COUNT_TRACES).fetchone()[0]
+            return {"spans": int(spans), "traces": int(traces)}
+
+        return self._read(read)
+
+    def log_count(self) -> int:
+        """The number of stored log records."""
+        return int(self._rows(sql.COUNT_LOGS)[0][0])
+
+
+def _horizon(conn: Connection) -> Cursor:
+    row = conn.execute(sql.HORIZON).fetchone()
+    return (None if row is None else Cursor.parse(str(row[0]))) or Cursor(0)
