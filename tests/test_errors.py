@@ -31,9 +31,7 @@ def _exceptions(module: str) -> list[type[BaseException]]:
 
 def test_every_exception_of_toolspan_is_a_toolspan_error() -> None:
     defined = {
-        f"{cls.__module__}.{cls.__qualname__}": cls
-        for module in _modules()
-        for cls in _exceptions(module)
+        f"{cls.__module__}.{cls.__qualname__}": cls for module in _modules() for cls in _exceptions(module)
     }
     assert len(defined) >= 20  # the walk found them: the public ones and the private ones
     assert [name for name, cls in defined.items() if not issubclass(cls, errors.ToolspanError)] == []

@@ -11,6 +11,7 @@ import toolspan
 MAX_LINES = 80
 SRC = Path(toolspan.__file__).resolve().parent
 
+
 def long_functions(root: Path, limit: int) -> list[str]:
     """``path:line name (lines)`` of every function under ``root`` longer than ``limit`` lines."""
     found = []
