@@ -35,26 +35,27 @@ from toolspan._decisions.guard import PolicyGuard
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import audit
 from toolspan.config import Config, set_config
+from toolspan.exporters.otlp_file import OtlpJsonFileExporter
+from toolspan.exporters.pending import PendingSpanProcessor
 from toolspan.policy import parse_policy
 from toolspan.testing import capture_spans, installed_tracer_provider
 
-NO_DROP = parse_policy(
-    {
-        "id": "p",
-        "version": 1,
-        "rules": [
-            {
-                "id": "no-drop",
-                "kind": "arguments",
-                "tool": "*",
-                "path": "sql",
-                "not_pattern": "(?i)drop table",
-            },
-            {"id": "no-drop-cls", "kind": "arguments", "tool": "*", "path": "cls", "not_pattern": "(?i)drop"},
-            {"id": "limit", "kind": "arguments", "tool": "transfer", "path": "payment.amount", "max": 1000},
-        ],
-    }
-)
+NO_DROP_DOC: dict[str, Any] = {
+    "id": "p",
+    "version": 1,
+    "rules": [
+        {
+            "id": "no-drop",
+            "kind": "arguments",
+            "tool": "*",
+            "path": "sql",
+            "not_pattern": "(?i)drop table",
+        },
+        {"id": "no-drop-cls", "kind": "arguments", "tool": "*", "path": "cls", "not_pattern": "(?i)drop"},
+        {"id": "limit", "kind": "arguments", "tool": "transfer", "path": "payment.amount", "max": 1000},
+    ],
+}
+NO_DROP = parse_policy(NO_DROP_DOC)
 
 
 @pytest.fixture
@@ -367,7 +368,20 @@ def _audit(spans: Any, policy: Any) -> dict[str, Any]:
     return audit(from_readable_spans(spans), policy)
 
 
-def test_a_value_containing_a_marker_in_an_exact_copy_is_judged_as_it_is(fresh_config: None) -> None:
+def _audit_exit(spans: Any, tmp_path: Path, *flags: str) -> int:
+    """The exit status of the real ``toolspan audit`` on ``spans`` written to a file, under ``NO_DROP``."""
+    trace, policy = tmp_path / "run.jsonl", tmp_path / "policy.json"
+    exporter = OtlpJsonFileExporter(trace)
+    exporter.export(list(spans))
+    exporter.shutdown()
+    policy.write_text(json.dumps(NO_DROP_DOC))
+    command = [sys.executable, "-m", "toolspan", "audit", str(trace), "--policy", str(policy), *flags]
+    return subprocess.run(command, check=False, capture_output=True, timeout=60).returncode
+
+
+def test_a_value_containing_a_marker_in_an_exact_copy_is_judged_as_it_is(
+    fresh_config: None, tmp_path: Path
+) -> None:
     ran: list[str] = []
 
     @toolspan.tool
@@ -381,10 +395,11 @@ def test_a_value_containing_a_marker_in_an_exact_copy_is_judged_as_it_is(fresh_c
     report = _audit(finished(), NO_DROP)
     assert [f["rule_id"] for f in report["violations"]] == ["no-drop", "no-drop"]
     assert report["unchecked"] == []
+    assert _audit_exit(finished(), tmp_path) == 1  # the command gates CI on them
 
 
 def test_values_the_sdk_cut_without_a_mark_are_unknown_offline_and_never_replayed(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # With OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT set, toolspan cuts first, and marks it.
     monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100")
@@ -410,9 +425,11 @@ def test_values_the_sdk_cut_without_a_mark_are_unknown_offline_and_never_replaye
         run_sql("SELECT 2")  # a result cut
     spans = exporter.get_finished_spans()
     report = _audit(spans, NO_DROP)
-    # Unknown, never judged as the string it was cut to (the CLI's --strict then exits 1).
+    # Unknown, never judged as the string it was cut to: the command passes, and fails with --strict.
     assert [f["rule_id"] for f in report["unchecked"]] == ["no-drop", "no-drop-cls"]
     assert report["violations"] == []
+    assert _audit_exit(spans, tmp_path) == 0
+    assert _audit_exit(spans, tmp_path, "--strict") == 1
     with (
         toolspan.replay(from_readable_spans(spans)),
         pytest.raises(toolspan.ReplayError, match="not the JSON"),
@@ -525,6 +542,65 @@ def test_calls_that_never_started_their_body_are_not_counted_offline(fresh_confi
     assert states == [semconv.STATE_CANCELLED, semconv.STATE_COMPLETED]
     report = _audit(spans, policy)
     assert report["violations"] == []
+
+
+def test_a_call_sealed_while_it_waited_for_its_approval_is_not_counted_offline(fresh_config: None) -> None:
+    """A process that died while a call waited for its approval leaves only the call's pending record (no
+    end: SEALED). Its body never ran: offline it is not counted, so the budget of one still has room for the
+    call that ran after it in the same run."""
+    policy = parse_policy(
+        {
+            "id": "b",
+            "version": 1,
+            "rules": [{"id": "one-pay", "kind": "budget", "tool": "pay", "max_calls": 1}],
+        }
+    )
+    pending_records = InMemorySpanExporter()
+    ended = InMemorySpanExporter()
+    provider = TracerProvider()
+    pending = PendingSpanProcessor(pending_records)
+    provider.add_span_processor(pending)
+    provider.add_span_processor(SimpleSpanProcessor(ended))
+    asked = threading.Event()
+    release = threading.Event()
+
+    def pay(amount: int) -> str:
+        return "paid"
+
+    def waits(call: toolspan.ToolCall) -> bool:
+        asked.set()
+        release.wait(10)
+        return False
+
+    with installed_tracer_provider(provider), toolspan.agent("agent"):
+        first = [{"type": "tool_use", "id": "p1", "name": "pay", "input": {"amount": 1}}]
+        in_run = contextvars.copy_context()
+        waiting = threading.Thread(
+            target=in_run.run, args=(toolspan.run_tool_calls, first, [pay]), kwargs={"approve": waits}
+        )
+        waiting.start()
+        assert asked.wait(10)
+        second = [{"type": "tool_use", "id": "p2", "name": "pay", "input": {"amount": 2}}]
+        (result,) = toolspan.run_tool_calls(second, [pay])
+        assert result["is_error"] is False
+        # The process dies here: what it exported of the first call is its pending record, asking.
+        pending.force_flush()
+        asking = [
+            r
+            for r in pending_records.get_finished_spans()
+            if any(e.name == semconv.PERMISSION_REQUIRED_EVENT for e in r.events)
+        ]
+        assert len({r.context.span_id for r in asking}) == 1
+        record = asking[-1]  # its latest refresh
+        release.set()
+        waiting.join()
+    finished = [s for s in ended.get_finished_spans() if s.context.span_id != record.context.span_id]
+    recorded = from_readable_spans([*finished, record])
+    (sealed,) = [s for s in recorded if s.end_ns is None]
+    assert [e.name for e in sealed.events] == [semconv.PERMISSION_REQUIRED_EVENT]
+    report = audit(recorded, policy)
+    assert report["violations"] == []
+    assert report["enforced"] == []
 
 
 # --- replay ------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Property tests (hypothesis) over hostile JSON for every route of a real ``toolspan serve`` that takes a
-body or a cursor: the control channel's decisions and cancels, ``POST /api/ag-ui``, OTLP/JSON ingest, and the
-cursors, ``since``, ``wait``, ``after`` and ``limit`` of the streams, the inbox and the long polls. Whatever
+body or a cursor: the control channel's decisions and cancels, ``POST /api/ag-ui``, OTLP/JSON ingest of spans
+and of logs, and the cursors, ``since``, ``Last-Event-ID``, ``wait``, ``after``, ``limit`` and the call named
+(``call_id``, ``tool``, ``shown``) of the streams, the inbox and the long polls. Whatever
 arrives (``NaN``, ``Infinity``, ``1e999``, lone surrogates, nesting thousands deep, text cut anywhere, bytes
 that are no UTF-8), the answer is the route's success or a precise 4xx with the server's JSON error and the
 security headers, never a 500; a refused request stores nothing; the server goes on serving."""
@@ -145,7 +146,9 @@ def test_any_cancel_body_is_taken_or_a_precise_4xx(server: Server, data: st.Data
     _checked(status, headers, raw, {400, 404, 409, 413})
 
 
-def _status_only(server: Server, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Any:
+def _status_only(
+    server: Server, method: str, path: str, body: bytes | None, headers: dict[str, str | bytes]
+) -> Any:
     """Status, headers and (for an error) body of a request whose success is an endless stream."""
     conn = http.client.HTTPConnection(HOST, server.port, timeout=30)
     try:
@@ -186,6 +189,28 @@ def test_any_otlp_json_body_is_stored_or_a_precise_4xx_and_nothing_refused_is_ke
     assert status in (200, 400), (status, raw[:300])
     if status == 400:
         assert server.counts() == before
+
+
+@PROBES
+@given(data=st.data())
+def test_any_otlp_json_logs_body_is_stored_or_a_precise_4xx_and_nothing_refused_is_kept(
+    server: Server, data: st.DataObject
+) -> None:
+    record = {
+        "timeUnixNano": "1700000000000000000",
+        "traceId": TRACE,
+        "spanId": SPAN,
+        "eventName": "gen_ai.assistant.message",
+        "body": {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": "hi"}}]}},
+        "attributes": [{"key": "gen_ai.system", "value": {"stringValue": "openai"}}],
+    }
+    fields = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+    body = data.draw(hostile_bodies(fields))
+    before = server.get_json("/healthz")["log_records"]
+    status, _, raw = server.request("POST", "/v1/logs", body, {"Content-Type": "application/json"})
+    assert status in (200, 400), (status, raw[:300])
+    if status == 400:
+        assert server.get_json("/healthz")["log_records"] == before
 
 
 # --- cursors and numbers -----------------------------------------------------------------------------------
@@ -232,6 +257,44 @@ def test_any_long_poll_parameters_are_an_answer_or_a_400(
         status, headers, raw = server.request("GET", path)
         # (405: an empty execution id makes the path the decisions' POST route.)
         _checked(status, headers, raw, {200, 400, 404, 405})
+
+
+def _header(text: str) -> bytes:
+    """``text`` as a header value a client can send (HTTP forbids control characters there: h11 refuses
+    them before the server sees the request)."""
+    kept = "".join(c for c in text if c == "\t" or not (ord(c) < 0x20 or ord(c) == 0x7F))
+    return kept.encode("utf-8", "surrogatepass")
+
+
+@PROBES
+@given(since=_CURSOR_TEXT, last_event_id=_CURSOR_TEXT)
+def test_any_since_or_last_event_id_on_the_progress_and_frontend_streams_is_a_stream_or_a_400(
+    server: Server, since: str, last_event_id: str
+) -> None:
+    for path in (
+        f"/api/traces/{TRACE}/progress/stream",
+        f"/api/conversations/{TRACE}/progress/stream",
+        f"/api/traces/{TRACE}/ag-ui/stream",
+        f"/api/conversations/{TRACE}/ai-sdk/stream",
+    ):
+        status, headers, raw = _status_only(server, "GET", f"{path}?{_query('since', since)}", None, {})
+        _checked(status, headers, raw, {200, 400})
+        header: dict[str, str | bytes] = {"Last-Event-ID": _header(last_event_id)}
+        status, headers, raw = _status_only(server, "GET", path, None, header)
+        _checked(status, headers, raw, {200, 400})
+
+
+@PROBES
+@given(call_id=_CURSOR_TEXT, tool=_CURSOR_TEXT, shown=_CURSOR_TEXT)
+def test_any_call_named_on_the_decision_long_poll_is_an_answer_or_a_400(
+    server: Server, call_id: str, tool: str, shown: str
+) -> None:
+    query = "&".join((_query("call_id", call_id), _query("tool", tool), _query("shown", shown)))
+    status, headers, raw = server.request("GET", f"/api/control/decisions/exec_{SPAN}?wait=0&{query}")
+    doc = _checked(status, headers, raw, {200, 400})
+    if doc is None:
+        answer = json.loads(raw)
+        assert answer["decision"] is None  # nothing was decided on the call the server holds
 
 
 def _finite_over(text: str, limit: float) -> bool:

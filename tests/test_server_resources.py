@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from tests._server import HOST, Server, open_files_at_least, running_server, wait_for
 from tests.test_control_hostile import ingest, waiting_span
-from tests.test_control_live import AUTH, DECIDER_ARGS, TOKEN, _post
+from tests.test_control_live import AUTH, DECIDER_ARGS, DECIDERS, TOKEN, _post
 
 
 def _rss_kib(server: Server) -> int:
@@ -76,18 +76,31 @@ def test_ag_ui_stops_reading_a_streamed_oversize_body_at_its_limit(server: Serve
     assert _rss_kib(server) - before < 24 * 1024, (before, _rss_kib(server), sent)
 
 
-@pytest.mark.parametrize("path", ["/api/ag-ui", "/api/control/decisions", "/v1/traces"])
-def test_a_body_that_stops_coming_is_cut_off_with_408(server: Server, path: str) -> None:
-    with socket.create_connection((HOST, server.port), timeout=15) as sock:
+def _stalled_post(port: int, path: str, headers: str = "") -> bytes:
+    """The status of a POST whose body stops after 13 of its 1,000 bytes."""
+    with socket.create_connection((HOST, port), timeout=15) as sock:
         sock.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{headers}"
             "Content-Length: 1000\r\nConnection: close\r\n\r\n".encode()
             + b'{"threadId": '
         )
         answer = _answer(sock)  # the socket's own timeout (15 s) is far past the server's (1 s)
-    status = answer.split(b" ", 2)[1]
-    # 408 (cut off), or for the control route its refusal of a request without a decider token first.
-    assert status == (b"403" if path.startswith("/api/control") else b"408"), answer[:200]
+    return answer.split(b" ", 2)[1]
+
+
+@pytest.mark.parametrize("path", ["/api/ag-ui", "/v1/traces"])
+def test_a_body_that_stops_coming_is_cut_off_with_408(server: Server, path: str) -> None:
+    assert _stalled_post(server.port, path) == b"408"
+
+
+@pytest.mark.parametrize("path", ["/api/control/decisions", "/api/control/cancels"])
+def test_a_deciders_body_that_stops_coming_is_cut_off_with_408(tmp_path: Path, path: str) -> None:
+    with running_server(tmp_path, "--read-timeout", "1", "--token", TOKEN, *DECIDER_ARGS) as server:
+        decider = f"Authorization: Bearer {DECIDERS['alice']}\r\n"
+        assert _stalled_post(server.port, path, decider) == b"408"
+        # Without a decider's token the body is never read: refused at once.
+        assert _stalled_post(server.port, path) == b"401"
+        assert _stalled_post(server.port, path, f"Authorization: Bearer {TOKEN}\r\n") == b"403"
 
 
 def _long_poll(port: int, path: str) -> socket.socket:
