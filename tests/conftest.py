@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import tests._server
-from tests._postgres import Postgres, bin_dir
 
-from _instrumentation import Spans
+import tests.support.server
+from tests.support.instrumentation import Spans
+from tests.support.postgres import Postgres, bin_dir
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans
 
@@ -73,11 +73,11 @@ def _server_store(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     server: Postgres = request.getfixturevalue("postgres")
-    tests._server.DEFAULT_STORE = server.fresh_url
+    tests.support.server.DEFAULT_STORE = server.fresh_url
     try:
         yield
     finally:
-        tests._server.DEFAULT_STORE = None
+        tests.support.server.DEFAULT_STORE = None
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import running_server, wait_for
+
 from tests.e2e.losses import ARRAYS, LINK_ATTRS, SUB_US, jaeger_v1, losses
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env, validate
-
+from tests.support.server import running_server, wait_for
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.otel_stack import Jaeger, app_env
 
+from tests.e2e.otel_stack import Jaeger, app_env
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import VIEWS
 

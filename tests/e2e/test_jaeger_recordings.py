@@ -12,9 +12,10 @@ import urllib.request
 from typing import Any
 
 import pytest
-from tests._formats import JAEGER_RECORDED, JAEGER_VERSION, jaeger_recording, render
+
 from tests.e2e.otel_stack import JAEGER_VERSION as BUILT_VERSION
 from tests.e2e.otel_stack import Jaeger
+from tests.support.formats import JAEGER_RECORDED, JAEGER_VERSION, jaeger_recording, render
 
 pytestmark = pytest.mark.e2e
 
