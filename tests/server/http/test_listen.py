@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.server import free_port
-from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port
+from toolspan.server._http.listen import BUSY_RESPONSE, ListenError, banner, bind_http, check_grpc_port
 
 
 @contextmanager
@@ -159,3 +159,40 @@ def test_curl_speaking_http2_to_the_http_port_reads_why_it_was_refused(tmp_path:
         "this server has no gRPC (--grpc-port -1): keep this port with OTEL_EXPORTER_OTLP_PROTOCOL"
         in body.decode()
     )
+
+
+def test_the_listener_refuses_a_connection_beyond_its_cap_as_it_accepts_it() -> None:
+    listener = bind_http("127.0.0.1", 0)
+    listener.cap = 2
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    clients = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(4)]
+    try:
+        kept = [listener.accept()[0] for _ in range(2)]
+        assert listener.open == 2
+        # The third and fourth are answered 503 and closed within this accept, which then has none to give.
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+        assert listener.open == 2
+        for refused in clients[2:]:
+            answer = b"".join(iter(lambda sock=refused: sock.recv(4096), b""))  # up to its close
+            assert answer == BUSY_RESPONSE
+            assert answer.startswith(b"HTTP/1.1 503 ")
+            assert b"too many open connections" in answer
+        # A closed connection gives its place back, once, however often it is closed.
+        kept[0].close()
+        kept[0].close()
+        assert listener.open == 1
+        late = socket.create_connection(("127.0.0.1", port), timeout=5)
+        clients.append(late)
+        kept.append(listener.accept()[0])
+        assert listener.open == 2
+        late.sendall(b"ping")
+        assert kept[-1].recv(4) == b"ping"  # a connection within the cap is the client's, untouched
+        for conn in kept:
+            conn.close()
+        assert listener.open == 0
+    finally:
+        for client in clients:
+            client.close()
+        listener.close()

@@ -2,6 +2,10 @@
 announced (so a busy port is one line naming the flag to change, not a traceback), the gRPC port's
 failure worded the same way, and the start-up banner naming the trace list first.
 
+The HTTP socket is a ``Listener``: it holds at most ``cap`` accepted connections open at once, and answers
+one beyond them 503 and closes it in ``accept`` itself, so a burst of clients can never take the server past
+its open-files limit (``connection_cap`` in ``serve`` sets the cap below that limit).
+
 The default ports are OTLP's (4318 HTTP, 4317 gRPC): an application whose OTLP exporter keeps the SDK's
 default endpoint reaches ``toolspan serve`` with no setting at all. The price is a clash with a
 Collector or Jaeger already listening there, hence the message.
@@ -9,18 +13,79 @@ Collector or Jaeger already listening there, hence the message.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
+from typing import Final
 
 from toolspan.errors import ToolspanError
 
-__all__ = ["ListenError", "banner", "bind_http", "check_grpc_port", "grpc_error"]
+__all__ = ["BUSY_RESPONSE", "ListenError", "Listener", "banner", "bind_http", "check_grpc_port", "grpc_error"]
 
 _GRPC_FLAG = "--grpc-port N (-1: no gRPC)"
 
 
 class ListenError(ToolspanError):
     """A port ``toolspan serve`` cannot listen on; ``str()`` is the one-line message for the operator."""
+
+
+BUSY_RESPONSE: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 77\r\n"
+    b"retry-after: 1\r\nconnection: close\r\nx-content-type-options: nosniff\r\n"
+    b"x-frame-options: DENY\r\nreferrer-policy: no-referrer\r\n"
+    b"content-security-policy: default-src 'none'; frame-ancestors 'none'\r\n\r\n"
+    b'{"error":"too many open connections: try again in a moment","status":503}    '
+)
+# Connections refused in one call of ``accept`` at most before it lets the event loop run again.
+_REFUSED_PER_CALL: Final = 256
+
+
+class _Connection(socket.socket):
+    """An accepted connection that gives its place back to its listener when it is closed."""
+
+    listener: Listener | None = None
+
+    def close(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            listener.open -= 1
+        super().close()
+
+
+class Listener(socket.socket):
+    """The HTTP port's listening socket, holding at most ``cap`` accepted connections open at once: one
+    beyond is answered 503 (``BUSY_RESPONSE``) and closed here, at ``accept``, before the event loop makes a
+    transport of it. Refused any later, a burst of clients outran the refusals: asyncio accepts up to its
+    backlog per wake-up and closes a refused connection only turns of the loop later, so ``accept`` failed
+    with "Too many open files" (logged with a traceback, the port deaf for a second). ``open`` counts the
+    accepted connections not closed yet."""
+
+    cap: int = 2**31
+    open: int = 0
+
+    def accept(self) -> tuple[socket.socket, object]:
+        for _ in range(_REFUSED_PER_CALL):
+            fd, address = self._accept()  # type: ignore[attr-defined]
+            conn = _Connection(self.family, self.type, self.proto, fileno=fd)
+            if self.open < self.cap:
+                self.open += 1
+                conn.listener = self
+                return conn, address
+            _refuse(conn)
+        raise BlockingIOError(errno.EAGAIN, "refused enough for one turn of the event loop")
+
+
+def _refuse(conn: socket.socket) -> None:
+    """Answer 503 and close: what the client sent is read first, so closing sends FIN, not a reset that
+    could drop the answer before the client reads it."""
+    try:
+        conn.setblocking(False)
+        with contextlib.suppress(OSError):
+            conn.recv(65536)
+        with contextlib.suppress(OSError):
+            conn.send(BUSY_RESPONSE)
+    finally:
+        conn.close()
 
 
 def _reason(host: str, port: int, what: str, flag: str, err: BaseException) -> str:
@@ -37,7 +102,7 @@ def _reason(host: str, port: int, what: str, flag: str, err: BaseException) -> s
     return f"cannot listen on {host}:{port} ({what}): {detail}; check --host and {flag}"
 
 
-def bind_http(host: str, port: int) -> socket.socket:
+def bind_http(host: str, port: int) -> Listener:
     """A listening TCP socket on ``host:port`` for uvicorn; ``ListenError`` when that fails."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -46,7 +111,7 @@ def bind_http(host: str, port: int) -> socket.socket:
     # A name with both (localhost): IPv4 first, the address clients try when one fails.
     infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
+    sock = Listener(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:

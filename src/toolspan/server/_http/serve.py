@@ -7,8 +7,9 @@
   stops without waiting for open connections.
 - Connections: at most ``max_connections`` at once (uvicorn's ``limit_concurrency``: 503 beyond), lowered
   to stay under the open-files limit (``connection_cap``), a connection beyond them answered 503 and closed
-  at once, idle keep-alive connections closed after ``keep_alive_s``, and a connection whose request
-  headers do not arrive within ``read_timeout_s`` closed, so half-open sockets cannot lock clients out.
+  as it is accepted (``listen.Listener``), idle keep-alive connections closed after ``keep_alive_s``, and a
+  connection whose request headers do not arrive within ``read_timeout_s`` closed, so half-open sockets
+  cannot lock clients out.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -28,7 +28,14 @@ from typing import Any, Final
 from toolspan.server._http.app import build_app
 from toolspan.server._http.auth import decider_problem, ingest_check
 from toolspan.server._http.config import ServerConfig
-from toolspan.server._http.listen import ListenError, banner, bind_http, check_grpc_port, grpc_error
+from toolspan.server._http.listen import (
+    Listener,
+    ListenError,
+    banner,
+    bind_http,
+    check_grpc_port,
+    grpc_error,
+)
 from toolspan.server._http.state import ServerState
 from toolspan.server._rows.errors import StoreError
 from toolspan.server._store.api import StoreApi, shown
@@ -72,13 +79,6 @@ class _DroppedStreams(logging.Filter):
         return not str(record.msg).startswith("ASGI callable returned without completing response")
 
 
-_BUSY: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 77\r\n"
-    b"retry-after: 1\r\nconnection: close\r\nx-content-type-options: nosniff\r\n"
-    b"x-frame-options: DENY\r\nreferrer-policy: no-referrer\r\n"
-    b"content-security-policy: default-src 'none'; frame-ancestors 'none'\r\n\r\n"
-    b'{"error":"too many open connections: try again in a moment","status":503}    '
-)
 # What an HTTP/2 client sends first: on the OTLP/HTTP port, an OTLP/gRPC exporter (the SDK's default
 # protocol) pointed at the wrong port.
 _HTTP2_PREFACE: Final = b"PRI * HTTP/2.0\r\n"
@@ -99,13 +99,11 @@ def grpc_on_http_port(peer: str, port: int | None, grpc_port: int | None) -> str
     )
 
 
-def _protocol(read_timeout_s: float, cap: int, grpc_port: int | None = None) -> type[asyncio.Protocol]:
+def _protocol(read_timeout_s: float, grpc_port: int | None = None) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
-    (from its opening, or from the end of its previous response) to arrive, answering a connection
-    beyond ``cap`` open ones 503 at once (then closing it), so clients are told, not left to time out, and
-    naming the mistake of a client that opens with HTTP/2 (an OTLP/gRPC exporter on the wrong port): one
-    warning per client host a minute, and a 400 saying the same, where uvicorn only logged "Invalid HTTP
-    request received"."""
+    (from its opening, or from the end of its previous response) to arrive, and naming the mistake of a
+    client that opens with HTTP/2 (an OTLP/gRPC exporter on the wrong port): one warning per client host a
+    minute, and a 400 saying the same, where uvicorn only logged "Invalid HTTP request received"."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     warned: dict[str, float] = {}
@@ -155,10 +153,6 @@ def _protocol(read_timeout_s: float, cap: int, grpc_port: int | None = None) -> 
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.server_state.connections) > cap:
-                transport.write(_BUSY)
-                transport.close()
-                return
             self._arm()
 
         def handle_events(self) -> None:
@@ -216,12 +210,12 @@ def _raise_open_files_limit(wanted: int) -> None:
         _logger.debug("toolspan serve: could not raise the open files limit", exc_info=True)
 
 
-# Connections accepted in one go (the listen backlog: asyncio accepts up to that many per wake-up, before
-# any refused one is closed), and the descriptors kept free beside those in use at start, the connections
-# and such a burst: the store's (SQLite's WAL and checkpoint connection, PostgreSQL's pool and listener),
-# the parse workers' pipes, gRPC.
+# Connections asyncio accepts per wake-up (uvicorn's backlog), and the descriptors kept free beside those in
+# use at start and the connections (the listener refuses one beyond them at accept): the store's (SQLite's
+# WAL and checkpoint connection, PostgreSQL's pool and listener), the parse workers' pipes, gRPC, the one
+# being refused.
 _ACCEPT_BURST: Final = 128
-_FD_HEADROOM: Final = 64 + _ACCEPT_BURST
+_FD_HEADROOM: Final = 64
 
 
 def connection_cap(wanted: int) -> tuple[int, int | None]:
@@ -310,11 +304,12 @@ def serve(config: ServerConfig) -> int:
         store.close()
 
 
-def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.socket) -> int:
+def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: Listener) -> int:
     starlette, state = build_app(config, store)
     logging.getLogger("uvicorn.error").addFilter(_DroppedStreams())
     _raise_open_files_limit(config.max_connections + 256)
     cap, limit = connection_cap(config.max_connections)
+    sock.cap = cap
     if cap < config.max_connections:
         sys.stderr.write(
             f"toolspan serve: warning: serving {cap} connections at once, not --max-connections"
@@ -338,7 +333,7 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: socket.soc
             starlette,
             host=config.host,
             port=config.port,
-            http=_protocol(config.read_timeout_s, cap, grpc_port),
+            http=_protocol(config.read_timeout_s, grpc_port),
             limit_concurrency=cap,
             backlog=_ACCEPT_BURST,
             timeout_keep_alive=max(1, round(config.keep_alive_s)),
