@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -400,3 +403,17 @@ def test_a_clocked_provider_times_its_own_spans_only() -> None:
         toolspan_tracer.start_span("fake").end()
     assert before <= (other.start_time or 0) <= (other.end_time or 0) <= after
     assert [(span.start_time, span.end_time) for span in spans()] == [(0, 1_000_000)]
+
+
+def test_shortcuts_off_selects_every_public_fallback() -> None:
+    code = (
+        "import json\n"
+        "from toolspan._util import otel_internals as o\n"
+        "from toolspan._capture import encode\n"
+        "print(json.dumps([o.SHORTCUTS, o.PROVIDER_SLOT_OK, o.CONTEXT_KEY_OK,\n"
+        "    o.check_attribute_store() is None, o.tracing_on is o._public_tracing_on,\n"
+        "    encode.ENCODE.__qualname__]))\n"
+    )
+    env = {**os.environ, "TOOLSPAN_OTEL_SHORTCUTS": "off"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [False, False, False, True, True, "JSONEncoder.encode"]
