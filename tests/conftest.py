@@ -21,6 +21,9 @@ from toolspan.testing import capture_spans
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
+# A test that starts a real process carries @pytest.mark.processes, checked as it runs.
+pytest_plugins = ["tests.support.processes"]
+
 # Debian's chromium (scripts/test.sh installs it), driven by Playwright: its own browser download is not used.
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

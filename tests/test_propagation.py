@@ -102,6 +102,7 @@ def test_stale_tool_ids_in_baggage_are_ignored(spans: Spans) -> None:
     }
 
 
+@pytest.mark.processes
 def test_subplan_in_a_real_subprocess(spans: Spans, tmp_path: Path) -> None:
     out = tmp_path / "worker-spans.jsonl"
 

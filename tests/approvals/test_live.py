@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Browser, expect
 
 import toolspan
@@ -20,6 +21,8 @@ from tests.support.server import Server, SseEvent, running_server, sdk_env, sse_
 from toolspan import semconv
 from toolspan.bridge.model import Span, SpanLink
 from toolspan.bridge.readers import read_spans
+
+pytestmark = pytest.mark.processes
 
 APP = APPS / "approvals_live_app.py"
 

@@ -41,6 +41,7 @@ def test_an_unreachable_server_denies_the_call(spans: Spans) -> None:
     assert span.attributes[semconv.TOOLSPAN_TOOL_STATE] == semconv.STATE_DENIED
 
 
+@pytest.mark.processes
 def test_approve_timeout_denies_while_the_server_has_no_decision(spans: Spans, tmp_path: Path) -> None:
     ran: list[str] = []
 
@@ -341,6 +342,7 @@ def test_two_deciders_whose_transactions_overlap_both_get_the_first_decision(sto
         store.close()
 
 
+@pytest.mark.processes
 def test_the_approver_warns_when_nothing_exports_the_waiting_call(
     spans: Spans, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -406,6 +408,7 @@ def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
     return listed, [m for m in said if "ServerApprover" in m]
 
 
+@pytest.mark.processes
 def test_deciding_a_call_the_server_never_saw_says_why_it_may_be_unknown(tmp_path: Path) -> None:
     """An application that sends no pending records leaves its waiting call unseen: the 404 names the
     setting that would have shown it, on deciding and on cancelling alike."""

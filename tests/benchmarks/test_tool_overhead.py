@@ -14,6 +14,8 @@ import pytest
 
 from tests.support.paths import REPO
 
+pytestmark = pytest.mark.processes
+
 SCRIPT = REPO / "benchmarks" / "tool_overhead.py"
 ROWS = {
     ("bare", "bare"),

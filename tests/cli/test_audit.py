@@ -61,6 +61,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {p.stem + p.suffix: p for p in tmp_path.iterdir()}
 
 
+@pytest.mark.processes
 def test_clean_run_exits_0_with_a_summary(files: dict[str, Path]) -> None:
     proc = _audit(str(files["clean.jsonl"]), "--policy", str(files["policy.json"]))
     assert (proc.returncode, proc.stderr) == (0, "")
@@ -70,6 +71,7 @@ def test_clean_run_exits_0_with_a_summary(files: dict[str, Path]) -> None:
     )
 
 
+@pytest.mark.processes
 def test_violations_exit_1_one_line_each(files: dict[str, Path]) -> None:
     proc = _audit(str(files["bad.jsonl"]), str(files["clean.jsonl"]), "--policy", str(files["policy.yaml"]))
     assert proc.returncode == 1
@@ -86,6 +88,7 @@ def test_violations_exit_1_one_line_each(files: dict[str, Path]) -> None:
     )
 
 
+@pytest.mark.processes
 def test_json_report_to_a_file(files: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     proc = _audit(
@@ -107,6 +110,7 @@ def _page_data(html: str) -> Any:
     return json.loads(html[start : html.index("</script>", start)])
 
 
+@pytest.mark.processes
 def test_html_page_to_a_file_marks_the_violations_and_exits_1(files: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "audit.html"
     proc = _audit(
@@ -144,6 +148,7 @@ def test_html_page_to_a_file_marks_the_violations_and_exits_1(files: dict[str, P
     assert sorted(p["audit"]["violations"] for p in pages) == [0, 2]
 
 
+@pytest.mark.processes
 def test_html_page_of_a_clean_run_to_stdout_exits_0(files: dict[str, Path]) -> None:
     proc = _audit(str(files["clean.jsonl"]), "--policy", str(files["policy.json"]), "--to", "html")
     assert proc.returncode == 0
@@ -162,6 +167,7 @@ def test_html_page_of_a_clean_run_to_stdout_exits_0(files: dict[str, Path]) -> N
     assert [s for s in page["steps"] if "policy_findings" in s] == []
 
 
+@pytest.mark.processes
 def test_to_is_format(files: dict[str, Path]) -> None:
     by_to = _audit(str(files["bad.jsonl"]), "--policy", str(files["policy.json"]), "--to", "json")
     by_format = _audit(str(files["bad.jsonl"]), "--policy", str(files["policy.json"]), "--format", "json")
@@ -171,6 +177,7 @@ def test_to_is_format(files: dict[str, Path]) -> None:
     )
 
 
+@pytest.mark.processes
 def test_strict_fails_on_unchecked_rules(files: dict[str, Path], tmp_path: Path) -> None:
     doc = {
         "id": "p",
@@ -198,6 +205,7 @@ def test_strict_fails_on_unchecked_rules(files: dict[str, Path], tmp_path: Path)
     assert proc.stdout.splitlines()[0].endswith(": arguments of 'read_file' were not recorded (capture off?)")
 
 
+@pytest.mark.processes
 def test_unusable_policy_or_input_exits_2_naming_the_problem(files: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text('{"id": "p", "version": 1, "rules": [{"id": "r", "kind": "x"}]}')
     proc = _audit(str(files["clean.jsonl"]), "--policy", str(tmp_path / "broken.json"))

@@ -169,6 +169,7 @@ def test_events_stream_reads_a_bounded_number_of_spans_ahead() -> None:
     assert len(list(stream)) == 2 * len(trace) - 3
 
 
+@pytest.mark.processes
 def test_stdin_and_the_module_entry_point(tmp_path: Path) -> None:
     data = render("jaeger_v1", parity_trace())
     proc = subprocess.run(
@@ -263,6 +264,7 @@ def test_progress_bar_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert err.rstrip("\n").endswith(f"100.0%  0.0/0.0 MB  {len(parity_trace())} spans")
 
 
+@pytest.mark.processes
 def test_the_convert_benchmark_runs_end_to_end_on_a_tiny_input(tmp_path: Path) -> None:
     repo = REPO
     data, results = tmp_path / "spans.jsonl", tmp_path / "convert.json"
@@ -308,6 +310,7 @@ def test_the_json_backends_write_the_same_bytes(monkeypatch: pytest.MonkeyPatch,
     assert outputs[0].count(b"\n") == len(outputs[0].splitlines()) > 0
 
 
+@pytest.mark.processes
 def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
@@ -389,6 +392,7 @@ def test_lenient_reports_each_hostile_file_counts_them_and_converts_the_rest(
     assert [e["type"] for e in events] == ["act", "observe"] * (1 + whole_lines)
 
 
+@pytest.mark.processes
 def test_dev_zero_stops_at_once_in_both_modes(tmp_path: Path) -> None:
     if not os.path.exists("/dev/zero"):
         pytest.fail("/dev/zero missing")
@@ -484,6 +488,7 @@ def test_a_directory_holding_convert_outputs_converts_its_traces_only(
     assert "not a trace document of a known format" in err
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("command", ["convert", "audit", "serve"])
 def test_help_reads_as_text_with_defaults(command: str) -> None:
     """`--help` of every command: no reST markup from the docstrings, each meaningful default shown."""
@@ -513,6 +518,7 @@ def test_help_reads_as_text_with_defaults(command: str) -> None:
     assert "(default: False)" not in flat
 
 
+@pytest.mark.processes
 def test_the_top_level_help_points_at_each_command() -> None:
     text = subprocess.run(
         [sys.executable, "-m", "toolspan", "--help"], capture_output=True, text=True, check=True

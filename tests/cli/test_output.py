@@ -193,6 +193,7 @@ def cli(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
     )
 
 
+@pytest.mark.processes
 def test_stdin_that_is_the_output_file_is_refused(tmp_path: Path) -> None:
     src = tmp_path / "trace.jsonl"
     src.write_text(record())
@@ -205,6 +206,7 @@ def test_stdin_that_is_the_output_file_is_refused(tmp_path: Path) -> None:
     assert src.read_text() == record()
 
 
+@pytest.mark.processes
 def test_stdout_redirected_onto_an_input_is_refused(tmp_path: Path) -> None:
     src = tmp_path / "trace.jsonl"
     src.write_text(record())
@@ -250,6 +252,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.processes
 def test_a_full_disk_while_writing_keeps_the_old_output_and_names_it(tmp_path: Path) -> None:
     """A real EFBIG (RLIMIT_FSIZE in a child process) while the output is written."""
     src = tmp_path / "in.jsonl"
@@ -269,6 +272,7 @@ def test_a_full_disk_while_writing_keeps_the_old_output_and_names_it(tmp_path: P
     assert listing(tmp_path) == ["events.jsonl", "in.jsonl"]
 
 
+@pytest.mark.processes
 def test_stdin_and_stdout_on_one_terminal_or_socket_are_no_clash(tmp_path: Path) -> None:
     """Interactive use: stdin and stdout are the same terminal; a socket pair stands in for it."""
     src = tmp_path / "trace.jsonl"

@@ -51,6 +51,7 @@ def uninstalled() -> Iterator[None]:
         chain.uninstall()
 
 
+@pytest.mark.processes
 def test_importing_the_chain_installs_nothing() -> None:
     seen = _fresh(
         "import json\n"
@@ -97,6 +98,7 @@ def test_a_body_goes_behind_the_chain_only_while_it_is_installed(uninstalled: No
     assert hooks.ACTIVE[0] == 0
 
 
+@pytest.mark.processes
 def test_a_process_started_while_a_replay_ran_refuses_bodies_installed_or_not() -> None:
     seen = _fresh(
         "import json, toolspan\n"

@@ -575,6 +575,7 @@ def test_a_replayed_failure_keeps_its_recorded_error_type(fresh_config: None) ->
     assert [s.attributes[semconv.ERROR_TYPE] for s in spans] == ["KeyError", "app.errors.Quota"]
 
 
+@pytest.mark.processes
 def test_a_tool_called_in_a_spawned_worker_inside_replay_never_runs_its_body(tmp_path: Path) -> None:
     from tests.apps import replay_worker as worker
 
@@ -596,6 +597,7 @@ def test_a_tool_called_in_a_spawned_worker_inside_replay_never_runs_its_body(tmp
 # --- the page ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_convert_to_html_writes_a_page_for_an_agent_named_with_a_lone_surrogate(tmp_path: Path) -> None:
     source = tmp_path / "trace.json"
     span = {

@@ -71,6 +71,7 @@ def _replayed(source: Any, **options: Any) -> tuple[list[Any], Counter[str], lis
     return json.loads(json.dumps(seen)), Counter(app.bodies), sorted(tools, key=lambda s: s.start_time or 0)
 
 
+@pytest.mark.processes
 def test_the_otlp_route_returns_the_stored_spans_losslessly(recorded: Recorded) -> None:
     status, headers, body = recorded.server.request("GET", f"/api/traces/{recorded.trace_id}/otlp")
     assert (status, headers["content-type"]) == (200, "application/json")
@@ -84,6 +85,7 @@ def test_the_otlp_route_returns_the_stored_spans_losslessly(recorded: Recorded) 
     assert key(served) == key(from_file)
 
 
+@pytest.mark.processes
 def test_replay_from_the_server_serves_every_recorded_result_with_no_body_run(recorded: Recorded) -> None:
     assert recorded.seen[3] == "ValueError: bad x 3"
     expected = [*recorded.seen[:3], "ValueError: bad x 3", recorded.seen[4]]
@@ -106,6 +108,7 @@ def test_replay_from_the_server_serves_every_recorded_result_with_no_body_run(re
         assert pids == {recorded.seen[0]["pid"]} != {os.getpid()}
 
 
+@pytest.mark.processes
 def test_until_and_divergence_behave_as_from_the_file(recorded: Recorded) -> None:
     from_file, _ = read_spans(recorded.file)
     second = sorted((s for s in from_file if s.attributes.get("gen_ai.tool.name")), key=lambda s: s.start_ns)[
@@ -133,6 +136,7 @@ def test_until_and_divergence_behave_as_from_the_file(recorded: Recorded) -> Non
     assert live[:2] == recorded.seen[:2]
 
 
+@pytest.mark.processes
 def test_errors_come_up_front_with_a_reason(recorded: Recorded) -> None:
     base = recorded.server.url
     unknown = "0" * 31 + "1"
@@ -165,6 +169,7 @@ def test_errors_come_up_front_with_a_reason(recorded: Recorded) -> None:
     assert app.bodies == Counter()
 
 
+@pytest.mark.processes
 def test_a_server_with_a_token_needs_it(
     recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -190,6 +195,7 @@ def test_a_server_with_a_token_needs_it(
         assert _replayed(url)[:2] == (expected, Counter())
 
 
+@pytest.mark.processes
 def test_the_otlp_route_joins_log_records_and_answers_404_and_openapi(tmp_path: Path) -> None:
     from toolspan.bridge.readers._logs import attach_logs, logs_from_bytes
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from types import ModuleType
 
+import pytest
+
 from tests.support.paths import REPO
 from toolspan.cli import _main
 
@@ -24,6 +26,7 @@ def _reference() -> ModuleType:
     return module
 
 
+@pytest.mark.processes
 def test_the_page_is_what_the_parser_says() -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, check=False

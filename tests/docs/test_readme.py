@@ -92,6 +92,7 @@ def matches(expected: str, got: str) -> bool:
     return doctest.OutputChecker().check_output(expected, got, doctest.ELLIPSIS)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(README.parent)))
 def test_marked_examples_run_as_written(page: Path, tmp_path: Path) -> None:
     found = examples(page.read_text(encoding="utf-8"))
@@ -113,6 +114,7 @@ def test_the_guides_hold_runnable_examples() -> None:
     assert marked["approvals.md"] >= 2
 
 
+@pytest.mark.processes
 def test_quickstart_writes_the_trace_file_the_convert_lines_read(tmp_path: Path) -> None:
     python, bash = examples(README.read_text(encoding="utf-8"))[:2]
     assert "toolspan convert traces.jsonl" in bash.code
@@ -163,6 +165,7 @@ def test_output_comparison_uses_ellipsis_and_nothing_else(expected: str, got: st
     assert matches(expected, got) is ok
 
 
+@pytest.mark.processes
 def test_a_failing_or_noisy_block_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_SERVICE_NAME", "from-the-caller")
     failing = run(Example(1, "bash", "echo out; echo oops >&2; exit 3\n", None), tmp_path)
@@ -201,6 +204,7 @@ def test_the_install_names_no_package_the_index_does_not_have() -> None:
     assert len(lines) >= 2
 
 
+@pytest.mark.processes
 def test_each_install_line_installs_from_this_checkout_with_extras_that_exist() -> None:
     """Each pip line, run as written from the checkout (pip's dry run: offline, nothing changed), resolves
     to this project; every extra it names is one the project provides."""

@@ -26,7 +26,7 @@ from tests.support.server import running_server, wait_for
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = Path(__file__).with_name("shipping_app.py")
 CONFIGS = ["jaeger.yaml", "fanout-file.yaml", "jaeger-and-tempo.yaml", "loadbalancing.yaml", "tempo.yaml"]

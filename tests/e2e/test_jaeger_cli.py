@@ -18,7 +18,7 @@ from tests.e2e.otel_stack import Jaeger, app_env
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import VIEWS
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = Path(__file__).with_name("shipping_app.py")
 REPO = Path(__file__).resolve().parents[2]

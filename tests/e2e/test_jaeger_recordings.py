@@ -17,7 +17,7 @@ from tests.e2e.otel_stack import JAEGER_VERSION as BUILT_VERSION
 from tests.e2e.otel_stack import Jaeger
 from tests.support.formats import JAEGER_RECORDED, JAEGER_VERSION, jaeger_recording, render
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 RECORD = os.environ.get("TOOLSPAN_RECORD_JAEGER") == "1"
 

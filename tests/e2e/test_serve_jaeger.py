@@ -22,7 +22,7 @@ from tests.support.server import SseEvent, running_server, sse_stream, wait_for
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_trees
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = Path(__file__).with_name("shipping_app.py")
 

@@ -16,7 +16,7 @@ from tests.e2e.conftest import Rotel, _clean_env, _rotel_binary
 from tests.support.paths import APPS
 from tests.support.server import SseEvent, running_server, sse_stream
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = APPS / "server_live_app.py"
 

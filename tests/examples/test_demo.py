@@ -17,6 +17,8 @@ import pytest
 from tests.support.paths import REPO
 from toolspan.bridge.views import load_schema, match_observe
 
+pytestmark = pytest.mark.processes
+
 DEMO = REPO / "examples" / "demo_agent.py"
 
 TOOL_CALLS = {  # call id -> tool name, as scripted in the demo

@@ -79,6 +79,7 @@ def by_name(spans: list[Span]) -> dict[str, list[Span]]:
     return found
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("example", "weather_id", "add_id", "model_spans"),
     [
@@ -129,6 +130,7 @@ def test_sdk_loop_examples(
         assert [span.kind for span in names[model_spans]] == ["CLIENT", "CLIENT"]
 
 
+@pytest.mark.processes
 def test_quickstart(tmp_path: Path) -> None:
     stdout = run_example("quickstart", tmp_path)
     result = {
@@ -183,6 +185,7 @@ def tree_lines(node: dict[str, Any], depth: int = 0) -> list[str]:
     return lines
 
 
+@pytest.mark.processes
 def test_threads_and_subplans(tmp_path: Path) -> None:
     stdout = run_example("threads_and_subplans", tmp_path)
     spans, _ = read_spans(tmp_path / "traces.jsonl")
@@ -219,6 +222,7 @@ def test_threads_and_subplans(tmp_path: Path) -> None:
     assert [line.strip().split("  (")[0] for line in stdout[:-1]] == expected
 
 
+@pytest.mark.processes
 def test_cross_process(tmp_path: Path) -> None:
     stdout = run_example("cross_process", tmp_path)
     agent_spans, _ = read_spans(tmp_path / "traces.jsonl")
@@ -251,6 +255,7 @@ def test_cross_process(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.processes
 def test_existing_provider(tmp_path: Path) -> None:
     stdout = run_example("existing_provider", tmp_path)
     assert stdout[0].startswith(
@@ -269,6 +274,7 @@ def test_existing_provider(tmp_path: Path) -> None:
     assert tool["attributes"]["gen_ai.tool.call.result"] == '{"order_id": "A-17", "status": "shipped"}'
 
 
+@pytest.mark.processes
 def test_replay_in_pytest(tmp_path: Path) -> None:
     # A relative output directory, as a user types it: the example must not depend on its own cwd.
     stdout = run_example("replay_in_pytest", Path("out"), cwd=tmp_path)
@@ -291,6 +297,7 @@ def test_replay_in_pytest(tmp_path: Path) -> None:
     assert served.trace_id != recorded.trace_id
 
 
+@pytest.mark.processes
 def test_policy_in_ci(tmp_path: Path) -> None:
     stdout = run_example("policy_in_ci", tmp_path)
     spans, _ = read_spans(tmp_path / "run.jsonl")
@@ -322,6 +329,7 @@ def test_policy_in_ci(tmp_path: Path) -> None:
     assert "gen_ai.tool.call.result" not in denied.attributes
 
 
+@pytest.mark.processes
 def test_serve_with_page(tmp_path: Path) -> None:
     stdout = run_example("serve_with_page", tmp_path)
     listing = json.loads((tmp_path / "traces.json").read_text("utf-8"))
@@ -352,6 +360,7 @@ def test_serve_with_page(tmp_path: Path) -> None:
     assert f"OTLP/HTTP {url}/v1/traces" in log  # the real server process received the spans
 
 
+@pytest.mark.processes
 def test_mcp_client_server(tmp_path: Path) -> None:
     stdout = run_example("mcp_client_server", tmp_path)
     trip = {"weather": {"city": "Paris", "temp_c": 18}, "hotel": {"city": "Paris", "nights": 2, "room": 101}}
@@ -454,6 +463,7 @@ def test_the_core_alone_does_not_cover_the_examples() -> None:
     assert distribution("google.genai") == "google-genai"
 
 
+@pytest.mark.processes
 def test_ag_ui_frontend(tmp_path: Path) -> None:
     stdout = run_example("ag_ui_frontend", tmp_path)
     if not (REPO_NODE / "node_modules" / "@ag-ui" / "client").is_dir():
@@ -506,6 +516,7 @@ def test_ag_ui_frontend_says_what_is_missing_when_the_client_cannot_run(
         assert module.why_no_client() is None
 
 
+@pytest.mark.processes
 def test_approve_through_server(tmp_path: Path) -> None:
     """The runnable example of the control channel: a real `toolspan serve --token --decider`, a real
     application gated by ServerApprover, a decider over HTTP; every call ends as decided."""

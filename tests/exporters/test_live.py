@@ -501,6 +501,7 @@ def test_force_flush_is_true_when_every_write_succeeded(tmp_path: Path) -> None:
     rig.provider.shutdown()
 
 
+@pytest.mark.processes
 def test_the_progress_view_reports_a_tool_of_a_process_that_died_as_sealed(tmp_path: Path) -> None:
     path = tmp_path / "acts.jsonl"
     child = subprocess.run(

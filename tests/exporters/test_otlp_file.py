@@ -300,6 +300,7 @@ print(",".join(results))
 """
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE and SIGXFSZ")
 @pytest.mark.parametrize("room", [0, 1000])  # no byte of the second record fits; a part of it does
 def test_a_full_disk_leaves_only_whole_records_and_the_next_one_is_whole(tmp_path: Path, room: int) -> None:

@@ -345,6 +345,7 @@ print(",".join(results))
 """
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE and SIGXFSZ")
 @pytest.mark.parametrize("room", [0, 100, 6000])  # none, a part of the act line, the act line and a part
 def test_a_full_disk_leaves_only_whole_event_lines_and_the_next_ones_are_whole(

@@ -407,6 +407,7 @@ def _live_calls(server: Server, library: list[dict[str, Any]], spans: list[Any])
     return events
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_path_gives_exactly_the_calls_that_ran(

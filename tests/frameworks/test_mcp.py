@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import StdioServerParameters
 from mcp.client import Client
 
@@ -23,6 +24,8 @@ from tests.support.paths import APPS
 from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.bridge.views import to_events, to_tree
 from toolspan.testing import capture_spans
+
+pytestmark = pytest.mark.processes
 
 WORKER = APPS / "mcp_server.py"
 

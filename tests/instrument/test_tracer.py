@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -18,6 +19,7 @@ import toolspan
 from toolspan.testing import installed_tracer_provider
 
 
+@pytest.mark.processes
 def test_a_provider_named_by_the_environment_traces_tools_from_their_first_call() -> None:
     code = (
         "import json, toolspan\n"

@@ -109,6 +109,7 @@ def _in_worker(fn: Callable[..., Any], *args: Any) -> Any:
         return pool.submit(fn, *args).result(timeout=60)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("tracing", [False, True])
 def test_process_pool_runs_decorated_tools(tracing: bool, request: pytest.FixtureRequest) -> None:
     if tracing:
@@ -123,6 +124,7 @@ def test_process_pool_runs_decorated_tools(tracing: bool, request: pytest.Fixtur
     assert total == 2
 
 
+@pytest.mark.processes
 async def test_process_pool_from_the_event_loop(spans: Spans) -> None:
     loop = asyncio.get_running_loop()
     with ProcessPoolExecutor(max_workers=1) as pool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.page import test_browser as test_page_browser
@@ -17,6 +18,8 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.views import audit, mark_pages, to_pages
 from toolspan.page import render_html
 from toolspan.policy import parse_policy
+
+pytestmark = pytest.mark.processes
 
 Opened = test_page_browser.Opened
 open_page = test_page_browser.open_page

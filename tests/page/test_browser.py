@@ -29,6 +29,8 @@ from toolspan.bridge.views import to_events, to_pages
 from toolspan.page import LiveOptions, page_json, render_html
 from toolspan.testing import capture_spans
 
+pytestmark = pytest.mark.processes
+
 # Defined before any page script runs: a hostile payload that executes calls it or sets __pwned.
 WATCH = """
 window.__pwnCalls = 0;

@@ -99,6 +99,7 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
 ]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("name", "content", "message"), HOSTILE_FILES, ids=lambda v: v if isinstance(v, str) and "." in v else ""
 )

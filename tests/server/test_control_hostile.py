@@ -109,6 +109,7 @@ def ingest(server: Server, spans: list[dict[str, Any]], service: str = "forger")
     assert b"rejected" not in body, body
 
 
+@pytest.mark.processes
 def test_two_waiting_calls_with_one_call_id_are_two_entries_each_given_only_its_own_decision(
     server: Server, tmp_path: Path
 ) -> None:
@@ -156,6 +157,7 @@ def test_two_waiting_calls_with_one_call_id_are_two_entries_each_given_only_its_
     assert _decided(span)[semconv.PERMISSION_DECIDED_BY] == "bob"
 
 
+@pytest.mark.processes
 def test_a_new_waiting_call_is_listed_however_many_never_ended_and_the_stale_ones_age_out(
     tmp_path: Path,
 ) -> None:
@@ -200,6 +202,7 @@ def _raw_decision(server: Server, body: bytes) -> tuple[int, dict[str, str], Any
     return status, {k.lower(): v for k, v in headers.items()}, json.loads(raw)
 
 
+@pytest.mark.processes
 def test_hostile_values_in_a_decision_are_a_400_naming_the_field_and_nothing_is_stored(
     server: Server, tmp_path: Path
 ) -> None:
@@ -236,6 +239,7 @@ def test_hostile_values_in_a_decision_are_a_400_naming_the_field_and_nothing_is_
     assert _bodies(tmp_path, "run") == []
 
 
+@pytest.mark.processes
 def test_an_ingested_waiting_call_whose_arguments_are_no_json_leaves_the_inbox_readable(
     server: Server,
 ) -> None:
@@ -275,6 +279,7 @@ def test_an_ingested_waiting_call_whose_arguments_are_no_json_leaves_the_inbox_r
     assert server.get_json("/api/control/waiting")["waiting"][0]["decision"]["decision"] == "deny"
 
 
+@pytest.mark.processes
 def test_a_call_id_with_slashes_and_3000_characters_is_decided(server: Server, tmp_path: Path) -> None:
     app = _app(server, tmp_path, "long-id", "run")
     try:
@@ -289,6 +294,7 @@ def test_a_call_id_with_slashes_and_3000_characters_is_decided(server: Server, t
     assert [b["arguments"] for b in _bodies(tmp_path, "run")] == [{"path": "/srv/long"}]
 
 
+@pytest.mark.processes
 def test_a_forged_span_cannot_make_a_real_call_wait_for_57_years(server: Server, tmp_path: Path) -> None:
     """A span forged in 1970 with the real call's id, tool and arguments: shown waiting since it reached the
     server (give or take a minute), never since 1970; a person decides it; the real call re-issued takes the
@@ -312,6 +318,7 @@ def test_a_forged_span_cannot_make_a_real_call_wait_for_57_years(server: Server,
     assert span.attributes[semconv.TOOLSPAN_APPROVAL_RESUMES] == "exec_" + "e" * 16
 
 
+@pytest.mark.processes
 def test_deciding_a_call_that_ended_is_a_409_with_its_state(server: Server) -> None:
     ended = waiting_span("d" * 32, "d" * 16, start_ns=10**18, end_ns=10**18 + 10)
     ingest(server, [ended])
@@ -325,6 +332,7 @@ def test_deciding_a_call_that_ended_is_a_409_with_its_state(server: Server) -> N
     assert status == 404
 
 
+@pytest.mark.processes
 def test_a_host_whose_port_is_not_a_number_is_refused(server: Server) -> None:
     for host in ("127.0.0.1:abc", "localhost:80x", "127.0.0.1:99999", "[::1]:8a", "127.0.0.1:\u0663"):
         with socket.create_connection((HOST, server.port), timeout=10) as sock:

@@ -26,6 +26,8 @@ from toolspan import semconv
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 
+pytestmark = pytest.mark.processes
+
 APP = APPS / "control_live_app.py"
 TOKEN = "control-test-token"  # the application's: it sends spans and reads, never decides
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.server.test_control_live import (
@@ -28,6 +29,8 @@ from tests.server.test_control_live import (
 )
 from tests.support.server import running_server, wait_for
 from toolspan import semconv
+
+pytestmark = pytest.mark.processes
 
 
 def _open(browser: Browser, url: str, execution_id: str) -> Any:

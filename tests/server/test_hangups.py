@@ -7,11 +7,14 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 import toolspan
 from tests.support.server import Server, otlp_body, running_server
 from toolspan.testing import capture_spans
+
+pytestmark = pytest.mark.processes
 
 NOISE = ("ASGI callable returned without completing response", "Task was destroyed", "Traceback")
 

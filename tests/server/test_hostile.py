@@ -88,6 +88,7 @@ def _mutated(field: str, value: Any) -> bytes:
 # --- ids and times --------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("field", "size", "expected"),
     [
@@ -105,6 +106,7 @@ def test_protobuf_ids_of_the_wrong_length_are_400_naming_the_field(
     assert f"spans[1].{field}: {size} bytes, expected {expected}" in message
 
 
+@pytest.mark.processes
 @PROBES
 @given(
     field=st.sampled_from(["trace_id", "span_id", "parent_span_id"]),
@@ -124,6 +126,7 @@ def test_any_protobuf_id_length_is_stored_or_refused_never_a_500(
         assert server.request("GET", f"/api/traces/{trace_id.hex()}/tree")[0] == 200
 
 
+@pytest.mark.processes
 def test_json_ids_of_the_wrong_length_are_400(server: Server) -> None:
     doc = {
         "resourceSpans": [
@@ -133,6 +136,7 @@ def test_json_ids_of_the_wrong_length_are_400(server: Server) -> None:
     assert "not a hex or base64 trace id" in _refused(server, json.dumps(doc).encode(), "application/json")
 
 
+@pytest.mark.processes
 @PROBES
 @given(
     field=st.sampled_from(["start_time_unix_nano", "end_time_unix_nano"]),
@@ -152,6 +156,7 @@ def test_times_past_2_63_are_400_naming_the_field(server: Server, field: str, va
     assert f"{field} {value} is past 2**63-1 ns" in message
 
 
+@pytest.mark.processes
 def test_grpc_input_errors_are_invalid_argument(server: Server) -> None:
     with grpc.insecure_channel(f"{HOST}:{server.grpc_port}") as channel:
         stub: Any = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
@@ -194,6 +199,7 @@ def _json_body(route: str, name: str, key: str, value: str) -> bytes:
     return text.encode()
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("where", ["name", "attribute", "key"])
 @pytest.mark.parametrize("route", ["/v1/traces", "/v1/logs"])
 def test_a_lone_surrogate_in_otlp_json_is_400(server: Server, where: str, route: str) -> None:
@@ -209,6 +215,7 @@ def test_a_lone_surrogate_in_otlp_json_is_400(server: Server, where: str, route:
     assert (after["spans"], after["log_records"]) == (before["spans"], before["log_records"])
 
 
+@pytest.mark.processes
 def test_a_paired_surrogate_escape_is_text_and_stored(server: Server) -> None:
     body = _json_body("/v1/traces", "\\ud83d\\ude00", "k", "\\uD83D\\uDE00")
     assert server.post_otlp(body, "application/json")[0] == 200
@@ -218,6 +225,7 @@ def test_a_paired_surrogate_escape_is_text_and_stored(server: Server) -> None:
 # --- gzip -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_every_member_of_a_multi_member_gzip_body_is_stored(server: Server) -> None:
     spans = _tool_spans(3)
     whole = otlp_body(spans)
@@ -230,6 +238,7 @@ def test_every_member_of_a_multi_member_gzip_body_is_stored(server: Server) -> N
     assert sum(len(ss["spans"]) for rs in stored["resourceSpans"] for ss in rs["scopeSpans"]) == len(spans)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("tail", [b"garbage", b"\0" * 8, b"\x1f", b"\x1f\x8b\x08"])
 def test_trailing_bytes_after_gzip_are_400(server: Server, tail: bytes) -> None:
     body = gzip.compress(otlp_body(_tool_spans(1))) + tail
@@ -240,6 +249,7 @@ def test_trailing_bytes_after_gzip_are_400(server: Server, tail: bytes) -> None:
 # --- the listing ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     "query",
     [
@@ -271,6 +281,7 @@ _LISTING_VALUES = st.one_of(
 )
 
 
+@pytest.mark.processes
 @PROBES
 @given(name=st.sampled_from(["from_ms", "to_ms", "limit", "cursor"]), value=_LISTING_VALUES)
 def test_any_listing_parameter_is_a_page_or_a_400(server: Server, name: str, value: str) -> None:
@@ -303,6 +314,7 @@ def _first_events(server: Server, path: str, cursor: str, count: int) -> list[tu
         stream.close()
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("ns", [1 << 63, (1 << 64) - 1, 4_000_000_000_000_000_000])
 @pytest.mark.parametrize("per_trace", [False, True])
 def test_a_cursor_past_2_63_or_the_clock_gets_a_reset_then_the_snapshot(
@@ -318,6 +330,7 @@ def test_a_cursor_past_2_63_or_the_clock_gets_a_reset_then_the_snapshot(
     assert [e[0] for e in events[1:]] == ["act", "observe"]  # the snapshot from the first event
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     "cursor",
     [
@@ -335,6 +348,7 @@ def test_malformed_stream_cursors_are_400(server: Server, cursor: str) -> None:
         assert json.loads(body)["error"].startswith("not a stream cursor")
 
 
+@pytest.mark.processes
 @PROBES
 @given(cursor=st.text(min_size=1, max_size=120).filter(lambda t: t.strip() != ""))
 def test_any_stream_cursor_is_a_stream_or_a_400(
@@ -347,6 +361,7 @@ def test_any_stream_cursor_is_a_stream_or_a_400(
         assert status in (200, 400)
 
 
+@pytest.mark.processes
 @PROBES
 @given(
     numbers=st.lists(
@@ -367,6 +382,7 @@ def test_any_numbers_in_a_well_formed_cursor_are_a_stream_or_a_400(
         assert status in (200, 400)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     "since",
     ["9" * 5000, "[" * 5000, "[[[", '{"seq": ' + "9" * 30 + "}", "9223372036854775808", "-1", "\u00b2"],
@@ -381,6 +397,7 @@ def test_hostile_progress_bookmarks_are_400(stored: tuple[Server, list[ReadableS
     assert json.loads(body)["error"].startswith("not a progress bookmark")
 
 
+@pytest.mark.processes
 @PROBES
 @given(since=st.text(min_size=1, max_size=60).filter(lambda t: t.strip() != ""))
 def test_any_progress_bookmark_is_a_stream_or_a_400(
@@ -401,6 +418,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
+@pytest.mark.processes
 @PROBES
 @given(token=st.text(max_size=30))
 def test_any_access_token_is_401_or_200_never_a_500(guarded: Server, token: str) -> None:
@@ -408,6 +426,7 @@ def test_any_access_token_is_401_or_200_never_a_500(guarded: Server, token: str)
     assert status == (200 if token == "s3cret" else 401)
 
 
+@pytest.mark.processes
 def test_an_access_token_outside_latin_1_is_401(guarded: Server) -> None:
     assert guarded.request("GET", "/api/traces?access_token=%E2%82%AC%F0%9F%98%80")[0] == 401
 
@@ -427,6 +446,7 @@ def _host_status(server: Server, host: str, path: str = "/api/traces") -> tuple[
         conn.close()
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("host", "status"),
     [
@@ -453,6 +473,7 @@ def test_only_ip_addresses_and_loopback_names_are_served_by_default(
             assert "--allowed-host" in json.loads(body)["error"]
 
 
+@pytest.mark.processes
 def test_allowed_hosts_are_served(tmp_path: Path) -> None:
     with running_server(tmp_path, "--allowed-host", "traces.internal", "--allowed-host", "Box.LAN") as srv:
         assert _host_status(srv, "traces.internal:4318")[0] == 200
@@ -462,6 +483,7 @@ def test_allowed_hosts_are_served(tmp_path: Path) -> None:
         assert _host_status(srv, "evil.example")[0] == 200
 
 
+@pytest.mark.processes
 @PROBES
 @given(
     name=st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){1,3}", fullmatch=True).filter(
@@ -477,6 +499,7 @@ def test_any_other_name_is_403(server: Server, name: str, port: int | None) -> N
 # --- headers ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_every_response_carries_the_security_headers_and_pages_their_policy(
     stored: tuple[Server, list[ReadableSpan]],
 ) -> None:
@@ -500,6 +523,7 @@ def test_every_response_carries_the_security_headers_and_pages_their_policy(
             assert policy == "default-src 'none'; frame-ancestors 'none'"
 
 
+@pytest.mark.processes
 def test_another_origin_cannot_frame_the_trace_page_in_chromium(
     stored: tuple[Server, list[ReadableSpan]], browser: Browser
 ) -> None:

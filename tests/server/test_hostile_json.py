@@ -22,6 +22,8 @@ from tests.server.test_control_hostile import ingest, waiting_span
 from tests.server.test_control_live import AUTH, DECIDER_ARGS, DECIDERS, TOKEN
 from tests.support.server import HOST, Server, running_server
 
+pytestmark = pytest.mark.processes
+
 PROBES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TRACE = "c" * 32
 SPAN = "c" * 16

@@ -15,6 +15,7 @@ import time
 import urllib.error
 from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 import toolspan
@@ -54,6 +55,7 @@ def _while_running(workdir: Path, setting: str) -> tuple[str | None, str, int]:
             assert app.wait(60) == 0
 
 
+@pytest.mark.processes
 def test_the_setting_all_streams_the_whole_run_while_it_runs(tmp_path: Path) -> None:
     """``TOOLSPAN_PENDING_SPANS=all``: the agent's record arrives when it starts, so the running run is listed
     under its agent; with ``true`` only the tool's record arrives (the run has no root yet)."""
@@ -63,6 +65,7 @@ def test_the_setting_all_streams_the_whole_run_while_it_runs(tmp_path: Path) -> 
     assert _while_running(tmp_path / "true", "true") == (None, "RUNNING", 1)
 
 
+@pytest.mark.processes
 def test_a_running_tool_is_on_the_stream_before_it_returns(tmp_path: Path) -> None:
     with running_server(tmp_path) as server:
         stream = sse_stream(server, "/api/stream", comments=True)
@@ -98,6 +101,7 @@ def test_a_running_tool_is_on_the_stream_before_it_returns(tmp_path: Path) -> No
         assert server.counts() == {"spans": 2, "traces": 1}
 
 
+@pytest.mark.processes
 def test_a_tool_whose_process_died_is_sealed_after_the_idle_timeout(tmp_path: Path) -> None:
     with running_server(tmp_path, "--idle-timeout", "1") as server:
         app = _app(server, tmp_path, "die")
@@ -153,6 +157,7 @@ def _post_until_stored(server: Server, body: bytes, stop: threading.Event) -> No
         time.sleep(0.05)
 
 
+@pytest.mark.processes
 def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Path) -> None:
     spans = _tool_spans(5000)
     batches = [otlp_body(spans[i : i + 250]) for i in range(0, len(spans), 250)]
@@ -209,6 +214,7 @@ def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Pat
     assert {e[2] for e in full} == ids
 
 
+@pytest.mark.processes
 def test_streams_filter_by_trace_and_conversation_and_send_heartbeats(tmp_path: Path) -> None:
     spans = _tool_spans(3)
     with running_server(tmp_path, "--heartbeat", "0.2") as server:
@@ -243,6 +249,7 @@ def test_streams_filter_by_trace_and_conversation_and_send_heartbeats(tmp_path: 
         assert (status, json.loads(body)["error"]) == (400, "not a stream cursor: 'garbage'")
 
 
+@pytest.mark.processes
 def test_a_cursor_older_than_retention_gets_reset_then_a_snapshot(tmp_path: Path) -> None:
     first, second = _tool_spans(1), _tool_spans(1)
     with running_server(tmp_path, "--max-spans", "1") as server:
@@ -262,6 +269,7 @@ def test_a_cursor_older_than_retention_gets_reset_then_a_snapshot(tmp_path: Path
         ]
 
 
+@pytest.mark.processes
 def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> None:
     # More than the largest socket send buffer Linux grows to (4 MiB), so the server must block.
     spans = _tool_spans(800, size=8000)
@@ -288,6 +296,7 @@ def test_a_client_that_stops_reading_is_dropped_and_counted(tmp_path: Path) -> N
             sock.close()
 
 
+@pytest.mark.processes
 def test_a_conversation_stream_holds_the_events_of_its_traces_only(tmp_path: Path) -> None:
     @toolspan.tool
     def step(i: int) -> int:

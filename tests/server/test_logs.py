@@ -60,6 +60,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
         yield srv
 
 
+@pytest.mark.processes
 def test_corpus_logs_before_their_spans_are_joined_as_convert_joins_them(server: Server) -> None:
     traces, logs = CORPUS / "traces.jsonl", CORPUS / "logs.jsonl"
     for _ in range(2):  # an exporter retry: stored once
@@ -79,6 +80,7 @@ def test_corpus_logs_before_their_spans_are_joined_as_convert_joins_them(server:
     assert _log_records(server) == stored
 
 
+@pytest.mark.processes
 def test_protobuf_gzip_logs_after_spans_and_resends_stored_once(server: Server) -> None:
     traces, logs = CORPUS / "traces.pb", CORPUS / "logs.pb"
     assert server.post_otlp(traces.read_bytes())[0] == 200
@@ -96,6 +98,7 @@ def test_protobuf_gzip_logs_after_spans_and_resends_stored_once(server: Server) 
     _assert_routes_equal_convert(server, TRACE, traces, logs)
 
 
+@pytest.mark.processes
 def test_grpc_logs_service_joins_the_same_records(server: Server) -> None:
     traces, logs = CORPUS / "traces.pb", CORPUS / "logs.pb"
     request = logs_service_pb2.ExportLogsServiceRequest.FromString(logs.read_bytes())
@@ -174,6 +177,7 @@ def _sdk_run(protocol: str, server: Server) -> tuple[list[Any], bytes]:
     return list(finished()), bytes(encode_logs(memory.get_finished_logs()).SerializeToString())
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_the_sdk_log_exporter_is_joined_like_convert(server: Server, tmp_path: Path, protocol: str) -> None:
     spans, sent = _sdk_run(protocol, server)
@@ -192,6 +196,7 @@ def test_the_sdk_log_exporter_is_joined_like_convert(server: Server, tmp_path: P
     assert {e.get("call_id") for e in events} == {"call_lookup_paris"}, events
 
 
+@pytest.mark.processes
 def test_partial_success_for_records_tied_to_no_span(server: Server) -> None:
     doc = json.loads((CORPUS / "logs.jsonl").read_bytes())
     records = doc["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
@@ -216,6 +221,7 @@ def refusing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("content_type", "encoding", "body", "status", "reason"),
     [
@@ -262,11 +268,13 @@ def test_bad_log_bodies_are_refused_with_nothing_stored(
     assert _log_records(refusing) == 0
 
 
+@pytest.mark.processes
 def test_openapi_lists_the_logs_route(server: Server) -> None:
     doc = server.get_json("/openapi.json")
     assert set(doc["paths"]["/v1/logs"]["post"]["responses"]) == {"200", "400", "408", "413", "415", "503"}
 
 
+@pytest.mark.processes
 def test_live_stream_events_carry_their_spans_log_records(server: Server) -> None:
     """The SSE act/observe events equal ``convert --to events --logs`` (each span with its own records)."""
     traces, logs = CORPUS / "traces.jsonl", CORPUS / "logs.jsonl"
@@ -321,6 +329,7 @@ def test_store_keeps_unjoined_records_only_as_long_as_retention(tmp_path: Path) 
         store.close()
 
 
+@pytest.mark.processes
 def test_bearer_token_guards_logs_over_http_and_grpc(tmp_path: Path) -> None:
     body = (CORPUS / "logs.pb").read_bytes()
     with running_server(tmp_path, "--token", "s3cret") as server:

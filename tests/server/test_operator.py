@@ -89,6 +89,7 @@ if os.geteuid() != 0:  # file modes do not bind root
     START_CASES.append("read-only-mode")
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("kind", START_CASES)
 def test_a_store_that_cannot_serve_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> None:
     path = _damaged(tmp_path, kind)
@@ -131,6 +132,7 @@ def test_a_store_that_cannot_serve_is_one_line_and_exit_2(tmp_path: Path, kind: 
 # --- shutdown ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_sigterm_runs_the_shutdown_path_and_leaves_no_wal(tmp_path: Path) -> None:
     db = tmp_path / "toolspan.db"
     with running_server(tmp_path, "--parse-workers", "1", db=db) as server:  # SQLite's WAL
@@ -149,6 +151,7 @@ def test_sigterm_runs_the_shutdown_path_and_leaves_no_wal(tmp_path: Path) -> Non
         store.close()
 
 
+@pytest.mark.processes
 def test_ctrl_c_stops_the_server_and_its_parse_worker_without_tracebacks(tmp_path: Path) -> None:
     args = ("--parse-workers", "1")
     server = Server(tmp_path / "toolspan.db", 0, 0, args, tmp_path / "log", new_session=True)
@@ -280,6 +283,7 @@ def _log_of(tmp: Path, *args: str) -> str:
     return (tmp / "server.log").read_text()
 
 
+@pytest.mark.processes
 def test_every_address_without_a_token_warns_and_grpc_binds_the_http_host(tmp_path: Path) -> None:
     warning = "warning: listening on every address of this machine (0.0.0.0) without a token"
     assert warning in _log_of(tmp_path / "open", "--host", "0.0.0.0")
@@ -306,6 +310,7 @@ def _closed_by_server(sock: socket.socket) -> bool:
     return True
 
 
+@pytest.mark.processes
 def test_half_open_and_slow_header_sockets_are_closed_and_clients_served(tmp_path: Path) -> None:
     with running_server(tmp_path, "--read-timeout", "0.5", "--max-connections", "20") as server:
         idle = [socket.create_connection((HOST, server.port)) for _ in range(25)]
@@ -325,6 +330,7 @@ def test_half_open_and_slow_header_sockets_are_closed_and_clients_served(tmp_pat
                 sock.close()
 
 
+@pytest.mark.processes
 def test_1100_half_open_sockets_do_not_lock_clients_out(tmp_path: Path) -> None:
     with open_files_at_least(2048), running_server(tmp_path, "--read-timeout", "1") as server:
         idle = [socket.create_connection((HOST, server.port)) for _ in range(1100)]
@@ -338,6 +344,7 @@ def test_1100_half_open_sockets_do_not_lock_clients_out(tmp_path: Path) -> None:
                 sock.close()
 
 
+@pytest.mark.processes
 def test_over_the_connection_limit_requests_get_503_not_a_hang(tmp_path: Path) -> None:
     with running_server(tmp_path, "--max-connections", "3", "--read-timeout", "30") as server:
         held = [socket.create_connection((HOST, server.port)) for _ in range(3)]
@@ -353,6 +360,7 @@ def test_over_the_connection_limit_requests_get_503_not_a_hang(tmp_path: Path) -
         )
 
 
+@pytest.mark.processes
 def test_a_body_that_stops_coming_is_408(tmp_path: Path) -> None:
     with running_server(tmp_path, "--read-timeout", "0.5") as server:
         with socket.create_connection((HOST, server.port), timeout=10) as sock:

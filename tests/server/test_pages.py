@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from playwright.sync_api import Browser, expect
 
@@ -24,6 +25,8 @@ from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_pages
 from toolspan.page import page_json
 from toolspan.testing import capture_spans
+
+pytestmark = pytest.mark.processes
 
 APP = APPS / "server_live_app.py"
 HOSTILE = '<script>window.__pwn()</script><img src=x onerror="window.__pwn()">'

@@ -80,6 +80,7 @@ def _events(stream: Iterator[SseEvent], count: int) -> list[SseEvent]:
     return out
 
 
+@pytest.mark.processes
 def test_replicas_starting_together_on_an_empty_database_come_up_with_one_schema(
     tmp_path: Path, postgres: Postgres
 ) -> None:
@@ -140,6 +141,7 @@ def test_replicas_starting_together_on_an_empty_database_come_up_with_one_schema
         assert "rror" not in server.log.read_text()
 
 
+@pytest.mark.processes
 def test_a_span_ingested_by_one_replica_reaches_a_stream_client_of_another(replicas: list[Server]) -> None:
     a, b = replicas
     [span] = _tool_spans(1)
@@ -160,6 +162,7 @@ def test_a_span_ingested_by_one_replica_reaches_a_stream_client_of_another(repli
     assert (resumed.id, resumed.event) == (observe.id, "observe")
 
 
+@pytest.mark.processes
 def test_a_resend_to_another_replica_is_stored_once_and_records_merge_across_replicas(
     replicas: list[Server],
 ) -> None:
@@ -181,6 +184,7 @@ def test_a_resend_to_another_replica_is_stored_once_and_records_merge_across_rep
     assert a.query(f"SELECT spans, open_tools FROM traces WHERE trace_id = '{trace_id}'") == [(1, 0)]
 
 
+@pytest.mark.processes
 def test_a_progress_stream_on_one_replica_follows_a_trace_ingested_by_another(replicas: list[Server]) -> None:
     a, b = replicas
     [tool] = _tool_spans(1)
@@ -200,6 +204,7 @@ def test_a_progress_stream_on_one_replica_follows_a_trace_ingested_by_another(re
     assert "tool:end" in kinds
 
 
+@pytest.mark.processes
 def test_text_with_nul_characters_is_stored_and_found(replicas: list[Server]) -> None:
     # OTLP strings may hold NUL; PostgreSQL's text cannot: stored (the record exactly), listed, found.
     from opentelemetry import trace
@@ -221,6 +226,7 @@ def test_text_with_nul_characters_is_stored_and_found(replicas: list[Server]) ->
     assert event["tool_name"] == "t\x00ol"
 
 
+@pytest.mark.processes
 def test_text_deltas_reach_stream_clients_of_every_replica(tmp_path: Path, replicas: list[Server]) -> None:
     a, b = replicas
     on_a = sse_stream(a, "/api/stream", comments=True)
@@ -264,6 +270,7 @@ def test_a_delta_longer_than_a_notification_goes_in_pieces_that_join_to_it() -> 
     assert {json.loads(p)["origin"] for p in payloads} == {"me"}
 
 
+@pytest.mark.processes
 def test_retention_keeps_the_newest_traces_of_the_cluster(tmp_path: Path, db: str) -> None:
     spans = _tool_spans(40, traces=4)
     servers = [Server(db, 0, -1, ("--max-spans", "20"), tmp_path / f"r{i}.log") for i in range(3)]
@@ -280,6 +287,7 @@ def test_retention_keeps_the_newest_traces_of_the_cluster(tmp_path: Path, db: st
             server.stop()
 
 
+@pytest.mark.processes
 def test_a_sweep_runs_on_one_replica_at_a_time_and_once_a_second_for_the_cluster(db: str) -> None:
     stores = [PostgresStore(db, pool_size=2) for _ in range(3)]
     try:
@@ -309,6 +317,7 @@ def test_a_sweep_runs_on_one_replica_at_a_time_and_once_a_second_for_the_cluster
             store.close()
 
 
+@pytest.mark.processes
 def test_the_database_url_comes_from_the_environment_when_db_is_not_given(tmp_path: Path, db: str) -> None:
     env = {**os.environ, "TOOLSPAN_DATABASE_URL": db}
     log = tmp_path / "log"
@@ -342,6 +351,7 @@ def _post(server: Server, body: bytes) -> int:
         conn.close()
 
 
+@pytest.mark.processes
 def test_three_replicas_four_senders_a_replica_killed_and_the_database_restarted(
     tmp_path: Path, postgres: Postgres
 ) -> None:
@@ -463,6 +473,7 @@ def test_three_replicas_four_senders_a_replica_killed_and_the_database_restarted
     )
 
 
+@pytest.mark.processes
 def test_a_database_that_is_down_is_a_503_to_retry_and_unreachable_at_start_one_line(tmp_path: Path) -> None:
     from tests.support.postgres import bin_dir
 

@@ -47,6 +47,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
         yield srv
 
 
+@pytest.mark.processes
 def test_ag_ui_refuses_a_declared_oversize_body_before_it_is_sent(server: Server) -> None:
     with socket.create_connection((HOST, server.port), timeout=10) as sock:
         sock.sendall(
@@ -58,6 +59,7 @@ def test_ag_ui_refuses_a_declared_oversize_body_before_it_is_sent(server: Server
     assert b"over the size limit" in answer
 
 
+@pytest.mark.processes
 def test_ag_ui_stops_reading_a_streamed_oversize_body_at_its_limit(server: Server) -> None:
     before = _rss_kib(server)
     chunk = b"[" + b"1," * (512 * 1024) + b"1]"  # ~1 MiB of JSON, sent chunked: no length declared
@@ -77,6 +79,7 @@ def test_ag_ui_stops_reading_a_streamed_oversize_body_at_its_limit(server: Serve
     assert _rss_kib(server) - before < 24 * 1024, (before, _rss_kib(server), sent)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("path", ["/api/ag-ui", "/api/control/decisions", "/v1/traces"])
 def test_a_body_that_stops_coming_is_cut_off_with_408(server: Server, path: str) -> None:
     with socket.create_connection((HOST, server.port), timeout=15) as sock:
@@ -97,6 +100,7 @@ def _long_poll(port: int, path: str) -> socket.socket:
     return sock
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     "path",
     [
@@ -155,6 +159,7 @@ def _asgi_get(app: Any, path: str, headers: dict[str, str]) -> tuple[int, Any]:
     return status, json.loads(body)
 
 
+@pytest.mark.processes
 def test_reading_a_decision_decodes_no_waiting_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """200 calls wait, with large arguments; the long poll of one call's decision (with what a restarted
     call resumes by) reads the decision tables only: no stored span is decoded."""
@@ -259,6 +264,7 @@ async def _keyed_and_all(notifier: Any) -> bool:
     return all(w.is_set() for w in waiters)
 
 
+@pytest.mark.processes
 def test_a_decision_on_one_replica_wakes_the_long_poll_on_another_at_once(
     postgres: Any, tmp_path: Path
 ) -> None:
@@ -301,6 +307,7 @@ def test_a_decision_on_one_replica_wakes_the_long_poll_on_another_at_once(
         first.stop()
 
 
+@pytest.mark.processes
 def test_idle_connections_beyond_the_open_files_limit_get_a_503_not_a_timeout(tmp_path: Path) -> None:
     server = Server(tmp_path / "s.db", 0, -1, (), tmp_path / "s.log", open_files=1024)
     server.start()

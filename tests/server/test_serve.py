@@ -23,6 +23,8 @@ from tests.support.server import HOST, Server, otlp_body, running_server, sdk_en
 from toolspan.cli import _main as cli
 from toolspan.testing import capture_spans
 
+pytestmark = pytest.mark.processes
+
 DEMO = REPO / "examples" / "demo_agent.py"
 CONVERSATION = "conv-demo-0001"
 

@@ -405,6 +405,7 @@ def test_a_clocked_provider_times_its_own_spans_only() -> None:
     assert [(span.start_time, span.end_time) for span in spans()] == [(0, 1_000_000)]
 
 
+@pytest.mark.processes
 def test_shortcuts_off_selects_every_public_fallback() -> None:
     code = (
         "import json\n"

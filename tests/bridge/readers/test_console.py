@@ -105,6 +105,7 @@ def test_the_console_exporter_output_reads_as_the_spans_the_sdk_recorded(form: s
         assert first_lines == ["1", "2", "3"]
 
 
+@pytest.mark.processes
 def test_a_program_printing_its_spans_to_the_console_converts_as_written(tmp_path: Path) -> None:
     """`configure(console=True)` in a real process; its stdout, saved to a file, converts to events."""
     program = textwrap.dedent(

@@ -82,6 +82,7 @@ def test_bytes_file_objects_text_streams_and_parsed_documents() -> None:
     assert [s.name for s in read_spans([json.loads(data), data])[0]] == expected * 2
 
 
+@pytest.mark.processes
 def test_stdin_dash_is_read_by_the_cli_path() -> None:
     code = "from toolspan.bridge.readers import read_spans as r; s, n = r('-'); print(len(s), n.sources_read)"
     data = "\n" + json.dumps(request(["a", "b", "c"])) + "\n"

@@ -33,6 +33,7 @@ def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("flag", "what", "advice"),
     [
@@ -53,6 +54,7 @@ def test_a_busy_port_is_one_line_naming_the_flag(tmp_path: Path, flag: str, what
     )
 
 
+@pytest.mark.processes
 def test_an_unknown_host_is_one_line(tmp_path: Path) -> None:
     done = serve(tmp_path, "--host", "no-such-host.invalid", "--port", "0", "--grpc-port", "-1")
     assert done.returncode == 1
@@ -95,6 +97,7 @@ def test_with_a_token_the_banner_says_how_to_open_the_list() -> None:
     )
 
 
+@pytest.mark.processes
 def test_an_otlp_grpc_exporter_on_the_http_port_is_named_on_the_server(tmp_path: Path) -> None:
     """The SDK's default protocol is gRPC: an exporter given the HTTP port sends HTTP/2 there. The server sees
     that mistake and names it, once for the client's retries; the same exporter on the gRPC port delivers."""
@@ -141,6 +144,7 @@ def test_an_otlp_grpc_exporter_on_the_http_port_is_named_on_the_server(tmp_path:
     assert "no gRPC (--grpc-port -1)" in grpc_on_http_port("h:1", 4318, None)
 
 
+@pytest.mark.processes
 def test_curl_speaking_http2_to_the_http_port_reads_why_it_was_refused(tmp_path: Path) -> None:
     from tests.support.server import running_server
 

@@ -71,6 +71,7 @@ def _worker(server_pid: int) -> int:
     raise AssertionError("the server has no parse worker")
 
 
+@pytest.mark.processes
 def test_a_worker_parses_exactly_what_the_server_parses_in_process() -> None:
     body = _body()
 
@@ -120,6 +121,7 @@ def test_no_workers_parses_in_process() -> None:
     assert rows == _ingest.parse_body(body, _ingest.PROTOBUF)
 
 
+@pytest.mark.processes
 def test_a_worker_that_dies_fails_its_request_with_503_and_is_started_again() -> None:
     body = _body()
 
@@ -145,6 +147,7 @@ def test_a_worker_that_dies_fails_its_request_with_503_and_is_started_again() ->
     assert rows == _ingest.parse_body(body, _ingest.PROTOBUF)
 
 
+@pytest.mark.processes
 def test_the_server_parses_in_its_worker_and_the_worker_ends_when_the_server_is_killed(
     tmp_path: Path,
 ) -> None:
@@ -172,6 +175,7 @@ def test_the_server_parses_in_its_worker_and_the_worker_ends_when_the_server_is_
     assert _wait_gone(workers) == []
 
 
+@pytest.mark.processes
 def test_parse_workers_zero_starts_no_process(tmp_path: Path) -> None:
     with running_server(tmp_path, "--grpc-port", "-1", "--parse-workers", "0") as server:
         assert server.proc is not None

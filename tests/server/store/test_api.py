@@ -26,7 +26,7 @@ def _tool(span_id: str, end: int | None, trace: str = TRACE, **attrs: object) ->
     return Span(trace, span_id, None, "execute_tool lookup", 1_000, end, attributes={**TOOL_ATTRS, **attrs})
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.processes)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "t.db")

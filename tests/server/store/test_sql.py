@@ -24,6 +24,8 @@ from toolspan.server._store.api import StoreApi
 from toolspan.server._store.dialect import DIALECTS, POSTGRES, SQLITE
 from toolspan.server._store.engines import open_store
 
+pytestmark = pytest.mark.processes
+
 TRACE_3 = "0" * 31 + "3"
 WAITING = "7" * 16
 

@@ -49,6 +49,7 @@ def _until(stream: Iterator[SseEvent], count: int, kinds: tuple[str, ...]) -> li
     return got
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_deltas_reach_stream_clients_before_the_span_ends_and_are_never_stored(
     tmp_path: Path, protocol: str

@@ -118,6 +118,7 @@ def _check_ai_sdk_message(message: dict[str, Any]) -> None:
     assert tools[2]["output"] == ECHO
 
 
+@pytest.mark.processes
 def test_real_clients_follow_a_live_run_and_its_replay(tmp_path: Path, node: str) -> None:
     with running_server(tmp_path, "--heartbeat", "0.5") as server:
         # Whole runs stream live: the agent's and the model call's records too, from the setting alone.
@@ -229,6 +230,7 @@ def _sse_frames(body: bytes) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.processes
 def test_hostile_tool_output_passes_through_both_streams(tmp_path: Path, node: str) -> None:
     # Every kind of payload, and the long one (the megabyte one would make the trace exceed the body
     # limit: it appears a dozen times in its spans; the views take it, tests/test_views_frontends.py).
@@ -267,6 +269,7 @@ def test_hostile_tool_output_passes_through_both_streams(tmp_path: Path, node: s
         assert users == payloads
 
 
+@pytest.mark.processes
 def test_bad_requests_get_a_precise_4xx(tmp_path: Path) -> None:
     with running_server(tmp_path) as server:
         for body, needle in (
@@ -289,6 +292,7 @@ def test_bad_requests_get_a_precise_4xx(tmp_path: Path) -> None:
             assert f"/api/conversations/{{conversation_id}}/{protocol}/stream" in paths
 
 
+@pytest.mark.processes
 def test_a_stream_resumes_after_its_last_event_id(tmp_path: Path) -> None:
     """``Last-Event-ID: n`` gives the events after the n-th; an AG-UI stream first sends a
     ``MESSAGES_SNAPSHOT`` of the messages before, for a client that joins late."""
@@ -369,6 +373,7 @@ def test_settled_events_hold_back_what_open_spans_can_still_change() -> None:
     assert [c[0]["type"] for c in chunks][-2:] == ["tool-input-start", "tool-input-available"]
 
 
+@pytest.mark.processes
 def test_the_frontends_benchmark_runs(tmp_path: Path) -> None:
     """A tiny run of ``benchmarks/bench_frontends.py`` writes every figure (no timing asserted)."""
     out = tmp_path / "frontends.json"

@@ -50,6 +50,7 @@ def _kinds(events: list[SseEvent]) -> list[tuple[str | None, str]]:
     return [(e.id, e.json()["event"]["type"]) for e in events]
 
 
+@pytest.mark.processes
 def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_the_view(
     tmp_path: Path,
 ) -> None:
@@ -137,6 +138,7 @@ def _turn(conversation: str, tools: int) -> list[ReadableSpan]:
     return list(finished())
 
 
+@pytest.mark.processes
 def test_a_conversation_stream_resumes_into_its_next_turn(tmp_path: Path) -> None:
     first, second = _turn("conv-p", 2), _turn("conv-p", 1)
     path = "/api/conversations/conv-p/progress/stream"

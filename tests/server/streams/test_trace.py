@@ -114,6 +114,7 @@ def _export(server: Server, tempo: _Tempo, spans: Sequence[ReadableSpan]) -> Non
         tempo.spans += spans
 
 
+@pytest.mark.processes
 def test_a_client_resumes_a_trace_stream_on_the_other_replica_and_back(
     tmp_path: Path, tempo: tuple[str, _Tempo]
 ) -> None:
@@ -156,6 +157,7 @@ def test_a_client_resumes_a_trace_stream_on_the_other_replica_and_back(
     assert [Cursor.parse(e[0]).seen for e in received] == list(range(1, 13))  # type: ignore[union-attr]
 
 
+@pytest.mark.processes
 def test_a_cursor_the_other_replica_cannot_place_gets_reset_and_a_snapshot(
     tmp_path: Path, tempo: tuple[str, _Tempo]
 ) -> None:
