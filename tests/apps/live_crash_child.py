@@ -1,4 +1,5 @@
-"""Run by test_live.py: an agent calls a tool with a durable act log, and the process dies inside the tool.
+"""Run by tests/exporters/test_live.py: an agent calls a tool with a durable act log, and the process dies
+inside the tool.
 
 Usage: python live_crash_child.py ACTS_JSONL
 """

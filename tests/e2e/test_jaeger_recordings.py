@@ -1,8 +1,9 @@
 """The recorded Jaeger answers the offline tests read (``tests/fixtures/jaeger/jaeger-<version>-*.json``) are
-what the real Jaeger answers today: each recorded trace (``_formats.JAEGER_RECORDED``) is sent to Jaeger's
-OTLP/HTTP receiver as an OTLP JSON request, read back from ``/api/traces/{id}`` and ``/api/v3/traces/{id}``
-and compared with its recording. ``TOOLSPAN_RECORD_JAEGER=1`` writes the recordings instead (after a Jaeger
-upgrade: rename the files to the new version, in ``_formats.JAEGER_VERSION`` too)."""
+what the real Jaeger answers today: each recorded trace (``tests.support.formats.JAEGER_RECORDED``) is sent to
+Jaeger's OTLP/HTTP receiver as an OTLP JSON request, read back from ``/api/traces/{id}`` and
+``/api/v3/traces/{id}`` and compared with its recording. ``TOOLSPAN_RECORD_JAEGER=1`` writes the recordings
+instead (after a Jaeger upgrade: rename the files to the new version, in
+``tests.support.formats.JAEGER_VERSION`` too)."""
 
 from __future__ import annotations
 

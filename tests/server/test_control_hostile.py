@@ -348,9 +348,9 @@ def test_a_host_whose_port_is_not_a_number_is_refused(server: Server) -> None:
 
 
 def test_an_edit_is_checked_against_a_recorded_schema_read_as_untrusted() -> None:
-    """Edits that do not fit are refused end to end by test_control_live.py (a number for a str, a missing
-    and an unknown parameter: 422); here the checker on schemas a forger recorded: references out of the
-    schema, patterns only on RE2, schemas that are no JSON or no JSON Schema."""
+    """Edits that do not fit are refused end to end by tests/server/test_control_live.py (a number for a str,
+    a missing and an unknown parameter: 422); here the checker on schemas a forger recorded: references out of
+    the schema, patterns only on RE2, schemas that are no JSON or no JSON Schema."""
     from toolspan.server._http.routes.control.edits import edit_problem
 
     good = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})

@@ -1,6 +1,6 @@
 """Which log exporters ``configure()`` installs for text deltas (``toolspan._setup.logs``); that the
 installed provider carries deltas over OTLP/HTTP and gRPC is tested on a real server in
-``test_server_deltas.py``."""
+``tests/server/streams/test_deltas.py``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The frameworks' own attributes read as GenAI (``toolspan.bridge.facts._dialects``): the kinds their markers
-give, and what malformed values give (nothing, never an error). The corpus (tests/test_corpus.py) checks each
-on a real run; these pin the edges no run produces."""
+give, and what malformed values give (nothing, never an error). The corpus (tests/frameworks/test_corpus.py)
+checks each on a real run; these pin the edges no run produces."""
 
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ EXPECTED_COUNTS = {
     "jaeger/v1_ui_genai_agent_trace.json": 57,
     "jaeger/v1_ui_edge_parent_cycle.json": 2,
     "jaeger/v1_ui_edge_follows_from_orphan.json": 2,
-    # Recorded from the real Jaeger by tests/e2e/test_jaeger_recordings.py (tests/_formats.py's traces).
+    # Recorded from the real Jaeger by tests/e2e/test_jaeger_recordings.py (tests/support/formats.py's
+    # traces).
     "jaeger/jaeger-2.13.0-parity-v1.json": 7,
     "jaeger/jaeger-2.13.0-parity-v3.json": 7,
     "jaeger/jaeger-2.13.0-changes-v1.json": 3,

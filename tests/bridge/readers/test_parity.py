@@ -74,9 +74,10 @@ def test_the_formats_really_differ_on_the_wire() -> None:
 
 
 def test_what_the_real_jaeger_changes_reads_back_as_documented() -> None:
-    """Recorded answers of the real Jaeger to a trace with everything it changes (``_formats``): API v3
-    reads back exactly what was sent (the reader puts the events Jaeger sorted by name back in time order,
-    and gives the pending record Jaeger gave an end its missing end back); API v1 exactly the v1 rule."""
+    """Recorded answers of the real Jaeger to a trace with everything it changes (``tests.support.formats``):
+    API v3 reads back exactly what was sent (the reader puts the events Jaeger sorted by name back in time
+    order, and gives the pending record Jaeger gave an end its missing end back); API v1 exactly the v1
+    rule."""
     from tests.e2e.losses import ARRAYS, LINK_ATTRS, SUB_US, jaeger_v1, losses
 
     sent = jaeger_changes_trace()

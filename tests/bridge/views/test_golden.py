@@ -1,8 +1,8 @@
 """Golden outputs of every view for one deterministic scenario.
 
-Two sources of the same scenario (see ``_bridge_data.scenario``): spans built by hand following the span
-contract (``hand_*.json``), and the scenario run through toolspan's own instrumentation with deterministic ids
-and clock (``instrumented_*.json``; skipped until the public API is there). Regenerate with
+Two sources of the same scenario (see ``tests.support.bridge_data.scenario``): spans built by hand following
+the span contract (``hand_*.json``), and the scenario run through toolspan's own instrumentation with
+deterministic ids and clock (``instrumented_*.json``; skipped until the public API is there). Regenerate with
 ``TOOLSPAN_UPDATE_GOLDEN=1``.
 """
 

@@ -233,7 +233,7 @@ def _sse_frames(body: bytes) -> list[dict[str, Any]]:
 @pytest.mark.processes
 def test_hostile_tool_output_passes_through_both_streams(tmp_path: Path, node: str) -> None:
     # Every kind of payload, and the long one (the megabyte one would make the trace exceed the body
-    # limit: it appears a dozen times in its spans; the views take it, tests/test_views_frontends.py).
+    # limit: it appears a dozen times in its spans; the views take it, tests/bridge/views/test_frontends.py).
     every = hostile_payloads()
     payloads = every[: len(every) // 4] + every[-1:]
     spans = hostile_run(payloads)
