@@ -247,7 +247,7 @@ def test_a_request_cancels_a_running_async_body_and_the_caller_gets_a_result(spa
     assert span.attributes[semconv.TOOLSPAN_TOOL_CANCELLED_BY] == "ops"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.processes)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "store.db")
