@@ -1,6 +1,6 @@
 """Benchmark the control channel: from a decision's HTTP response to the tool body starting.
 
-A real ``toolspan serve --token`` and an application process (``tests/control_live_app.py``, mode
+A real ``toolspan serve --token`` and an application process (``tests/apps/control_live_app.py``, mode
 ``bench``) that runs ``--decisions`` gated tool calls one after the other, each approved through
 ``toolspan.ServerApprover`` (which long-polls the server for the decision). For each call the benchmark
 waits for the call in the inbox (``GET /api/control/waiting``), posts ``allow`` and takes the time the
@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from _server import running_server, sdk_env, wait_for  # noqa: E402
+from tests.support.server import running_server, sdk_env, wait_for  # noqa: E402
 
-APP = REPO / "tests" / "control_live_app.py"
+APP = REPO / "tests" / "apps" / "control_live_app.py"
 TOKEN = "bench-control-token"
 DECIDER = "bench-control-decider-token"
 

@@ -1,9 +1,9 @@
 """Benchmark the AG-UI and AI SDK UI message stream views and their live streams.
 
-Throughput: the run of 10,000 tool calls the trace page benchmark uses (``tests/_page_data.big_run``, the
-real instrumentation's spans) through ``to_ag_ui`` and ``to_ai_sdk``, and through ``to_events`` and
-``to_progress`` as the references measured in the same run, each ``--repeat`` times (medians): events
-per second and the time of each view over ``to_events``'s.
+Throughput: the run of 10,000 tool calls the trace page benchmark uses
+(``tests/support/page_data.big_run``, the real instrumentation's spans) through ``to_ag_ui`` and
+``to_ai_sdk``, and through ``to_events`` and ``to_progress`` as the references measured in the same run, each
+``--repeat`` times (medians): events per second and the time of each view over ``to_events``'s.
 
 Live latency: a real ``toolspan serve`` and an application process running ``--live-calls`` tools one
 after the other (each sleeps ``--tool-ms``), exporting over OTLP with pending records of every span; a
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from _page_data import big_run  # noqa: E402
+from tests.support.page_data import big_run  # noqa: E402
+
 from toolspan.bridge.views import to_ag_ui, to_ai_sdk, to_events, to_progress  # noqa: E402
 
 APP = """
@@ -95,7 +95,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _live(calls: int, tool_ms: float) -> dict[str, Any]:
-    from _server import running_server, sdk_env, sse_stream, wait_for
+    from tests.support.server import running_server, sdk_env, sse_stream, wait_for
 
     out: dict[str, Any] = {"tool_calls": calls, "tool_ms": tool_ms}
     with tempfile.TemporaryDirectory() as tmp, running_server(Path(tmp), "--heartbeat", "0.5") as server:

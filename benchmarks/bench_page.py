@@ -1,6 +1,6 @@
 """Benchmark the trace page on a run of 10,000 tool calls in headless Chromium (Debian's ``chromium``).
 
-The run is recorded by the real instrumentation (``tests/_page_data.big_run``), rendered with
+The run is recorded by the real instrumentation (``tests/support/page_data.big_run``), rendered with
 ``toolspan.page.render_html(to_pages(spans))`` and opened from ``file://``. Measured, each ``--repeat``
 times in a fresh browser page (medians reported):
 
@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from _page_data import big_run  # noqa: E402
+from tests.support.page_data import big_run  # noqa: E402
+
 from toolspan.bridge.readers._json import write_json_lines  # noqa: E402
 from toolspan.bridge.views import to_events, to_pages  # noqa: E402
 from toolspan.page import render_html  # noqa: E402

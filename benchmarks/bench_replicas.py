@@ -17,7 +17,7 @@ worker). For each set-up, in the same run:
    from the *last* one (with several replicas: across replicas, through ``LISTEN/NOTIFY``). Latency =
    arrival minus the span's end time, p50/p99.
 
-``--chaos N`` runs ``tests/test_server_replicas.py``'s three-replica test (four senders, a replica
+``--chaos N`` runs ``tests/server/test_replicas.py``'s three-replica test (four senders, a replica
 SIGKILLed and restarted, PostgreSQL restarted) with N spans instead of the test's 20,000.
 """
 
@@ -48,7 +48,7 @@ from bench_server import (  # noqa: E402
     wait_http,
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
-from tests._postgres import Postgres, bin_dir  # noqa: E402
+from tests.support.postgres import Postgres, bin_dir  # noqa: E402
 
 SETUPS = (("sqlite", 1), ("postgres", 1), ("postgres", 2), ("postgres", 3))
 CONNECTIONS = 4
@@ -148,7 +148,7 @@ def run_setup(
 def chaos(spans: int) -> int:
     env = {**os.environ, "TOOLSPAN_TEST_REPLICA_SPANS": str(spans)}
     test = (
-        "tests/test_server_replicas.py"
+        "tests/server/test_replicas.py"
         "::test_three_replicas_four_senders_a_replica_killed_and_the_database_restarted"
     )
     return subprocess.call([sys.executable, "-m", "pytest", "-q", "-s", test], cwd=REPO, env=env)

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import BATCH, HOST, agent_spans, cpu_s, post_all  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
-from tests._server import Server  # noqa: E402
 from tests.e2e.losses import losses  # noqa: E402
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env, go_binaries, http_get  # noqa: E402
+from tests.support.server import Server  # noqa: E402
 
 from toolspan.bridge.readers import read_spans  # noqa: E402
 

@@ -4,7 +4,7 @@ stale: every command, its usage, what it does, each argument with its default.
     .venv/bin/python scripts/cli_reference.py          # rewrite docs/cli.md (after a new command or flag)
     .venv/bin/python scripts/cli_reference.py --check  # exit 1 when docs/cli.md is not what the parser says
 
-``tests/test_cli_reference.py`` runs the check. The page is built from the parser's actions, not from
+``tests/docs/test_cli_reference.py`` runs the check. The page is built from the parser's actions, not from
 ``--help``'s text (which wraps to the terminal and changes between Python versions).
 """
 

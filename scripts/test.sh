@@ -49,8 +49,9 @@ rm -rf dist .wheel-venv
 # The instrumentation core once more on the public fallbacks (no private OpenTelemetry or CPython shortcut),
 # so both paths are proven.
 TOOLSPAN_OTEL_SHORTCUTS=off .venv/bin/python -m pytest -q -p no:cacheprovider \
-  tests/test_tool.py tests/test_context.py tests/test_scopes.py tests/test_wrappers.py tests/test_init.py \
-  tests/test_calls.py tests/test_decisions.py tests/test_serialize.py tests/test_outcome.py tests/test_setup.py
+  tests/instrument/test_tool.py tests/instrument/test_context.py tests/instrument/test_scopes.py \
+  tests/instrument/test_wrappers.py tests/test_init.py tests/runner/test_run.py tests/decisions/test_bypasses.py \
+  tests/capture/test_serialize.py tests/instrument/test_outcome.py tests/setup/test_configure.py
 if ! wait "$GO_BUILD"; then
   cat .e2e/go-build.log >&2
   exit 1
@@ -60,10 +61,11 @@ grep -h "built in\|already built" .e2e/go-build.log || true
 # The server's tests once more with every test server on PostgreSQL (a fresh database each): the store the
 # replicas share keeps every property of the SQLite store.
 .venv/bin/python -m pytest -q -p no:cacheprovider --store postgres \
-  tests/test_server.py tests/test_server_live.py tests/test_server_logs.py tests/test_server_deltas.py \
-  tests/test_server_hostile.py tests/test_server_pages.py tests/test_server_operator.py \
-  tests/test_server_hangups.py tests/test_server_parsers.py tests/test_trace_stream.py \
-  tests/test_progress_stream.py tests/test_frontend_streams.py tests/test_approvals_live.py \
-  tests/test_replay_server.py tests/test_corpus.py tests/test_control.py tests/test_control_live.py \
-  tests/test_control_page.py \
-  tests/test_control_hostile.py tests/test_server_resources.py tests/test_server_hostile_json.py
+  tests/server/test_serve.py tests/server/test_live.py tests/server/test_logs.py tests/server/streams/test_deltas.py \
+  tests/server/test_hostile.py tests/server/test_pages.py tests/server/test_operator.py \
+  tests/server/test_hangups.py tests/server/ingest/test_parsers.py tests/server/streams/test_trace.py \
+  tests/server/streams/test_progress.py tests/server/streams/test_frontend.py tests/approvals/test_live.py \
+  tests/decisions/test_replay_source.py tests/frameworks/test_corpus.py tests/approvals/test_server.py \
+  tests/server/test_control_live.py \
+  tests/server/test_control_page.py \
+  tests/server/test_control_hostile.py tests/server/test_resources.py tests/server/test_hostile_json.py

@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import tests._server
-from tests._postgres import Postgres, bin_dir
 
-from _instrumentation import Spans
+import tests.support.server
+from tests.support.instrumentation import Spans
+from tests.support.postgres import Postgres, bin_dir
 from toolspan.config import Config, set_config
 from toolspan.testing import capture_spans
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
+
+# A test that starts a real process carries @pytest.mark.processes, checked as it runs.
+pytest_plugins = ["tests.support.processes"]
 
 # Debian's chromium (scripts/test.sh installs it), driven by Playwright: its own browser download is not used.
 CHROMIUM = Path("/usr/bin/chromium")
@@ -73,11 +76,11 @@ def _server_store(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     server: Postgres = request.getfixturevalue("postgres")
-    tests._server.DEFAULT_STORE = server.fresh_url
+    tests.support.server.DEFAULT_STORE = server.fresh_url
     try:
         yield
     finally:
-        tests._server.DEFAULT_STORE = None
+        tests.support.server.DEFAULT_STORE = None
 
 
 @pytest.fixture

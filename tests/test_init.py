@@ -33,6 +33,7 @@ def _fresh(code: str) -> Any:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.processes
 def test_import_toolspan_loads_neither_the_bridge_nor_the_sdk_nor_the_exporters() -> None:
     loaded = _fresh(
         "import json, sys\n"
@@ -56,6 +57,7 @@ def test_import_toolspan_loads_neither_the_bridge_nor_the_sdk_nor_the_exporters(
 LAZY_KERNEL = {"toolspan._util", "toolspan._util.lazy"}  # how every package's names load on first use
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("module", "allowed"),
     [
@@ -73,6 +75,7 @@ def test_each_package_import_loads_only_what_it_uses(module: str, allowed: set[s
     assert not [name for name in loaded if name.startswith(("wrapt", "opentelemetry.sdk", "starlette"))]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(("name", "module"), sorted(LAZY.items()))
 def test_lazy_names_resolve_to_their_modules_objects(name: str, module: str) -> None:
     found = _fresh(

@@ -12,11 +12,12 @@ from opentelemetry import baggage
 from opentelemetry import trace as trace_api
 
 import toolspan
-from _instrumentation import Spans, by_name, call_id, exec_id, hex_id
+from tests.support.instrumentation import Spans, by_name, call_id, exec_id, hex_id
+from tests.support.paths import APPS
 
 pytestmark = pytest.mark.usefixtures("fresh_config")
 
-WORKER = Path(__file__).with_name("_subplan_worker.py")
+WORKER = APPS / "subplan_worker.py"
 
 
 def test_inject_outside_a_tool_writes_only_the_trace_context(spans: Spans) -> None:
@@ -101,6 +102,7 @@ def test_stale_tool_ids_in_baggage_are_ignored(spans: Spans) -> None:
     }
 
 
+@pytest.mark.processes
 def test_subplan_in_a_real_subprocess(spans: Spans, tmp_path: Path) -> None:
     out = tmp_path / "worker-spans.jsonl"
 

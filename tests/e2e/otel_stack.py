@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import free_ports
+
 from tests.e2e.conftest import E2E_DIR, HOST, INSTALL_SCRIPT, REPO, Proc, _clean_env, port_open
+from tests.support.server import free_ports
 
 BIN = E2E_DIR / "bin"
 CONFIG_DIR = REPO / "collector-config"

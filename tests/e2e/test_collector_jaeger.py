@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import running_server, wait_for
+
 from tests.e2e.losses import ARRAYS, LINK_ATTRS, SUB_US, jaeger_v1, losses
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env, validate
-
+from tests.support.server import running_server, wait_for
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = Path(__file__).with_name("shipping_app.py")
 CONFIGS = ["jaeger.yaml", "fanout-file.yaml", "jaeger-and-tempo.yaml", "loadbalancing.yaml", "tempo.yaml"]

@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 QUEUE_CAP = 256
 BATCH = 64

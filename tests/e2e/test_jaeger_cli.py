@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.otel_stack import Jaeger, app_env
 
+from tests.e2e.otel_stack import Jaeger, app_env
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import VIEWS
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = Path(__file__).with_name("shipping_app.py")
 REPO = Path(__file__).resolve().parents[2]

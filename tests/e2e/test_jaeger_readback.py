@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._server import wait_for
+
 from tests.e2e.losses import jaeger_v1, losses
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env
-
+from tests.support.server import wait_for
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_events, to_plans, to_timelines, to_trees
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "corpus"

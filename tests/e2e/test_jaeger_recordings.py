@@ -1,8 +1,9 @@
 """The recorded Jaeger answers the offline tests read (``tests/fixtures/jaeger/jaeger-<version>-*.json``) are
-what the real Jaeger answers today: each recorded trace (``_formats.JAEGER_RECORDED``) is sent to Jaeger's
-OTLP/HTTP receiver as an OTLP JSON request, read back from ``/api/traces/{id}`` and ``/api/v3/traces/{id}``
-and compared with its recording. ``TOOLSPAN_RECORD_JAEGER=1`` writes the recordings instead (after a Jaeger
-upgrade: rename the files to the new version, in ``_formats.JAEGER_VERSION`` too)."""
+what the real Jaeger answers today: each recorded trace (``tests.support.formats.JAEGER_RECORDED``) is sent to
+Jaeger's OTLP/HTTP receiver as an OTLP JSON request, read back from ``/api/traces/{id}`` and
+``/api/v3/traces/{id}`` and compared with its recording. ``TOOLSPAN_RECORD_JAEGER=1`` writes the recordings
+instead (after a Jaeger upgrade: rename the files to the new version, in
+``tests.support.formats.JAEGER_VERSION`` too)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import urllib.request
 from typing import Any
 
 import pytest
-from tests._formats import JAEGER_RECORDED, JAEGER_VERSION, jaeger_recording, render
+
 from tests.e2e.otel_stack import JAEGER_VERSION as BUILT_VERSION
 from tests.e2e.otel_stack import Jaeger
+from tests.support.formats import JAEGER_RECORDED, JAEGER_VERSION, jaeger_recording, render
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 RECORD = os.environ.get("TOOLSPAN_RECORD_JAEGER") == "1"
 

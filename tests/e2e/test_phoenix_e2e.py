@@ -24,7 +24,7 @@ from toolspan.bridge.readers._phoenix import spans_from_phoenix
 from toolspan.bridge.views import to_events
 from toolspan.bridge.views._events import match_observe
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MODEL_CALL_ID = "toolu_e2e_search_1"

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser
-from tests._server import SseEvent, running_server, sse_stream, wait_for
-from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env
 
+from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env
+from tests.support.server import SseEvent, running_server, sse_stream, wait_for
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_trees
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
 APP = Path(__file__).with_name("shipping_app.py")
 

@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests._server import SseEvent, running_server, sse_stream
+
 from tests.e2e.conftest import Rotel, _clean_env, _rotel_binary
+from tests.support.paths import APPS
+from tests.support.server import SseEvent, running_server, sse_stream
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
-APP = Path(__file__).resolve().parents[1] / "server_live_app.py"
+APP = APPS / "server_live_app.py"
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +70,7 @@ def test_a_running_tool_reaches_the_server_through_rotel(
             collector.stop()
 
 
-STREAM_APP = Path(__file__).resolve().parents[1] / "server_stream_app.py"
+STREAM_APP = APPS / "server_stream_app.py"
 
 
 def test_text_deltas_reach_the_server_through_rotel_as_log_records(

@@ -2,7 +2,7 @@
 
 Each trick is checked once, at import, against the public behaviour it stands in for. When an
 upgrade breaks an assumption, the public (slower) way is used instead and a debug message says so;
-nothing else in toolspan reads these private names. ``tests/test_otel_internals.py`` checks each
+nothing else in toolspan reads these private names. ``tests/util/test_otel_internals.py`` checks each
 assumption on the installed versions and runs each fallback with the assumption broken.
 
 - The global provider slot, ``opentelemetry.trace._TRACER_PROVIDER``: ``None`` until an application

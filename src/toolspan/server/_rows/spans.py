@@ -34,7 +34,8 @@ __all__ = ["INDEX_KEYS", "MAX_STORED_NS", "IngestResult", "Row", "merge", "row_o
 MAX_STORED_NS: Final = (1 << 63) - 1
 
 # Every attribute ``classify``, ``tool_name``, ``tool_state``, ``tool_error`` and the conversation id read
-# (tests/test_server_records.py checks the columns of partial and full spans agree on the whole corpus).
+# (tests/server/ingest/test_protobuf.py checks the columns of partial and full spans agree on the whole
+# corpus).
 INDEX_KEYS: Final = frozenset(
     {
         sc.TOOLSPAN_PLAN_NAME,

@@ -1,0 +1,160 @@
+"""Store rows read straight from OTLP protobuf: the index columns of the partial span agree with those of
+the full span, the stored bytes read back as the bridge reader reads the request, and the incrementally
+kept trace summaries equal the ones recomputed from all spans."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.support.bridge_data import scenario
+from tests.support.formats import otlp_proto_request, parity_trace
+from tests.support.paths import TESTS
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import read_spans
+from toolspan.bridge.readers._otlp_proto import iter_proto_request
+from toolspan.bridge.readers._report import Ctx, ReadReport
+from toolspan.server._ingest.protobuf import rows_of_request
+from toolspan.server._rows.codec import decode, encode
+from toolspan.server._rows.spans import Row, row_of_span
+from toolspan.server._store.sqlite import Store
+from toolspan.server._store.summaries import recompute_summaries
+
+CORPUS = TESTS / "corpus"
+FRAMEWORKS = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+
+
+def _sets() -> dict[str, list[Span]]:
+    sets = {"scenario": scenario(), "parity": parity_trace()}
+    for name in FRAMEWORKS:
+        sets[name] = read_spans([str(CORPUS / name / "traces.jsonl")])[0]
+    return sets
+
+
+SETS = _sets()
+
+
+def test_the_corpus_is_there() -> None:
+    assert len(FRAMEWORKS) >= 8
+    assert all(SETS[name] for name in FRAMEWORKS)
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_protobuf_rows_index_and_store_each_span_as_the_reader_reads_it(name: str) -> None:
+    body = otlp_proto_request(SETS[name]).SerializeToString()
+    expected = [replace(s, origin="") for s in iter_proto_request(body, Ctx("b", False, ReadReport()))]
+    request = otlp_proto_request(SETS[name])
+    rows = rows_of_request(request, Ctx("b", False, ReadReport()))
+    assert [decode(r.data) for r in rows] == expected
+    assert all(isinstance(r.data, bytes) for r in rows)
+    # Every column but the stored form is what the full span gives.
+    assert [r._replace(data=b"") for r in rows] == [row_of_span(s)._replace(data=b"") for s in expected]
+    assert any(r.is_tool for r in rows)
+
+
+def test_a_json_row_holds_the_span_as_json() -> None:
+    span = scenario()[0]
+    row = row_of_span(span)
+    assert row.data == encode(span)
+    assert decode(row.data) == replace(span, origin="")
+
+
+def _summaries(store: Store) -> list[tuple[object, ...]]:
+    """Every trace summary but ``last_seen_ns`` (the commit clock)."""
+    rows = store._db.execute("SELECT * FROM traces ORDER BY trace_id").fetchall()
+    return [r[:7] + r[8:] for r in rows]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_incremental_summaries_equal_the_ones_recomputed_from_all_spans(tmp_path: Path, seed: int) -> None:
+    spans = [s for name in sorted(SETS) for s in SETS[name]]
+    rng = random.Random(seed)
+    # Some spans first arrive as pending records (no end), then ended; batches in shuffled order.
+    records = [replace(s, end_ns=None) for s in rng.sample(spans, len(spans) // 4)] + spans
+    rng.shuffle(records)
+    store = Store(str(tmp_path / "s.db"))
+    try:
+        for i in range(0, len(records), 37):
+            store.ingest(records[i : i + 37])
+        incremental = _summaries(store)
+        with store._lock:
+            traces = [r[0] for r in store._db.execute("SELECT trace_id FROM traces")]
+            recompute_summaries(store._db, traces, 0)
+        assert incremental == _summaries(store)
+        assert len(incremental) == len({s.trace_id for s in spans})
+    finally:
+        store.close()
+
+
+def test_a_second_root_that_starts_earlier_becomes_the_trace_root(tmp_path: Path) -> None:
+    trace = "0" * 31 + "b"
+    late = Span(trace, "1" * 16, None, "second", 2_000, 3_000)
+    child = Span(trace, "3" * 16, "1" * 16, "child", 2_100, None)
+    early = Span(trace, "2" * 16, None, "first", 1_000, None)
+    store = Store(str(tmp_path / "r.db"))
+    try:
+        store.ingest([late, child])
+        store.ingest([early])
+        row = store.trace_row(trace)
+        assert row is not None
+        assert (row.root_name, row.root_ended, row.start_ns, row.end_ns, row.spans) == (
+            "first",
+            False,
+            1_000,
+            3_000,
+            3,
+        )
+    finally:
+        store.close()
+
+
+def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_does() -> None:
+    from toolspan.bridge.readers import BridgeReadError
+    from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
+
+    good, bad = scenario()[:2]
+    body = otlp_proto_request([good, replace(bad, start_ns=10, end_ns=5)]).SerializeToString()
+    with pytest.raises(BridgeReadError) as from_reader:
+        list(iter_proto_request(body, Ctx("request body", False, ReadReport())))
+    with pytest.raises(IngestError) as from_server:
+        parse_body(body, PROTOBUF)
+    assert from_server.value.status == 400
+    assert from_server.value.message == str(from_reader.value)
+    assert "spans[1].end_time_unix_nano: before the start time (5 < 10)" in from_server.value.message
+
+
+def _proto_rows(spans: list[Span]) -> list[Row]:
+    return rows_of_request(otlp_proto_request(spans), Ctx("b", False, ReadReport()))
+
+
+def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: Path) -> None:
+    from toolspan.bridge._coalesce import coalesce
+    from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
+
+    tool = next(s for s in scenario() if row_of_span(s).is_tool and s.end_ns is not None)
+    pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})
+    store = Store(str(tmp_path / "m.db"))
+    try:
+        first = store.ingest_rows(_proto_rows([pending]))
+        again = store.ingest_rows(_proto_rows([pending]))
+        ended = store.ingest_rows(_proto_rows([tool]))
+        both = store.ingest_rows(_proto_rows([tool, pending]))
+        assert [(r.accepted, r.duplicates) for r in (first, again, ended, both)] == [
+            (1, 0),
+            (1, 1),
+            (1, 0),
+            (2, 2),
+        ]
+        [stored] = store.trace_spans(tool.trace_id)
+        assert stored == replace(coalesce([pending, tool])[0], origin="")
+        assert stored.attributes["only.pending"] == "kept"
+        log = store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
+        assert [(c.span_id, phase, span.end_ns) for c, phase, span in log] == [
+            (tool.span_id, ACT, tool.end_ns),
+            (tool.span_id, OBSERVE, tool.end_ns),
+        ]
+    finally:
+        store.close()

@@ -1,0 +1,164 @@
+"""The server's store in-process, on SQLite and on a real PostgreSQL: merging records of one span, the event
+log and its cursors, retention and its horizon, the stored form round trip."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.support.bridge_data import scenario
+from toolspan import semconv as sc
+from toolspan.bridge.model import Span, SpanEvent
+from toolspan.server._rows.codec import decode, encode
+from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
+from toolspan.server._store.api import StoreApi
+from toolspan.server._store.engines import open_store
+
+TRACE = "0" * 31 + "a"
+TOOL_ATTRS = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+
+
+def _tool(span_id: str, end: int | None, trace: str = TRACE, **attrs: object) -> Span:
+    return Span(trace, span_id, None, "execute_tool lookup", 1_000, end, attributes={**TOOL_ATTRS, **attrs})
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.processes)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "t.db")
+    return str(request.getfixturevalue("postgres").fresh_url())
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[StoreApi]:
+    db = open_store(store_url)
+    yield db
+    db.close()
+
+
+def _prune(store: StoreApi, *, max_age_ns: int | None, max_spans: int | None) -> int:
+    """One retention sweep (PostgreSQL's replicas sweep at most once a second for the cluster: a test's
+    second sweep waits that second out)."""
+    if store.engine == "postgres":
+        time.sleep(1.05)
+    return store.prune(max_age_ns=max_age_ns, max_spans=max_spans)
+
+
+def _log(store: StoreApi) -> list[tuple[str, int, int | None]]:
+    return [
+        (c.span_id, phase, span.end_ns)
+        for c, phase, span in store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=100)
+    ]
+
+
+def test_the_stored_form_decodes_to_an_equal_span() -> None:
+    spans = scenario()
+    assert [decode(encode(s)) for s in spans] == [replace(s, origin="") for s in spans]
+
+
+def test_a_pending_record_then_its_ended_span_give_one_act_then_one_observe(store: StoreApi) -> None:
+    first = store.ingest([_tool("1" * 16, None, **{"gen_ai.tool.call.arguments": '{"q": 1}'})])
+    second = store.ingest([_tool("1" * 16, 5_000)])
+    again = store.ingest([_tool("1" * 16, 5_000), _tool("1" * 16, None)])
+    assert [(r.accepted, r.duplicates) for r in (first, second, again)] == [(1, 0), (1, 0), (2, 2)]
+    assert _log(store) == [("1" * 16, ACT, 5_000), ("1" * 16, OBSERVE, 5_000)]
+    [span] = store.trace_spans(TRACE)
+    # The ended record keeps what only the pending record had (merged as the bridge merges files).
+    assert dict(span.attributes) == {**TOOL_ATTRS, "gen_ai.tool.call.arguments": '{"q": 1}'}
+    assert store.counts() == {"spans": 1, "traces": 1}
+
+
+def test_a_running_call_whose_approval_state_changes_gets_its_act_again(store: StoreApi) -> None:
+    sid = "3" * 16
+    required = SpanEvent(sc.PERMISSION_REQUIRED_EVENT, 2_000, {})
+    allowed = SpanEvent(sc.PERMISSION_DECIDED_EVENT, 3_000, {sc.PERMISSION_DECISION: "allow"})
+    start = _tool(sid, None)
+    store.ingest([start])
+    store.ingest([replace(start, events=(required,))])  # now waiting: act again
+    store.ingest([replace(start, events=(required,))])  # the same again: nothing
+    store.ingest([replace(start, events=(required, allowed))])  # allowed: act again
+    store.ingest([replace(start, end_ns=5_000, events=(required, allowed))])
+    assert _log(store) == [(sid, ACT, 5_000), (sid, ACT, 5_000), (sid, ACT, 5_000), (sid, OBSERVE, 5_000)]
+    [span] = store.trace_spans(TRACE)
+    assert span.events == (required, allowed)
+
+
+def test_both_records_in_one_request_merge_into_one_span(store: StoreApi) -> None:
+    result = store.ingest([_tool("2" * 16, 9_000), _tool("2" * 16, None)])
+    assert (result.accepted, result.duplicates) == (2, 1)
+    assert _log(store) == [("2" * 16, ACT, 9_000), ("2" * 16, OBSERVE, 9_000)]
+
+
+def test_cursors_order_commits_and_survive_a_reopen(store: StoreApi, store_url: str) -> None:
+    store.ingest([_tool("3" * 16, 2_000)])
+    store.ingest([_tool("4" * 16, 2_000)])
+    log = store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
+    cursors = [c for c, _, _ in log]
+    assert cursors == sorted(cursors)
+    assert [c.span_id for c in cursors] == ["3" * 16, "3" * 16, "4" * 16, "4" * 16]
+    assert Cursor.parse(str(cursors[1])) == cursors[1]
+    after = store.events_after(cursors[1], trace_id=None, conversation_id=None, limit=10)
+    assert [c for c, _, _ in after] == cursors[2:]
+    store.close()
+    reopened = open_store(store_url)
+    reopened.ingest([_tool("5" * 16, 2_000)])
+    newest = reopened.events_after(cursors[-1], trace_id=None, conversation_id=None, limit=10)
+    assert [c.span_id for c, _, _ in newest] == ["5" * 16, "5" * 16]
+    reopened.close()
+
+
+@pytest.mark.parametrize(
+    "text", ["", "1-2-3", "x-" + "0" * 32 + "-" + "0" * 16 + "-0", "1-ab-" + "0" * 16 + "-0"]
+)
+def test_cursor_parse_refuses_what_is_not_a_cursor(text: str) -> None:
+    assert Cursor.parse(text) is None
+
+
+def test_retention_drops_oldest_traces_and_moves_the_horizon(store: StoreApi) -> None:
+    store.ingest([_tool("6" * 16, 2_000, trace="0" * 31 + "1")])
+    store.ingest([_tool("7" * 16, 2_000, trace="0" * 31 + "2")])
+    [first_act, first_observe, *_] = [
+        c for c, _, _ in store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
+    ]
+    assert _prune(store, max_age_ns=None, max_spans=1) == 1
+    assert store.counts() == {"spans": 1, "traces": 1}
+    assert store.horizon() == first_observe
+    assert first_act < store.horizon()  # a client that saw only the act missed something: reset
+    assert _prune(store, max_age_ns=None, max_spans=1) == 0
+
+
+def test_retention_by_age_drops_traces_not_updated_within_it(store: StoreApi) -> None:
+    store.ingest([_tool("8" * 16, 2_000)])
+    assert _prune(store, max_age_ns=3600 * 10**9, max_spans=None) == 0
+    assert _prune(store, max_age_ns=0, max_spans=None) == 1
+    assert store.counts() == {"spans": 0, "traces": 0}
+
+
+def test_an_open_tool_is_running_until_its_root_ended_then_sealed(store: StoreApi) -> None:
+    from toolspan.server._store.query import list_traces
+
+    root = Span(
+        TRACE,
+        "9" * 16,
+        None,
+        "invoke_agent a",
+        500,
+        None,
+        attributes={"gen_ai.operation.name": "invoke_agent"},
+    )
+    tool = replace(_tool("a" * 16, None), parent_span_id="9" * 16)
+    store.ingest([root, tool])
+
+    def states() -> list[tuple[str, int, int]]:
+        rows = list_traces(store, {}, idle_timeout_s=3600)["traces"]
+        return [(r["state"], r["tool_calls"], r["spans"]) for r in rows]
+
+    assert states() == [("RUNNING", 1, 2)]
+    store.ingest([replace(root, end_ns=9_000)])  # the root ended; the tool never will (its process died)
+    assert states() == [("SEALED", 1, 2)]
+    assert [r["trace_id"] for r in list_traces(store, {"state": "SEALED"}, 3600)["traces"]] == [TRACE]
+    assert list_traces(store, {"state": "RUNNING"}, 3600)["traces"] == []
