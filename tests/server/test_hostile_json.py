@@ -28,6 +28,12 @@ pytestmark = pytest.mark.processes
 PROBES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TRACE = "c" * 32
 SPAN = "c" * 16
+# The four AG-UI and AI SDK UI message streams, of a trace and of a conversation.
+FRONTEND_STREAMS = tuple(
+    f"/api/{whose}/{TRACE}/{protocol}/stream"
+    for whose in ("traces", "conversations")
+    for protocol in ("ag-ui", "ai-sdk")
+)
 
 # --- hostile JSON ------------------------------------------------------------------------------------------
 
@@ -233,12 +239,7 @@ def _query(name: str, value: str) -> str:
 @PROBES
 @given(since=_CURSOR_TEXT)
 def test_any_since_on_the_ag_ui_and_ai_sdk_streams_is_a_stream_or_a_400(server: Server, since: str) -> None:
-    for path in (
-        f"/api/traces/{TRACE}/ag-ui/stream",
-        f"/api/traces/{TRACE}/ai-sdk/stream",
-        f"/api/conversations/{TRACE}/ag-ui/stream",
-        f"/api/conversations/{TRACE}/ai-sdk/stream",
-    ):
+    for path in FRONTEND_STREAMS:
         status, headers, raw = _status_only(server, "GET", f"{path}?{_query('since', since)}", None, {})
         doc = _checked(status, headers, raw, {200, 400})
         if doc is not None:
@@ -349,12 +350,7 @@ def test_hostile_ag_ui_bodies_are_a_400_naming_the_field(server: Server, body: b
 
 @pytest.mark.parametrize("since", ["\u00b2", "9" * 5000, "-1", "1e3"])
 def test_hostile_since_on_the_ag_ui_and_ai_sdk_streams_is_a_400(server: Server, since: str) -> None:
-    for path in (
-        f"/api/traces/{TRACE}/ag-ui/stream",
-        f"/api/traces/{TRACE}/ai-sdk/stream",
-        f"/api/conversations/{TRACE}/ag-ui/stream",
-        f"/api/conversations/{TRACE}/ai-sdk/stream",
-    ):
+    for path in FRONTEND_STREAMS:
         status, headers, raw = _status_only(server, "GET", f"{path}?{_query('since', since)}", None, {})
         doc = _checked(status, headers, raw, {400})
         assert "since" in doc["error"], doc

@@ -196,6 +196,13 @@ def test_the_listener_refuses_a_connection_beyond_its_cap_as_it_accepts_it() -> 
         for conn in kept:
             conn.close()
         assert listener.open == 0
+        # One the event loop drops without closing (it failed to make a transport of it) gives it back too.
+        clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        dropped = listener.accept()[0]
+        assert listener.open == 1
+        with pytest.warns(ResourceWarning):  # Python's word for a socket collected unclosed
+            del dropped  # its last reference: collected here
+        assert listener.open == 0
     finally:
         for client in clients:
             client.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import socket
+import weakref
 from typing import Final
 
 from toolspan.errors import ToolspanError
@@ -41,14 +42,18 @@ _REFUSED_PER_CALL: Final = 256
 
 
 class _Connection(socket.socket):
-    """An accepted connection that gives its place back to its listener when it is closed."""
+    """An accepted connection that gives its place back to its listener once: when it is closed, or when it
+    is collected unclosed (an event loop that failed to make it a transport drops it)."""
 
-    listener: Listener | None = None
+    _give_back: weakref.finalize[[], _Connection] | None = None
+
+    def held_by(self, listener: Listener) -> None:
+        listener.open += 1
+        self._give_back = weakref.finalize(self, listener.give_back)
 
     def close(self) -> None:
-        listener, self.listener = self.listener, None
-        if listener is not None:
-            listener.open -= 1
+        if self._give_back is not None:
+            self._give_back()  # runs once: later calls, and the collection, do nothing
         super().close()
 
 
@@ -68,11 +73,14 @@ class Listener(socket.socket):
             fd, address = self._accept()  # type: ignore[attr-defined]
             conn = _Connection(self.family, self.type, self.proto, fileno=fd)
             if self.open < self.cap:
-                self.open += 1
-                conn.listener = self
+                conn.held_by(self)
                 return conn, address
             _refuse(conn)
         raise BlockingIOError(errno.EAGAIN, "refused enough for one turn of the event loop")
+
+    def give_back(self) -> None:
+        """A connection of this listener was closed."""
+        self.open -= 1
 
 
 def _refuse(conn: socket.socket) -> None:
