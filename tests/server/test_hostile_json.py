@@ -109,6 +109,10 @@ def _checked(status: int, headers: dict[str, str], body: bytes, allowed: set[int
     return None
 
 
+def _content_type(headers: dict[str, str]) -> str:
+    return {k.lower(): v for k, v in headers.items()}.get("content-type", "").split(";")[0]
+
+
 def _decision(server: Server) -> Any:
     return server.get_json(f"/api/control/decisions/exec_{SPAN}?trace_id={TRACE}")["decision"]
 
@@ -152,7 +156,10 @@ def test_any_cancel_body_is_taken_or_a_precise_4xx(server: Server, data: st.Data
         {"Content-Type": "application/json", "Authorization": f"Bearer {DECIDERS['bob']}"},
     )
     # (The call waits for its approval: a well-formed cancel of it is a 409.)
-    _checked(status, headers, raw, {400, 404, 409, 413})
+    doc = _checked(status, headers, raw, {400, 404, 409, 413})
+    assert doc["status"] == status
+    assert server.get_json(f"/api/control/cancels?execution_id=exec_{SPAN}")["cancels"] == []  # none stored
+    assert _decision(server) is None  # and the call still waits, undecided
 
 
 def _status_only(
@@ -182,7 +189,11 @@ def test_any_ag_ui_body_is_a_run_stream_or_a_precise_4xx(server: Server, data: s
     status, headers, raw = _status_only(
         server, "POST", "/api/ag-ui", body, {"Content-Type": "application/json"}
     )
-    _checked(status, headers, raw, {200, 400, 413})
+    doc = _checked(status, headers, raw, {200, 400, 413})
+    if doc is None:
+        assert _content_type(headers) == "text/event-stream"  # the run's AG-UI stream
+    else:
+        assert doc["status"] in (400, 413)
 
 
 @PROBES
@@ -260,7 +271,10 @@ def test_any_long_poll_parameters_are_an_answer_or_a_400(
     ):
         status, headers, raw = server.request("GET", path)
         # (405: an empty execution id makes the path the decisions' POST route.)
-        _checked(status, headers, raw, {200, 400, 404, 405})
+        doc = _checked(status, headers, raw, {200, 400, 404, 405})
+        if doc is None:  # an answer: the decision (none taken) or the cancels (none asked)
+            answer = json.loads(raw)
+            assert answer.get("decision", "absent") is None or answer.get("cancels") == [], answer
 
 
 def _header(text: str) -> bytes:
@@ -282,10 +296,18 @@ def test_any_since_or_last_event_id_on_the_progress_and_frontend_streams_is_a_st
         f"/api/conversations/{TRACE}/ai-sdk/stream",
     ):
         status, headers, raw = _status_only(server, "GET", f"{path}?{_query('since', since)}", None, {})
-        _checked(status, headers, raw, {200, 400})
+        doc = _checked(status, headers, raw, {200, 400})
+        if doc is None:
+            assert _content_type(headers) == "text/event-stream"
+        else:
+            assert doc["error"].startswith("since"), doc
         header: dict[str, str | bytes] = {"Last-Event-ID": _header(last_event_id)}
         status, headers, raw = _status_only(server, "GET", path, None, header)
-        _checked(status, headers, raw, {200, 400})
+        doc = _checked(status, headers, raw, {200, 400})
+        if doc is None:
+            assert _content_type(headers) == "text/event-stream"
+        else:
+            assert doc["error"].startswith("Last-Event-ID"), doc
 
 
 @PROBES
@@ -318,7 +340,12 @@ def test_any_inbox_page_parameters_are_a_page_or_a_400(server: Server, after: st
         f"{_query('after', after)}&{_query('limit', limit)}",
     ):
         status, headers, raw = server.request("GET", f"/api/control/waiting?{query}")
-        _checked(status, headers, raw, {200, 400})
+        doc = _checked(status, headers, raw, {200, 400})
+        if doc is None:
+            page = json.loads(raw)
+            assert all(entry["execution_id"].startswith("exec_") for entry in page["waiting"]), page
+        else:
+            assert "after" in doc["error"] or "limit" in doc["error"], doc
 
 
 def test_the_server_served_every_probe_and_still_serves(server: Server) -> None:

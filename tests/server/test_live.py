@@ -246,7 +246,7 @@ def test_streams_filter_by_trace_and_conversation_and_send_heartbeats(tmp_path: 
         assert [next(stream).data for _ in range(2)] == ["connected", "heartbeat"]
         stream.close()
         status, _, body = server.request("GET", "/api/stream", headers={"Last-Event-ID": "garbage"})
-        assert (status, json.loads(body)["error"]) == (400, "not a stream cursor: 'garbage'")
+        assert (status, json.loads(body)["error"]) == (400, "Last-Event-ID: not a stream cursor: 'garbage'")
 
 
 @pytest.mark.processes

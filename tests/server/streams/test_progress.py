@@ -123,7 +123,7 @@ def test_a_client_resumes_from_its_bookmark_across_a_restart_and_gets_exactly_th
         status, _, body = server.request("GET", f"{path}?since=yesterday")
         assert (status, json.loads(body)) == (
             400,
-            {"error": "not a progress bookmark: 'yesterday'", "status": 400},
+            {"error": "since: not a progress bookmark: 'yesterday'", "status": 400},
         )
 
 

@@ -59,13 +59,13 @@ async def events(state: ServerState, request: Request) -> Response:
         if trace_id is None:
             return error(404, f"no trace {params['trace_id']!r}")
     conversation_id = params.get("conversation_id")
-    raw = request.headers.get("last-event-id") or request.query_params.get("cursor")
+    field, raw = _resumed_from(request, "cursor")
     cursor = None
     starts_live = False
     if raw:
         cursor = Cursor.parse(raw)
         if cursor is None:
-            return error(400, f"not a stream cursor: {raw[:80]!r}")
+            return error(400, f"{field}: not a stream cursor: {raw[:80]!r}")
     elif trace_id is None and conversation_id is None and request.query_params.get("from") != "start":
         # The all-traces stream starts at the live tail unless asked for everything kept.
         cursor = live_tail(await run_in_threadpool(state.store.clock))
@@ -96,10 +96,10 @@ async def events(state: ServerState, request: Request) -> Response:
 
 async def progress(state: ServerState, request: Request) -> Response:
     """``/api/traces/{id}/progress/stream`` and ``/api/conversations/{id}/progress/stream``."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("since")
+    field, raw = _resumed_from(request, "since")
     since = parse_since(raw) if raw else 0
     if since is None:
-        return error(400, f"not a progress bookmark: {(raw or '')[:80]!r}")
+        return error(400, f"{field}: not a progress bookmark: {(raw or '')[:80]!r}")
     found = _reader(state, request)
     if isinstance(found, Response):
         return found
@@ -116,15 +116,24 @@ async def progress(state: ServerState, request: Request) -> Response:
     return state.stream_response(chunks)
 
 
-def _event_number(request: Request) -> int | None:
-    """The event number a client resumes after (``Last-Event-ID`` or ``?since=``), ``None`` unless it is
-    ASCII digits of a number no view reaches beyond (``str.isdigit`` alone takes ``²``, and ``int`` refuses
-    thousands of digits with an error)."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
-    text = raw.strip()
+def _resumed_from(request: Request, param: str) -> tuple[str, str | None]:
+    """Where a stream resumes: the ``Last-Event-ID`` header an ``EventSource`` sends again, else the query
+    parameter ``param``; with the field's name, for the 400 that refuses it."""
+    header = request.headers.get("last-event-id")
+    if header:
+        return "Last-Event-ID", header
+    return param, request.query_params.get(param)
+
+
+def _event_number(request: Request) -> tuple[str, int | None]:
+    """The event number a client resumes after (``Last-Event-ID`` or ``?since=``) and where it came from;
+    ``None`` unless it is ASCII digits of a number no view reaches beyond (``str.isdigit`` alone takes
+    ``²``, and ``int`` refuses thousands of digits with an error)."""
+    field, raw = _resumed_from(request, "since")
+    text = (raw or "0").strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 18):
-        return None
-    return int(text)
+        return field, None
+    return field, int(text)
 
 
 def _times(state: ServerState) -> StreamTimes:
@@ -140,9 +149,9 @@ def _frontend_response(state: ServerState, protocol: Protocol, chunks: AsyncIter
 async def frontend(state: ServerState, request: Request) -> Response:
     """``/api/traces/{id}/<protocol>/stream`` and ``/api/conversations/{id}/<protocol>/stream``."""
     protocol = PROTOCOLS[request.url.path.rstrip("/").split("/")[-2]]
-    since = _event_number(request)
+    field, since = _event_number(request)
     if since is None:
-        return error(400, "Last-Event-ID / since must be an event number (a non-negative integer)")
+        return error(400, f"{field} must be an event number (a non-negative integer)")
     found = _reader(state, request)
     if isinstance(found, Response):
         return found
