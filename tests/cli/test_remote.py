@@ -204,7 +204,7 @@ def test_a_trace_answer_the_bridge_cannot_read_is_named(
     tempo.routes[f"/api/v2/traces/{TRACE}"] = (200, b'{"hello": 1}')
     code, out, err = run(capsys, "fetch", TRACE, "--tempo", tempo.url, "--to", "tree")
     assert (code, out) == (1, "")
-    where = f"{tempo.url}/api/v2/traces/{TRACE}: <bytes>:1"
+    where = f"{tempo.url}/api/v2/traces/{TRACE}"
     assert err == f"toolspan: error: {where}: not a trace document of a known format (keys: hello)\n"
 
 

@@ -11,9 +11,14 @@ service, tool name and time range; ``Run`` summaries, newest first):
 - Tempo: a trace from ``/api/v2/traces/{id}``; search with TraceQL on ``/api/search``
   (``{ resource.service.name = "..." && span.gen_ai.tool.name = "..." }``, ``start``/``end`` in seconds).
 
-Every failure is a ``BackendError`` with a one-line message naming the URL (an HTTP status with the
-start of the backend's answer, an unreachable host, a response the bridge cannot read). Standard
-library only (``urllib``); a response is read up to ``MAX_RESPONSE_BYTES``.
+Every failure is a ``BackendError`` with a one-line message naming the URL and what was wrong (an HTTP
+status with the start of the backend's answer, an unreachable host, no whole answer within ``timeout_s``,
+an answer over ``MAX_RESPONSE_BYTES`` or cut off, JSON nested too deep, a time out of range, a response
+the bridge cannot read). Standard library only (``urllib``): ``timeout_s`` bounds each whole answer
+(connecting, headers, body, redirects), not each read; at most 5 redirects are followed, to ``http(s)://``
+only, and the ``headers`` given go to the backend's origin only (a redirect elsewhere is followed without
+them, as curl and requests do). An answer is held once at a time: its bytes, then its text, then its JSON
+(parsed by the standard library, a fraction of orjson's peak), then its spans.
 """
 
 from __future__ import annotations

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import urllib.error
+import math
+import re
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.backends import _http
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import BridgeReadError, ReadReport, read_spans
+from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, nonfinite_text
 from toolspan.bridge.views import duration_ms, iso
 from toolspan.errors import BackendError
 
@@ -32,6 +33,19 @@ _TIMEOUT_S: Final = 10.0
 _HEX: Final = frozenset("0123456789abcdef")
 _NS_PER_US: Final = 1_000
 _NS_PER_S: Final = 1_000_000_000
+_MAX_NS: Final = 2**64  # OTLP's times are unsigned 64-bit nanoseconds
+_DOCUMENT: Final = "<document>"  # the readers' name of a parsed document
+_WS: Final = re.compile(r"[ \t\r\n]*")
+
+
+def _finite_float(text: str) -> float | str:
+    number = float(text)
+    return number if math.isfinite(number) else nonfinite_text(number)
+
+
+# The standard library's parser (a fraction of orjson's peak memory on a large answer), reading NaN and
+# numbers beyond a double (``1e400``) as the readers do: the strings OTLP/JSON writes for non-finite doubles.
+_DECODER: Final = json.JSONDecoder(parse_constant=str, parse_float=_finite_float)
 
 
 def normal_trace_id(text: str) -> str:
@@ -81,9 +95,39 @@ class Run:
         }
 
 
-def _first_line(body: bytes) -> str:
-    text = body[:300].decode("utf-8", "replace").strip().splitlines()
-    return text[0][:200] if text else ""
+def _first_line(text: str) -> str:
+    lines = text[:300].strip().splitlines()
+    return lines[0][:200] if lines else ""
+
+
+def documents(where: str, body: bytearray) -> list[Any]:
+    """The JSON documents of an answer (one, or several one after another as a streaming API writes them).
+    ``body`` is emptied once decoded: the text and the documents are held, never the bytes beside them.
+    ``BackendError`` naming ``where`` and what was wrong: not JSON, nested too deep, not text."""
+    try:
+        text = body.decode(json.detect_encoding(body), "surrogatepass")
+    except UnicodeDecodeError as e:
+        raise BackendError(f"{where}: not JSON: not UTF-8 text at byte {e.start:,}") from None
+    body.clear()
+    found: list[Any] = []
+    at, end = 0, len(text)
+    try:
+        while True:
+            at = _WS.match(text, at).end()  # type: ignore[union-attr]
+            if at == end:
+                break
+            doc, at = _DECODER.raw_decode(text, at)
+            found.append(doc)
+    except RecursionError:
+        raise BackendError(f"{where}: JSON nested too deep to read") from None
+    except ValueError as e:
+        detail = _first_line(text)
+        if isinstance(e, json.JSONDecodeError) and e.pos > len(detail):  # JSON that went wrong further on
+            raise BackendError(f"{where}: not JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise BackendError(f"{where}: not JSON: {detail!r}") from None
+    if not found:
+        raise BackendError(f"{where}: an empty answer, not JSON")
+    return found
 
 
 class Backend:
@@ -102,33 +146,60 @@ class Backend:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    def get(self, path: str, query: Sequence[tuple[str, str]] = ()) -> bytes | None:
-        """The body of ``GET url+path?query``; ``None`` on 404; ``BackendError`` on anything else."""
+    def get(self, path: str, query: Sequence[tuple[str, str]] = ()) -> bytearray | None:
+        """The body of ``GET url+path?query``, read within ``timeout_s`` seconds in all (``_http.get``);
+        ``None`` on 404; ``BackendError`` on anything else."""
         url = self.url + path + ("?" + urllib.parse.urlencode(list(query)) if query else "")
-        request = urllib.request.Request(url, headers={"Accept": "application/json", **self.headers})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                body: bytes = response.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as e:
-            if e.code == 404:
-                return None
-            detail = _first_line(e.read())
-            raise BackendError(f"{url}: HTTP {e.code}" + (f": {detail}" if detail else "")) from None
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            reason = getattr(e, "reason", e)
-            raise BackendError(f"{url}: {reason}") from None
-        if len(body) > MAX_RESPONSE_BYTES:
-            raise BackendError(f"{url}: response over {MAX_RESPONSE_BYTES} bytes")
-        return body
+        headers = {"Accept": "application/json", **self.headers}
+        return _http.get(
+            url, headers, timeout_s=self.timeout_s, max_bytes=MAX_RESPONSE_BYTES, where=self.url + path
+        )
 
     def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> Any:
+        """The one JSON object of ``GET url+path?query``; ``BackendError`` on 404 too."""
         body = self.get(path, query)
         if body is None:
             raise BackendError(f"{self.url}{path}: HTTP 404")
+        found = documents(self.url + path, body)
+        if len(found) > 1:
+            raise BackendError(f"{self.url}{path}: {len(found)} JSON documents, expected one")
+        if type(found[0]) is not dict:
+            raise BackendError(f"{self.url}{path}: expected a JSON object, got {_short(found[0])}")
+        return found[0]
+
+    def read_spans(
+        self, path: str, query: Sequence[tuple[str, str]] = ()
+    ) -> tuple[list[Span], ReadReport] | None:
+        """The spans of the answer to ``GET url+path?query`` (lenient: a bad record is skipped and reported,
+        named by this URL), or ``None`` on 404; ``BackendError`` when the answer cannot be read at all."""
+        where = self.url + path
+        body = self.get(path, query)
+        if body is None:
+            return None
+        found = documents(where, body)
+        for i, doc in enumerate(
+            found
+        ):  # a backend answers objects; anything else is no trace (and a list or a
+            if type(doc) is not dict:  # string given to the readers would name sources: files to open)
+                at = f" (document {i + 1})" if len(found) > 1 else ""
+                raise BackendError(f"{where}: expected a JSON object{at}, got {_short(doc)}")
+        report = ReadReport()
+        spans: list[Span] = []
         try:
-            return json.loads(body)
-        except ValueError:
-            raise BackendError(f"{self.url}{path}: not JSON: {_first_line(body)!r}") from None
+            while found:
+                first = len(report.issues)
+                spans.extend(iter_spans(found.pop(0), lenient=True, report=report))
+                report.issues[first:] = [
+                    dataclasses.replace(issue, source=where) if issue.source == _DOCUMENT else issue
+                    for issue in report.issues[first:]
+                ]
+        except BridgeReadError as e:
+            raise BackendError(f"{where}: {e}") from None
+        except RecursionError:
+            raise BackendError(f"{where}: a trace nested too deep to read") from None
+        except (ValueError, OverflowError) as e:
+            raise BackendError(f"{where}: not a trace the bridge can read: {e}") from None
+        return spans, report
 
     def trace_path(self, trace_id: str) -> str:
         raise NotImplementedError
@@ -138,16 +209,13 @@ class Backend:
         does not hold it."""
         tid = normal_trace_id(trace_id)
         path = self.trace_path(tid)
-        body = self.get(path)
-        if body is None:
+        read = self.read_spans(path)
+        if read is None:
             return None
-        try:
-            spans, report = read_spans(body, lenient=True)
-        except BridgeReadError as e:
-            raise BackendError(f"{self.url}{path}: {e}") from None
+        spans, report = read
         spans = [s for s in spans if s.trace_id == tid]
         if not spans and report.issues:  # an answer that is no trace at all: say what it was
-            raise BackendError(f"{self.url}{path}: {report.issues[0]}")
+            raise BackendError(str(report.issues[0]))
         return (spans, report) if spans else None
 
     def trace_spans(self, trace_id: str) -> list[Span] | None:
@@ -201,7 +269,7 @@ class Jaeger(Backend):
 
     def services(self) -> list[str]:
         doc = self.get_json("/api/services")
-        data = doc.get("data") if type(doc) is dict else None
+        data = doc.get("data")
         if data is None:
             return []
         if type(data) is not list or not all(type(s) is str for s in data):
@@ -220,15 +288,13 @@ class Jaeger(Backend):
             ]
             if query.tool:
                 params.append(("tags", json.dumps({sc.GEN_AI_TOOL_NAME: query.tool})))
-            body = self.get("/api/traces", params)
-            if body is None:
+            read = self.read_spans("/api/traces", params)
+            if read is None:
                 continue
-            try:
-                spans, _ = read_spans(body, lenient=True)
-            except BridgeReadError as e:
-                raise BackendError(f"{self.url}/api/traces: {e}") from None
+            if not read[0] and read[1].issues:  # an answer with no span readable: say what it was
+                raise BackendError(str(read[1].issues[0]))
             by_trace: dict[str, list[Span]] = {}
-            for span in spans:
+            for span in read[0]:
                 by_trace.setdefault(span.trace_id, []).append(span)
             for tid, members in by_trace.items():
                 found[tid] = _run_of(tid, members)
@@ -265,7 +331,7 @@ class Tempo(Backend):
             ("limit", str(query.limit)),
         ]
         doc = self.get_json("/api/search", params)
-        traces = doc.get("traces") if type(doc) is dict else None
+        traces = doc.get("traces")
         if traces is None:
             return []
         if type(traces) is not list:
@@ -274,22 +340,61 @@ class Tempo(Backend):
         for i, item in enumerate(traces):
             try:
                 runs.append(self._run(item, query))
-            except (TypeError, ValueError, KeyError) as e:
-                raise BackendError(f"{self.url}/api/search: traces[{i}]: {e}") from None
+            except ValueError as e:
+                field, message = e.args if len(e.args) == 2 else ("", str(e))
+                where = f"traces[{i}]" + (f".{field}" if field else "")
+                raise BackendError(f"{self.url}/api/search: {where}: {message}") from None
         runs.sort(key=lambda r: (-r.start_ns, r.trace_id))
         return runs[: query.limit]
 
     @staticmethod
     def _run(item: Any, query: RunQuery) -> Run:
         if type(item) is not dict:
-            raise TypeError("not an object")
+            raise ValueError("", f"expected an object, got {_short(item)}")
         duration = item.get("durationMs")
+        try:
+            trace_id = normal_trace_id(_text(item, "traceID", required=True))
+        except ValueError as e:
+            raise ValueError("traceID", str(e.args[-1])) from None
         return Run(
-            normal_trace_id(str(item["traceID"])),
-            str(item.get("rootServiceName", "")),
-            str(item.get("rootTraceName", "")),
-            int(item.get("startTimeUnixNano", 0)),
-            None if duration is None else int(duration),
+            trace_id,
+            _text(item, "rootServiceName"),
+            _text(item, "rootTraceName"),
+            _whole(item, "startTimeUnixNano", _MAX_NS, "Unix nanoseconds of 0 up to 2^64-1"),
+            None
+            if duration is None
+            else _whole(item, "durationMs", _MAX_NS // 1_000_000, "whole milliseconds"),
             None,
             (query.tool,) if query.tool else (),
         )
+
+
+def _text(item: dict[str, Any], key: str, *, required: bool = False) -> str:
+    """``item[key]``, a string (``""`` when absent and not ``required``)."""
+    if key not in item and not required:
+        return ""
+    value = item.get(key)
+    if type(value) is not str:
+        raise ValueError(key, f"expected a string, got {_short(value)}")
+    return value
+
+
+def _whole(item: dict[str, Any], key: str, limit: int, what: str) -> int:
+    """``item[key]`` (0 when absent): a whole number below ``limit``, as a JSON number or its decimal text
+    (Tempo writes 64-bit numbers as text)."""
+    value = item.get(key, 0)
+    number: int | None = None
+    if type(value) is int:
+        number = value
+    elif type(value) is str and value.isascii() and value.isdigit() and len(value) <= 20:
+        number = int(value)
+    if number is None or not 0 <= number < limit:
+        raise ValueError(key, f"expected {what}, got {_short(value)}")
+    return number
+
+
+def _short(value: Any) -> str:
+    """A value for a one-line message: its JSON type for a container, else its first 40 characters."""
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "an array"
+    return repr(value)[:40] if not isinstance(value, int) or value.bit_length() < 128 else "a number too long"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 from starlette.concurrency import run_in_threadpool
 
@@ -16,9 +17,13 @@ from toolspan.bridge.readers import attach_logs
 from toolspan.errors import ToolspanError
 from toolspan.server._store.api import StoreApi
 
-__all__ = ["Remote", "RemoteError", "TraceSource", "fetch_remote"]
+__all__ = ["BACKEND_TIMEOUT_S", "Remote", "RemoteError", "TraceSource", "fetch_remote"]
 
 _logger = logging.getLogger(__name__)
+
+# Each answer of Tempo or Jaeger comes whole within this many seconds (connecting, headers, body, redirects),
+# so a backend that trickles holds a worker thread this long at most.
+BACKEND_TIMEOUT_S: Final = 10.0
 
 # Reads one trace from Tempo or Jaeger (``None``: neither has it, or neither answered).
 Remote = Callable[[], Awaitable[list[Span] | None]]
@@ -29,19 +34,27 @@ class RemoteError(ToolspanError):
 
 
 def fetch_remote(trace_id: str, tempo_url: str | None, jaeger_url: str | None) -> list[Span] | None:
-    """The spans of ``trace_id`` from the first backend that has it (Tempo first), or ``None``."""
-    backends: list[Backend] = []
+    """The spans of ``trace_id`` from the first backend that has it (Tempo first), or ``None`` when none
+    has it; ``RemoteError`` (one line per backend that failed) when none has it and one failed."""
+    failed: list[str] = []
     try:
+        backends: list[Backend] = []
         if tempo_url:
-            backends.append(Tempo(tempo_url))
+            backends.append(Tempo(tempo_url, timeout_s=BACKEND_TIMEOUT_S))
         if jaeger_url:
-            backends.append(Jaeger(jaeger_url))
-        for backend in backends:
-            spans = backend.trace_spans(trace_id)
-            if spans:
-                return spans
-    except (BackendError, ValueError) as e:
+            backends.append(Jaeger(jaeger_url, timeout_s=BACKEND_TIMEOUT_S))
+    except ValueError as e:
         raise RemoteError(str(e)) from None
+    for backend in backends:
+        try:
+            spans = backend.trace_spans(trace_id)
+        except (BackendError, ValueError) as e:
+            failed.append(f"{backend.kind}: {e}")
+            continue
+        if spans:
+            return spans
+    if failed:
+        raise RemoteError("; ".join(failed))
     return None
 
 
@@ -55,23 +68,29 @@ class TraceSource:
         self._jaeger_url = jaeger_url
 
     async def spans(self, trace_id: str) -> list[Span] | None:
+        """The trace's spans, ``None`` when neither the store nor a backend holds it; ``RemoteError`` when a
+        backend failed (unreachable, too slow, an answer too large or unreadable) and none had it."""
         spans = await run_in_threadpool(self._store.trace_spans, trace_id)
         if spans:
             return spans
         if not (self._tempo_url or self._jaeger_url):
             return None
-        try:
-            remote = await run_in_threadpool(fetch_remote, trace_id, self._tempo_url, self._jaeger_url)
-        except RemoteError as e:
-            _logger.warning("toolspan serve: %s", e)
-            return None
+        remote = await run_in_threadpool(fetch_remote, trace_id, self._tempo_url, self._jaeger_url)
         if not remote:
             return None
         logs = await run_in_threadpool(self._store.trace_logs, trace_id)
         return attach_logs(remote, logs)[0] if logs else remote
 
+    async def _polled(self, trace_id: str) -> list[Span] | None:
+        """``spans`` for a stream polling a trace: a backend's failure is logged, and the stream polls on."""
+        try:
+            return await self.spans(trace_id)
+        except RemoteError as e:
+            _logger.warning("toolspan serve: trace %s: %s", trace_id, e)
+            return None
+
     def remote(self, trace_id: str) -> Remote | None:
         """Reads the trace from Tempo/Jaeger when configured (for streams of traces not held here)."""
         if self._tempo_url or self._jaeger_url:
-            return functools.partial(self.spans, trace_id)
+            return functools.partial(self._polled, trace_id)
         return None

@@ -19,15 +19,20 @@ from toolspan.server._http.params import trace_id_param
 from toolspan.server._http.render import document_bytes, render, tree_document
 from toolspan.server._http.state import ServerState
 from toolspan.server._store import query
+from toolspan.server._store.remote import RemoteError
 
 __all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp"]
 
 
 async def lookup(state: ServerState, request: Request, param: str) -> tuple[str, list[Span]] | Response:
-    """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404."""
+    """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404 (a 502 naming the
+    backend and what went wrong when Tempo or Jaeger failed to answer)."""
     raw = request.path_params[param]
     trace_id = trace_id_param(raw)
-    spans = None if trace_id is None else await state.traces.spans(trace_id)
+    try:
+        spans = None if trace_id is None else await state.traces.spans(trace_id)
+    except RemoteError as e:
+        return error(502, f"trace {raw!r}: not held here, and the trace backend failed: {e}")
     if spans is None or trace_id is None:
         return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
     return trace_id, spans

@@ -1,0 +1,130 @@
+"""``toolspan serve --tempo/--jaeger`` over HTTP, in process (uvicorn in a thread), reading a trace it does
+not hold from a hostile backend (``tests.support.backend``): every class of answer the CLI's suite covers
+(``tests/backends/test_hostile.py``: slow, huge, cut off, deep, not JSON, redirected, impossible times), on
+every route that reads one trace. Each is a 502 whose message names the backend's URL and what was wrong,
+never a 500; a trickling backend holds the request only until the deadline (and sees the connection
+closed then); a trace neither backend holds is still a 404."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from tests.backends.test_hostile import ANSWERS, CAP, HUNG_UP_WITHIN_S, JAEGER_TRACE, TEMPO_TRACE, TIMED
+from tests.support.backend import Backend, backend_server, json_answer
+from tests.support.paths import TESTS
+from tests.support.server import HOST, wait_for
+from toolspan.backends import _client
+from toolspan.server import ServerConfig, Store, build_app
+from toolspan.server._store import remote
+
+# The routes that read one trace (a view, OTLP JSON, the page's data, a job's tree, the trace page).
+ROUTES: Final = (
+    "/api/traces/{id}/tree",
+    "/api/traces/{id}/events",
+    "/api/traces/{id}/otlp",
+    "/api/traces/{id}/page",
+    "/api/jobs/{id}/trace",
+    "/traces/{id}",
+)
+# Where each backend is read from: (trace id, path, the backend's name in the message).
+READS: Final = {
+    "Tempo": (TEMPO_TRACE, f"/api/v2/traces/{TEMPO_TRACE}"),
+    "Jaeger": (JAEGER_TRACE, f"/api/v3/traces/{JAEGER_TRACE}"),
+}
+
+
+@pytest.fixture
+def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Backend]]:
+    """``toolspan serve --tempo URL --jaeger URL`` in process over an empty store, both backends the one
+    hostile server (Tempo's and Jaeger's paths differ); answers come whole within 0.5 s."""
+    import uvicorn
+
+    monkeypatch.setattr(_client, "MAX_RESPONSE_BYTES", CAP)
+    monkeypatch.setattr(remote, "BACKEND_TIMEOUT_S", 0.5)
+    with backend_server() as backend:
+        db = str(tmp_path / "serve.db")
+        config = ServerConfig(db=db, parse_workers=0, tempo_url=backend.url, jaeger_url=backend.url)
+        starlette, _ = build_app(config, Store(db))
+        server = uvicorn.Server(uvicorn.Config(starlette, host=HOST, port=0, log_level="critical"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        wait_for(lambda: server.started, "uvicorn to start", 20)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"http://{HOST}:{port}", backend
+        finally:
+            server.should_exit = True
+            thread.join(30)
+
+
+def get(url: str) -> tuple[int, Any]:
+    """The status and the JSON of ``GET url`` (generous time: the server's own deadline is 0.5 s)."""
+    try:
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, json.loads(e.read())
+
+
+@pytest.mark.parametrize(
+    ("route", "which"), [(r, "Tempo" if i % 2 else "Jaeger") for i, r in enumerate(ROUTES)]
+)
+@pytest.mark.parametrize("kind", ANSWERS)
+def test_a_hostile_backend_answer_is_a_502_naming_the_backend_and_what_was_wrong(
+    serving: tuple[str, Backend], route: str, which: str, kind: str
+) -> None:
+    base, backend = serving
+    trace_id, path = READS[which]
+    make, says = ANSWERS[kind]
+    backend.answers[path] = make(backend.url, path)
+    status, body = get(base + route.format(id=trace_id))
+    assert status == 502, body
+    assert body["status"] == 502
+    message = body["error"]
+    assert "\n" not in message
+    assert f"{which}: {backend.url}{path}: " in message
+    assert says in message
+    if kind.startswith("trickled"):
+        assert backend.hung_up.wait(HUNG_UP_WITHIN_S)
+
+
+@pytest.mark.parametrize("start", ["1e400", "1" * 31, "-1"])
+@pytest.mark.parametrize("which", READS)
+def test_an_impossible_start_time_is_a_502_naming_the_field(
+    serving: tuple[str, Backend], which: str, start: str
+) -> None:
+    base, backend = serving
+    trace_id, path = READS[which]
+    backend.answers[path] = json_answer(
+        TIMED["fetch --tempo" if which == "Tempo" else "fetch --jaeger"](start)
+    )
+    status, body = get(f"{base}/api/traces/{trace_id}/tree")
+    assert status == 502, body
+    assert f"{which}: {backend.url}{path}: " in body["error"]
+    assert "startTimeUnixNano" in body["error"]
+
+
+def test_a_trace_neither_backend_holds_is_404_and_one_backend_failing_is_not_fatal(
+    serving: tuple[str, Backend],
+) -> None:
+    base, backend = serving
+    missing = "ab" * 16
+    status, body = get(f"{base}/api/traces/{missing}/tree")
+    assert (status, body["status"]) == (404, 404)
+    # Tempo fails, Jaeger holds the trace: the trace is served.
+    backend.answers[f"/api/v2/traces/{JAEGER_TRACE}"] = json_answer(b"<html>busy</html>", 200)
+    backend.answers[f"/api/v3/traces/{JAEGER_TRACE}"] = json_answer(
+        (TESTS / "server_fixtures" / "jaeger_v3_trace.json").read_bytes()
+    )
+    status, tree = get(f"{base}/api/traces/{JAEGER_TRACE}/tree")
+    assert status == 200
+    assert json.loads(tree)["job_id"] == JAEGER_TRACE
