@@ -223,14 +223,16 @@ def test_an_approver_that_mutates_the_arguments_cannot_run_the_body_with_other_v
     assert ran == [{"amount": 10}]  # the body got its own copy: the amount the checks judged
 
     # Another thread changing the caller's message while the approver waits: the same.
+    asked = threading.Event()
     release = threading.Event()
 
     def slow(call: toolspan.ToolCall) -> bool:
-        assert release.wait(10)
+        asked.set()
+        assert release.wait(30)
         return True
 
     def meddle() -> None:
-        time.sleep(0.2)
+        assert asked.wait(30)  # the approver is asked: the message was read before
         message[0]["input"]["payment"]["amount"] = 5000
         release.set()
 
@@ -251,15 +253,19 @@ def test_an_approver_that_mutates_the_arguments_cannot_run_the_body_with_other_v
     edit: dict[str, Any] = {"payment": {"amount": 20}}
 
     def editing(call: toolspan.ToolCall) -> toolspan.Approval:
-        threading.Timer(0.05, lambda: edit["payment"].__setitem__("amount", 5000)).start()
         return toolspan.Approval("allow", by="a", arguments=edit)
 
-    def slow_transfer(payment: dict[str, Any]) -> str:
-        time.sleep(0.2)
+    def meddling_transfer(payment: dict[str, Any]) -> str:
+        # The approver answered and the body runs: another thread changes the edit before the body reads
+        # its arguments (waited for, never raced against a timer).
+        changer = threading.Thread(target=lambda: edit["payment"].__setitem__("amount", 5000))
+        changer.start()
+        changer.join(30)
+        assert edit["payment"]["amount"] == 5000
         return transfer(payment)
 
     with capture_spans():
-        toolspan.run_tool_calls(message, {"transfer": slow_transfer}, approve=editing)
+        toolspan.run_tool_calls(message, {"transfer": meddling_transfer}, approve=editing)
     assert ran == [{"amount": 20}]
 
 
@@ -457,13 +463,12 @@ def test_order_rules_are_judged_in_the_order_the_live_guard_counted_the_calls(fr
             ],
         }
     )
-    mailed = threading.Event()
+    mail_done = threading.Event()
 
     def read_secrets(name: str) -> str:
         return "s"
 
     def send_email(to: str) -> str:
-        mailed.set()
         return "sent"
 
     asked = threading.Event()
@@ -471,10 +476,9 @@ def test_order_rules_are_judged_in_the_order_the_live_guard_counted_the_calls(fr
     def approve(call: toolspan.ToolCall) -> bool:
         if call.name == "read_secrets":  # started first (it asks first), allowed last
             asked.set()
-            assert mailed.wait(10)
-            time.sleep(0.05)
+            assert mail_done.wait(30)  # send_email ran and its call ended
         else:
-            assert asked.wait(10)
+            assert asked.wait(30)
         return True
 
     secrets = [{"type": "tool_use", "id": "a", "name": "read_secrets", "input": {"name": "k"}}]
@@ -493,7 +497,8 @@ def test_order_rules_are_judged_in_the_order_the_live_guard_counted_the_calls(fr
             first.start()  # read_secrets starts, asks for its approval and waits
             assert asked.wait(10)
             results.extend(toolspan.run_tool_calls(mail, tools, approve=approve))  # then send_email runs
-            first.join(20)
+            mail_done.set()
+            first.join(30)
     finally:
         chain.install_guard(None)
     assert [r["is_error"] for r in results] == [False, False]  # live: nothing denied

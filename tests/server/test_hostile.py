@@ -415,7 +415,10 @@ def test_any_progress_bookmark_is_a_stream_or_a_400(
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with running_server(tmp_path_factory.mktemp("guarded"), "--token", "s3cret") as srv:
+    # Every guess is looked at (no --auth-failures limit): what each token is answered is the probe.
+    with running_server(
+        tmp_path_factory.mktemp("guarded"), "--token", "s3cret", "--auth-failures", "0"
+    ) as srv:
         yield srv
 
 
@@ -430,6 +433,30 @@ def test_any_access_token_is_401_or_200_never_a_500(guarded: Server, token: str)
 @pytest.mark.processes
 def test_an_access_token_outside_latin_1_is_401(guarded: Server) -> None:
     assert guarded.request("GET", "/api/traces?access_token=%E2%82%AC%F0%9F%98%80")[0] == 401
+
+
+def _from(server: Server, source: str, token: str) -> tuple[int, dict[str, str]]:
+    """``GET /api/traces`` with ``token`` from the loopback address ``source``."""
+    conn = http.client.HTTPConnection(HOST, server.port, timeout=30, source_address=(source, 0))
+    try:
+        conn.request("GET", "/api/traces", headers={"Authorization": f"Bearer {token}"})
+        response = conn.getresponse()
+        response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        conn.close()
+
+
+@pytest.mark.processes
+def test_guesses_from_one_address_are_slowed_down_never_the_right_token_from_another(tmp_path: Path) -> None:
+    args = ("--token", "s3cret", "--auth-failures", "3", "--auth-window", "600")
+    with running_server(tmp_path, *args) as server:
+        assert [_from(server, "127.0.0.2", "guess")[0] for _ in range(3)] == [401, 401, 401]
+        status, headers = _from(server, "127.0.0.2", "s3cret")
+        assert status == 429
+        assert 1 <= int(headers["retry-after"]) <= 600
+        assert _from(server, "127.0.0.3", "s3cret")[0] == 200
+        assert _from(server, HOST, "s3cret")[0] == 200
 
 
 # --- the Host header: DNS rebinding ------------------------------------------------------------------------

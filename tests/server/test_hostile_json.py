@@ -28,6 +28,8 @@ pytestmark = pytest.mark.processes
 PROBES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TRACE = "c" * 32
 SPAN = "c" * 16
+DECIDED_TRACE = "e" * 32
+DECIDED_SPAN = "e" * 16
 # The four AG-UI and AI SDK UI message streams, of a trace and of a conversation.
 FRONTEND_STREAMS = tuple(
     f"/api/{whose}/{TRACE}/{protocol}/stream"
@@ -93,6 +95,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with running_server(tmp_path_factory.mktemp("hostile-json"), "--token", TOKEN, *DECIDER_ARGS) as srv:
         srv.headers = dict(AUTH)
         ingest(srv, [waiting_span(TRACE, SPAN, call_id="toolu_prop", tool="transfer")])
+        # The decision bodies' probes decide a call of their own (a well-formed one is stored): the call
+        # the other probes name stays undecided whatever they drew.
+        ingest(srv, [waiting_span(DECIDED_TRACE, DECIDED_SPAN, call_id="toolu_probed", tool="transfer")])
         yield srv
 
 
@@ -113,8 +118,8 @@ def _content_type(headers: dict[str, str]) -> str:
     return {k.lower(): v for k, v in headers.items()}.get("content-type", "").split(";")[0]
 
 
-def _decision(server: Server) -> Any:
-    return server.get_json(f"/api/control/decisions/exec_{SPAN}?trace_id={TRACE}")["decision"]
+def _decision(server: Server, trace: str = TRACE, span: str = SPAN) -> Any:
+    return server.get_json(f"/api/control/decisions/exec_{span}?trace_id={trace}")["decision"]
 
 
 # --- bodies ------------------------------------------------------------------------------------------------
@@ -123,7 +128,9 @@ def _decision(server: Server) -> Any:
 @PROBES
 @given(data=st.data())
 def test_any_decision_body_is_decided_or_a_precise_4xx(server: Server, data: st.DataObject) -> None:
-    entry = server.get_json("/api/control/waiting")["waiting"][0]
+    (entry,) = [
+        e for e in server.get_json("/api/control/waiting")["waiting"] if e["call_id"] == "toolu_probed"
+    ]
     fields = {
         "execution_id": entry["execution_id"],
         "trace_id": entry["trace_id"],
@@ -133,7 +140,7 @@ def test_any_decision_body_is_decided_or_a_precise_4xx(server: Server, data: st.
         "note": "n",
     }
     body = data.draw(hostile_bodies(fields))
-    before = _decision(server)
+    before = _decision(server, DECIDED_TRACE, DECIDED_SPAN)
     status, headers, raw = server.request(
         "POST",
         "/api/control/decisions",
@@ -142,7 +149,7 @@ def test_any_decision_body_is_decided_or_a_precise_4xx(server: Server, data: st.
     )
     _checked(status, headers, raw, {200, 400, 404, 409, 413, 422})
     if status != 200:
-        assert _decision(server) == before  # a refused request stores nothing
+        assert _decision(server, DECIDED_TRACE, DECIDED_SPAN) == before  # a refused request stores nothing
 
 
 @PROBES

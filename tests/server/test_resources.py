@@ -126,7 +126,8 @@ def test_long_polls_whose_clients_hung_up_give_their_connections_back(tmp_path: 
     with running_server(tmp_path, "--token", TOKEN, *DECIDER_ARGS, "--max-connections", "20") as server:
         server.headers = dict(AUTH)
         polls = [_long_poll(server.port, path) for _ in range(20)]
-        time.sleep(0.5)  # every poll is waiting now
+        # Every poll holds its connection now (the server is full: one more is a 503), waited for.
+        wait_for(lambda: server.request("GET", "/healthz")[0] == 503, "every poll holding its connection")
         for sock in polls:
             sock.close()  # the clients hang up before their 30 s are out
         # Their handlers end with them: the server serves at once, reads and exports alike.

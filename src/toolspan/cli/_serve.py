@@ -212,6 +212,23 @@ OPTIONS: tuple[Option, ...] = (
         field="read_timeout_s",
     ),
     Option(
+        ("--auth-failures",),
+        "wrong bearer tokens one client address may send within --auth-window before its requests with a"
+        " token get 429 with Retry-After (0: no limit)",
+        _number(int, 0, what="tokens"),
+        10,
+        field="auth_failures",
+        metavar="N",
+    ),
+    Option(
+        ("--auth-window",),
+        "seconds over which --auth-failures counts one address's wrong tokens",
+        _number(float, _MIN_S, what=_SECONDS),
+        60.0,
+        field="auth_window_s",
+        metavar="SECONDS",
+    ),
+    Option(
         ("--tempo",), "read traces not held here from Tempo", backend_url, metavar="URL", field="tempo_url"
     ),
     Option(

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from toolspan.server._http.auth import DECIDE, READ, BearerAuth, Needs, Tokens
+from toolspan.server._http.auth import DECIDE, READ, BearerAuth, FailureThrottle, Needs, Tokens
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.guards import Failures, HostCheck, SecurityHeaders, allowed_hosts
 from toolspan.server._http.jsonio import RETRY_AFTER_S, error
@@ -52,7 +52,7 @@ async def _store_failed(request: Request, exc: Exception) -> Response:
     return response
 
 
-def _middleware(config: ServerConfig) -> list[Middleware]:
+def _middleware(config: ServerConfig, throttle: FailureThrottle) -> list[Middleware]:
     middleware: list[Middleware] = [
         Middleware(SecurityHeaders),
         Middleware(Failures),
@@ -70,7 +70,8 @@ def _middleware(config: ServerConfig) -> list[Middleware]:
     # Always: it also tells the routes what the request's token may do (``auth.access_of``). A route that
     # decides is read first; the route then checks the decider (``auth.decider``).
     needs = Needs((e.method, e.path, READ if e.need == DECIDE else e.need, e.page) for e in ROUTES)
-    middleware.append(Middleware(BearerAuth, tokens=Tokens(config.token, config.deciders), needs=needs))
+    tokens = Tokens(config.token, config.deciders)
+    middleware.append(Middleware(BearerAuth, tokens=tokens, needs=needs, throttle=throttle))
     return middleware
 
 
@@ -90,6 +91,9 @@ def build_app(config: ServerConfig, store: StoreApi) -> tuple[Starlette, ServerS
     handlers: dict[Any, Any] = {404: _not_found, 405: _not_allowed}
     handlers.update(dict.fromkeys(STORE_BUSY, _store_failed))
     starlette = Starlette(
-        routes=routes, middleware=_middleware(config), exception_handlers=handlers, lifespan=lifespan
+        routes=routes,
+        middleware=_middleware(config, state.auth_failures),
+        exception_handlers=handlers,
+        lifespan=lifespan,
     )
     return starlette, state

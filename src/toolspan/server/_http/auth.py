@@ -16,12 +16,22 @@ Without any token sent, a client may do what the server leaves open: ingest and 
 application token, nothing otherwise. A token is ``Authorization: Bearer <token>`` with the scheme in any
 case, the token exactly as sent, surrounding whitespace dropped (RFC 6750); every token of the server is
 compared with it in constant time (all of them, whichever matches).
+
+Guessing a token is slowed down per client address (``FailureThrottle``): after ``--auth-failures`` wrong
+tokens from one address within ``--auth-window`` seconds, that address's requests carrying a token are
+answered 429 with ``Retry-After`` (a right token included, so a guess cannot be confirmed) until its oldest
+failure is that old. Other addresses are never refused for it, and the table of addresses is bounded.
 """
 
 from __future__ import annotations
 
+import collections
 import hmac
+import logging
+import math
 import re
+import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final, NamedTuple
@@ -43,6 +53,7 @@ __all__ = [
     "WITHOUT_TOKEN",
     "Access",
     "BearerAuth",
+    "FailureThrottle",
     "Needs",
     "Tokens",
     "access_of",
@@ -57,6 +68,7 @@ INGEST: Final = "ingest"
 READ: Final = "read"
 DECIDE: Final = "decide"
 _ORDER: Final = (INGEST, READ, DECIDE)
+_logger = logging.getLogger(__name__)
 # A decider's name is what decisions record as ``by``: short, printable, no separators of the flag's format.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
@@ -199,6 +211,68 @@ class Needs:
         return (opened[0] if opened else READ), False
 
 
+class FailureThrottle:
+    """Wrong bearer tokens per client address: after ``limit`` of them within ``window_s`` seconds an address
+    waits (``wait_s``) until the oldest is ``window_s`` old. At most ``max_clients`` addresses are held (the
+    one that failed least lately is forgotten first), so memory stays bounded whatever the addresses.
+    ``clock``: monotonic seconds (tests give their own). ``limit`` 0: no limit."""
+
+    def __init__(
+        self,
+        limit: int,
+        window_s: float,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self.max_clients = max_clients
+        self.clock = clock
+        self._failures: collections.OrderedDict[str, collections.deque[float]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._failures)
+
+    def wait_s(self, client: str) -> float:
+        """Seconds ``client`` must wait before a token it sends is looked at again (0: none)."""
+        if self.limit <= 0:
+            return 0.0
+        with self._lock:
+            times = self._failures.get(client)
+            if times is None or len(times) < self.limit:
+                return 0.0
+            return max(0.0, times[0] + self.window_s - self.clock())
+
+    def failed(self, client: str) -> None:
+        """``client`` sent a token the server does not hold."""
+        if self.limit <= 0:
+            return
+        now = self.clock()
+        with self._lock:
+            times = self._failures.pop(client, None)
+            if times is None:
+                times = collections.deque(maxlen=self.limit)
+            while times and times[0] <= now - self.window_s:
+                times.popleft()
+            times.append(now)
+            self._failures[client] = times
+            while len(self._failures) > self.max_clients:
+                self._failures.popitem(last=False)
+        if len(times) == self.limit:
+            _logger.warning(
+                "toolspan serve: %d wrong tokens from %s within %g s: its requests wait",
+                self.limit,
+                client,
+                self.window_s,
+            )
+
+
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "?"
+
+
 class BearerAuth:
     """Refuse requests whose token may not do what they ask: without a token a request may do what the server
     leaves open, a token the server does not hold is a 401, the application's token may send spans and read,
@@ -211,10 +285,13 @@ class BearerAuth:
     its data (``WITHOUT_TOKEN`` on the scope): it asks for the token, where a 401 in JSON greeted it at the
     very address the banner printed."""
 
-    def __init__(self, app: ASGIApp, tokens: Tokens, needs: Needs) -> None:
+    def __init__(
+        self, app: ASGIApp, tokens: Tokens, needs: Needs, throttle: FailureThrottle | None = None
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.needs = needs
+        self.throttle = throttle if throttle is not None else FailureThrottle(0, 1.0)
 
     def _given(self, scope: Scope) -> bytes:
         given = b""
@@ -244,11 +321,17 @@ class BearerAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        access = self.tokens.access(self._given(scope) if self.tokens.any else b"")
+        given = self._given(scope) if self.tokens.any else b""
+        if given and scope["method"] != "OPTIONS" and (wait := self.throttle.wait_s(_client(scope))) > 0:
+            await _too_many(wait)(scope, receive, send)
+            return
+        access = self.tokens.access(given)
         scope.setdefault("state", {})[ACCESS_KEY] = access
         if scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
+        if given and not access.known:
+            self.throttle.failed(_client(scope))
         need, page = self.needs(scope["method"], scope["path"])
         refused = self._refusal(access, need)
         if refused is not None and refused.status_code == 401 and page:
@@ -260,6 +343,17 @@ class BearerAuth:
             await refused(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _too_many(wait_s: float) -> JSONResponse:
+    seconds = max(1, math.ceil(wait_s))
+    refused = error(
+        429,
+        f"too many wrong bearer tokens from this address: retry in {seconds} s",
+        {"retry_after_s": seconds},
+    )
+    refused.headers["retry-after"] = str(seconds)
+    return refused
 
 
 def decider(request: Request, config: ServerConfig) -> str:

@@ -53,3 +53,7 @@ class ServerConfig:
     read_timeout_s: float = 10.0
     # An idle keep-alive connection is closed after this many seconds.
     keep_alive_s: float = 5.0
+    # Wrong bearer tokens one client address may send within ``auth_window_s`` before its requests carrying
+    # a token are answered 429 until the oldest of them is that old (0: no limit).
+    auth_failures: int = 10
+    auth_window_s: float = 60.0

@@ -1,7 +1,8 @@
 """What the routes of one server share (``ServerState``): its settings and its store, where a trace's spans
-are read from, the streams' wake-ups and text deltas, the control channel's wake-ups, the parse workers, and
-the counters ``/healthz`` shows. It is also where exports land, from OTLP/HTTP and OTLP/gRPC alike
-(``ingest_rows``, ``ingest_logs``): stored, then the streams they concern woken."""
+are read from, the streams' wake-ups and text deltas, the control channel's wake-ups, the parse workers, the
+wrong tokens per client address, and the counters ``/healthz`` shows. It is also where exports land, from
+OTLP/HTTP and OTLP/gRPC alike (``ingest_rows``, ``ingest_logs``): stored, then the streams they concern
+woken."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 from toolspan.bridge.readers import LogRecord
+from toolspan.server._http.auth import FailureThrottle
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._ingest.otlp import split_valid
 from toolspan.server._ingest.parsers import Parsers
@@ -36,6 +38,8 @@ class ServerState:
         self.decisions = Changes()  # the control channel's long polls, after a decision or cancel request
         self.deltas = DeltaHub(config.delta_buffer, self._drop)
         self.parsers = Parsers(config.parse_workers)
+        # Wrong bearer tokens per client address (``BearerAuth`` answers 429 past the limit).
+        self.auth_failures = FailureThrottle(config.auth_failures, config.auth_window_s)
         self.loop: asyncio.AbstractEventLoop | None = None
         # Set when the server shuts down: every stream ends its response then (``end_streams``).
         self.ending: asyncio.Event | None = None

@@ -49,6 +49,8 @@ INBOX_MAX: Final = 1000
 POLL_GRACE_S: Final = 5.0
 _NO_STORE: Final = {"cache-control": "no-store"}
 _HEX: Final = frozenset("0123456789abcdef")
+# The largest time a store holds (a signed 64-bit integer of nanoseconds): an ``after`` beyond is refused.
+_MAX_NS: Final = (1 << 63) - 1
 
 # The OpenAPI document's query parameters of each route.
 _WAIT: Final = query("wait", {"type": "number", "maximum": int(MAX_WAIT_S)})
@@ -158,7 +160,8 @@ def _after_param(raw: str | None) -> tuple[int, str, str]:
         len(parts) != 3
         or not parts[0].isascii()
         or not parts[0].isdigit()
-        or len(parts[0]) > 20
+        or len(parts[0]) > 19
+        or int(parts[0]) > _MAX_NS
         or trace_id_param(parts[1]) != parts[1]
         or len(parts[2]) != 16
         or not set(parts[2]) <= _HEX
