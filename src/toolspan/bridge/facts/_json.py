@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from itertools import accumulate
 from json.scanner import make_scanner
 from typing import Any, Final
 
@@ -36,19 +37,27 @@ _LONE: Final = re.compile("[\ud800-\udfff]")
 # JSON nested deeper than this stays text: how deep the decoder could go otherwise depends on how deep the
 # caller's stack already is (one view, two answers); toolspan's own captured values stop at 33 levels.
 MAX_JSON_DEPTH: Final = 256
-_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET: Final = re.compile(r"[\[\]{}]")
+# A JSON string, or an unterminated one running to the end of the text: every match ends a string or the
+# text, so stripping strings reads each character once (a string that fails to close never makes the scan
+# start over at the next quote: quotes of escaped quotes after many brackets were read in quadratic time).
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
+_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
+_CHUNK: Final = 4096
 
 
 def _too_deep(text: str) -> bool:
-    """Whether the JSON ``text`` nests deeper than ``MAX_JSON_DEPTH`` (outside its strings)."""
+    """Whether the JSON ``text`` nests deeper than ``MAX_JSON_DEPTH`` (outside its strings), in one linear
+    pass: the strings stripped, then the running depth of the brackets left."""
     if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     depth = 0
-    for found in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if found.group() in "[{" else -1
-        if depth > MAX_JSON_DEPTH:
+    for at in range(0, len(brackets), _CHUNK):  # a chunk at a time: deep text is told at its start
+        running = list(accumulate(map(_STEP.__getitem__, brackets[at : at + _CHUNK]), initial=depth))
+        if max(running) > MAX_JSON_DEPTH:
             return True
+        depth = running[-1]
     return False
 
 

@@ -2,13 +2,18 @@
 
 Parsed with ``ast.literal_eval`` (which builds values from literal syntax only and never runs code), after
 limits checked on the text itself: its length and its nesting depth (so the parser never recurses deep or
-builds a large value). Only values JSON can hold come back (tuples as lists); anything else (sets, bytes,
-complex numbers, non-string keys) or any text over the limits is not a literal: the caller keeps the text.
+builds a large value). Only values strict UTF-8 JSON can hold come back (tuples as lists; a number beyond a
+double, ``1e999``, as the string ``"Infinity"``, as ``parse_json`` reads it); anything else (sets, bytes,
+complex numbers, non-string keys, a string holding a lone surrogate such as ``'\\ud800'``, an integer too long
+to write as decimal text such as a hex literal of 20,000 digits: ``sys.get_int_max_str_digits``) or any text
+over the limits is not a literal: the caller keeps the text, which every view can write.
 """
 
 from __future__ import annotations
 
 import ast
+import math
+import re
 from typing import Any, Final
 
 from toolspan.errors import ToolspanError
@@ -19,6 +24,9 @@ MAX_LENGTH: Final = 100_000
 MAX_DEPTH: Final = 32
 _OPEN: Final = frozenset("([{")
 _CLOSE: Final = frozenset(")]}")
+_LONE: Final = re.compile("[\ud800-\udfff]")
+# Below this many bits an integer always has a decimal text (``sys.get_int_max_str_digits`` is 640 at least).
+_SHORT_INT_BITS: Final = 2000
 
 
 class NotALiteral(ToolspanError, ValueError):
@@ -48,11 +56,32 @@ def _depth(text: str) -> int:
     return deepest
 
 
+def _text(value: str) -> str:
+    if not value.isascii() and _LONE.search(value):
+        raise NotALiteral("a lone surrogate, which no UTF-8 can carry")
+    return value
+
+
+def _number(value: float | int) -> float | int | str:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value.bit_length() > _SHORT_INT_BITS:
+        try:
+            int.__repr__(value)
+        except ValueError:  # over sys.get_int_max_str_digits(): no JSON text can be written of it
+            raise NotALiteral("an integer too long to write as decimal text") from None
+    return value
+
+
 def _json_value(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise NotALiteral("too deep")
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, (int, float)):
+        return _number(value)
     if isinstance(value, (list, tuple)):
         return [_json_value(item, depth + 1) for item in value]
     if isinstance(value, dict):
@@ -60,7 +89,7 @@ def _json_value(value: Any, depth: int = 0) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise NotALiteral("a key that is not a string")
-            out[key] = _json_value(item, depth + 1)
+            out[_text(key)] = _json_value(item, depth + 1)
         return out
     raise NotALiteral(f"a {type(value).__name__}, which JSON cannot hold")
 

@@ -13,6 +13,10 @@ always strict JSON: with the standard library a non-finite float a view computed
 strings too; orjson writes it as ``null`` (it cannot do otherwise without a slow second pass). The
 only such values are the ones the views parse out of JSON text inside attributes (a tool's arguments
 written with ``NaN``).
+
+Text no UTF-8 can carry: the readers read a lone surrogate as the text of its escape (``_writable``), so a
+span holds none. The writers are strict UTF-8 whatever they are given: a lone surrogate a caller's own span
+holds is written as its JSON escape (``"\\ud800"``), an integer too long for decimal text as its hex text.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from toolspan._util import env as _env
+from toolspan.bridge.readers._writable import may_hold_surrogates, writable_document, writable_int
 
 Loads = Callable[[Any], Any]
 Dumps = Callable[[Any], bytes]
@@ -54,12 +59,14 @@ _DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_float)
 
 
 def stdlib_loads(data: Any) -> Any:
-    """``json.loads`` (same acceptance, same errors) with non-finite numbers read as strings."""
+    """``json.loads`` (same acceptance, same errors) with non-finite numbers read as strings and every lone
+    surrogate (``"\\ud800"``, which orjson refuses) as the text of its escape (``_writable``)."""
     if isinstance(data, (bytes, bytearray)):
         data = data.decode(json.detect_encoding(data), "surrogatepass")
     elif not isinstance(data, str):
         raise TypeError(f"the JSON object must be str or bytes, not {type(data).__name__}")
-    return _DECODER.decode(data)
+    doc = _DECODER.decode(data)
+    return writable_document(doc) if may_hold_surrogates(data) else doc
 
 
 def loads_function() -> Loads:
@@ -86,9 +93,12 @@ def nonfinite_text(value: float) -> str:
 
 
 def finite(value: Any) -> Any:
-    """``value`` with every non-finite float (nested in lists, tuples and dicts) as ``nonfinite_text``."""
+    """``value`` with every non-finite float (nested in lists, tuples and dicts) as ``nonfinite_text``, and
+    every integer too long for decimal text as its hex text (``_writable.writable_int``)."""
     if type(value) is float:
         return value if math.isfinite(value) else nonfinite_text(value)
+    if type(value) is int:
+        return writable_int(value)
     if isinstance(value, dict):
         return {k: finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -104,7 +114,7 @@ def dumps_document(value: Any, indent: int | None = None) -> bytes:
         text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
     except ValueError:
         text = json.dumps(finite(value), ensure_ascii=False, indent=indent, allow_nan=False)
-    return text.encode("utf-8")
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _stdlib_text_dumps() -> Callable[[Any], str]:
@@ -146,14 +156,14 @@ def dumps_function() -> Dumps:
     text = _stdlib_text_dumps()
     fast = _orjson()
     if fast is None:
-        return lambda value: text(value).encode("utf-8")
+        return lambda value: text(value).encode("utf-8", "backslashreplace")
     fast_dumps = fast.dumps
 
     def dumps(value: Any) -> bytes:
         try:
             return bytes(fast_dumps(value))
         except TypeError:  # an integer beyond 64 bits, a non-string key, ...
-            return text(value).encode("utf-8")
+            return text(value).encode("utf-8", "backslashreplace")
 
     return dumps
 
@@ -170,11 +180,11 @@ def write_json_lines(items: Iterable[Any], out: IO[bytes], batch: int = 4096) ->
             n += 1
             if len(buf) >= batch:
                 buf.append("")
-                out.write("\n".join(buf).encode("utf-8"))
+                out.write("\n".join(buf).encode("utf-8", "backslashreplace"))
                 buf.clear()
         if buf:
             buf.append("")
-            out.write("\n".join(buf).encode("utf-8"))
+            out.write("\n".join(buf).encode("utf-8", "backslashreplace"))
         return n
     dumps = dumps_function()
     for item in items:

@@ -23,6 +23,7 @@ from toolspan import semconv as sc
 from toolspan.bridge.facts import parse_json
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers._values import any_value, attributes, nanos, span_id, trace_id
+from toolspan.bridge.readers._writable import may_hold_surrogates, writable_document
 
 __all__ = [
     "LogRecord",
@@ -136,7 +137,10 @@ def logs_from_bytes(data: bytes) -> list[LogRecord]:
             docs: Iterable[Any] = [json.loads(data)]
         except ValueError:
             docs = (json.loads(line) for line in data.splitlines() if line.strip())
-        for doc in docs:
+        mend = may_hold_surrogates(data)
+        for parsed in docs:
+            # A lone surrogate read as the text of its escape, as every reader reads it.
+            doc = writable_document(parsed) if mend else parsed
             for item in doc if isinstance(doc, list) else [doc]:
                 if is_logs_document(item):
                     records.extend(logs_from_json(item))

@@ -1,4 +1,7 @@
-"""In-process OpenTelemetry SDK ``ReadableSpan``s (ended or not) as neutral spans."""
+"""In-process OpenTelemetry SDK ``ReadableSpan``s (ended or not) as neutral spans.
+
+What another instrumentation set on a span is read as every reader reads it (``_writable``): a lone surrogate
+in any text as the text of its escape, an integer too long for decimal text as its hex text."""
 
 from __future__ import annotations
 
@@ -11,9 +14,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
 from toolspan.bridge.readers._json import nonfinite_text
+from toolspan.bridge.readers._writable import writable_int, writable_text
 
 
 def _plain(value: Any) -> Any:
+    if type(value) is str:
+        return writable_text(value)
+    if type(value) is int:
+        return writable_int(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else nonfinite_text(value)
     if isinstance(value, (tuple, list)):
@@ -21,12 +29,12 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {writable_text(str(k)): _plain(v) for k, v in value.items()}
     return value
 
 
 def _attrs(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {} if not attributes else {k: _plain(v) for k, v in attributes.items()}
+    return {} if not attributes else {writable_text(k): _plain(v) for k, v in attributes.items()}
 
 
 def from_readable_span(span: ReadableSpan) -> Span:
@@ -41,14 +49,16 @@ def from_readable_span(span: ReadableSpan) -> Span:
         trace_id=f"{ctx.trace_id:032x}",
         span_id=f"{ctx.span_id:016x}",
         parent_span_id=f"{parent.span_id:016x}" if parent is not None and parent.span_id else None,
-        name=span.name,
+        name=writable_text(span.name),
         start_ns=span.start_time or 0,
         end_ns=span.end_time,
         kind=span.kind.name,
         status=span.status.status_code.name,
-        status_message=span.status.description or "",
+        status_message=writable_text(span.status.description or ""),
         attributes=_attrs(span.attributes),
-        events=tuple(SpanEvent(e.name, e.timestamp, _attrs(e.attributes)) for e in span.events),
+        events=tuple(
+            SpanEvent(writable_text(e.name), e.timestamp, _attrs(e.attributes)) for e in span.events
+        ),
         links=tuple(
             SpanLink(f"{ln.context.trace_id:032x}", f"{ln.context.span_id:016x}", _attrs(ln.attributes))
             for ln in span.links

@@ -29,6 +29,7 @@ from toolspan.bridge.readers._otlp_proto import (
     read_upto,
 )
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadReport
+from toolspan.bridge.readers._writable import may_hold_surrogates, writable_copy, writable_document
 
 # Files a directory contributes (explicitly named files are read whatever their name).
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".bin", ".otlp", ".gz")
@@ -363,6 +364,7 @@ def _concatenated(data: bytes) -> list[tuple[int, Any]] | None:
     except UnicodeDecodeError:
         return None
     decoder = json.JSONDecoder()
+    mend = may_hold_surrogates(text)
     found: list[tuple[int, Any]] = []
     at, end, line = 0, len(text), 0
     while True:
@@ -378,7 +380,7 @@ def _concatenated(data: bytes) -> list[tuple[int, Any]] | None:
             doc, stop = decoder.raw_decode(text, at)
         except (ValueError, RecursionError):
             return None
-        found.append((line, doc))
+        found.append((line, writable_document(doc) if mend else doc))
         line += text.count("\n", at, stop)
         at = stop
 
@@ -437,7 +439,7 @@ def iter_source(
         yield from iter_stream(io.BytesIO(bytes(source)), "<bytes>", lenient, report, on_bytes)
     elif isinstance(source, dict):
         report.sources_read += 1
-        yield from iter_document(source, Ctx("<document>", lenient, report))
+        yield from iter_document(writable_copy(source), Ctx("<document>", lenient, report))
     elif hasattr(source, "read"):
         name = str(getattr(source, "name", "<stream>"))
         if isinstance(source, io.TextIOBase):

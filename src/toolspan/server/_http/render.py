@@ -6,19 +6,19 @@ newline.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import write_json_lines
+from toolspan.bridge.readers import dumps_document, write_json_lines
 from toolspan.bridge.views.registry import VIEWS
 
 __all__ = ["document_bytes", "render", "tree_document"]
 
 
 def document_bytes(document: Any) -> bytes:
-    return (json.dumps(document, ensure_ascii=False) + "\n").encode("utf-8")
+    """One JSON document and a newline, strict UTF-8 JSON whatever it holds (``dumps_document``)."""
+    return dumps_document(document) + b"\n"
 
 
 def _lines(items: Sequence[Any]) -> bytes:

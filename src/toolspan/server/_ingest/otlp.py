@@ -110,14 +110,16 @@ def inflate(body: bytes, limit: int) -> bytes:
 
 
 def load_json(body: bytes) -> Any:
-    """The JSON document of a request body; 400 if it is not JSON, or holds a lone surrogate escape
-    (``"\\ud800"``: JSON allows it, but it is no Unicode text and cannot be stored)."""
+    """The JSON document of a request body; 400 if it is not JSON, or holds a lone surrogate: an escape
+    (``"\\ud800"``: JSON allows it) or its bytes (``ED A0 80``, which ``json.loads`` reads with
+    ``surrogatepass``): it is no Unicode text and cannot be stored."""
     try:
         doc = json.loads(body)
     except (ValueError, RecursionError) as e:
         raise IngestError(400, f"request body is not valid JSON: {e}") from None
-    # Raw UTF-8 cannot hold a surrogate: only a \u escape can, so a body without one needs no check.
-    if b"\\ud" in body or b"\\uD" in body:
+    # UTF-8 cannot hold a surrogate: only a \u escape or a surrogate's bytes (lead byte ED) can, so a body
+    # with neither needs no check.
+    if b"\\ud" in body or b"\\uD" in body or b"\xed" in body:
         try:
             json.dumps(doc, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError as e:

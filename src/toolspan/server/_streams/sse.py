@@ -19,6 +19,7 @@ from typing import Any, Final
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from toolspan.bridge.readers import finite
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._rows.errors import StoreUnavailable
 
@@ -58,9 +59,14 @@ async def within(awaitable: Awaitable[Any], timeout_s: float) -> bool:
 
 
 def format_event(cursor: Cursor, kind: str, data: Any) -> bytes:
-    """One SSE event: its ``id:`` cursor, ``event:`` kind and ``data:`` JSON."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return f"id: {cursor}\nevent: {kind}\ndata: {text}\n\n".encode()
+    """One SSE event: its ``id:`` cursor, ``event:`` kind and ``data:`` JSON, strict UTF-8 whatever ``data``
+    holds (a lone surrogate as its JSON escape, an integer too long for decimal text as its hex text), so no
+    value of one span ends a stream."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    except ValueError:  # an integer over sys.get_int_max_str_digits()
+        text = json.dumps(finite(data), ensure_ascii=False, separators=(",", ":"))
+    return f"id: {cursor}\nevent: {kind}\ndata: {text}\n\n".encode("utf-8", "backslashreplace")
 
 
 def reset_event(data: dict[str, Any]) -> bytes:
