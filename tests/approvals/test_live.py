@@ -122,9 +122,11 @@ def test_a_waiting_call_is_awaiting_approval_on_the_stream_and_page_until_allowe
             expect(page.locator("#detail .badge")).to_have_text("COMPLETED", timeout=20_000)
             expect(page.locator("#detail")).to_contain_text("allow by alice after")
             expect(page.locator("#detail")).to_contain_text("only the logs")
-            # both argument versions: the model's as the input, the edit among the attributes
-            expect(page.locator("#detail")).to_contain_text("toolspan.tool.call.edited_arguments")
-            expect(page.locator("#detail")).to_contain_text("/srv/old/logs")
+            # both argument versions: the edit the body received as the arguments (labelled), the model's too
+            expect(page.locator("#detail h4", has_text="Arguments (edited)")).to_have_count(1)
+            expect(page.locator("#detail p.edited")).to_contain_text("Edited by alice at +")
+            expect(page.locator("#detail .json").first).to_contain_text('"path": "/srv/old/logs"')
+            expect(page.locator("#detail .model-args")).to_contain_text('"path": "/srv/old"')
             assert app.wait(60) == 0
         finally:
             context.close()

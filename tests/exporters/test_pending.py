@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import toolspan
 from tests.support.instrumentation import tool_attrs
+from toolspan.bridge.readers import from_readable_spans
+from toolspan.bridge.views import act_event
 from toolspan.cli import _main as cli
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
 from toolspan.exporters.pending import PendingSpanProcessor
@@ -165,3 +167,29 @@ def test_no_refresh_for_a_span_this_processor_did_not_start_or_after_shutdown() 
         "toolspan.permission_required",
         "toolspan.permission_decided",
     ]
+
+
+def test_the_record_refreshed_at_an_edit_carries_it_and_so_does_the_act_a_live_stream_resends() -> None:
+    exporter = _Recording()
+    pending = PendingSpanProcessor(exporter)
+    provider = TracerProvider()
+    provider.add_span_processor(pending)
+
+    def approve(call: toolspan.ToolCall) -> toolspan.Approval:
+        return toolspan.Approval("allow", by="alice", arguments={"city": "oslo"})
+
+    def lookup(city: str) -> str:
+        return city.upper()
+
+    call = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"city": "paris"}}
+    (result,) = toolspan.run_tool_calls([call], [lookup], approve=approve, tracer_provider=provider)
+    provider.shutdown()
+    assert result["content"] == '"OSLO"'
+    asked, decided = (act_event(span) for span in from_readable_spans(exporter.spans))
+    assert (asked["status"], asked["tool_input"], "edited" in asked) == (
+        "awaiting_approval",
+        {"city": "paris"},
+        False,
+    )
+    assert (decided["status"], decided["tool_input"]) == ("running", {"city": "oslo"})
+    assert (decided["edited"]["by"], decided["edited"]["model_input"]) == ("alice", {"city": "paris"})

@@ -220,6 +220,16 @@ def test_the_inbox_allows_denies_and_edits_each_waiting_call(tmp_path: Path, bro
             done = page.locator("#decided-here")
             expect(done.locator(f".card[data-execution='{first}'] .result")).to_have_text("Allowed by pat.")
             expect(done.locator(f".card[data-execution='{second}'] .result")).to_have_text("Denied by pat.")
+            # The call allowed with an edit shows the arguments it received, labelled edited (who, when), and
+            # the model's own beside them; the one allowed as asked shows the model's arguments, unlabelled.
+            edited = done.locator(f".card[data-execution='{third}']")
+            expect(edited.locator("h3")).to_have_text(["Arguments (edited)", "The model's arguments"])
+            expect(edited.locator("p.edited")).to_contain_text("Edited by pat at ")
+            expect(edited.locator("pre.edited-args")).to_have_text('{\n  "path": "/srv/old/tmp"\n}')
+            expect(edited.locator("pre.model-args")).to_have_text('{\n  "path": "/srv/old"\n}')
+            plain = done.locator(f".card[data-execution='{first}']")
+            expect(plain.locator("h3")).to_have_text(["Arguments"])
+            expect(plain.locator("pre.args")).to_have_text('{\n  "path": "/srv/old"\n}')
         finally:
             if context is not None:
                 context.close()

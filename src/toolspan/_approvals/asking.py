@@ -249,6 +249,10 @@ def _record(decision: _Verdict, required_ns: int) -> dict[str, Any] | None:
     # The wait, from permission_required (or from the wait before a restart) to this event's time.
     since = required_ns if decision.required_ns is None else min(required_ns, decision.required_ns)
     now = time.time_ns()
+    allowed = decision.decision == _ALLOW
+    if allowed and decision.arguments is not None:
+        # Before the decision, whose record refreshes the pending span: the act re-sent then carries the edit.
+        _permissions.record_edited_arguments(decision.arguments)
     _permissions.record_permission_decided(
         decision.decision,
         note=decision.note,
@@ -256,10 +260,8 @@ def _record(decision: _Verdict, required_ns: int) -> dict[str, Any] | None:
         latency_ms=max(0, now - since) // 1_000_000,
         timestamp=now,
     )
-    if decision.decision != _ALLOW:
+    if not allowed:
         raise ToolDenied(decision.note or DEFAULT_DENY_NOTE)
-    if decision.arguments is not None:
-        _permissions.record_edited_arguments(decision.arguments)
     return decision.arguments
 
 

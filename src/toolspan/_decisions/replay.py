@@ -243,8 +243,8 @@ def _recorded(span: Span, index: int) -> Recorded:
     return Recorded(
         index=index,
         name=tc.name,
-        arguments=tc.input,
-        key=_canonical(tc.input),
+        arguments=tc.model_input,
+        key=_canonical(tc.model_input),
         digest=digest if isinstance(digest, str) and digest.startswith("sha256:") else None,
         model_call_id=None if tc.call_id == synthetic_call_id(span.span_id) else tc.call_id,
         state=tc.state,

@@ -243,7 +243,7 @@ class RequestIndex:
     ) -> tuple[ToolCallRecord, _Request | None]:
         """``link``, and the request it used up (``None`` when none matched); ``consume=False``: matched
         but left for a later call."""
-        args = normal_arguments(call.input)
+        args = normal_arguments(call.model_input)
         known_id = _own_id(call) or result_call_id(call.output) or dispatched
         span = call.span
         agent = self._agents(span.span_id)[0]
@@ -266,19 +266,19 @@ class RequestIndex:
 
 def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | None) -> ToolCallRecord:
     """``call`` unwrapped, with what the request ``match`` fills in."""
-    args = normal_arguments(call.input)
+    args = normal_arguments(call.model_input)
     known_id = _own_id(call) or result_call_id(call.output) or dispatched
-    changes: dict[str, Any] = {"input": args, "output": normal_result(call.output)}
+    changes: dict[str, Any] = {"output": normal_result(call.output)}
     if match is not None:
         req = match.request
         changes["requested_by"] = match.llm
         if _lossy(args) and req.arguments is not None:
-            changes["input"] = req.arguments
+            args = req.arguments
         if known_id is None and req.id is not None:
             known_id = req.id
     if known_id is not None:
         changes["call_id"] = known_id
-    return dataclasses.replace(call, **changes)
+    return dataclasses.replace(call.with_model_input(args), **changes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -445,7 +445,7 @@ class StreamLinker:
             span.end_ns is None
             and _own_id(call) is None
             and dispatched is None
-            and _lossy(normal_arguments(call.input))
+            and _lossy(normal_arguments(call.model_input))
         )
         out, match = index.linked(call, dispatched, consume=not provisional)
         if match is not None and not provisional:

@@ -14,7 +14,7 @@
   let entries = [];
   let who = { name: null, can: [] };
   const local = new Map(); // execution id -> {editing, text, error, note, message, ok, busy}
-  const decidedHere = new Map(); // execution id -> {entry, at}: decided in this tab, maybe gone from the inbox
+  const decidedHere = new Map(); // execution id -> {entry, at, decision}: decided in this tab, maybe gone from the inbox
   let built = false;
   let timer = 0;
 
@@ -77,7 +77,7 @@
     const waitingIds = new Set(entries.map((x) => x.execution_id));
     const done = doc.getElementById("decided-here");
     done.textContent = "";
-    decidedHere.forEach((d, id) => { if (!waitingIds.has(id)) done.appendChild(decidedCard(d.entry)); });
+    decidedHere.forEach((d, id) => { if (!waitingIds.has(id)) done.appendChild(decidedCard(d.entry, d.decision)); });
     if (keep && keepId) { const again = doc.getElementById(keepId); if (again) again.focus(); }
   }
 
@@ -104,9 +104,7 @@
     });
     meta.append(runLink);
     box.appendChild(meta);
-    box.appendChild(el("h3", null, "Arguments"));
-    const args = el("pre", "args iso", JSON.stringify(e.arguments === undefined ? null : e.arguments, null, 2));
-    box.appendChild(args);
+    argumentsOf(box, e, e.decision);
     if (e.decision) {
       const d = e.decision;
       box.appendChild(el("p", "decided", "Decided: " + d.decision + (d.by ? " by " + d.by : "") + (d.note ? " \u2014 " + d.note : "") + ". The application picks it up while it waits."));
@@ -117,7 +115,30 @@
     return box;
   }
 
-  function decidedCard(e) {
+  // A decision that allowed the call with other arguments than the model's.
+  function editOf(d) {
+    return d && d.decision === "allow" && d.arguments !== null && d.arguments !== undefined ? d : null;
+  }
+
+  // The arguments a call has: the model's while it waits; once allowed with an edit, the edit the tool
+  // receives, labelled edited (who decided, when), with the model's own beside it.
+  function argumentsOf(box, e, d) {
+    const model = JSON.stringify(e.arguments === undefined ? null : e.arguments, null, 2);
+    const edit = editOf(d);
+    if (!edit) {
+      box.appendChild(el("h3", null, "Arguments"));
+      box.appendChild(el("pre", "args iso", model));
+      return;
+    }
+    box.appendChild(el("h3", null, "Arguments (edited)"));
+    const when = edit.decided_at === null || edit.decided_at === undefined ? "" : " at " + C.fmtWhen(edit.decided_at);
+    box.appendChild(el("p", "edited", "Edited" + (edit.by ? " by " + edit.by : "") + when + ": the tool receives these arguments, not the model's."));
+    box.appendChild(el("pre", "args iso edited-args", JSON.stringify(edit.arguments, null, 2)));
+    box.appendChild(el("h3", null, "The model's arguments"));
+    box.appendChild(el("pre", "args iso model-args", model));
+  }
+
+  function decidedCard(e, d) {
     const s = state(e.execution_id);
     const box = el("article", "card done");
     box.dataset.execution = e.execution_id;
@@ -129,6 +150,7 @@
     const meta = el("div", "meta");
     meta.append(runLink);
     box.appendChild(meta);
+    if (d) argumentsOf(box, e, d);
     if (s.message) { const m = el("p", s.ok ? "result ok" : "result problem", s.message); m.setAttribute("role", "status"); box.appendChild(m); }
     return box;
   }
@@ -190,7 +212,7 @@
         s.ok = true;
         s.editing = false;
         s.message = (doc.decision === "allow" ? "Allowed" : "Denied") + (doc.by ? " by " + doc.by : "") + ".";
-        decidedHere.set(e.execution_id, { entry: e, at: Date.now() });
+        decidedHere.set(e.execution_id, { entry: e, at: Date.now(), decision: doc });
       } else {
         s.ok = false;
         s.message = "Refused (" + status + "): " + ((doc && doc.error) || "");

@@ -265,7 +265,7 @@
     if (h === undefined) {
       const s = steps[k];
       const parts = [s.label, s.name, s.id, s.execution_id || "", s.call_id || "", s.state, s.kind];
-      for (const f of ["input", "output", "error", "thoughts", "attributes", "policy_findings"]) if (s[f] !== undefined) parts.push(JSON.stringify(s[f]));
+      for (const f of ["input", "edited", "output", "error", "thoughts", "attributes", "policy_findings"]) if (s[f] !== undefined) parts.push(JSON.stringify(s[f]));
       h = hay[k] = parts.join("\n").toLowerCase();
     }
     return h;
@@ -534,6 +534,13 @@
     return box;
   }
 
+  // What a call's edited arguments say: the body received them, who decided the edit and when.
+  function editedNote(edited) {
+    const p = el("p", "edited", "Edited" + (edited.by ? " by " + edited.by : "") + (edited.t_us !== null && edited.t_us !== undefined ? " at +" + fmtUs(edited.t_us) : "") + ": the tool received these arguments, not the model's (below).");
+    p.dataset.by = edited.by === null || edited.by === undefined ? "" : String(edited.by);
+    return p;
+  }
+
   function section(box, title, copyGet) {
     const h = el("h4", null, title);
     if (copyGet) h.appendChild(copyBtn(copyGet));
@@ -613,8 +620,16 @@
     for (const [f, title] of [["input", s.kind === "tool" ? "Arguments" : "Input"], ["output", s.kind === "tool" ? "Result" : "Output"]]) {
       if (s[f] === undefined) continue;
       const v = s[f];
-      section(box, title, () => (typeof v === "string" ? v : JSON.stringify(v, null, 2)));
+      const edited = f === "input" && s.edited ? s.edited : null;
+      section(box, edited ? title + " (edited)" : title, () => (typeof v === "string" ? v : JSON.stringify(v, null, 2)));
+      if (edited) box.appendChild(editedNote(edited));
       box.appendChild(typeof v === "string" && s.kind !== "tool" ? el("pre", "text iso", v) : jsonBlock(v));
+      if (edited) {
+        section(box, "The model's arguments", () => JSON.stringify(edited.model_input, null, 2));
+        const model = jsonBlock(edited.model_input);
+        model.classList.add("model-args");
+        box.appendChild(model);
+      }
     }
     if (s.thoughts) {
       section(box, "Thoughts");

@@ -295,7 +295,13 @@ def test_who_decided_the_wait_the_reason_and_both_argument_versions() -> None:
         "arguments": {"amount": 100, "to": "acct-1"},
     }
     (executed,) = [e["event"]["call"] for e in envelopes if e["event"]["type"] == "tool_executed"]
-    assert executed["inputPreview"] == {"amount": 5000, "to": "acct-1"}  # the model's
+    # What the body received, marked edited, with the model's own beside it.
+    assert executed["inputPreview"] == {"amount": 100, "to": "acct-1"}
+    assert executed["edited"] == {
+        "by": "alice",
+        "at": decided["decidedAt"],
+        "modelInput": {"amount": 5000, "to": "acct-1"},
+    }
     assert executed["result"] == "100 to acct-1"
     assert executed["approval"] == {
         "required": True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,12 +19,14 @@ __all__ = [
     "ACT_DENIED",
     "ACT_RUNNING",
     "ApprovalEvent",
+    "ArgumentsEdit",
     "ToolCallRecord",
     "act_status",
     "approvals",
     "arguments_text",
-    "edited_input",
+    "arguments_edit",
     "call_id",
+    "edited_input",
     "execution_id",
     "parent_tool_ids",
     "tool_call",
@@ -139,6 +142,41 @@ def edited_input(span: Span) -> Any:
     """The arguments an approver edited, that the tool ran with (``None`` when not edited or not captured)."""
     value = span.attributes.get(sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS)
     return None if value is None else parse_json(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentsEdit:
+    """Arguments that replaced the model's before the body ran (an approver's or a decider's edit): the
+    model's own arguments, who decided (``permission_decided``'s ``decided_by``) and when (ns)."""
+
+    model_input: Any
+    by: str | None
+    at_ns: int | None
+
+    def mark(self, *, camel: bool = False) -> dict[str, Any]:
+        """The ``edited`` mark of a view: ``{by, at (ms), model_input}`` (``modelInput`` with ``camel``)."""
+        at = None if self.at_ns is None else self.at_ns // 1_000_000
+        return {"by": self.by, "at": at, "modelInput" if camel else "model_input": self.model_input}
+
+
+def arguments_edit(span: Span) -> tuple[Any, ArgumentsEdit | None]:
+    """``(the arguments the body received, the edit)``: the recorded edit when one was recorded and the last
+    decision on the call allowed it (with the model's arguments, who decided and when), else the model's
+    arguments and ``None``."""
+    model = tool_input(span)
+    edited = span.attributes.get(sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS)
+    if edited is None:
+        return model, None
+    decided = None
+    for event in span.events:
+        if event.name == sc.PERMISSION_DECIDED_EVENT:
+            decided = event
+    if decided is None:
+        return parse_json(edited), ArgumentsEdit(model, None, None)
+    if _normal_decision(decided.attributes.get(sc.PERMISSION_DECISION)) != "allow":
+        return model, None
+    by = decided.attributes.get(sc.PERMISSION_DECIDED_BY)
+    return parse_json(edited), ArgumentsEdit(model, None if by is None else str(by), decided.time_ns)
 
 
 def tool_output(span: Span) -> Any:
@@ -264,7 +302,7 @@ class ToolCallRecord:
 
     span: Span
     name: str
-    input: Any
+    input: Any  # the arguments the body received: an edit's when one replaced the model's (``edit``)
     output: Any
     error: str | None
     call_id: str
@@ -275,6 +313,23 @@ class ToolCallRecord:
     parent_call_id: str | None
     # The span id of the model call that asked for this call (``None`` when no model call did, or unknown).
     requested_by: str | None = None
+    # The edit that replaced the model's arguments before the body ran (``None``: it received the model's).
+    edit: ArgumentsEdit | None = None
+
+    @property
+    def model_input(self) -> Any:
+        """The arguments the model asked with (the same as ``input`` unless edited)."""
+        return self.input if self.edit is None else self.edit.model_input
+
+    def with_model_input(self, value: Any) -> ToolCallRecord:
+        """This record with the model's arguments ``value`` (the received ones too, unless edited)."""
+        if self.edit is None:
+            return dataclasses.replace(self, input=value)
+        return dataclasses.replace(self, edit=dataclasses.replace(self.edit, model_input=value))
+
+    def edited_mark(self, *, camel: bool = False) -> dict[str, Any]:
+        """``{"edited": mark}`` when edited (``ArgumentsEdit.mark``), else ``{}``: spread into a view's."""
+        return {} if self.edit is None else {"edited": self.edit.mark(camel=camel)}
 
 
 def tool_call(span: Span) -> ToolCallRecord:
@@ -282,10 +337,11 @@ def tool_call(span: Span) -> ToolCallRecord:
     state = tool_state(span)
     error = tool_error(span, state)
     parent_exec, parent_call = parent_tool_ids(span)
+    received, edit = arguments_edit(span)
     return ToolCallRecord(
         span=span,
         name=tool_name(span),
-        input=tool_input(span),
+        input=received,
         output=tool_output(span),
         error=error,
         call_id=call_id(span),
@@ -294,6 +350,7 @@ def tool_call(span: Span) -> ToolCallRecord:
         is_error=error is not None,
         parent_execution_id=parent_exec,
         parent_call_id=parent_call,
+        edit=edit,
     )
 
 

@@ -18,7 +18,9 @@ client reads (camelCase keys, ``type`` in capitals, ``timestamp`` in ms since th
   error text of a call that did not complete) with ``metadata.toolspan`` ``{state, isError,
   executionId}``;
 - approvals: ``CUSTOM`` ``{name: "toolspan.approval", value: {toolCallId, decision, note, by, latencyMs,
-  arguments}}`` (``decision`` null while asked): AG-UI has no event for them;
+  arguments}}`` (``decision`` null while asked): AG-UI has no event for them. An allowing decision that
+  replaced the model's arguments carries them as ``arguments`` (what the body received) and ``edited: {by,
+  at (ms), modelInput}`` (who decided, when, the model's own arguments, which ``TOOL_CALL_ARGS`` sent);
 - the run's end: ``RUN_FINISHED`` (``result``: the answer), with ``outcome`` ``{type: "interrupt",
   interrupts: [{id, reason: "tool_approval", toolCallId}]}`` when the run stopped waiting for approvals;
   ``RUN_ERROR`` ``{message, code}`` when it failed (code ``error``) or was interrupted (``interrupted``).
@@ -85,6 +87,9 @@ def _tool_events(kind: str, data: dict[str, Any], t: int) -> list[dict[str, Any]
             "latencyMs": data["latency_ms"],
             "arguments": data["arguments"],
         }
+        edited = data.get("edited")
+        if edited is not None:
+            value["edited"] = {"by": edited["by"], "at": edited["at"], "modelInput": edited["model_input"]}
         return [{"type": "CUSTOM", "timestamp": t, "name": APPROVAL_EVENT, "value": value}]
     if kind == "tool_end":
         error = data["error"]

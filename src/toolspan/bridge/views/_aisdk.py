@@ -11,7 +11,10 @@
   ``msg-<span id>``, the id live text deltas of that span use too);
 - a tool call: ``tool-input-start`` and ``tool-input-available`` ``{toolCallId, toolName, input, dynamic:
   true}`` (a dynamic tool: the frontend need not know toolspan's tools); an approval asked:
-  ``tool-approval-request`` ``{approvalId, toolCallId}``; the outcome: ``tool-output-available``
+  ``tool-approval-request`` ``{approvalId, toolCallId}``; an allowing decision that replaced the model's
+  arguments sends ``tool-input-available`` again with ``input`` the arguments the body received and
+  ``providerMetadata: {toolspan: {edited: {by, at (ms), modelInput}}}`` (who decided, when, the model's own
+  arguments); the outcome: ``tool-output-available``
   ``{output}`` (the result as recorded, any JSON), ``tool-output-error`` ``{errorText}`` (failed,
   cancelled or never finished) or ``tool-output-denied``;
 - the run's end: ``finish`` ``{finishReason: "stop"}``; a failed run sends ``error`` ``{errorText}`` then
@@ -59,6 +62,20 @@ def _item_chunks(item: Item) -> list[dict[str, Any]]:
     if kind == "approval" and data["decision"] is None:
         approval_id = f"approval-{data['call_id']}-{item.sub}"
         return [{"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": data["call_id"]}]
+    if kind == "approval" and data.get("edited") is not None:
+        # The body received other arguments than the model's: the part's input becomes them, marked.
+        edited = data["edited"]
+        mark = {"by": edited["by"], "at": edited["at"], "modelInput": edited["model_input"]}
+        return [
+            {
+                "type": "tool-input-available",
+                "toolCallId": data["call_id"],
+                "toolName": data["name"],
+                "input": data["arguments"],
+                "dynamic": True,
+                "providerMetadata": {"toolspan": {"edited": mark}},
+            }
+        ]
     if kind == "tool_end":
         if data["state"] == sc.STATE_DENIED:
             return [{"type": "tool-output-denied", "toolCallId": data["call_id"]}]

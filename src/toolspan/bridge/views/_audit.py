@@ -161,9 +161,9 @@ def _call(span: Span, tc: ToolCallRecord, agents: tuple[str, ...]) -> Call:
         tool=tc.name,
         agents=agents,
         arguments=_recorded(
-            span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST, tc.input
+            span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST, tc.model_input
         ),
-        arguments_recorded=tc.input is not None,
+        arguments_recorded=tc.model_input is not None,
         approved=any(a.decision == "allow" for a in approvals(span)),
         ran=_ran(span, tc.state),
         edited_arguments=None

@@ -5,8 +5,12 @@ act:     {schema_version, type: "act", execution_id, tool_name, call_id, tool_in
 observe: {schema_version, type: "observe", execution_id, tool_name, call_id, observation, duration_ms,
           is_error, state, timestamp (ms, tool end), trace_id, span_id}
 
-``tool_input`` is ``{}`` when the span recorded no arguments (content capture off). ``observation`` is the
-tool's result, or ``{"error": "<text>"}`` when the call failed, was cancelled or denied (``is_error``).
+``tool_input`` is the arguments the body received, ``{}`` when the span recorded none (content capture
+off). When an approver or decider replaced the model's arguments (``run_tool_calls(approve=...)``, a
+decision with edited arguments), ``tool_input`` is the edit and the act carries ``edited: {by, at (ms),
+model_input}`` (who decided, when, and the model's own arguments); an act re-sent once the edit is recorded
+carries it. ``observation`` is the tool's result, or ``{"error": "<text>"}`` when the call failed, was
+cancelled or denied (``is_error``).
 ``state`` (extra) is the final tool state (COMPLETED, FAILED, CANCELLED, DENIED). An act's ``status`` is
 ``running``, or, for a call behind an approval, ``awaiting_approval`` while no decision is recorded and
 ``denied`` once it was refused (the body never ran); a live stream sends the act again when it changes.
@@ -67,6 +71,7 @@ def _act(tc: ToolCallRecord) -> dict[str, Any]:
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "requested_by": tc.requested_by,
+        **tc.edited_mark(),
     }
 
 

@@ -19,7 +19,9 @@ spans of one trace. Schema ``page``. A document:
   Optional fields appear only when they have a value: ``execution_id``, ``call_id`` (tools),
   ``arguments_sha256`` (a tool ``AWAITING_APPROVAL``: the digest of its recorded arguments' JSON text, which a
   decision on it names as ``shown``), ``input`` /
-  ``output`` (tools: arguments and result; agents: the user text and the answer), ``error``
+  ``output`` (tools: the arguments the body received and the result; agents: the user text and the
+  answer), ``edited`` (a tool whose arguments an approver or decider replaced: ``{by, t_us, model_input}``,
+  who decided, when, and the model's own arguments; ``input`` is then the edit), ``error``
   (``{type, message, stack}``), ``thoughts`` (``[t_us, text]``), ``approvals`` (``{t_us, decision, note,
   wait_us}`` and ``by``, who decided, when recorded; ``decision`` ``null`` for a request), ``wait``
   (``[start_us, dur_us]``: the approval wait drawn as its own bar segment), ``events`` (other span
@@ -240,7 +242,7 @@ def _conversation(trace: Sequence[Span], steps_by_exec: Mapping[str, int], start
     return out
 
 
-def _tool_step(step: dict[str, Any], span: Span, hidden: set[str]) -> str | None:
+def _tool_step(step: dict[str, Any], span: Span, hidden: set[str], t0: int) -> str | None:
     """A tool call's fields of its step (the attributes they repeat hidden); its error text, once it ended."""
     attrs = span.attributes
     tc = tool_call(span)
@@ -263,6 +265,15 @@ def _tool_step(step: dict[str, Any], span: Span, hidden: set[str]) -> str | None
     step["call_id"] = tc.call_id
     if tc.input is not None:
         step["input"] = tc.input
+    if tc.edit is not None:
+        # The body received the edit (``input``): who decided, when, and the model's own arguments beside it.
+        at = tc.edit.at_ns
+        step["edited"] = {
+            "by": tc.edit.by,
+            "t_us": None if at is None else _us(at, t0),
+            "model_input": tc.edit.model_input,
+        }
+        hidden.add(sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS)
     if step["state"] == sc.STATE_AWAITING_APPROVAL:
         # What a decision on this call must echo as ``shown`` (the control channel of toolspan serve).
         step["arguments_sha256"] = arguments_sha256(arguments_text(span))
@@ -310,7 +321,7 @@ def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str
     step["state"] = _step_state(span, kind, live, waiting)
     attrs = span.attributes
     hidden: set[str] = {k for k, v in _KIND_MARKS.get(kind, {}).items() if attrs.get(k) == v}
-    error_text = _tool_step(step, span, hidden) if kind == TOOL else _span_step(step, span, kind, hidden)
+    error_text = _tool_step(step, span, hidden, t0) if kind == TOOL else _span_step(step, span, kind, hidden)
     error = _error(span, error_text) if error_text is not None or span.status == "ERROR" else None
     if error is not None:
         step["error"] = error

@@ -19,6 +19,8 @@ endTime, completed, status, summary, agentExecutionSequence, trace_id, span_id, 
   actToolInfoList: [{toolCallId, name, parameters, result, executionId, state}]}``.
 - As in the platform's records, ``parameters`` is the arguments' JSON text and ``result`` the result as text
   (a string result as is, others as JSON text; the error text for a failed call; null while running).
+  ``parameters`` are the arguments the body received: when an approver or decider replaced the model's, the
+  call carries ``edited: {by, at (ISO 8601), modelParameters (the model's own, JSON text)}``.
 - Times are ISO 8601 UTC strings; ``endTime`` is null and ``completed`` false for a plan that never ended.
 """
 
@@ -73,7 +75,7 @@ def _act_info(tc: ToolCallRecord) -> dict[str, Any]:
         result = tc.error
     else:
         result = _text(tc.output)
-    return {
+    info: dict[str, Any] = {
         "toolCallId": tc.call_id,
         "name": tc.name,
         "parameters": _text({} if tc.input is None else tc.input),
@@ -82,11 +84,17 @@ def _act_info(tc: ToolCallRecord) -> dict[str, Any]:
         "state": tc.state,
         "requestedBy": tc.requested_by,
     }
+    edit = tc.edit
+    if edit is not None:
+        model = _text({} if edit.model_input is None else edit.model_input)
+        info["edited"] = {"by": edit.by, "at": iso(edit.at_ns), "modelParameters": model}
+    return info
 
 
 def _parent_call(tc: ToolCallRecord) -> dict[str, Any]:
     info = _act_info(tc)
-    return {key: info[key] for key in ("toolCallId", "name", "parameters", "result")}
+    keys = ("toolCallId", "name", "parameters", "result", "edited")
+    return {key: info[key] for key in keys if key in info}
 
 
 def _steps(index: TraceIndex, agent: int, calls: dict[int, ToolCallRecord]) -> list[dict[str, Any]]:

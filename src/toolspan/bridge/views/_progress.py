@@ -5,8 +5,10 @@
 ``call`` snapshot ``{id, name, state, execution_id, inputPreview, startedAt, completedAt, durationMs, result,
 error, isError, approval}`` (``approval`` = ``{required, decision, note, decidedAt, by, latencyMs,
 arguments}`` when approvals were recorded, else null: who decided, the wait in ms, and the arguments the
-approver edited, that the call ran with, when it did; ``inputPreview`` stays the model's). Per tool span, in
-time order:
+approver edited, that the call ran with, when it did). ``inputPreview`` is the arguments the body received:
+when an approver or decider replaced the model's, the snapshot also carries ``edited: {by, at (ms),
+modelInput}`` (the model's own arguments); a snapshot of a call still waiting for its decision shows the
+model's. Per tool span, in time order:
 
 - control ``permission_required`` (state ``AWAITING_APPROVAL``) and ``permission_decided``
   ``{callId, decision, note, decidedAt, by, latencyMs, arguments}`` for each approval event;
@@ -91,13 +93,16 @@ def _snapshot(tc: ToolCallRecord, state: str, marks: list[ApprovalEvent], *, end
         result = dict(AUTO_SEAL_RESULT)
     else:
         result = tc.output if tc.error is None else None
+    # A call waiting for its decision shows the model's arguments: an edit comes with the decision.
+    waiting = state == sc.STATE_AWAITING_APPROVAL
     return {
         "id": tc.call_id,
         "name": tc.name,
         "state": state,
         "execution_id": tc.execution_id,
         "requested_by": tc.requested_by,
-        "inputPreview": tc.input,
+        "inputPreview": tc.model_input if waiting else tc.input,
+        **({} if waiting else tc.edited_mark(camel=True)),
         "startedAt": ms(span.start_ns),
         "completedAt": None if end is None else ms(end),
         "durationMs": None if end is None else duration_ms(span.start_ns, end),

@@ -129,6 +129,8 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
     marks = approvals(span)
     bound = max([span.start_ns, *(m.time_ns for m in marks)])
     parent = None if tc.requested_by is None else message_id(tc.requested_by)
+    # The model's arguments at the start; a decision that edited them brings the edit (its approval item).
+    asked = tc.model_input if tc.edit is not None and tc.edit.at_ns is not None else tc.input
     items = [
         Item(
             span.start_ns,
@@ -136,7 +138,7 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
             i,
             0,
             "tool_start",
-            {"call_id": tc.call_id, "name": tc.name, "input": tc.input, "parent": parent},
+            {"call_id": tc.call_id, "name": tc.name, "input": asked, "parent": parent},
             open_key=key,
             open_bound=bound,
         )
@@ -144,12 +146,15 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
     for n, mark in enumerate(marks):
         data = {
             "call_id": tc.call_id,
+            "name": tc.name,
             "decision": mark.decision,
             "note": mark.note,
             "by": mark.by,
             "latency_ms": mark.latency_ms,
             "arguments": edited_input(span) if mark.decision == "allow" else None,
         }
+        if mark.decision == "allow" and tc.edit is not None and data["arguments"] is not None:
+            data["edited"] = tc.edit.mark()  # the body received the arguments: who, when, the model's
         items.append(Item(mark.time_ns, 3, i, 1 + n, "approval", data, open_key=key, open_bound=bound))
     if span.end_ns is None and marks and marks[-1].decision is None:
         return items  # still waiting for its decision: no outcome yet

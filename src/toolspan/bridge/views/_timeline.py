@@ -12,6 +12,8 @@
 - ``sequenceNumber`` runs 1..n without gaps over the conversation; ``id`` is ``f"{event_type}-{seq}"`` with
   the stored event type (``user_message``, ``thought``, ``act``, ``observe``, ``assistant_message``).
 - ``timestamp`` is ms since the epoch. Tool items also carry ``execution_id`` and ``call_id`` (extra).
+  ``toolInput`` is the arguments the body received; a ``tool_call`` whose arguments an approver or decider
+  replaced carries ``edited: {by, at (ms), modelInput}`` (who decided, when, the model's own arguments).
 - A tool that never ended has only its ``tool_call``. Streaming deltas are never items.
 """
 
@@ -57,10 +59,9 @@ def _conversation_id(trace: list[Span]) -> str:
 def _tool_items(span: Span, tc: ToolCallRecord, i: int) -> list[_Item]:
     """A tool call's act, and its observe once it ended."""
     ids = {"execution_id": tc.execution_id, "call_id": tc.call_id, "requested_by": tc.requested_by}
-    act = {"type": "tool_call", "_event": "act", "toolName": tc.name}
-    items: list[_Item] = [
-        (span.start_ns, 3, i, 0, {**act, "toolInput": {} if tc.input is None else tc.input, **ids})
-    ]
+    act: dict[str, Any] = {"type": "tool_call", "_event": "act", "toolName": tc.name}
+    act.update(toolInput={} if tc.input is None else tc.input, **tc.edited_mark(camel=True))
+    items: list[_Item] = [(span.start_ns, 3, i, 0, {**act, **ids})]
     end = span.end_ns
     if end is not None:
         output = tc.output if tc.error is None else {"error": tc.error}

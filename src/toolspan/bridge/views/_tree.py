@@ -7,7 +7,9 @@ execution_tree}`` per trace.
   it (``type`` plan for plans, tool for tools, node for agents, LLM calls and everything else). Node fields:
   ``span_id, parent_id, type, node_id, tool_name, start_time, end_time`` (ISO 8601 UTC, ``end_time`` null if
   the span never ended), ``step_index`` (1-based index of the node's start event in ``timeline``), ``input`` /
-  ``output`` (tools: arguments and result or ``{"error": ...}``), ``payload_summary`` (nodes: their output,
+  ``output`` (tools: the arguments the body received and the result or ``{"error": ...}``; with ``edited:
+  {by, at (ms), model_input}`` when an approver or decider replaced the model's arguments, also on the
+  ``tool_called`` event), ``payload_summary`` (nodes: their output,
   truncated), ``children`` (ordered by start). ``node_id`` of a node is its span id; of a tool, the
   ``node_id`` of the closest node above it (null if none). Extra: ``name`` (span name), ``kind``
   (classification), and for tools ``execution_id``, ``call_id``, ``state``, ``is_error``.
@@ -125,7 +127,8 @@ class _TraceDoc:
                 raw.append((span.start_ns, 1, i, "plan_generated", {**base, "goal": plan_name(span)}))
             elif t == "tool":
                 tc, ids = self.calls[i], self.tool_ids(i)
-                raw.append((span.start_ns, 1, i, "tool_called", {**base, **ids, "input": tc.input}))
+                called = {**base, **ids, "input": tc.input, **tc.edited_mark()}
+                raw.append((span.start_ns, 1, i, "tool_called", called))
                 if end_t is not None:
                     output = tc.output if tc.error is None else {"error": tc.error}
                     ended = {**base, **ids, "output": output, "is_error": tc.is_error}
@@ -192,6 +195,7 @@ class _TraceDoc:
             tc = self.calls[i]
             node["tool_name"] = tc.name
             node["input"] = tc.input
+            node.update(tc.edited_mark())
             node["output"] = tc.output if tc.error is None else {"error": tc.error}
             node.update(
                 execution_id=tc.execution_id,

@@ -79,9 +79,10 @@ def _call(span: Span, links: Links | None) -> ToolCallRecord | None:
     if span.end_ns is not None and linked.span.end_ns == span.end_ns:
         return linked  # the ended call, as the trace's views read it (with a nested record's failure)
     # This record's own state (an act may be the open record), with the link the whole trace gives.
+    # The model's arguments as the whole trace links them; what the body received (an edit), this record's.
     own = RequestIndex().link(tool_call(span))
     return dataclasses.replace(
-        own, call_id=linked.call_id, requested_by=linked.requested_by, input=linked.input
+        own.with_model_input(linked.model_input), call_id=linked.call_id, requested_by=linked.requested_by
     )
 
 
