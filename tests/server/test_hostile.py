@@ -459,6 +459,28 @@ def test_guesses_from_one_address_are_slowed_down_never_the_right_token_from_ano
         assert _from(server, HOST, "s3cret")[0] == 200
 
 
+@pytest.mark.processes
+def test_guesses_over_grpc_count_against_their_address_over_both_protocols(tmp_path: Path) -> None:
+    args = ("--token", "s3cret", "--auth-failures", "3", "--auth-window", "600")
+    request = ExportTraceServiceRequest.FromString(otlp_body(_tool_spans(1)))
+    with running_server(tmp_path, *args) as server:
+        with grpc.insecure_channel(f"{HOST}:{server.grpc_port}") as channel:
+            stub: Any = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
+
+            def export(token: str) -> grpc.StatusCode:
+                try:
+                    stub.Export(request, metadata=[("authorization", f"Bearer {token}")], timeout=30)
+                except grpc.RpcError as e:
+                    return e.code()  # type: ignore[no-any-return]
+                return grpc.StatusCode.OK
+
+            assert [export("guess") for _ in range(3)] == [grpc.StatusCode.UNAUTHENTICATED] * 3
+            assert export("s3cret") == grpc.StatusCode.RESOURCE_EXHAUSTED  # a guess cannot be confirmed
+        assert _from(server, HOST, "s3cret")[0] == 429  # the same address over HTTP
+        assert _from(server, "127.0.0.2", "s3cret")[0] == 200  # never another address
+        assert server.counts()["spans"] == 0
+
+
 # --- the Host header: DNS rebinding ------------------------------------------------------------------------
 
 

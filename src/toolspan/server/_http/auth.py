@@ -159,13 +159,29 @@ def decider_problem(token: str | None, deciders: Sequence[tuple[str, str]]) -> s
     return None
 
 
-def ingest_check(token: str | None) -> Callable[[str | None], bool] | None:
-    """What OTLP/gRPC checks of an export's ``authorization`` metadata: the application's token, when the
-    server has one (``None``: every export may send)."""
+def ingest_check(
+    token: str | None, throttle: FailureThrottle | None = None
+) -> Callable[[str | None, str], tuple[bool, float]] | None:
+    """What OTLP/gRPC checks of an export's ``authorization`` metadata (``None``: none sent) from a client
+    address: ``(admitted, wait_s)``, the application's token admitted, when the server has one (``None``:
+    every export may send). A wrong token counts against the address in ``throttle``, as over HTTP; an
+    address past its limit is refused for ``wait_s`` seconds, whatever it sends."""
     if token is None:
         return None
     expected = token.encode()
-    return lambda value: token_matches(bearer_token(value or b""), expected)
+
+    def check(value: str | None, client: str) -> tuple[bool, float]:
+        if throttle is not None:
+            wait = throttle.wait_s(client)
+            if wait > 0:
+                return False, wait
+        if token_matches(bearer_token(value or b""), expected):
+            return True, 0.0
+        if throttle is not None:
+            throttle.failed(client)
+        return False, 0.0
+
+    return check
 
 
 # --- HTTP ----------------------------------------------------------------------------------------------

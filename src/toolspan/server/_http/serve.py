@@ -323,7 +323,11 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: Listener) 
 
         try:
             grpc_server, grpc_port = start_grpc(
-                state, config.host, config.grpc_port, ingest_check(config.token), config.max_body_bytes
+                state,
+                config.host,
+                config.grpc_port,
+                ingest_check(config.token, state.auth_failures),
+                config.max_body_bytes,
             )
         except (RuntimeError, OSError) as e:
             sock.close()

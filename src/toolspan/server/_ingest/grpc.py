@@ -5,9 +5,11 @@ state) and admitting what its ``authorize`` check admits (the server's tokens, `
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
@@ -23,8 +25,10 @@ __all__ = ["Authorize", "Sink", "start_grpc"]
 
 _logger = logging.getLogger(__name__)
 
-# Whether a request whose ``authorization`` metadata is the value given (``None``: none sent) may send spans.
-Authorize = Callable[[str | None], bool]
+# Whether an export whose ``authorization`` metadata is the value given (``None``: none sent), from the client
+# address given, may send spans: ``(admitted, wait_s)``, ``wait_s`` > 0 when that address sent too many wrong
+# tokens lately and must wait that long.
+Authorize = Callable[[str | None, str], tuple[bool, float]]
 
 
 class Sink(Protocol):
@@ -34,6 +38,14 @@ class Sink(Protocol):
     def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult: ...
 
 
+def _peer_address(peer: str) -> str:
+    """The client address of a gRPC peer (``ipv4:127.0.0.1:5000``, ``ipv6:%5B::1%5D:5000``), as HTTP's."""
+    kind, _, address = unquote(peer).partition(":")
+    if kind in ("ipv4", "ipv6") and ":" in address:
+        address = address.rsplit(":", 1)[0]
+    return address.strip("[]") or peer
+
+
 def _check(authorize: Authorize | None, context: grpc.ServicerContext) -> None:
     if authorize is None:
         return
@@ -41,7 +53,13 @@ def _check(authorize: Authorize | None, context: grpc.ServicerContext) -> None:
     for key, value in context.invocation_metadata():
         if key == "authorization":
             given = value if isinstance(value, str) else value.decode("latin-1")
-    if not authorize(given):
+    admitted, wait_s = authorize(given, _peer_address(context.peer()))
+    if wait_s > 0:
+        context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"too many wrong bearer tokens from this address: retry in {math.ceil(wait_s)} s",
+        )
+    if not admitted:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
 
