@@ -23,8 +23,9 @@ HEADER = """# Command line
 
 Written from the CLI's own parser by `python scripts/cli_reference.py` (a test checks it is current);
 `toolspan COMMAND --help` says the same in the terminal. Exit status: 0 done, 1 bad input (one line on
-stderr naming file, line and field) or, for `audit`, a violation found, 2 bad usage (the command's usage
-and the flag it most likely meant).
+stderr naming file, line and field), no spans in the inputs or, for `audit`, a violation found, 2 bad
+usage (the command's usage and the flag it most likely meant; a mistyped command, the one it most likely
+meant).
 """
 
 

@@ -255,6 +255,29 @@ def test_a_misspelled_flag_gets_its_command_s_usage(
     assert "usage: toolspan [-h]" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["convrt", "x.json", "--to", "events"], " (did you mean convert?);"),
+        (["fech", "--jaeger", "http://127.0.0.1:1", "1"], " (did you mean fetch?);"),
+        (["serv"], " (did you mean serve?);"),
+        (["zzz"], ";"),  # nothing close: no guess, the list alone
+    ],
+)
+def test_a_mistyped_command_gets_the_command_it_meant(
+    argv: list[str], hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = argv[0]
+    commands = "convert, audit, fetch, find, serve"
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.startswith("usage: toolspan [-h]")
+    (last,) = [line for line in err.splitlines() if "error:" in line]
+    assert last == (f"toolspan: error: unknown command {command!r}{hint} the commands are {commands}")
+
+
 def test_progress_bar_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "trace.jsonl"
     src.write_bytes(render("otlp_jsonl", parity_trace()))
@@ -392,6 +415,18 @@ def test_lenient_reports_each_hostile_file_counts_them_and_converts_the_rest(
     assert [e["type"] for e in events] == ["act", "observe"] * (1 + whole_lines)
 
 
+@pytest.mark.parametrize("to", ["events", "tree", "html"])
+def test_an_input_without_spans_is_said_and_exits_1_leaving_no_output(
+    tmp_path: Path, to: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    out = tmp_path / "out"
+    assert main(["convert", str(empty), "--to", to, "-o", str(out)]) == 1
+    assert capsys.readouterr().err == f"toolspan: no spans in {empty}\n"
+    assert not out.exists()  # no page with an empty axis, no empty stream
+
+
 @pytest.mark.processes
 def test_dev_zero_stops_at_once_in_both_modes(tmp_path: Path) -> None:
     if not os.path.exists("/dev/zero"):
@@ -407,7 +442,10 @@ def test_dev_zero_stops_at_once_in_both_modes(tmp_path: Path) -> None:
         assert proc.stderr.decode().splitlines()[0] == (
             f"toolspan: {label}: /dev/zero: {NOT_A_TRACE}; it starts with the bytes {bytes(16).hex(' ')}..."
         )
-        assert (proc.returncode, proc.stdout) == (0 if extra else 1, b"")
+        # Leniency skips the bad record; with nothing else read, nothing was converted: exit 1 all the same.
+        assert (proc.returncode, proc.stdout) == (1, b"")
+        if extra:
+            assert proc.stderr.decode().splitlines()[-1] == "toolspan: no spans in /dev/zero"
 
 
 @pytest.mark.parametrize("backend", ["stdlib", "auto"])

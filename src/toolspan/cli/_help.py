@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
-__all__ = ["CommandParser", "HelpFormatter", "plain"]
+__all__ = ["CommandParser", "HelpFormatter", "ToolspanParser", "plain"]
 
 _ROLE: Final = re.compile(r":[a-z]+:`([^`]*)`")  # :func:`name` -> name
 
@@ -78,3 +78,27 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # the command's usage, then one line
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class ToolspanParser(argparse.ArgumentParser):
+    """The ``toolspan`` parser: a command it does not know is refused with the command it most likely meant
+    (``toolspan convrt`` -> did you mean convert?). Its own options take no value, so the first argument
+    that is not one is the command."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        commands = self._commands()
+        command = next((arg for arg in given if not arg.startswith("-")), None)
+        if command is not None and commands and command not in commands:
+            close = difflib.get_close_matches(command, commands, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            self.error(f"unknown command {command!r}{hint}; the commands are {', '.join(commands)}")
+        return super().parse_known_args(given, namespace)
+
+    def _commands(self) -> list[str]:
+        for action in self._actions:
+            if not action.option_strings and isinstance(action.choices, dict):  # the commands' sub-parsers
+                return list(action.choices)
+        return []

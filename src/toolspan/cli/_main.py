@@ -15,7 +15,7 @@ run leaves FILE as it was. An output that is also an input is refused; an output
 directory is not read, nor is any file toolspan wrote there before (its first key is ``schema_version``),
 so ``toolspan convert .`` reads only the traces of the current directory. Output is always strict JSON
 (non-finite numbers as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``).
-Exit status: 0 on success, 1 on bad input (one-line reason on stderr), 2 on bad usage (also an
+Exit status: 0 on success, 1 on bad input or no spans in it (one line on stderr), 2 on bad usage (also an
 output that is an input).
 """
 
@@ -47,7 +47,7 @@ from toolspan.cli import _audit as _cli_audit
 from toolspan.cli import _output as _outputs
 from toolspan.cli import _remote as _cli_remote
 from toolspan.cli import _serve as _cli_serve
-from toolspan.cli._help import CommandParser, HelpFormatter, plain
+from toolspan.cli._help import CommandParser, HelpFormatter, ToolspanParser, plain
 from toolspan.cli._options import Option, add_options
 
 TARGETS = tuple(VIEWS)
@@ -101,7 +101,7 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolspanParser(
         prog="toolspan",
         description="Agent tool calls as OpenTelemetry spans, and those spans back as the views agent\n"
         "frontends draw. 'toolspan COMMAND --help' describes each command.",
@@ -275,7 +275,17 @@ def convert(
     if bar is not None:
         bar.close()
     _report_issues(report, args.lenient, err)
+    if report.spans_read == 0:  # nothing to convert: said, and no output file is left behind
+        err.write(f"toolspan: no spans in {_named(paths)}\n")
+        return 1
     return 0
+
+
+def _named(paths: list[Path | str]) -> str:
+    """The inputs as a message names them: the first three, then how many more."""
+    names = ["standard input" if p == "-" else str(p) for p in paths]
+    shown = ", ".join(names[:3])
+    return shown if len(names) <= 3 else f"{shown} and {len(names) - 3} more"
 
 
 Runner = Callable[[argparse.Namespace, IO[bytes], IO[str], list[Path | str]], int]
