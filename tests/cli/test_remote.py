@@ -189,6 +189,28 @@ def test_a_backend_error_is_one_line_naming_the_url_and_exits_1(
     assert err == f"toolspan: error: {tempo.url}/api/v2/traces/{TRACE}: {message}\n"
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--service", "nosuch"], "no runs of service 'nosuch' in the last hour"),
+        (["--tool", "t", "--since", "90m"], "no runs calling tool 't' in the last 1.5 hours"),
+        (["--since", "2d", "--to", "tree"], "no runs in the last 2 days"),
+        (
+            ["--service", "s", "--start", "2025-11-23T12:00:00Z", "--end", "2025-11-23T13:00:00Z"],
+            "no runs of service 's' between 2025-11-23T12:00:00+00:00 and 2025-11-23T13:00:00+00:00",
+        ),
+    ],
+)
+def test_a_search_that_finds_nothing_says_what_it_asked_for_and_exits_1(
+    capsys: pytest.CaptureFixture[str], tempo: StandIn, tmp_path: Path, args: list[str], said: str
+) -> None:
+    tempo.routes["/api/search"] = (200, b'{"traces": []}')
+    out_file = tmp_path / "out.json"
+    code, out, err = run(capsys, "find", "--tempo", tempo.url, *args, "-o", str(out_file))
+    assert (code, out, err) == (1, "", f"toolspan find: {said}\n")
+    assert not out_file.exists()
+
+
 def test_a_search_answer_that_is_not_json_is_named(
     capsys: pytest.CaptureFixture[str], tempo: StandIn
 ) -> None:

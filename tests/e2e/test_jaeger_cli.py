@@ -141,6 +141,11 @@ def test_find_by_tool_name_uses_jaegers_tag_search(jaeger: Jaeger, shipped: dict
     assert not set(shipped["runs"]["trace_ids"]) & set(by_tool["divide"])
     assert set(shipped["runs"]["trace_ids"]) | {shipped["run"]["trace_id"]} <= set(by_tool["search"])
     assert by_tool["no_such_tool"] == []
+    nothing = toolspan("find", "--jaeger", jaeger.url, "--tool", "no_such_tool")
+    assert (nothing.returncode, nothing.stderr) == (
+        1,
+        "toolspan find: no runs calling tool 'no_such_tool' in the last hour\n",
+    )
 
 
 def test_find_keeps_to_the_time_range(jaeger: Jaeger, shipped: dict[str, Any]) -> None:
@@ -156,11 +161,15 @@ def test_find_keeps_to_the_time_range(jaeger: Jaeger, shipped: dict[str, Any]) -
         "--end",
         "2100-01-02",
     )
-    assert (later.returncode, later.stdout) == (0, "")
+    assert (later.returncode, later.stdout) == (1, "")
+    assert later.stderr == (
+        f"toolspan find: no runs of service {service!r} between 2100-01-01T00:00:00+00:00"
+        " and 2100-01-02T00:00:00+00:00\n"
+    )
     long_ago = toolspan(
         "find", "--jaeger", jaeger.url, "--service", service, "--start", "2000-01-01", "--end", "2000-01-02"
     )
-    assert (long_ago.returncode, long_ago.stdout) == (0, "")
+    assert (long_ago.returncode, long_ago.stdout) == (1, "")
     recent = _runs(
         toolspan("find", "--jaeger", jaeger.url, "--service", service, "--since", "2h", "--limit", "2").stdout
     )

@@ -11,8 +11,9 @@ finds runs with the backend's own search (Jaeger's ``/api/traces`` with ``tags``
 them all in that format. A progress bar on stderr counts the traces read (``--progress``, or on a
 terminal when there are more than a few).
 
-Exit status: 0 on success, 1 when a backend fails or a trace is not there (one line on stderr each; the
-traces that were read are still written), 2 on bad usage (a bad trace id, URL, time or flag).
+Exit status: 0 on success, 1 when a backend fails, a trace is not there or a search finds no run (one line
+on stderr each, saying what was asked; the traces that were read are still written), 2 on bad usage (a bad
+trace id, URL, time or flag).
 """
 
 from __future__ import annotations
@@ -326,6 +327,28 @@ def _query(args: argparse.Namespace) -> Any:
     )
 
 
+def _none_found(args: argparse.Namespace, query: Any) -> str:
+    """What a search that found nothing asked for: ``no runs of service 'x' calling tool 'y' in the last
+    hour`` (or ``between`` its two times, in UTC)."""
+    what = "no runs"
+    if query.service is not None:
+        what += f" of service {query.service!r}"
+    if query.tool is not None:
+        what += f" calling tool {query.tool!r}"
+    if args.start is None and args.end is None:
+        seconds = (query.end_ns - query.start_ns) / _NS_PER_S
+        for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
+            if seconds >= size:
+                count = seconds / size
+                return f"{what} in the last {unit}" if count == 1 else f"{what} in the last {count:g} {unit}s"
+        return f"{what} in the last {seconds:g} seconds"
+
+    def utc(ns: int) -> str:
+        return datetime.fromtimestamp(ns / _NS_PER_S, timezone.utc).isoformat(timespec="seconds")
+
+    return f"{what} between {utc(query.start_ns)} and {utc(query.end_ns)}"
+
+
 def run_find(args: argparse.Namespace, emit: Emit) -> int:
     """``toolspan find``; returns the exit status."""
     from toolspan.backends import BackendError
@@ -342,6 +365,9 @@ def run_find(args: argparse.Namespace, emit: Emit) -> int:
         runs = backend.find(query)
     except BackendError as e:
         err.write(f"toolspan: error: {e}\n")
+        return 1
+    if not runs:  # nothing to list or convert: said, exit 1 (no output file is written)
+        err.write(f"toolspan find: {_none_found(args, query)}\n")
         return 1
     if args.to is not None:
         return _convert(args, [r.trace_id for r in runs], emit, backend, err)
