@@ -182,6 +182,8 @@ def main(out: Path, keep: bool) -> None:
             print("serving; Ctrl-C to stop", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
                 server.wait()
+        else:  # the addresses above die with the server: say so, and how to keep them
+            print("the server stops with this example: run it with --keep to open these pages")
     finally:
         server.terminate()
         server.wait(10)

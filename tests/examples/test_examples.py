@@ -343,6 +343,7 @@ def test_serve_with_page(tmp_path: Path) -> None:
         f"  list of runs  {url}/traces",
         f"  its page      {url}/traces/{trace_id} (HTTP 200)",
         f"  as JSON       {url}/api/traces?q={trace_id}",
+        "the server stops with this example: run it with --keep to open these pages",
     ]
     expected = {
         "name": "Weather in Paris, and 25 + 30?",
@@ -548,5 +549,6 @@ def test_approve_through_server(tmp_path: Path) -> None:
         ' its calls: {"delete_files": "COMPLETED", "send_email": "DENIED", "watch_deploy": "CANCELLED"}'
     )
     assert stdout[16].startswith(f"its page: {url}/traces/")
+    assert stdout[17:] == ["the server stops with this example: run it with --keep to open these pages"]
     (run,) = json.loads((tmp_path / "traces.json").read_text("utf-8"))["traces"]
     assert (run["state"], run["denied"], run["cancelled"], run["errors"]) == ("CANCELLED", 1, 1, 0)
