@@ -45,7 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_server import BATCH, HOST, agent_spans, cpu_s, post_all  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from tests.e2e.losses import losses  # noqa: E402
-from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env, go_binaries, http_get  # noqa: E402
+from tests.e2e.otel_stack import (  # noqa: E402
+    CONFIG_DIR,
+    Collector,
+    Jaeger,
+    app_env,
+    go_binaries,
+    http_get,
+    jaeger_ui,
+)
 from tests.support.server import Server  # noqa: E402
 
 from toolspan.bridge.readers import read_spans  # noqa: E402
@@ -106,7 +114,7 @@ class Backend:
 
 
 class JaegerBackend(Backend):
-    name = "Jaeger v2.13 (memory)"
+    name = "Jaeger v2.12 (memory)"
 
     def __init__(self, jaeger: Jaeger) -> None:
         self.jaeger = jaeger
@@ -289,7 +297,7 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        jaeger = Jaeger(jaeger_bin, work)
+        jaeger = Jaeger(jaeger_bin, work, ui=jaeger_ui())
         server = Server(work / "toolspan.db", 0, 0, (), work / "server.log")
         server.start()
         try:

@@ -33,6 +33,10 @@ if ((${#missing[@]})); then
 fi
 # The real Node clients (@ag-ui/client, ai), exactly as locked.
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+# Jaeger's UI, built from its source release with npm (about 3 minutes once; cached in .e2e/jaeger-ui), in
+# the background beside the Go build.
+bash scripts/e2e-deps.sh ui >.e2e/ui-build.log 2>&1 &
+UI_BUILD=$!
 .venv/bin/ruff check src tests benchmarks examples scripts
 .venv/bin/ruff format --check src tests benchmarks examples scripts
 .venv/bin/mypy
@@ -56,7 +60,11 @@ if ! wait "$GO_BUILD"; then
   cat .e2e/go-build.log >&2
   exit 1
 fi
-grep -h "built in\|already built" .e2e/go-build.log || true
+if ! wait "$UI_BUILD"; then
+  cat .e2e/ui-build.log >&2
+  exit 1
+fi
+grep -h "built in\|already built" .e2e/go-build.log .e2e/ui-build.log || true
 .venv/bin/python -m pytest -q "$@"
 # The server's tests once more with every test server on PostgreSQL (a fresh database each): the store the
 # replicas share keeps every property of the SQLite store.

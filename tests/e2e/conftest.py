@@ -257,7 +257,7 @@ def e2e_binaries() -> tuple[Path, Path]:
     bash = shutil.which("bash") or "bash"
     env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)}
     done = subprocess.run(
-        [bash, str(INSTALL_SCRIPT)],
+        [bash, str(INSTALL_SCRIPT), "python"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -339,10 +339,10 @@ def go_programs() -> tuple[Path, Path]:
 
 @pytest.fixture(scope="session")
 def jaeger(go_programs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One Jaeger v2 (memory storage) for the session; each test reads its own traces by id."""
-    from tests.e2e.otel_stack import Jaeger
+    """One Jaeger v2 (memory storage) with its UI for the session; each test reads its own traces by id."""
+    from tests.e2e.otel_stack import Jaeger, jaeger_ui
 
-    server = Jaeger(go_programs[1], tmp_path_factory.mktemp("jaeger"))
+    server = Jaeger(go_programs[1], tmp_path_factory.mktemp("jaeger"), ui=jaeger_ui())
     try:
         yield server
     finally:

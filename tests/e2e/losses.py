@@ -3,7 +3,7 @@ application sent (the Collector's file export of the same run) with what a backe
 field, and counts every difference under a named kind. ``jaeger_v1(span)`` is the documented rule of
 Jaeger's query API v1 (``/api/traces/{id}``), applied to a sent span: what the tests expect back from it.
 
-Jaeger API v1 (the Jaeger JSON model, as Jaeger v2.13 translates OTLP into it):
+Jaeger API v1 (the Jaeger JSON model, as Jaeger v2.12 translates OTLP into it):
 - times are whole microseconds: ``startTime`` = start // 1000, ``duration`` = (end - start) // 1000, so
   the end read back is start_us + duration_us (up to 1 us before the real end); event times // 1000;
 - an array or map attribute (span, event or resource) becomes its JSON text (a string tag);

@@ -2,7 +2,9 @@
 
 ``scripts/e2e-deps.sh go`` builds both into ``<repo>/.e2e/bin/`` once per ``go.sum`` (a quick check when
 they are there): ``otelcol`` from ``tests/e2e/go/otelcol`` (the components ``collector-config/`` uses, every
-collector module at one release) and ``jaeger`` from ``tests/e2e/go/jaeger`` (Jaeger's own all-in-one).
+collector module at one release) and ``jaeger`` from ``tests/e2e/go/jaeger`` (Jaeger's own all-in-one);
+``scripts/e2e-deps.sh ui`` builds Jaeger's UI into ``<repo>/.e2e/jaeger-ui``, which Jaeger serves
+(``backend-config/jaeger.yaml``, the config every Jaeger here runs with).
 Each runs as a subprocess on free 127.0.0.1 ports, is waited for with a bounded timeout and stopped by its
 pid (``Proc`` of the conftest). A Collector runs a file of ``collector-config/`` as it is, with only the
 receiver's addresses moved to 127.0.0.1 free ports (``--set``), its own metrics endpoint off (a fixed port),
@@ -30,30 +32,43 @@ from tests.support.server import free_ports
 
 BIN = E2E_DIR / "bin"
 CONFIG_DIR = REPO / "collector-config"
-JAEGER_CONFIG = Path(__file__).with_name("jaeger-test.yaml")
-JAEGER_VERSION = "2.13.0"  # the module github.com/jaegertracing/jaeger v1.76.0
+JAEGER_CONFIG = REPO / "backend-config" / "jaeger.yaml"
+JAEGER_VERSION = "2.12.0"  # the module github.com/jaegertracing/jaeger v1.75.0
+JAEGER_UI = E2E_DIR / "jaeger-ui"
 COLLECTOR_VERSION = "0.160.0"
 READY_TIMEOUT_S = 30
 BUILD_TIMEOUT_S = 1800
 
 
-def go_binaries() -> tuple[Path, Path]:
-    """``(otelcol, jaeger)`` after ``scripts/e2e-deps.sh go`` built them (or found them built)."""
+def _install(part: str, *made: Path) -> None:
+    """``scripts/e2e-deps.sh PART``, which builds what ``made`` names or finds it built (fails the test
+    otherwise)."""
     done = subprocess.run(
-        [shutil.which("bash") or "bash", str(INSTALL_SCRIPT), "go"],
+        [shutil.which("bash") or "bash", str(INSTALL_SCRIPT), part],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT_S,
         check=False,
     )
-    otelcol, jaeger = BIN / "otelcol", BIN / "jaeger"
-    if done.returncode != 0 or not otelcol.exists() or not jaeger.exists():
+    if done.returncode != 0 or not all(path.exists() for path in made):
         pytest.fail(
-            f"{INSTALL_SCRIPT.name} go failed ({done.returncode}):\n"
+            f"{INSTALL_SCRIPT.name} {part} failed ({done.returncode}):\n"
             f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
+
+
+def go_binaries() -> tuple[Path, Path]:
+    """``(otelcol, jaeger)`` after ``scripts/e2e-deps.sh go`` built them (or found them built)."""
+    otelcol, jaeger = BIN / "otelcol", BIN / "jaeger"
+    _install("go", otelcol, jaeger)
     return otelcol, jaeger
+
+
+def jaeger_ui() -> Path:
+    """The folder of Jaeger's built UI, after ``scripts/e2e-deps.sh ui`` built it (or found it built)."""
+    _install("ui", JAEGER_UI / "index.html")
+    return JAEGER_UI
 
 
 def http_get(url: str, timeout: float = 30) -> tuple[int, bytes]:
@@ -66,12 +81,15 @@ def http_get(url: str, timeout: float = 30) -> tuple[int, bytes]:
 
 
 class Jaeger:
-    """A running Jaeger v2 all-in-one (memory storage) and a small client of its query API."""
+    """A running Jaeger v2 all-in-one (memory storage) with its UI (``ui``: the built UI's folder), and a
+    small client of its query API."""
 
-    def __init__(self, binary: Path, workdir: Path) -> None:
+    def __init__(self, binary: Path, workdir: Path, ui: Path) -> None:
         self.query_port, query_grpc, self.otlp_grpc_port, self.otlp_http_port = free_ports(4)
         env = {
             **_clean_env(),
+            "JAEGER_HOST": HOST,
+            "JAEGER_UI_ASSETS": str(ui),
             "JAEGER_QUERY_HTTP_PORT": str(self.query_port),
             "JAEGER_QUERY_GRPC_PORT": str(query_grpc),
             "JAEGER_OTLP_GRPC_PORT": str(self.otlp_grpc_port),

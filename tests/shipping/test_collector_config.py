@@ -1,8 +1,10 @@
-"""The Collector configurations, the compose file and the Tempo config in collector-config/."""
+"""The Collector configurations and the compose files in collector-config/, and the backends' own configs
+(Tempo's and Jaeger's, read by those programs, not by the Collector) in backend-config/."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,8 @@ import yaml
 from tests.support.paths import REPO
 
 CONFIG_DIR = REPO / "collector-config"
+BACKEND_DIR = REPO / "backend-config"
+BACKEND_CONFIGS = ["jaeger.yaml", "tempo.yaml"]
 COLLECTOR_CONFIGS = [
     "fanout-file.yaml",
     "jaeger-and-tempo.yaml",
@@ -28,8 +32,8 @@ ANY_REF = re.compile(r"\$\{[^}]*\}")
 COMPOSE_SERVICES = {"jaeger", "tempo"}
 
 
-def _load(name: str) -> Any:
-    return yaml.safe_load((CONFIG_DIR / name).read_text(encoding="utf-8"))
+def _load(name: str, folder: Path = CONFIG_DIR) -> Any:
+    return yaml.safe_load((folder / name).read_text(encoding="utf-8"))
 
 
 def _resolve(value: str) -> str:
@@ -59,10 +63,17 @@ def config(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 def test_the_folder_holds_exactly_the_documented_files() -> None:
     yamls = sorted(p.name for p in CONFIG_DIR.glob("*.yaml"))
-    assert yamls == sorted([*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "tempo-server.yaml"])
+    assert yamls == sorted([*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml"])
     collector = sorted(n for n in yamls if "service" in (_load(n) or {}))
     assert collector == sorted(COLLECTOR_CONFIGS)
     assert (CONFIG_DIR / "README.md").is_file()
+
+
+def test_the_backends_own_configs_are_apart_and_each_names_the_program_that_reads_it() -> None:
+    assert sorted(p.name for p in BACKEND_DIR.glob("*.yaml")) == BACKEND_CONFIGS
+    for name, program in (("jaeger.yaml", "jaeger"), ("tempo.yaml", "tempo")):
+        first = (BACKEND_DIR / name).read_text(encoding="utf-8").splitlines()[0]
+        assert f"own config (read by the {program} binary, not by the Collector" in first, name
 
 
 def test_pipelines_reference_only_defined_components(config: dict[str, Any]) -> None:
@@ -178,13 +189,17 @@ def test_loadbalancing_routes_each_trace_to_one_toolspan_replica_over_otlp_grpc(
 
 
 @pytest.mark.parametrize(
-    "name", [*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "tempo-server.yaml"]
+    "path",
+    [
+        *(CONFIG_DIR / n for n in [*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml"]),
+        *(BACKEND_DIR / n for n in BACKEND_CONFIGS),
+    ],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
 )
-def test_every_variable_has_a_default(name: str) -> None:
+def test_every_variable_has_a_default(path: Path) -> None:
+    name = path.name
     text = "\n".join(
-        line
-        for line in (CONFIG_DIR / name).read_text(encoding="utf-8").splitlines()
-        if not line.lstrip().startswith("#")
+        line for line in path.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#")
     )
     for ref in ANY_REF.findall(text):
         if name.endswith("compose.yaml"):
@@ -196,7 +211,7 @@ def test_every_variable_has_a_default(name: str) -> None:
 
 
 def test_tempo_server_config() -> None:
-    tempo = _load("tempo-server.yaml")
+    tempo = _load("tempo.yaml", BACKEND_DIR)
     assert tempo["server"]["http_listen_port"] == 3200
     protocols = tempo["distributor"]["receivers"]["otlp"]["protocols"]
     # Tempo's receivers default to localhost: inside a container they must listen on every interface.
@@ -227,10 +242,10 @@ def test_compose_mounts_configs_that_exist() -> None:
     assert collector["environment"]["TRACES_FILE"].startswith("/data/")
     tempo = services["tempo"]
     assert tempo["command"] == ["-config.file=/etc/tempo.yaml"]
-    assert _volumes(tempo)["/etc/tempo.yaml"] == "./tempo-server.yaml"
+    assert _volumes(tempo)["/etc/tempo.yaml"] == "../backend-config/tempo.yaml"
     for service in services.values():
         for target, source in _volumes(service).items():
-            if source.startswith("./") and source.endswith(".yaml"):
+            if source.startswith(".") and source.endswith(".yaml"):
                 assert (CONFIG_DIR / source).is_file(), f"{target}: {source} does not exist"
     # Every alternative the compose header offers exists too.
     header = (CONFIG_DIR / "compose.yaml").read_text(encoding="utf-8")
@@ -276,7 +291,7 @@ def test_readme_documents_every_config_and_the_guide_the_queries() -> None:
         "toolspan find",
     ):
         assert text in guide, text
-    for name in [*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "tempo-server.yaml"]:
+    for name in [*COLLECTOR_CONFIGS, "compose.yaml", "replicas-compose.yaml", "../backend-config/tempo.yaml"]:
         assert f"| `{name}` |" in readme, name  # each file's row says what cannot run in the tests
 
 

@@ -4,7 +4,7 @@ Used by the parity tests (the same trace in every format reads back to the same 
 views tests (the same trace gives the same bridge output whatever its format). ``render_all(spans)``
 yields ``(format_name, bytes)`` pairs.
 
-Jaeger's formats are not written here: they are the real Jaeger's answers (v2.13.0, built from its Go
+Jaeger's formats are not written here: they are the real Jaeger's answers (v2.12.0, built from its Go
 module), recorded by ``tests/e2e/test_jaeger_recordings.py`` for the traces of ``JAEGER_RECORDED``
 (``tests/fixtures/jaeger/jaeger-<version>-<name>-<api>.json``); ``render`` gives them for exactly those
 spans and refuses any other. ``jaeger_v1_bare`` is the v1 answer's trace object alone.
@@ -522,7 +522,7 @@ def jaeger_changes_trace() -> list[Span]:
 
 # --- recorded real Jaeger responses --------------------------------------------------------------
 
-JAEGER_VERSION = "2.13.0"
+JAEGER_VERSION = "2.12.0"
 JAEGER_FIXTURES = TESTS / "fixtures" / "jaeger"
 # Each recorded trace: the spans sent to the real Jaeger, and the name of its recorded answers.
 JAEGER_RECORDED = {"parity": parity_trace, "changes": jaeger_changes_trace}

@@ -44,10 +44,10 @@ EXPECTED_COUNTS = {
     "jaeger/v1_ui_edge_follows_from_orphan.json": 2,
     # Recorded from the real Jaeger by tests/e2e/test_jaeger_recordings.py (tests/support/formats.py's
     # traces).
-    "jaeger/jaeger-2.13.0-parity-v1.json": 7,
-    "jaeger/jaeger-2.13.0-parity-v3.json": 7,
-    "jaeger/jaeger-2.13.0-changes-v1.json": 3,
-    "jaeger/jaeger-2.13.0-changes-v3.json": 3,
+    "jaeger/jaeger-2.12.0-parity-v1.json": 7,
+    "jaeger/jaeger-2.12.0-parity-v3.json": 7,
+    "jaeger/jaeger-2.12.0-changes-v1.json": 3,
+    "jaeger/jaeger-2.12.0-changes-v3.json": 3,
     "tempo/v1_batches_trace.json": 1,
     "tempo/base64_ids_enum_names.json": 3,
     "tempo/v2_trace_by_id.json": 1,
@@ -75,7 +75,7 @@ def test_reading_the_fixture_directory_reads_every_trace_file_and_skips_the_mark
     assert len(spans) == sum(EXPECTED_COUNTS.values())
     assert report.sources_read == len(EXPECTED_COUNTS)
     # Sorted, recursive: jaeger/ before otlp/ before tempo/.
-    assert spans[0].origin.endswith("jaeger-2.13.0-changes-v1.json")
+    assert spans[0].origin.endswith("jaeger-2.12.0-changes-v1.json")
     assert spans[-1].origin.endswith("v2_trace_by_id.json:1")  # a one-line document: line 1
 
 
