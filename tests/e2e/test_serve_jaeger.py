@@ -1,6 +1,7 @@
 """``toolspan serve --jaeger URL`` against the real Jaeger: a trace the server does not hold (the Collector
 sent it to Jaeger only) is read from Jaeger's API v3, its views and its stream too, and a trace still
-arriving while it is read reaches the stream call by call.
+arriving while it is read reaches the stream call by call; a run shipped there is in the server's trace list
+and opens from it.
 
 The application runs in two stages (``shipping_app.py staged``): its first tool call is exported and it waits;
 the server's stream of the trace, read from Jaeger, gives that call's act and observe; then the application
@@ -21,6 +22,7 @@ from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env
 from tests.support.server import SseEvent, running_server, sse_stream, wait_for
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_trees
+from toolspan.cli import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.processes]
 
@@ -78,11 +80,17 @@ def test_serve_reads_a_trace_still_arriving_in_jaeger_call_by_call(
         collector.stop()
 
 
-def test_a_run_shipped_to_jaeger_opens_in_the_trace_page_of_serve_jaeger(
-    go_programs: tuple[Path, Path], jaeger: Jaeger, tmp_path: Path, browser: Browser, results_dir: Path
+def test_a_run_shipped_to_jaeger_is_listed_and_opens_in_the_trace_page_of_serve_jaeger(
+    go_programs: tuple[Path, Path],
+    jaeger: Jaeger,
+    tmp_path: Path,
+    browser: Browser,
+    results_dir: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The picture of ``docs/shipping.md``: a run the Collector shipped to Jaeger, read back by
-    ``toolspan serve --jaeger`` and shown in its trace page in headless Chromium (``.e2e/results/``)."""
+    """The picture of ``docs/shipping.md``: a run the Collector shipped to Jaeger, listed by ``toolspan serve
+    --jaeger`` (named as ``toolspan find`` names it), opened from the list and shown in its trace page in
+    headless Chromium (``.e2e/results/``)."""
     collector = Collector(
         go_programs[0], CONFIG_DIR / "jaeger.yaml", tmp_path, {"JAEGER_ENDPOINT": jaeger.otlp_grpc}
     )
@@ -100,11 +108,24 @@ def test_a_run_shipped_to_jaeger_opens_in_the_trace_page_of_serve_jaeger(
         jaeger.wait_for_trace(trace_id, 8)
     finally:
         collector.stop()
+    assert main(["find", "--jaeger", jaeger.url, "--service", "my-agent"]) == 0
+    (found,) = [
+        run for run in map(json.loads, capsys.readouterr().out.splitlines()) if run["trace_id"] == trace_id
+    ]
     with running_server(tmp_path, "--jaeger", jaeger.url) as server:
+        # The list holds the run (Jaeger's runs of the last hour), named as toolspan find names it.
+        listed = server.get_json("/api/traces")
+        assert "note" not in listed
+        (row,) = [r for r in listed["traces"] if r["trace_id"] == trace_id]
+        assert (row["name"], row["service"]) == (found["name"], "my-agent")
+        assert (row["spans"], row["state"]) == (8, "FAILED")  # the divide tool failed
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         try:
             page = context.new_page()
-            page.goto(f"{server.url}/traces/{trace_id}")
+            page.goto(f"{server.url}/traces")
+            page.wait_for_selector("body[data-ready='1']")
+            page.locator(f"#rows tr[data-trace='{trace_id}'] a.name").click()
+            page.wait_for_url(f"**/traces/{trace_id}")
             page.wait_for_selector("body[data-ready='1']")
             labels = page.locator("#tree .row .label").all_inner_texts()
             for name in (

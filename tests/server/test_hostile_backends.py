@@ -1,9 +1,9 @@
 """``toolspan serve --tempo/--jaeger`` over HTTP, in process (uvicorn in a thread), reading a trace it does
 not hold from a hostile backend (``tests.support.backend``): every class of answer the CLI's suite covers
 (``tests/backends/test_hostile.py``: slow, huge, cut off, deep, not JSON, redirected, impossible times), on
-every route that reads one trace. Each is a 502 whose message names the backend's URL and what was wrong,
-never a 500; a trickling backend holds the request only until the deadline (and sees the connection
-closed then); a trace neither backend holds is still a 404."""
+every route that reads one trace, and on the trace list (Jaeger's search). Each is a 502 whose message
+names the backend's URL and what was wrong, never a 500; a trickling backend holds the request only until
+the deadline (and sees the connection closed then); a trace neither backend holds is still a 404."""
 
 from __future__ import annotations
 
@@ -92,6 +92,25 @@ def test_a_hostile_backend_answer_is_a_502_naming_the_backend_and_what_was_wrong
     message = body["error"]
     assert "\n" not in message
     assert f"{which}: {backend.url}{path}: " in message
+    assert says in message
+    if kind.startswith("trickled"):
+        assert backend.hung_up.wait(HUNG_UP_WITHIN_S)
+
+
+@pytest.mark.parametrize("path", ["/api/services", "/api/traces"])
+@pytest.mark.parametrize("kind", ANSWERS)
+def test_a_hostile_answer_to_the_lists_search_is_a_502_naming_jaeger_and_what_was_wrong(
+    serving: tuple[str, Backend], path: str, kind: str
+) -> None:
+    base, backend = serving
+    backend.answers["/api/services"] = json_answer(b'{"data": ["agent-svc"]}')
+    make, says = ANSWERS[kind]
+    backend.answers[path] = make(backend.url, path)
+    status, body = get(f"{base}/api/traces")
+    assert (status, body["status"]) == (502, 502), body
+    message = body["error"]
+    assert "\n" not in message
+    assert f"Jaeger: {backend.url}{path}: " in message
     assert says in message
     if kind.startswith("trickled"):
         assert backend.hung_up.wait(HUNG_UP_WITHIN_S)

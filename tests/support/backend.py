@@ -1,11 +1,13 @@
 """A hostile trace backend for the tests of ``toolspan fetch``/``find`` and ``serve --tempo/--jaeger``: a real
 local HTTP server (``http.server`` in a thread, on a port bound at 0) whose answers are chosen per path, from
 well-formed to slow, huge, deep or redirected. It records what it was asked (with the headers) and whether a
-client it was trickling to closed the connection."""
+client it was trickling to closed the connection. ``jaeger_search`` makes it answer Jaeger's search with
+recorded answers."""
 
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 import time
 import urllib.parse
@@ -135,3 +137,18 @@ def backend_server() -> Iterator[Backend]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def jaeger_search(backend: Backend, answers: dict[str, bytes]) -> None:
+    """Answer as Jaeger's query service searches: ``/api/services`` names the services of ``answers``, and
+    ``/api/traces?service=NAME`` answers that service's recorded v1 answer (``{"data": [trace, ...]}``;
+    a service not there: no trace)."""
+    services = {"data": sorted(answers), "total": len(answers), "limit": 0, "offset": 0, "errors": None}
+    backend.answers["/api/services"] = json_answer(json.dumps(services).encode())
+
+    def search(handler: _Handler) -> None:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(handler.path).query)
+        body = answers.get(query.get("service", [""])[0], b'{"data": [], "total": 0, "errors": null}')
+        json_answer(body)(handler)
+
+    backend.answers["/api/traces"] = search

@@ -2,7 +2,8 @@
 
 ``Jaeger(url)`` and ``Tempo(url)`` read one trace by id (``trace_spans``: the bridge's neutral spans, or
 ``None`` when the backend does not hold it) and find runs with the backend's own search (``find``: by
-service, tool name and time range; ``Run`` summaries, newest first):
+service, tool name and time range; ``Run`` summaries, newest first; Jaeger's ``search``: the spans found,
+by trace id):
 
 - Jaeger: a trace from ``/api/v3/traces/{id}`` (OTLP, nanoseconds: the default) or ``/api/traces/{id}``
   (``api="v1"``: microseconds, arrays as JSON text, no link attributes); search with ``/api/traces``
@@ -32,6 +33,7 @@ from toolspan.backends._client import (
     RunQuery,
     Tempo,
     normal_trace_id,
+    run_of,
 )
 
 __all__ = [
@@ -43,4 +45,5 @@ __all__ = [
     "RunQuery",
     "Tempo",
     "normal_trace_id",
+    "run_of",
 ]

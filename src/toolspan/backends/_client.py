@@ -26,6 +26,7 @@ __all__ = [
     "RunQuery",
     "Tempo",
     "normal_trace_id",
+    "run_of",
 ]
 
 MAX_RESPONSE_BYTES: Final = 256 << 20
@@ -226,7 +227,8 @@ class Backend:
         raise NotImplementedError
 
 
-def _run_of(trace_id: str, spans: Sequence[Span]) -> Run:
+def run_of(trace_id: str, spans: Sequence[Span]) -> Run:
+    """The run ``spans`` (all of one trace) make, as ``find`` lists it: named by its root span."""
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if s.parent_span_id is None or s.parent_span_id not in ids]
     root = min(roots or spans, key=lambda s: (s.start_ns, s.span_id))
@@ -277,8 +279,18 @@ class Jaeger(Backend):
         return sorted(data)
 
     def find(self, query: RunQuery) -> list[Run]:
-        services = [query.service] if query.service else self.services()
-        found: dict[str, Run] = {}
+        found = self.search(query)
+        runs = sorted(
+            (run_of(tid, spans) for tid, spans in found.items()), key=lambda r: (-r.start_ns, r.trace_id)
+        )
+        return runs[: query.limit]
+
+    def search(self, query: RunQuery, services: Sequence[str] | None = None) -> dict[str, list[Span]]:
+        """The spans of the traces Jaeger's search finds, by trace id: up to ``query.limit`` per service
+        searched (``services``, else ``query.service``, else every service of ``/api/services``)."""
+        if services is None:
+            services = [query.service] if query.service else self.services()
+        by_trace: dict[str, list[Span]] = {}
         for service in services:
             params = [
                 ("service", service),
@@ -293,13 +305,11 @@ class Jaeger(Backend):
                 continue
             if not read[0] and read[1].issues:  # an answer with no span readable: say what it was
                 raise BackendError(str(read[1].issues[0]))
-            by_trace: dict[str, list[Span]] = {}
+            found: dict[str, list[Span]] = {}
             for span in read[0]:
-                by_trace.setdefault(span.trace_id, []).append(span)
-            for tid, members in by_trace.items():
-                found[tid] = _run_of(tid, members)
-        runs = sorted(found.values(), key=lambda r: (-r.start_ns, r.trace_id))
-        return runs[: query.limit]
+                found.setdefault(span.trace_id, []).append(span)
+            by_trace.update(found)  # a trace found for two services: the spans of one answer
+        return by_trace
 
 
 def _traceql_string(value: str) -> str:

@@ -232,7 +232,11 @@ OPTIONS: tuple[Option, ...] = (
         ("--tempo",), "read traces not held here from Tempo", backend_url, metavar="URL", field="tempo_url"
     ),
     Option(
-        ("--jaeger",), "read traces not held here from Jaeger", backend_url, metavar="URL", field="jaeger_url"
+        ("--jaeger",),
+        "read traces not held here from Jaeger, and list its runs",
+        backend_url,
+        metavar="URL",
+        field="jaeger_url",
     ),
 )
 

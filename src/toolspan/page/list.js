@@ -195,7 +195,8 @@
       if (!built) build();
       const p = doc.getElementById("problem");
       if (status !== 200) { p.hidden = false; p.textContent = (body && body.error) || "HTTP " + status; rows = []; next = null; renderRows(); return; }
-      p.hidden = true;
+      p.hidden = !body.note; // why the trace backend's runs are not listed, in one line
+      p.textContent = body.note || "";
       rows = body.traces;
       next = body.next_cursor;
       renderRows();

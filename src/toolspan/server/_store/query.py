@@ -32,7 +32,21 @@ from toolspan.errors import ToolspanError
 from toolspan.server._rows.traces import TraceRow
 from toolspan.server._store.api import StoreApi
 
-__all__ = ["PARAMETERS", "STATES", "QueryError", "list_traces", "trace_state"]
+__all__ = [
+    "PARAMETERS",
+    "STATES",
+    "Key",
+    "QueryError",
+    "ascii_lower",
+    "cursor_of",
+    "list_page",
+    "list_traces",
+    "page_limit",
+    "parse_cursor",
+    "start_bounds",
+    "summary",
+    "trace_state",
+]
 
 STATES: Final = ("RUNNING", "AWAITING_APPROVAL", "COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED")
 _DEFAULT_LIMIT: Final = 50
@@ -96,6 +110,9 @@ _MAX_NS: Final = (1 << 63) - 1
 _MAX_MS: Final = _MAX_NS // NS_PER_MS
 _HEX: Final = frozenset("0123456789abcdef")
 
+# Where a row is in the listing's order (newest first): its start and trace id; cursors name one.
+Key = tuple[int, str]
+
 
 class QueryError(ToolspanError, ValueError):
     """A bad query parameter (answered with 400)."""
@@ -136,7 +153,7 @@ def _int(params: dict[str, str], name: str, low: int, high: int) -> int | None:
     return value
 
 
-def _summary(row: TraceRow, idle_cut_ns: int, calls: Mapping[str, int], naming: list[Span]) -> dict[str, Any]:
+def summary(row: TraceRow, idle_cut_ns: int, calls: Mapping[str, int], naming: list[Span]) -> dict[str, Any]:
     denied = calls.get(sc.STATE_DENIED, 0)
     cancelled = calls.get(sc.STATE_CANCELLED, 0)
     return {
@@ -168,7 +185,7 @@ def _input(naming: list[Span]) -> str | None:
     return None
 
 
-def _ascii_lower(text: str) -> str:
+def ascii_lower(text: str) -> str:
     """``text`` with ASCII letters in lower case, as SQLite's ``lower()`` does (other letters kept)."""
     return "".join(c.lower() if c.isascii() else c for c in text)
 
@@ -178,7 +195,7 @@ def _search(q: str) -> tuple[str, list[Any]]:
     record (its recorded input, in whatever encoding it arrived: the words match), ASCII case ignored."""
     if len(q) > _MAX_SEARCH:
         raise QueryError(f"q: at most {_MAX_SEARCH} characters, got {len(q)}")
-    lower = _ascii_lower(q)
+    lower = ascii_lower(q)
     try:
         needle = lower.encode("utf-8")
     except UnicodeEncodeError:
@@ -191,6 +208,30 @@ def _search(q: str) -> tuple[str, list[Any]]:
 
 def list_traces(store: StoreApi, params: dict[str, str], idle_timeout_s: float) -> dict[str, Any]:
     """One page of trace summaries: ``{"traces": [...], "next_cursor": str | None}``."""
+    rows, more = list_page(store, params, idle_timeout_s)
+    next_cursor = cursor_of(rows[-1][0]) if more and rows else None
+    return {"traces": [row for _, row in rows], "next_cursor": next_cursor}
+
+
+def cursor_of(key: Key) -> str:
+    """The cursor of the page after the row of ``key``."""
+    return f"{key[0]}-{key[1]}"
+
+
+def parse_cursor(cursor: str) -> Key:
+    """The key of a ``cursor`` (the rows after it are listed); ``QueryError`` when it is none."""
+    ns, _, trace_id = cursor.partition("-")
+    if not (_digits(ns) and len(ns) <= 19 and int(ns) <= _MAX_NS and len(trace_id) == 32):
+        raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
+    if not set(trace_id) <= _HEX:
+        raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
+    return int(ns), trace_id
+
+
+def list_page(
+    store: StoreApi, params: dict[str, str], idle_timeout_s: float
+) -> tuple[list[tuple[Key, dict[str, Any]]], bool]:
+    """The rows of one page, each with its key (newest first), and whether more follow."""
     unknown = sorted(set(params) - _KNOWN)
     if unknown:
         raise QueryError(f"unknown query parameter {unknown[0]!r}")
@@ -209,14 +250,13 @@ def list_traces(store: StoreApi, params: dict[str, str], idle_timeout_s: float) 
             " AND s.tool_name = ?)"
         )
         args.append(params["tool"])
-    start_from = _int(params, "from_ms", 0, _MAX_MS)
+    start_from, start_to = start_bounds(params)
     if start_from is not None:
         where.append("start_ns >= ?")
-        args.append(start_from * NS_PER_MS)
-    start_to = _int(params, "to_ms", 0, _MAX_MS)
+        args.append(start_from)
     if start_to is not None:
         where.append("start_ns < ?")
-        args.append(start_to * NS_PER_MS)
+        args.append(start_to)
     state = params.get("state")
     if state:
         state = state.upper()
@@ -235,22 +275,37 @@ def list_traces(store: StoreApi, params: dict[str, str], idle_timeout_s: float) 
         args += search_args
     cursor = params.get("cursor")
     if cursor:
-        ns, _, trace_id = cursor.partition("-")
-        if not (_digits(ns) and len(ns) <= 19 and int(ns) <= _MAX_NS and len(trace_id) == 32):
-            raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
-        if not set(trace_id) <= _HEX:
-            raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
         where.append("(start_ns, trace_id) < (?, ?)")
-        args += [int(ns), trace_id]
-    limit = _int(params, "limit", 1, _MAX_LIMIT)
-    limit = _DEFAULT_LIMIT if limit is None else limit
+        args += list(parse_cursor(cursor))
+    limit = page_limit(params)
     rows = store.list_traces(" AND ".join(where), args, limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = f"{rows[-1].start_ns}-{rows[-1].trace_id}" if more and rows else None
     calls, spans = store.listing_details([r.trace_id for r in rows]) if rows else ({}, [])
     naming: dict[str, list[Span]] = {}
     for span in spans:
         naming.setdefault(span.trace_id, []).append(span)
-    summaries = [_summary(r, idle_cut, calls.get(r.trace_id, {}), naming.get(r.trace_id, [])) for r in rows]
-    return {"traces": summaries, "next_cursor": next_cursor}
+    summaries = [
+        (
+            (r.start_ns, r.trace_id),
+            summary(r, idle_cut, calls.get(r.trace_id, {}), naming.get(r.trace_id, [])),
+        )
+        for r in rows
+    ]
+    return summaries, more
+
+
+def start_bounds(params: dict[str, str]) -> tuple[int | None, int | None]:
+    """The trace starts ``from_ms`` and ``to_ms`` ask for, in nanoseconds (inclusive, exclusive)."""
+    start_from = _int(params, "from_ms", 0, _MAX_MS)
+    start_to = _int(params, "to_ms", 0, _MAX_MS)
+    return (
+        None if start_from is None else start_from * NS_PER_MS,
+        None if start_to is None else start_to * NS_PER_MS,
+    )
+
+
+def page_limit(params: dict[str, str]) -> int:
+    """The rows of a page ``limit=`` asks for (1..500, default 50)."""
+    limit = _int(params, "limit", 1, _MAX_LIMIT)
+    return _DEFAULT_LIMIT if limit is None else limit

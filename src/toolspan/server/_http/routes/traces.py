@@ -1,7 +1,8 @@
 """The read API of stored traces: ``/api/traces`` (the list, ``_store.query``), a conversation's timeline and
 progress, a job's trace and its read-only replay document, a trace's spans as OTLP JSON (what
 ``toolspan.replay`` reads), and ``/healthz``. A trace this replica does not hold is read from Tempo or Jaeger
-when the server names one (``--tempo``, ``--jaeger``)."""
+when the server names one (``--tempo``, ``--jaeger``); the list then holds Jaeger's recent runs too
+(``_store.backend_list``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from toolspan.server._http.jsonio import JSONResponse, error
 from toolspan.server._http.params import trace_id_param
 from toolspan.server._http.render import document_bytes, render, tree_document
 from toolspan.server._http.state import ServerState
-from toolspan.server._store import query
+from toolspan.server._store import backend_list, query
 from toolspan.server._store.remote import RemoteError
 
 __all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp"]
@@ -54,13 +55,26 @@ async def healthz(state: ServerState, request: Request) -> Response:
 
 
 async def listing(state: ServerState, request: Request) -> Response:
-    """``GET /api/traces``: one page of trace summaries."""
+    """``GET /api/traces``: one page of trace summaries (with the backend's runs when the server names one:
+    a 502 naming it and what went wrong when it failed to answer)."""
+    config = state.config
+    params = dict(request.query_params)
     try:
-        page: dict[str, Any] = await run_in_threadpool(
-            query.list_traces, state.store, dict(request.query_params), state.config.idle_timeout_s
-        )
+        if config.tempo_url or config.jaeger_url:
+            page: dict[str, Any] = await run_in_threadpool(
+                backend_list.list_traces,
+                state.store,
+                params,
+                config.idle_timeout_s,
+                config.tempo_url,
+                config.jaeger_url,
+            )
+        else:
+            page = await run_in_threadpool(query.list_traces, state.store, params, config.idle_timeout_s)
     except query.QueryError as e:
         return error(400, str(e))
+    except RemoteError as e:
+        return error(502, f"the runs of the trace backend: {e}")
     return JSONResponse(page)
 
 
