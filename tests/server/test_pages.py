@@ -154,7 +154,8 @@ def test_a_browser_without_the_token_gets_a_page_that_asks_for_it(tmp_path: Path
             page.wait_for_selector("#timeline .row")
             assert page.url == f"{server.url}/traces/{trace_id}"  # no token in the address bar
             expect(page.locator("#title")).to_have_text("weather?")
-            page.wait_for_selector("#live.on")
+            page.wait_for_selector("#live[data-stream='open']", state="attached")  # it follows the run...
+            expect(page.locator("#live")).to_be_hidden()  # ...which ended: not said to be live
         finally:
             ctx.close()
         # Opened elsewhere with the token in the URL: it moves to the tab's storage, off the address bar.
