@@ -55,8 +55,10 @@ class Opened:
 def open_page(browser: Browser, tmp_path: Path) -> Iterator[Callable[..., Opened]]:
     contexts = []
 
-    def _open(html: str | None = None, url: str | None = None, width: int = 1280, hash_: str = "") -> Opened:
-        context = browser.new_context(viewport={"width": width, "height": 900})
+    def _open(
+        html: str | None = None, url: str | None = None, width: int = 1280, hash_: str = "", height: int = 900
+    ) -> Opened:
+        context = browser.new_context(viewport={"width": width, "height": height})
         contexts.append(context)
         page = context.new_page()
         page.add_init_script(WATCH)
@@ -664,3 +666,106 @@ def test_critical_path_is_off_until_asked_for_and_outcomes_are_not_errors(
     page.locator("#timeline .row", has_text="explode").first.click()
     red = page.evaluate("getComputedStyle(document.querySelector('#detail .error pre')).borderColor")
     assert colour != red
+
+
+def _tools_run(trace: str, count: int, open_last: bool = False) -> list[Span]:
+    """A run of agent ``worker``: ``count`` tool calls one after the other (the last one still running with
+    ``open_last``: the agent too)."""
+    from tests.support.page_data import MS, T0
+    from toolspan import semconv as sc
+
+    end = None if open_last else T0 + (count * 10 + 5) * MS
+    agent_attrs = {sc.GEN_AI_AGENT_NAME: "worker", sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT}
+    spans = [Span(trace, f"{1:016x}", None, "invoke_agent worker", T0, end, attributes=agent_attrs)]
+    for n in range(2, count + 2):
+        last = n == count + 1
+        spans.append(
+            Span(
+                trace_id=trace,
+                span_id=f"{n:016x}",
+                parent_span_id=f"{1:016x}",
+                name="execute_tool step",
+                start_ns=T0 + n * 10 * MS,
+                end_ns=None if open_last and last else T0 + (n * 10 + 5) * MS,
+                attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: f"step{n}"},
+            )
+        )
+    return spans
+
+
+def _box(page: Page, selector: str) -> dict[str, float]:
+    return page.eval_on_selector(
+        selector,
+        "n => { const r = n.getBoundingClientRect();"
+        " return {top: r.top, bottom: r.bottom, height: r.height}; }",
+    )
+
+
+def test_the_toolbar_holds_its_controls_on_one_row_at_1280_the_theme_among_them(
+    open_page: Callable[..., Opened],
+) -> None:
+    """At 1280x800 the controls of what is shown (the trace picker, search, the tool filter, critical path,
+    Download JSON, Theme) share one row, side by side, the theme button next to the others: with two
+    traces to pick from, a run's name as long as a name gets and a long tool name."""
+    pages = to_pages(cross_trace_spans())
+    pages[0]["title"] = "Summarise every open incident of the week and draft the report " * 4
+    pages[0]["steps"][1]["label"] = "a_tool_whose_name_goes_on_" * 6
+    page = open_page(render_html(pages), width=1280, height=800).page
+    controls = page.eval_on_selector_all(
+        "header button, header select, header input, header label",
+        "ns => ns.filter(n => n.offsetParent !== null && !n.closest('label:not(:scope)'))"
+        ".map(n => { const r = n.getBoundingClientRect();"
+        " return {id: n.id || n.textContent.trim(),"
+        " top: r.top, bottom: r.bottom, left: r.left, right: r.right}; })",
+    )
+    assert [c["id"] for c in controls] == ["trace", "search", "tools", "critical path", "download", "theme"]
+    assert max(c["top"] for c in controls) < min(c["bottom"] for c in controls), controls  # one row
+    gaps = [b["left"] - a["right"] for a, b in itertools.pairwise(controls)]
+    assert all(0 <= gap <= 12 for gap in gaps), gaps  # side by side, the theme button with the rest
+    assert controls[-1]["right"] <= 1280
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_a_small_run_fills_its_timeline_pane_and_a_long_one_keeps_its_share(
+    open_page: Callable[..., Opened],
+) -> None:
+    """At 1280x800 the timeline's pane (and the details beside it) is as tall as a small run's rows, so no
+    blank pane is left under them; a long run's pane keeps its share of the window (62%) and scrolls."""
+    page = open_page(render_html(to_pages(demo_spans())), width=1280, height=800).page
+    rows = page.locator("#timeline .row")
+    expect(rows).to_have_count(7)
+    timeline = _box(page, "#timeline")
+    last = max(_box(page, f"#timeline .row >> nth={i}")["bottom"] for i in range(7))
+    blank = timeline["bottom"] - last
+    assert 0 <= blank < timeline["height"] / 4, (blank, timeline)
+    assert _box(page, "#detail-panel")["bottom"] == _box(page, "#timeline-panel")["bottom"]
+    assert _box(page, ".lower")["top"] == _box(page, "#panes")["bottom"]
+    # A long run: the pane takes its share and its rows scroll.
+    page = open_page(render_html(to_pages(_tools_run("ab" * 16, 60))), width=1280, height=800).page
+    assert _box(page, "#panes")["height"] == 0.62 * 800
+    assert page.evaluate("(t => t.scrollHeight > t.clientHeight)(document.getElementById('timeline'))")
+
+
+def test_live_says_so_only_while_the_run_runs(open_page: Callable[..., Opened]) -> None:
+    """A served page follows its trace; "live" shows while a step of the run has not ended, and not once
+    every step has (the page still follows the trace: a step that starts later shows it live again)."""
+    trace = "ef" * 16
+    server = LiveServer()
+    try:
+        server.publish(_tools_run(trace, 3, open_last=True))
+        opened = open_page(url=f"http://127.0.0.1:{server.port}/page")
+        page = opened.page
+        badge = page.locator("#live")
+        expect(badge).to_have_text("live")
+        expect(badge).to_be_visible()
+        expect(badge).to_have_class("on")
+        server.publish(_tools_run(trace, 3))  # the run ends
+        expect(page.locator("#meta")).not_to_contain_text("so far")
+        expect(badge).to_be_hidden()
+        assert badge.get_attribute("data-stream") == "open"  # still following
+        server.publish(_tools_run(trace, 4, open_last=True))  # the trace goes on
+        expect(badge).to_be_visible()
+        expect(badge).to_have_text("live")
+        assert opened.errors == []
+    finally:
+        server.close()

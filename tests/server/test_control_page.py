@@ -248,3 +248,72 @@ def test_the_inbox_allows_denies_and_edits_each_waiting_call(tmp_path: Path, bro
     assert [decided[n][semconv.PERMISSION_DECISION] for n in names] == ["allow", "deny", "allow"]
     assert {decided[n][semconv.PERMISSION_DECIDED_BY] for n in names} == {"pat"}
     assert decided[names[0]][semconv.PERMISSION_NOTE] == "checked the path"
+
+
+# The theme's colours of an error (a denial reads as one) and of success, light and dark (theme.css).
+FAIL = {"light": "rgb(207, 34, 46)", "dark": "rgb(248, 81, 73)"}
+OK = {"light": "rgb(45, 164, 78)", "dark": "rgb(63, 185, 80)"}
+
+
+def test_a_decided_card_says_allowed_or_denied_in_its_colour_with_the_note(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """A decider allows one call and denies another, each with a note; once both went on, their cards
+    stay in sight saying so: a badge reading Allowed or Denied where the waiting badge was, a denial in the
+    theme's error colour and an allowance in its success colour, in the light and the dark theme, and the
+    note the decider typed."""
+    with running_server(tmp_path, "--token", TOKEN, *DECIDER_ARGS) as server:
+        server.headers = dict(AUTH)
+        apps = {name: _app(server, tmp_path, "gate", name) for name in ("one", "two")}
+        context = None
+        try:
+            wait_for(lambda: len(server.get_json("/api/control/waiting")["waiting"]) == 2, "two calls")
+            context, page = _inbox(browser, f"{server.url}/inbox#access_token={DECIDERS['pat']}")
+            cards = page.locator("#cards .card")
+            expect(cards.locator("button.allow")).to_have_count(2)
+            allowed, denied = (cards.nth(i).get_attribute("data-execution") for i in range(2))
+            page.fill(f"[id='note-{allowed}']", "logs only, fine")
+            page.click(f"[id='allow-{allowed}']")
+            expect(page.locator(f".card[data-execution='{allowed}'] .result")).to_have_text("Allowed by pat.")
+            page.fill(f"[id='note-{denied}']", "not this path: it holds the backups")
+            page.click(f"[id='deny-{denied}']")
+            expect(page.locator(f".card[data-execution='{denied}'] .result")).to_have_text("Denied by pat.")
+            for app in apps.values():
+                _finish(app)
+            expect(page.locator("#empty")).to_be_visible(timeout=20_000)  # both went on
+            done = page.locator("#decided-here")
+            no, yes = (
+                done.locator(f".card[data-execution='{denied}']"),
+                done.locator(f".card[data-execution='{allowed}']"),
+            )
+            expect(no.locator(".badge")).to_have_text("Denied")
+            expect(yes.locator(".badge")).to_have_text("Allowed")
+            expect(no.locator(".note-said")).to_have_text("Note: not this path: it holds the backups")
+            expect(yes.locator(".note-said")).to_have_text("Note: logs only, fine")
+            expect(no.locator(".note-said")).to_be_visible()
+            color = "n => [getComputedStyle(n).color, getComputedStyle(n).backgroundColor]"
+            for theme in ("light", "dark"):
+                if theme == "dark":
+                    page.click("#top-theme")
+                assert page.evaluate("document.documentElement.dataset.theme || 'light'") == theme
+                assert no.locator(".badge").evaluate(color) == ["rgb(255, 255, 255)", FAIL[theme]]
+                assert yes.locator(".badge").evaluate(color) == ["rgb(255, 255, 255)", OK[theme]]
+                assert no.locator(".result").evaluate(color)[0] == FAIL[theme]
+                assert yes.locator(".result").evaluate(color)[0] == OK[theme]
+            # The badge stands where the waiting one stood, before the tool's name: no blank gap.
+            badge, name = no.locator(".badge").bounding_box(), no.locator("h2.tool").bounding_box()
+            assert badge is not None
+            assert name is not None
+            assert badge["width"] > 30
+            assert 0 <= name["x"] - (badge["x"] + badge["width"]) <= 12
+        finally:
+            if context is not None:
+                context.close()
+            for app in apps.values():
+                app.kill()
+    by_execution = {}
+    for name in apps:
+        (span,) = _tool_spans(tmp_path, name)
+        by_execution[f"exec_{span.span_id}"] = _decided(span)
+    assert by_execution[denied][semconv.PERMISSION_DECISION] == "deny"
+    assert by_execution[denied][semconv.PERMISSION_NOTE] == "not this path: it holds the backups"

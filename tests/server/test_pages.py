@@ -154,7 +154,8 @@ def test_a_browser_without_the_token_gets_a_page_that_asks_for_it(tmp_path: Path
             page.wait_for_selector("#timeline .row")
             assert page.url == f"{server.url}/traces/{trace_id}"  # no token in the address bar
             expect(page.locator("#title")).to_have_text("weather?")
-            page.wait_for_selector("#live.on")
+            page.wait_for_selector("#live[data-stream='open']", state="attached")  # it follows the run...
+            expect(page.locator("#live")).to_be_hidden()  # ...which ended: not said to be live
         finally:
             ctx.close()
         # Opened elsewhere with the token in the URL: it moves to the tab's storage, off the address bar.
@@ -436,9 +437,10 @@ def test_a_cancelled_run_is_cancelled_in_the_list_and_on_its_page(tmp_path: Path
 
 
 @contextlib.contextmanager
-def _waiting_run(server: Server, pending: bool = True) -> Iterator[threading.Event]:
+def _waiting_run(server: Server, pending: bool = True, whole: bool = False) -> Iterator[threading.Event]:
     """A run of agent ``treasurer`` (service ``payments``) whose ``transfer`` call waits for an approval
-    (until the event yielded is set), its spans sent to ``server``, with pending records of its tools."""
+    (until the event yielded is set), its spans sent to ``server``, with pending records of its tools
+    (``whole``: of every span, the agent's too)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -455,7 +457,7 @@ def _waiting_run(server: Server, pending: bool = True) -> Iterator[threading.Eve
     exporter = OTLPSpanExporter(endpoint=f"{server.url}/v1/traces")
     provider = TracerProvider(resource=Resource.create({"service.name": "payments"}))
     if pending:
-        provider.add_span_processor(PendingSpanProcessor(exporter))
+        provider.add_span_processor(PendingSpanProcessor(exporter, tools_only=not whole))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     call = {"type": "tool_use", "id": "toolu_pay", "name": "transfer", "input": {"amount": 20}}
 
@@ -498,8 +500,8 @@ def test_a_run_waiting_for_approval_is_listed_as_such_and_named_from_its_first_r
 
 
 def test_the_inbox_and_the_trace_page_of_a_waiting_call(tmp_path: Path, browser: Browser) -> None:
-    """The inbox lists the waiting call (tool, arguments, agent, service, how long it waits, a link to its
-    run) and the bar counts it; the trace page opened on the call's first record makes sense: named, the
+    """The inbox lists the waiting call (tool, arguments, its run named and linked, agent, service, how long
+    it waits) and the bar counts it; the trace page opened on the call's first record makes sense: named, the
     waiting call named above the timeline and selected, its missing parent said to be on its way, the
     time it has waited so far; and says nothing of an orphan."""
     with running_server(tmp_path) as server, _waiting_run(server):
@@ -514,7 +516,9 @@ def test_the_inbox_and_the_trace_page_of_a_waiting_call(tmp_path: Path, browser:
             expect(card.locator(".meta")).to_contain_text("service payments")
             expect(card.locator(".since")).to_contain_text("waiting ")
             expect(page.locator("#inbox-count")).to_have_text("1")
-            card.locator("a", has_text="open its run").click()
+            # The run is named as the list names it: only the call's record is here, so by its agent.
+            expect(card.locator(".meta .run")).to_have_text("run treasurer")
+            card.locator(".meta .run a").click()
             page.wait_for_selector("body[data-ready='1']")
             assert page.url == f"{server.url}/traces/{entry['trace_id']}#{entry['execution_id']}"
             expect(page.locator("#title")).to_have_text("treasurer")
@@ -532,6 +536,62 @@ def test_the_inbox_and_the_trace_page_of_a_waiting_call(tmp_path: Path, browser:
             page.goto(f"{server.url}/traces/{entry['trace_id']}")
             page.wait_for_selector("body[data-ready='1']")
             expect(page.locator("#detail .badge")).to_have_text("AWAITING_APPROVAL")
+            assert problems == []
+        finally:
+            ctx.close()
+
+
+def test_an_inbox_card_names_its_run_as_the_list_does(tmp_path: Path, browser: Browser) -> None:
+    """A run sent whole while it runs (``TOOLSPAN_PENDING_SPANS=all``): the card of its waiting call names
+    the run by what the user asked, as the list of runs does, linked to the run's page on that call, and
+    names its agent."""
+    with running_server(tmp_path) as server, _waiting_run(server, whole=True):
+        entry = wait_for(lambda: server.get_json("/api/control/waiting")["waiting"], "the call")[0]
+        (row,) = wait_for(lambda: server.get_json("/api/traces")["traces"], "the run")
+        assert row["name"] == entry["run"] == "Pay the invoice."
+        ctx, page, problems = _page(browser, f"{server.url}/inbox", viewport={"width": 1280, "height": 800})
+        try:
+            card = page.locator(".card")
+            expect(card.locator(".meta .run")).to_have_text("run Pay the invoice.")
+            expect(card.locator(".meta")).to_contain_text("agent treasurer")
+            link = card.locator(".meta .run a")
+            expect(link).to_be_visible()
+            link.click()
+            page.wait_for_selector("body[data-ready='1']")
+            assert page.url == f"{server.url}/traces/{entry['trace_id']}#{entry['execution_id']}"
+            expect(page.locator("#title")).to_have_text("Pay the invoice.")
+            assert problems == []
+        finally:
+            ctx.close()
+
+
+def test_the_bar_counts_the_waiting_calls_as_the_inbox_fills_and_empties(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """The count of waiting calls in the bar across the top follows the server on every page, without a
+    reload: the inbox's (drawn from the same read as its cards), the list's and the run's page show 1
+    while the call waits, and no count once it went on."""
+    with running_server(tmp_path) as server:
+        ctx, inbox, problems = _page(browser, f"{server.url}/inbox")
+        try:
+            count = inbox.locator("#inbox-count")
+            expect(count).to_be_hidden()
+            with _waiting_run(server) as decided:
+                entry = wait_for(lambda: server.get_json("/api/control/waiting")["waiting"], "the call")[0]
+                expect(inbox.locator(".card")).to_have_count(1)
+                assert count.inner_text() == "1"  # drawn with the card, from the same read
+                runs = ctx.new_page()
+                runs.goto(f"{server.url}/traces")
+                run = ctx.new_page()
+                run.goto(f"{server.url}/traces/{entry['trace_id']}")
+                for other in (runs, run):
+                    other.wait_for_selector("body[data-ready='1']")
+                    expect(other.locator("#inbox-count")).to_have_text("1")
+                decided.set()  # the call is allowed: it runs, and leaves the inbox
+                expect(inbox.locator("#empty")).to_be_visible()
+                assert count.is_hidden()  # the inbox that shows none counts none
+                for shown in (runs, run):
+                    expect(shown.locator("#inbox-count")).to_be_hidden(timeout=15_000)
             assert problems == []
         finally:
             ctx.close()

@@ -147,6 +147,7 @@ window.toolspanCommon = (function () {
       const theme = doc.getElementById("top-theme");
       if (theme) theme.addEventListener("click", switchTheme);
       setInterval(refreshInboxCount, 5000);
+      doc.addEventListener("visibilitychange", refreshInboxCount); // a tab shown again: at once
     }
     refreshInboxCount();
     whoami().then(showWho, () => {});
@@ -158,19 +159,20 @@ window.toolspanCommon = (function () {
     box.textContent = who.can.indexOf("decide") >= 0 ? "deciding as " + (who.name || "?") : token() ? "read only" : "";
     box.title = who.can.indexOf("decide") >= 0 ? "This tab's token is the decider token " + (who.name || "") : "This tab's token may read; a decider's token may also decide waiting calls";
   }
-  let lastInbox = -1;
+  // The count of waiting calls in the bar: read again every few seconds, after each change a page sees, and
+  // set by the inbox from each of its own reads, so it follows the inbox as it fills and empties.
   function refreshInboxCount() {
-    const badge = doc.getElementById("inbox-count");
-    if (!badge || doc.hidden) return;
+    if (!doc.getElementById("inbox-count") || doc.hidden) return;
     api("/api/control/waiting").then(([status, body]) => {
-      if (status !== 200 || !body || !Array.isArray(body.waiting)) return;
-      const n = body.waiting.length;
-      if (n === lastInbox) return;
-      lastInbox = n;
-      badge.textContent = String(n);
-      badge.hidden = n === 0;
-      badge.title = n + (n === 1 ? " call waits" : " calls wait") + " for a decision";
+      if (status === 200 && body && Array.isArray(body.waiting)) showInboxCount(body.waiting.length);
     }, () => {});
+  }
+  function showInboxCount(n) {
+    const badge = doc.getElementById("inbox-count");
+    if (!badge) return;
+    badge.textContent = String(n);
+    badge.hidden = n === 0;
+    badge.title = n + (n === 1 ? " call waits" : " calls wait") + " for a decision";
   }
   function switchTheme() {
     const root = doc.documentElement;
@@ -197,5 +199,5 @@ window.toolspanCommon = (function () {
   }
   function fmtWhen(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }
 
-  return Object.freeze({ config, el, token, setToken, api, streamUrl, whoami, forgetWho, tokenForm, askToken, topBar, refreshInboxCount, Unauthorized, fmtMs, fmtAgo, fmtWhen, switchTheme });
+  return Object.freeze({ config, el, token, setToken, api, streamUrl, whoami, forgetWho, tokenForm, askToken, topBar, refreshInboxCount, showInboxCount, Unauthorized, fmtMs, fmtAgo, fmtWhen, switchTheme });
 })();

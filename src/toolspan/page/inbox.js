@@ -13,13 +13,13 @@
 
   let entries = [];
   let who = { name: null, can: [] };
-  const local = new Map(); // execution id -> {editing, text, error, note, message, ok, busy}
+  const local = new Map(); // execution id -> {editing, text, error, note, message, ok, denied, busy}
   const decidedHere = new Map(); // execution id -> {entry, at, decision}: decided in this tab, maybe gone from the inbox
   let built = false;
   let timer = 0;
 
   function state(id) {
-    if (!local.has(id)) local.set(id, { editing: false, text: "", error: null, note: "", message: null, ok: true, busy: false });
+    if (!local.has(id)) local.set(id, { editing: false, text: "", error: null, note: "", message: null, ok: true, denied: false, busy: false });
     return local.get(id);
   }
 
@@ -93,17 +93,7 @@
     since.title = "since " + C.fmtWhen(e.waiting_since);
     top.append(el("span", "badge s-AWAITING_APPROVAL", "Awaiting approval"), h, since);
     box.appendChild(top);
-    const meta = el("div", "meta");
-    const runLink = el("a", null, "open its run");
-    runLink.href = "/traces/" + encodeURIComponent(e.trace_id) + "#" + encodeURIComponent(e.execution_id);
-    [["agent", e.agent], ["service", e.service], ["call", e.call_id]].forEach(([k, v]) => {
-      if (v === null || v === undefined || v === "") return;
-      const part = el("span", "kv");
-      part.append(el("span", "k", k + " "), el("span", "v iso", v));
-      meta.append(part);
-    });
-    meta.append(runLink);
-    box.appendChild(meta);
+    box.appendChild(runOf(e));
     argumentsOf(box, e, e.decision);
     if (e.decision) {
       const d = e.decision;
@@ -111,8 +101,34 @@
     } else if (canDecide()) {
       box.appendChild(controls(e, s));
     }
-    if (s.message) { const m = el("p", s.ok ? "result ok" : "result problem", s.message); m.setAttribute("role", "status"); box.appendChild(m); }
+    if (s.message) box.appendChild(resultOf(s));
     return box;
+  }
+
+  // The line naming the call's run as the trace list names it (what was asked, else its root's name),
+  // linked to the run's page on this call, with the agent, service and model call id.
+  function runOf(e) {
+    const meta = el("div", "meta");
+    const run = el("span", "kv run");
+    const link = el("a", "iso", e.run || e.trace_id);
+    link.href = "/traces/" + encodeURIComponent(e.trace_id) + "#" + encodeURIComponent(e.execution_id);
+    link.title = "Open its run";
+    run.append(el("span", "k", "run "), link);
+    meta.append(run);
+    [["agent", e.agent], ["service", e.service], ["call", e.call_id]].forEach(([k, v]) => {
+      if (v === null || v === undefined || v === "") return;
+      const part = el("span", "kv");
+      part.append(el("span", "k", k + " "), el("span", "v iso", v));
+      meta.append(part);
+    });
+    return meta;
+  }
+
+  // What this tab's request answered: a denial reads as one, a refusal as a problem.
+  function resultOf(s) {
+    const m = el("p", "result " + (!s.ok ? "problem" : s.denied ? "denied" : "ok"), s.message);
+    m.setAttribute("role", "status");
+    return m;
   }
 
   // A decision that allowed the call with other arguments than the model's.
@@ -140,18 +156,20 @@
 
   function decidedCard(e, d) {
     const s = state(e.execution_id);
-    const box = el("article", "card done");
+    const denied = d && d.decision === "deny";
+    const box = el("article", "card done " + (denied ? "denied" : "allowed"));
     box.dataset.execution = e.execution_id;
     const top = el("div", "cardtop");
-    top.append(el("span", "badge", "Decided"), el("h2", "tool iso", e.tool));
+    top.append(el("span", "badge " + (denied ? "denied" : "allowed"), denied ? "Denied" : editOf(d) ? "Allowed, edited" : "Allowed"), el("h2", "tool iso", e.tool));
     box.appendChild(top);
-    const runLink = el("a", null, "open its run");
-    runLink.href = "/traces/" + encodeURIComponent(e.trace_id) + "#" + encodeURIComponent(e.execution_id);
-    const meta = el("div", "meta");
-    meta.append(runLink);
-    box.appendChild(meta);
+    box.appendChild(runOf(e));
     if (d) argumentsOf(box, e, d);
-    if (s.message) { const m = el("p", s.ok ? "result ok" : "result problem", s.message); m.setAttribute("role", "status"); box.appendChild(m); }
+    if (s.message) box.appendChild(resultOf(s));
+    if (d && d.note) {
+      const note = el("p", "note-said");
+      note.append(el("span", "k", "Note: "), el("span", "iso", d.note));
+      box.appendChild(note);
+    }
     return box;
   }
 
@@ -205,11 +223,13 @@
     s.busy = true;
     s.message = (args !== undefined ? "allowing with edited arguments" : decision === "allow" ? "allowing" : "denying") + "\u2026";
     s.ok = true;
+    s.denied = false;
     render();
     C.api("/api/control/decisions", { method: "POST", body: body }).then(([status, doc]) => {
       s.busy = false;
       if (status >= 200 && status < 300) {
         s.ok = true;
+        s.denied = doc.decision === "deny";
         s.editing = false;
         s.message = (doc.decision === "allow" ? "Allowed" : "Denied") + (doc.by ? " by " + doc.by : "") + ".";
         decidedHere.set(e.execution_id, { entry: e, at: Date.now(), decision: doc });
@@ -234,6 +254,7 @@
         return;
       }
       entries = body.waiting;
+      C.showInboxCount(entries.length);
       if (!built) build();
       doc.getElementById("problem").hidden = true;
       const live = new Set(entries.map((x) => x.execution_id));

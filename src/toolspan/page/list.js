@@ -200,6 +200,7 @@
       rows = body.traces;
       next = body.next_cursor;
       renderRows();
+      if (stream) C.refreshInboxCount(); // a run changed: maybe a call began or stopped waiting
       follow();
     }).catch(fail).finally(() => {
       loading = false;

@@ -94,6 +94,8 @@
         draw();
       },
       redraw: draw,
+      // The list's height changed (its pane was sized again): measure it, draw what it now shows.
+      resize() { measure(); schedule(); },
       reveal(i) {
         if (!height) measure();
         // Row i spans [offset + i * ROW, + ROW); a sticky header of height offset covers the top of the view.
@@ -181,6 +183,7 @@
     conversation();
     if (sel >= n) sel = -1;
     detail();
+    if (config.live) liveBadge();
   }
 
   // Time shown to scale: the trace's recorded span, or, in a live page with steps still running, up to
@@ -289,14 +292,22 @@
     fitHeights();
   }
 
-  // At phone width the panels stack: a short list takes the height of its rows, not a fixed share.
+  // At phone width the panels stack: a short list takes the height of its rows, not a fixed share. Wider,
+  // the timeline's pane (and the details beside it) is as tall as the run's rows, up to its share of the
+  // window (62vh), and never less than PANE_MIN, so the details keep room: a small run leaves no blank pane.
   const narrow = matchMedia("(max-width: 760px)");
+  const PANE_MIN = 260;
   function fitHeights() {
-    const fit = (host, rows, head) => {
-      host.style.height = narrow.matches ? Math.max(ROW * 2, Math.min(window.innerHeight * 0.46, head + rows * ROW + 6)) + "px" : "";
-    };
-    fit($("timeline"), tlRows.length, 18);
-    fit($("tree"), treeRows.length, 0);
+    const set = (node, prop, value) => { if (node.style[prop] === value) return false; node.style[prop] = value; return true; };
+    const fit = (host, rows, head) => set(host, "height", narrow.matches ? Math.max(ROW * 2, Math.min(window.innerHeight * 0.46, head + rows * ROW + 6)) + "px" : "");
+    let changed = fit($("timeline"), tlRows.length, 18);
+    changed = fit($("tree"), treeRows.length, 0) || changed;
+    const panes = $("panes");
+    const rows = $("timeline-h").offsetHeight + 18 + steps.length * ROW + 4;
+    const fits = !narrow.matches && rows < window.innerHeight * 0.62;
+    changed = set(panes, "height", fits ? Math.max(PANE_MIN, rows) + "px" : "") || changed;
+    changed = set(panes, "minHeight", fits ? PANE_MIN + "px" : "") || changed;
+    if (changed) { timeline.resize(); tree.resize(); }
   }
 
   function buildTree() {
@@ -855,13 +866,25 @@
   }
 
   // ---------- live ----------
+  // "live" says the run is still running (a step has not ended) and the page follows it; a run that ended
+  // says nothing (the page still follows its trace: a late span shows). A failed update always says so.
+  // The stream's state is also in the badge's data-stream (open, reconnecting, failed).
+  let streamState = "";
+  let streamProblem = "";
+  function liveBadge() {
+    const badge = $("live");
+    badge.dataset.stream = streamState;
+    const ongoing = Boolean(P && P.live && running.length);
+    badge.hidden = streamState === "failed" ? false : !(ongoing && (streamState === "open" || streamState === "reconnecting"));
+    badge.className = streamState === "open" && !badge.hidden ? "on" : "";
+    badge.textContent = streamState === "failed" ? "live: update failed (" + streamProblem + ")" : streamState === "reconnecting" ? "live: reconnecting" : "live";
+  }
   function live() {
     const l = config.live;
     const badge = $("live");
     if (!l) { badge.hidden = true; return; }
     if (l.list_url) C.topBar("traces"); // served by toolspan serve: its bar
     if (config.control) learnWho(); // what this tab's token may do
-    badge.hidden = false;
     let busy = false;
     let again = false;
     let es = null;
@@ -874,17 +897,20 @@
           ungate();
           setData(data, true);
           badge.dataset.updates = String(Number(badge.dataset.updates || "0") + 1);
+          if (streamState === "failed") streamState = es ? "open" : "";
+          liveBadge();
           if (!es) follow();
+          else if (l.list_url) C.refreshInboxCount(); // the run changed: maybe a call began or stopped waiting
         })
-        .catch((e) => { if (e instanceof C.Unauthorized) gate(refresh, e); else { badge.className = ""; badge.textContent = "live: update failed (" + e.message + ")"; } })
+        .catch((e) => { if (e instanceof C.Unauthorized) gate(refresh, e); else { streamState = "failed"; streamProblem = e.message; liveBadge(); } })
         .finally(() => { busy = false; if (again) { again = false; refresh(); } });
     };
     const follow = () => {
       es = new EventSource(C.streamUrl(l.stream_url));
-      es.onopen = () => { badge.className = "on"; badge.textContent = "live"; };
+      es.onopen = () => { streamState = "open"; liveBadge(); };
       // Unnamed events, and the names a trace's event stream uses (act/observe, the progress stream).
       LIVE_EVENTS.forEach((name) => es.addEventListener(name, refresh));
-      es.onerror = () => { badge.className = ""; badge.textContent = "live: reconnecting"; };
+      es.onerror = () => { streamState = "reconnecting"; liveBadge(); };
     };
     setInterval(() => { if (running.length) clockTick(true); }, 1000);
     // A page served without its data (asked for without the token) reads it first, with the tab's token.
@@ -938,6 +964,7 @@
   $("expand-all").addEventListener("click", () => setAll(false));
   $("collapse-all").addEventListener("click", () => setAll(true));
   $("download").addEventListener("click", download);
+  window.addEventListener("resize", fitHeights);
   $("crit").addEventListener("change", (e) => { doc.body.classList.toggle("crit-on", e.target.checked); });
   $("theme").addEventListener("click", () => {
     const root = doc.documentElement;

@@ -127,9 +127,10 @@ ROUTES: tuple[Endpoint, ...] = (
         "/api/control/waiting",
         "GET",
         queries.inbox,
-        "Inbox: one entry per tool span waiting for a decision (execution_id, trace_id, span_id, call_id,"
-        " tool, arguments as recorded, arguments_sha256, agent, service, waiting_since, decision), oldest"
-        " first; paged by ?limit= and ?after= (the page's next)",
+        "Inbox: one entry per tool span waiting for a decision (execution_id, trace_id, run (the run's"
+        " name, as the trace list gives it), span_id, call_id, tool, arguments as recorded,"
+        " arguments_sha256, agent, service, waiting_since, decision), oldest first; paged by ?limit= and"
+        " ?after= (the page's next)",
         params=queries.INBOX_PARAMS,
     ),
     Endpoint(

@@ -20,6 +20,7 @@ from toolspan import semconv as sc
 from toolspan._util.ids import arguments_sha256, parse_execution_id
 from toolspan.bridge.facts import AGENT, TOOL, agent_name, arguments_text, classify, parse_json, tool_call
 from toolspan.bridge.model import Span
+from toolspan.bridge.views import run_name
 from toolspan.server._http.auth import access_of
 from toolspan.server._http.endpoints import query
 from toolspan.server._http.jsonio import JSONResponse, Refused, strict_value
@@ -114,6 +115,8 @@ def _entry(
     return {
         "execution_id": call.execution_id,
         "trace_id": span.trace_id,
+        # The run's name as the trace list gives it: what the user asked, else its root's name.
+        "run": run_name(trace) or span.trace_id,
         "span_id": span.span_id,
         "call_id": call.call_id,
         "tool": call.name,
