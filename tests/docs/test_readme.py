@@ -116,8 +116,6 @@ def test_marked_examples_run_as_written(page: Path, tmp_path: Path) -> None:
 
 NEEDS = re.compile(r"\*Needs \S[^\n]*\*")
 COMMAND_LANGUAGES = frozenset({"python", "bash", "sh", "shell", "console", ""})
-# Rewritten on another branch, with its blocks' markers; drop once that rewrite has landed.
-REWRITTEN_ELSEWHERE = frozenset({"shipping.md"})
 
 
 def unexplained(text: str) -> list[int]:
@@ -138,7 +136,6 @@ def test_every_command_block_runs_here_or_says_what_it_needs() -> None:
     missing = [
         f"{page.relative_to(README.parent)}:{line}"
         for page in PAGES
-        if page.name not in REWRITTEN_ELSEWHERE
         for line in unexplained(page.read_text(encoding="utf-8"))
     ]
     assert missing == [], "mark each block <!-- readme-test --> or put a *Needs ...* line above it"

@@ -37,7 +37,7 @@ from toolspan.policy import PatternError
 __all__ = ["MAX_CHECK_STEPS", "MAX_SCHEMA_BYTES", "edit_problem", "recorded_schema"]
 
 MAX_SCHEMA_BYTES: Final = 64 * 1024
-# Keywords one check applies at most (a tool's usual schema takes tens; see docs/server.md).
+# Keywords one check applies at most (a tool's usual schema takes tens; see docs/operations.md).
 MAX_CHECK_STEPS: Final = 20000
 _PATTERN_KEYS: Final = frozenset({"pattern", "patternProperties"})
 _REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
