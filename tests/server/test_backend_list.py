@@ -20,6 +20,7 @@ import pytest
 
 from tests.support.asgi import AsgiClient
 from tests.support.backend import Backend, backend_server, jaeger_search, json_answer
+from tests.support.formats import jaeger_recording
 from tests.support.paths import TESTS
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
@@ -28,8 +29,8 @@ from toolspan.server import ServerConfig, Store, build_app
 
 JAEGER: Final = TESTS / "fixtures" / "jaeger"
 # The real Jaeger's v1 answers, as its search answers them for each service.
-PARITY: Final = (JAEGER / "jaeger-2.13.0-parity-v1.json").read_bytes()  # agent-svc, conversation conv-1
-CHANGES: Final = (JAEGER / "jaeger-2.13.0-changes-v1.json").read_bytes()  # changes-svc
+PARITY: Final = jaeger_recording("parity", "v1").read_bytes()  # agent-svc, conversation conv-1
+CHANGES: Final = jaeger_recording("changes", "v1").read_bytes()  # changes-svc
 _GENAI = json.loads((JAEGER / "v1_ui_genai_agent_trace.json").read_bytes())  # 57 spans, 10 services
 GENAI: Final = json.dumps({"data": [_GENAI], "total": 0, "limit": 0, "offset": 0, "errors": None}).encode()
 ANSWERS: Final = {"agent-svc": PARITY, "changes-svc": CHANGES, "coding-agent": GENAI}

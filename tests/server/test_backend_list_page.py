@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.server.test_backend_list import ANSWERS, EVER, JAEGER, NEWEST_FIRST, PARITY_ID
+from tests.server.test_backend_list import ANSWERS, EVER, NEWEST_FIRST, PARITY_ID
 from tests.support.backend import Backend, backend_server, jaeger_search, json_answer
+from tests.support.formats import jaeger_recording
 from tests.support.server import running_server
 
 pytestmark = pytest.mark.processes
@@ -22,7 +23,7 @@ def jaeger() -> Iterator[Backend]:
     with backend_server() as backend:
         jaeger_search(backend, ANSWERS)
         backend.answers[f"/api/v3/traces/{PARITY_ID}"] = json_answer(
-            (JAEGER / "jaeger-2.13.0-parity-v3.json").read_bytes()
+            jaeger_recording("parity", "v3").read_bytes()
         )
         yield backend
 
