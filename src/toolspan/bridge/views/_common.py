@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Sequence
@@ -41,12 +42,18 @@ def duration_ms(start_ns: int, end_ns: int) -> int:
     return max(0, (end_ns - start_ns + NS_PER_MS // 2) // NS_PER_MS)
 
 
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    """``iso``'s text of a whole second (a trace's times share few: each is formatted once)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+
+
 def iso(ns: int | None) -> str | None:
     """ISO 8601 UTC with microseconds, e.g. ``2023-11-14T22:13:20.000001Z``."""
     if ns is None:
         return None
     seconds, rest = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}Z"
+    return f"{_second(seconds)}.{rest // 1000:06d}Z"
 
 
 def summary(value: Any, limit: int = 200) -> str | None:

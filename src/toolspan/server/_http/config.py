@@ -57,3 +57,6 @@ class ServerConfig:
     # a token are answered 429 until the oldest of them is that old (0: no limit).
     auth_failures: int = 10
     auth_window_s: float = 60.0
+    # Bytes of rendered trace views (tree, events, page data, ...) kept for the next read of a trace that has
+    # not changed (0: none kept).
+    render_cache_bytes: int = 64 * 1024 * 1024

@@ -1,8 +1,8 @@
 """What the routes of one server share (``ServerState``): its settings and its store, where a trace's spans
-are read from, the streams' wake-ups and text deltas, the control channel's wake-ups, the parse workers, the
-wrong tokens per client address, and the counters ``/healthz`` shows. It is also where exports land, from
-OTLP/HTTP and OTLP/gRPC alike (``ingest_rows``, ``ingest_logs``): stored, then the streams they concern
-woken."""
+are read from and the renderings of them kept for the next read, the streams' wake-ups and text deltas, the
+control channel's wake-ups, the parse workers, the wrong tokens per client address, and the counters
+``/healthz`` shows. It is also where exports land, from OTLP/HTTP and OTLP/gRPC alike (``ingest_rows``,
+``ingest_logs``): stored, then the streams they concern woken."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from toolspan.bridge.readers import LogRecord
 from toolspan.server._http.auth import FailureThrottle
 from toolspan.server._http.config import ServerConfig
+from toolspan.server._http.renders import Renders
 from toolspan.server._ingest.otlp import split_valid
 from toolspan.server._ingest.parsers import Parsers
 from toolspan.server._rows.spans import IngestResult, Row
@@ -34,6 +35,8 @@ class ServerState:
         self.config = config
         self.store = store
         self.traces = TraceSource(store, config.tempo_url, config.jaeger_url)
+        # The views of stored traces, kept for the next read of a trace that has not changed.
+        self.renders = Renders(config.render_cache_bytes)
         self.notifier = Notifier()  # streams, after a commit
         self.decisions = Changes()  # the control channel's long polls, after a decision or cancel request
         self.deltas = DeltaHub(config.delta_buffer, self._drop)

@@ -38,6 +38,7 @@ __all__ = [
     "SUMMARIES",
     "TRACES_LISTED",
     "TRACES_WHERE",
+    "TRACE_VERSION",
     "TRACE_COLUMNS",
     "TRACE_CONVERSATIONS",
     "TRACE_ROW",
@@ -107,6 +108,13 @@ COUNT_LOGS: Final = "SELECT count(*) FROM logs"
 # --- trace summaries -----------------------------------------------------------------------------------
 
 TRACE_ROW: Final = f"SELECT {_TRACES} FROM traces WHERE trace_id = ?"
+# What a trace's spans and log records are now (``Storage.trace_version``): its summary's ``last_seen_ns``
+# (moved forward, never back, by every transaction that adds or changes one of its spans) and span count,
+# and how many log records it has and the newest one's time (records are added, and dropped by age).
+TRACE_VERSION: Final = (
+    "SELECT t.last_seen_ns, t.spans, (SELECT count(*) FROM logs l WHERE l.trace_id = t.trace_id),"
+    " (SELECT max(l.ns) FROM logs l WHERE l.trace_id = t.trace_id) FROM traces t WHERE t.trace_id = ?"
+)
 # Followed by the caller's condition (fixed fragments and ``?`` only) and ``TRACES_LISTED``.
 TRACES_WHERE: Final = f"SELECT {_TRACES} FROM traces WHERE "
 TRACES_LISTED: Final = " ORDER BY start_ns DESC, trace_id DESC LIMIT ?"

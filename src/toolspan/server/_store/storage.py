@@ -202,6 +202,12 @@ class Storage(ABC):
         """The conversation ids of the traces ``trace_ids`` (those that have one)."""
         return {str(r[0]) for r in self._rows(sql.TRACE_CONVERSATIONS, (list(trace_ids),))}
 
+    def trace_version(self, trace_id: str) -> tuple[int, ...] | None:
+        """A value that changes whenever the trace's spans or log records do (what ``trace_spans`` gives),
+        ``None`` when the trace is not held here: what a reader keeps a rendering of the trace by."""
+        rows = self._rows(sql.TRACE_VERSION, (trace_id,))
+        return tuple(int(v or 0) for v in rows[0]) if rows else None
+
     def trace_row(self, trace_id: str) -> TraceRow | None:
         rows = self._rows(sql.TRACE_ROW, (trace_id,))
         return trace_row(rows[0]) if rows else None

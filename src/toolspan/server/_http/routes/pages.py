@@ -31,7 +31,7 @@ from toolspan.page import LiveOptions, page_json, render_app, render_html
 from toolspan.server._http.auth import WITHOUT_TOKEN
 from toolspan.server._http.jsonio import error
 from toolspan.server._http.params import trace_id_param
-from toolspan.server._http.routes.traces import lookup
+from toolspan.server._http.routes.traces import lookup, rendered
 from toolspan.server._http.state import ServerState
 
 __all__ = ["home", "inbox", "trace_data", "trace_list", "trace_page"]
@@ -41,6 +41,10 @@ def _page_data(spans: Sequence[Span]) -> str:
     """The live page's data: the page document(s) of ``spans`` as JSON text."""
     docs = to_pages(list(spans), live=True)
     return page_json(docs[0] if len(docs) == 1 else docs)
+
+
+def _page_bytes(spans: Sequence[Span]) -> bytes:
+    return _page_data(spans).encode("utf-8")
 
 
 def _trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool = False) -> str:
@@ -108,10 +112,7 @@ async def trace_page(state: ServerState, request: Request) -> Response:
 
 async def trace_data(state: ServerState, request: Request) -> Response:
     """``/api/traces/{id}/page``: the live page's data."""
-    found = await lookup(state, request, "trace_id")
-    if isinstance(found, Response):
-        return found
-    text = await run_in_threadpool(_page_data, found[1])
-    return Response(
-        text.encode("utf-8"), media_type="application/json", headers={"cache-control": "no-store"}
-    )
+    made = await rendered(state, request, "trace_id", "page", _page_bytes)
+    if isinstance(made, Response):
+        return made
+    return Response(made[1], media_type="application/json", headers={"cache-control": "no-store"})

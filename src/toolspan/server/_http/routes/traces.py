@@ -6,6 +6,7 @@ when the server names one (``--tempo``, ``--jaeger``); the list then holds Jaege
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -22,7 +23,7 @@ from toolspan.server._http.state import ServerState
 from toolspan.server._store import backend_list, query
 from toolspan.server._store.remote import RemoteError
 
-__all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp"]
+__all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp", "rendered"]
 
 
 async def lookup(state: ServerState, request: Request, param: str) -> tuple[str, list[Span]] | Response:
@@ -39,6 +40,30 @@ async def lookup(state: ServerState, request: Request, param: str) -> tuple[str,
     return trace_id, spans
 
 
+async def rendered(
+    state: ServerState, request: Request, param: str, what: Hashable, make: Callable[[Sequence[Span]], bytes]
+) -> tuple[str, bytes] | Response:
+    """``(trace id, make(spans))`` of the trace named by path parameter ``param`` (``lookup``'s 404 or 502
+    otherwise): the bytes kept for ``what`` when the trace has not changed since they were made. The version
+    is read before the spans, so bytes are never kept under a version newer than the spans they were made
+    of."""
+    trace_id = trace_id_param(request.path_params[param])
+    version = None
+    if trace_id is not None and state.renders.max_bytes:
+        version = await run_in_threadpool(state.store.trace_version, trace_id)
+        if version is not None:
+            kept = state.renders.get((trace_id, what), version)
+            if kept is not None:
+                return trace_id, kept
+    found = await lookup(state, request, param)
+    if isinstance(found, Response):
+        return found
+    body = await run_in_threadpool(make, found[1])
+    if version is not None:
+        state.renders.put((found[0], what), version, body)
+    return found[0], body
+
+
 async def healthz(state: ServerState, request: Request) -> Response:
     """``GET /healthz``: the store's counts and the streams'."""
     counts = await run_in_threadpool(state.store.counts)
@@ -50,6 +75,7 @@ async def healthz(state: ServerState, request: Request) -> Response:
             "streams": state.streams,
             "dropped_stream_clients": state.dropped_clients,
             "relayed_text_deltas": state.deltas.relayed,
+            "renders": state.renders.stats(),
         }
     )
 
@@ -91,22 +117,29 @@ async def conversation(state: ServerState, request: Request) -> Response:
 
 async def job(state: ServerState, request: Request) -> Response:
     """``GET /api/jobs/{id}/trace`` (the tree) and ``.../replay`` (the tree document, read-only)."""
-    found = await lookup(state, request, "job_id")
-    if isinstance(found, Response):
-        return found
-    spans = found[1]
-    if request.url.path.endswith("/replay"):
-        document = await run_in_threadpool(tree_document, spans)
-        body = document_bytes({**document, "read_only": True})
-    else:
-        body = await run_in_threadpool(render, "tree", spans)
-    return Response(body, media_type=JSON)
+    replay = request.url.path.endswith("/replay")
+    what, make = ("replay", _replay) if replay else ("tree", _tree)
+    made = await rendered(state, request, "job_id", what, make)
+    if isinstance(made, Response):
+        return made
+    return Response(made[1], media_type=JSON)
+
+
+def _tree(spans: Sequence[Span]) -> bytes:
+    return render("tree", spans)
+
+
+def _replay(spans: Sequence[Span]) -> bytes:
+    return document_bytes({**tree_document(spans), "read_only": True})
 
 
 async def otlp(state: ServerState, request: Request) -> Response:
     """``GET /api/traces/{id}/otlp``: the trace's spans as OTLP JSON, log records joined as span events."""
-    found = await lookup(state, request, "trace_id")
-    if isinstance(found, Response):
-        return found
-    document = await run_in_threadpool(to_otlp_json, found[1])
-    return Response(document_bytes(document), media_type=JSON)
+    made = await rendered(state, request, "trace_id", "otlp", _otlp)
+    if isinstance(made, Response):
+        return made
+    return Response(made[1], media_type=JSON)
+
+
+def _otlp(spans: Sequence[Span]) -> bytes:
+    return document_bytes(to_otlp_json(spans))

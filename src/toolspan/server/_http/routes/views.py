@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
+import functools
+
 from starlette.requests import Request
 from starlette.responses import Response
 
 from toolspan.bridge.views.registry import VIEWS, View
 from toolspan.server._http.endpoints import JSON, LINES, Endpoint, Handler
 from toolspan.server._http.render import render
-from toolspan.server._http.routes.traces import lookup
+from toolspan.server._http.routes.traces import rendered
 from toolspan.server._http.state import ServerState
 
 __all__ = ["endpoints"]
@@ -18,11 +19,10 @@ __all__ = ["endpoints"]
 
 def _handler(view: View) -> Handler:
     async def serve(state: ServerState, request: Request) -> Response:
-        found = await lookup(state, request, "trace_id")
-        if isinstance(found, Response):
-            return found
-        body = await run_in_threadpool(render, view.name, found[1])
-        return Response(body, media_type=LINES if view.lines else JSON)
+        made = await rendered(state, request, "trace_id", view.name, functools.partial(render, view.name))
+        if isinstance(made, Response):
+            return made
+        return Response(made[1], media_type=LINES if view.lines else JSON)
 
     return serve
 

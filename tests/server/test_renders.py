@@ -1,0 +1,176 @@
+"""A trace's views read again while it has not changed come from what the server kept (``_http.renders``),
+and are exactly what reading it afresh gives; any change to the trace (a new span, a pending record ended, a
+log record, a trace dropped and sent again) is in the next read. In process, through the application."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.asgi import AsgiClient
+from toolspan.bridge.model import Span
+from toolspan.bridge.readers import LogRecord
+from toolspan.bridge.views.registry import VIEWS
+from toolspan.server import ServerConfig, build_app, open_store
+from toolspan.server._http.render import render
+from toolspan.server._http.routes.pages import _page_bytes as page_bytes
+from toolspan.server._http.routes.traces import _otlp as otlp_bytes
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+ROOT = "00f067aa0ba902b7"
+PER_TRACE = [v.name for v in VIEWS.values() if v.per_trace and v.media == "json"]
+
+
+def span(
+    span_id: str, name: str, start: int, end: int | None, parent: str | None = ROOT, **attrs: Any
+) -> Span:
+    return Span(
+        trace_id=TRACE,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_ns=start,
+        end_ns=end,
+        attributes=attrs,
+    )
+
+
+def agent() -> Span:
+    attrs = {"gen_ai.operation.name": "invoke_agent"}
+    return span(ROOT, "invoke_agent planner", 1_000, 90_000, None, **attrs)
+
+
+def tool(span_id: str, name: str, start: int, end: int | None) -> Span:
+    return span(
+        span_id,
+        f"execute_tool {name}",
+        start,
+        end,
+        **{
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.arguments": '{"q": "x"}',
+        },
+    )
+
+
+class Served:
+    def __init__(self, tmp_path: Path, cache_bytes: int = 64 * 1024 * 1024) -> None:
+        self.store = open_store(str(tmp_path / "store.db"))
+        app, self.state = build_app(
+            ServerConfig(db=self.store.path, parse_workers=0, render_cache_bytes=cache_bytes), self.store
+        )
+        self.client = AsgiClient(app)
+
+    def get(self, path: str) -> bytes:
+        answer = self.client.request("GET", path)
+        assert answer.status == 200, answer.body[:300]
+        return answer.body
+
+    def renders(self) -> dict[str, int]:
+        return dict(self.client.request("GET", "/healthz").json()["renders"])
+
+    def fresh(self, view: str) -> bytes:
+        """The view as the store's spans give it now, rendered afresh (what a read must equal)."""
+        spans = self.store.trace_spans(TRACE)
+        return {"page": page_bytes, "otlp": otlp_bytes}.get(view, functools.partial(render, view))(spans)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    s = Served(tmp_path)
+    s.store.ingest([agent(), tool("a1a1a1a1a1a1a1a1", "search", 2_000, 9_000)])
+    with s.client:
+        yield s
+    s.store.close()
+
+
+def test_a_second_read_of_an_unchanged_trace_is_kept_and_the_same(served: Served) -> None:
+    for view in PER_TRACE:
+        first = served.get(f"/api/traces/{TRACE}/{view}")
+        before = served.renders()
+        assert served.get(f"/api/traces/{TRACE}/{view}") == first == served.fresh(view)
+        after = served.renders()
+        assert (after["hits"], after["misses"]) == (before["hits"] + 1, before["misses"]), view
+    page = served.get(f"/api/traces/{TRACE}/page")
+    otlp = served.get(f"/api/traces/{TRACE}/otlp")
+    hits = served.renders()["hits"]
+    assert (served.get(f"/api/traces/{TRACE}/page"), served.get(f"/api/traces/{TRACE}/otlp")) == (page, otlp)
+    assert served.renders()["hits"] == hits + 2
+
+
+@pytest.mark.parametrize("view", ["tree", "events", "page", "otlp"])
+def test_every_change_to_the_trace_is_in_the_next_read(served: Served, view: str) -> None:
+    path = f"/api/traces/{TRACE}/{view}"
+    changes = [
+        # A new span of the trace, still running.
+        lambda: served.store.ingest([tool("b2b2b2b2b2b2b2b2", "fetch", 10_000, None)]),
+        # Its pending record ended (the same span, replaced).
+        lambda: served.store.ingest([tool("b2b2b2b2b2b2b2b2", "fetch", 10_000, 20_000)]),
+        # A log record tied to one of its spans.
+        lambda: served.store.ingest_logs(
+            [LogRecord(TRACE, "a1a1a1a1a1a1a1a1", 3_000, "gen_ai.choice", {"gen_ai.system": "x"}, "hello")]
+        ),
+    ]
+    seen = [served.get(path), served.get(path)]  # the second one kept
+    for change in changes:
+        change()
+        seen.append(served.get(path))
+        assert seen[-1] == served.fresh(view)
+    # Each change shows in what the view holds: the running call, then its end, then (where the view holds
+    # log records) the record.
+    assert seen[2] != seen[1]
+    assert seen[3] != seen[2]
+    if view in ("otlp", "page"):
+        assert b"hello" in seen[4]
+        assert b"hello" not in seen[3]
+
+
+def test_a_trace_dropped_and_sent_again_is_read_afresh(served: Served) -> None:
+    path = f"/api/traces/{TRACE}/tree"
+    first = served.get(path)
+    assert served.store.prune(max_age_ns=None, max_spans=0) == 1
+    assert served.client.request("GET", path).status == 404
+    served.store.ingest([agent()])
+    again = served.get(path)
+    assert again != first
+    assert again == served.fresh("tree")
+
+
+def test_what_is_kept_stays_within_its_bound(tmp_path: Path) -> None:
+    served = Served(tmp_path, cache_bytes=6_000)
+    traces = [f"{i:032x}" for i in range(1, 6)]
+    with served.client:
+        for trace_id in traces:
+            served.store.ingest(
+                [dataclasses.replace(s, trace_id=trace_id) for s in (agent(), tool("c3" * 8, "search", 2, 3))]
+            )
+            served.get(f"/api/traces/{trace_id}/tree")
+            assert served.renders()["bytes"] <= 6_000
+        kept = served.renders()
+        assert 0 < kept["kept"] < len(traces)
+    served.store.close()
+
+
+def test_nothing_is_kept_when_the_bound_is_zero(tmp_path: Path) -> None:
+    served = Served(tmp_path, cache_bytes=0)
+    served.store.ingest([agent()])
+    with served.client:
+        first = served.get(f"/api/traces/{TRACE}/tree")
+        assert served.get(f"/api/traces/{TRACE}/tree") == first
+        assert served.renders() == {"kept": 0, "bytes": 0, "hits": 0, "misses": 0}
+    served.store.close()
+
+
+def test_the_job_routes_and_the_replay_document_are_kept_apart(served: Served) -> None:
+    tree = served.get(f"/api/jobs/{TRACE}/trace")
+    replay = served.get(f"/api/jobs/{TRACE}/replay")
+    assert tree == served.fresh("tree")
+    assert replay != tree
+    assert served.get(f"/api/jobs/{TRACE}/replay") == replay
+    assert served.get(f"/api/jobs/{TRACE}/trace") == tree
