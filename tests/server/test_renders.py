@@ -174,3 +174,25 @@ def test_the_job_routes_and_the_replay_document_are_kept_apart(served: Served) -
     assert replay != tree
     assert served.get(f"/api/jobs/{TRACE}/replay") == replay
     assert served.get(f"/api/jobs/{TRACE}/trace") == tree
+
+
+def test_the_trace_page_is_kept_per_token_kind_and_follows_the_trace(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "store.db"))
+    store.ingest([agent(), tool("a1a1a1a1a1a1a1a1", "search", 2_000, 9_000)])
+    app, _ = build_app(ServerConfig(db=store.path, parse_workers=0), store)
+    with AsgiClient(app) as client:
+
+        def page() -> bytes:
+            answer = client.request("GET", f"/traces/{TRACE}")
+            assert (answer.status, answer.headers["content-type"]) == (200, "text/html; charset=utf-8")
+            return answer.body
+
+        first = page()
+        hits = client.request("GET", "/healthz").json()["renders"]["hits"]
+        assert page() == first
+        assert client.request("GET", "/healthz").json()["renders"]["hits"] == hits + 1
+        store.ingest([tool("b2b2b2b2b2b2b2b2", "fetch_page", 10_000, None)])
+        again = page()
+        assert b"fetch_page" in again
+        assert b"fetch_page" not in first
+    store.close()

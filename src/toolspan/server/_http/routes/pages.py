@@ -19,6 +19,7 @@ server only; values are written as text, never as HTML.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from starlette.concurrency import run_in_threadpool
@@ -31,7 +32,7 @@ from toolspan.page import LiveOptions, page_json, render_app, render_html
 from toolspan.server._http.auth import WITHOUT_TOKEN
 from toolspan.server._http.jsonio import error
 from toolspan.server._http.params import trace_id_param
-from toolspan.server._http.routes.traces import lookup, rendered
+from toolspan.server._http.routes.traces import rendered
 from toolspan.server._http.state import ServerState
 
 __all__ = ["home", "inbox", "trace_data", "trace_list", "trace_page"]
@@ -64,6 +65,11 @@ def _trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool 
     )
     title = None if spans is not None else "trace " + trace_id
     return render_html(docs[0] if len(docs) == 1 else docs, live=live, title=title)
+
+
+def _trace_page_bytes(spans: Sequence[Span], control: bool) -> bytes:
+    """The live trace page of ``spans`` (one trace) with its data, as bytes."""
+    return _trace_page_html(spans[0].trace_id, spans, control).encode("utf-8")
 
 
 def _trace_list_html() -> str:
@@ -104,10 +110,12 @@ async def trace_page(state: ServerState, request: Request) -> Response:
         if trace_id is None:
             return error(404, f"no trace {request.path_params[param]!r}")
         return HTMLResponse(await run_in_threadpool(_trace_page_html, trace_id, None, control))
-    found = await lookup(state, request, param)
-    if isinstance(found, Response):
-        return found
-    return HTMLResponse(await run_in_threadpool(_trace_page_html, *found, control))
+    made = await rendered(
+        state, request, param, ("page.html", control), functools.partial(_trace_page_bytes, control=control)
+    )
+    if isinstance(made, Response):
+        return made
+    return HTMLResponse(made[1])
 
 
 async def trace_data(state: ServerState, request: Request) -> Response:
