@@ -5,11 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from opentelemetry import baggage
+from opentelemetry import baggage, propagate
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.context import Context, create_key
+from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.propagators.textmap import (
+    Getter,
+    Setter,
+    TextMapPropagator,
+    default_getter,
+    default_setter,
+)
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 import toolspan
 from tests.support.instrumentation import Spans, by_name, call_id, exec_id, hex_id
@@ -155,3 +169,88 @@ def test_subplan_in_a_real_subprocess(spans: Spans, tmp_path: Path) -> None:
         "output.value": '"cba"',
         "output.mime_type": "application/json",
     }
+
+
+class RequestIdPropagator(TextMapPropagator):
+    """An application's own propagator (as ``OTEL_PROPAGATORS`` or ``set_global_textmap`` installs one): a
+    request id carried in ``x-request-id``."""
+
+    KEY = create_key("request-id")
+
+    def inject(
+        self, carrier: Any, context: Context | None = None, setter: Setter[Any] = default_setter
+    ) -> None:
+        value = context_api.get_value(self.KEY, context)
+        if value is not None:
+            setter.set(carrier, "x-request-id", str(value))
+
+    def extract(
+        self, carrier: Any, context: Context | None = None, getter: Getter[Any] = default_getter
+    ) -> Context:
+        values = getter.get(carrier, "x-request-id")
+        return context_api.set_value(self.KEY, values[0], context) if values else (context or Context())
+
+    @property
+    def fields(self) -> set[str]:
+        return {"x-request-id"}
+
+
+@pytest.fixture
+def global_textmap() -> Iterator[Callable[[TextMapPropagator], None]]:
+    before = propagate.get_global_textmap()
+    yield propagate.set_global_textmap
+    propagate.set_global_textmap(before)
+
+
+def test_inject_and_extract_follow_the_applications_propagators(
+    spans: Spans, global_textmap: Callable[[TextMapPropagator], None]
+) -> None:
+    global_textmap(
+        CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator(), RequestIdPropagator()])
+    )
+    carriers: list[dict[str, str]] = []
+
+    @toolspan.tool
+    def dispatch() -> None:
+        ctx = context_api.set_value(RequestIdPropagator.KEY, "req-7")
+        carriers.append(toolspan.inject({}, context=baggage.set_baggage("tenant", "acme", ctx)))
+
+    with toolspan.tool_call_id("toolu_3"):
+        dispatch()
+    (span,) = spans()
+    (carrier,) = carriers
+    assert set(carrier) == {"traceparent", "baggage", "x-request-id"}
+    extracted = toolspan.extract(carrier)
+    assert context_api.get_value(RequestIdPropagator.KEY, extracted) == "req-7"
+    assert baggage.get_all(extracted) == {
+        "tenant": "acme",
+        "toolspan.execution_id": exec_id(span),
+        "toolspan.tool_call_id": "toolu_3",
+    }
+
+
+def test_a_propagator_without_baggage_still_carries_the_tool_calls_ids_and_nothing_else(
+    spans: Spans, global_textmap: Callable[[TextMapPropagator], None]
+) -> None:
+    # OTEL_PROPAGATORS=tracecontext: the application keeps its baggage to itself.
+    global_textmap(CompositePropagator([TraceContextTextMapPropagator()]))
+    carriers: list[dict[str, str]] = []
+
+    @toolspan.tool
+    def dispatch() -> None:
+        ctx = baggage.set_baggage("tenant", "acme")
+        carriers.append(toolspan.inject({}, context=ctx))
+
+    with toolspan.tool_call_id("toolu_4"):
+        dispatch()
+    (span,) = spans()
+    (carrier,) = carriers
+    assert set(carrier) == {"traceparent", "baggage"}
+    assert "tenant" not in carrier["baggage"]
+    extracted = toolspan.extract(carrier)
+    assert baggage.get_all(extracted) == {
+        "toolspan.execution_id": exec_id(span),
+        "toolspan.tool_call_id": "toolu_4",
+    }
+    assert span.context is not None
+    assert trace_api.get_current_span(extracted).get_span_context().span_id == span.context.span_id
