@@ -56,6 +56,16 @@ TOOLSPAN_OTEL_SHORTCUTS=off .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/instrument/test_tool.py tests/instrument/test_context.py tests/instrument/test_scopes.py \
   tests/instrument/test_wrappers.py tests/test_init.py tests/runner/test_run.py tests/decisions/test_bypasses.py \
   tests/capture/test_serialize.py tests/instrument/test_outcome.py tests/setup/test_configure.py
+# The server once more on the lowest uvicorn the server extra allows (pyproject: uvicorn>=0.31.1; serve.py
+# builds on uvicorn's h11 protocol class and Server.capture_signals): the floor is tested, not assumed.
+LOWEST_UVICORN=$(sed -n 's/.*"uvicorn>=\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)
+if [ ! -x .lowest-venv/bin/python ]; then
+  "$PY" -m venv .lowest-venv
+fi
+.lowest-venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
+.lowest-venv/bin/python -m pip install -q --no-deps "uvicorn==$LOWEST_UVICORN"
+.lowest-venv/bin/python -m pytest -q -p no:cacheprovider \
+  tests/server/test_serve.py tests/server/test_hangups.py tests/server/test_operator.py
 if ! wait "$GO_BUILD"; then
   cat .e2e/go-build.log >&2
   exit 1
