@@ -65,7 +65,8 @@ fi
 .lowest-venv/bin/python -m pip install -q -c constraints/test.txt -e ".[test,threading]"
 .lowest-venv/bin/python -m pip install -q --no-deps "uvicorn==$LOWEST_UVICORN"
 .lowest-venv/bin/python -m pytest -q -p no:cacheprovider \
-  tests/server/test_serve.py tests/server/test_hangups.py tests/server/test_operator.py
+  tests/server/test_serve.py tests/server/test_hangups.py tests/server/test_operator.py \
+  tests/server/http/test_serve_uvicorn.py
 if ! wait "$GO_BUILD"; then
   cat .e2e/go-build.log >&2
   exit 1

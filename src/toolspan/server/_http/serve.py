@@ -99,6 +99,36 @@ def grpc_on_http_port(peer: str, port: int | None, grpc_port: int | None) -> str
     )
 
 
+# What serve() builds on of uvicorn beyond its public ``Config``/``Server.serve``, checked as it starts (a
+# uvicorn without one of them gets its plain protocol and server instead, with a warning saying what is lost;
+# ``pyproject.toml``'s floor is the lowest version the tests run): the h11 protocol class, the methods
+# ``_protocol`` overrides and the attributes its instances set (``loop``, ``transport``, ``cycle``); the
+# server's ``capture_signals`` context manager, ``shutdown(sockets)`` and ``server_state.connections``.
+_H11_METHODS: Final = ("data_received", "connection_made", "handle_events", "on_response_complete")
+_H11_FIELDS: Final = ("loop", "transport", "cycle")
+
+
+def uvicorn_gaps() -> list[str]:
+    """What serve() builds on that the installed uvicorn lacks (empty: everything is there)."""
+    import uvicorn
+
+    gaps = []
+    try:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+    except ImportError:
+        return ["uvicorn.protocols.http.h11_impl.H11Protocol"]
+    methods = (*_H11_METHODS, "connection_lost")
+    gaps += [f"H11Protocol.{m}" for m in methods if not callable(getattr(H11Protocol, m, None))]
+    init = getattr(H11Protocol.__init__, "__code__", None)
+    gaps += [f"H11Protocol().{f}" for f in _H11_FIELDS if init is None or f not in init.co_names]
+    server = ("capture_signals", "shutdown")
+    gaps += [f"Server.{m}" for m in server if not callable(getattr(uvicorn.Server, m, None))]
+    server_init = getattr(uvicorn.Server.__init__, "__code__", None)
+    if server_init is None or "server_state" not in server_init.co_names:
+        gaps.append("Server().server_state")
+    return gaps
+
+
 def _protocol(read_timeout_s: float, grpc_port: int | None = None) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection whose request headers take over ``read_timeout_s``
     (from its opening, or from the end of its previous response) to arrive, and naming the mistake of a
@@ -332,24 +362,31 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: Listener) 
         except (RuntimeError, OSError) as e:
             sock.close()
             return _refused(grpc_error(config.host, config.grpc_port, e))
-    uv = _uvicorn_server(
-        uvicorn.Config(
-            starlette,
-            host=config.host,
-            port=config.port,
-            http=_protocol(config.read_timeout_s, grpc_port),
-            limit_concurrency=cap,
-            backlog=_ACCEPT_BURST,
-            timeout_keep_alive=max(1, round(config.keep_alive_s)),
-            log_level="warning",
-            timeout_graceful_shutdown=2,
-            access_log=False,
-        ),
-        state,
+    gaps = uvicorn_gaps()
+    if gaps:
+        _logger.warning(
+            "toolspan serve: uvicorn %s lacks %s: served with its plain protocol and server (no header"
+            " timeout, no HTTP/2 hint, no clean end of streams on shutdown); install a uvicorn the server"
+            " extra allows",
+            uvicorn.__version__,
+            ", ".join(gaps),
+        )
+    uvicorn_config = uvicorn.Config(
+        starlette,
+        host=config.host,
+        port=config.port,
+        http="h11" if gaps else _protocol(config.read_timeout_s, grpc_port),
+        limit_concurrency=cap,
+        backlog=_ACCEPT_BURST,
+        timeout_keep_alive=max(1, round(config.keep_alive_s)),
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        access_log=False,
     )
+    uv = uvicorn.Server(uvicorn_config) if gaps else _uvicorn_server(uvicorn_config, state)
 
     async def main() -> None:
-        tasks = [asyncio.create_task(_reap_stuck(uv, state, config.send_timeout_s))]
+        tasks = [] if gaps else [asyncio.create_task(_reap_stuck(uv, state, config.send_timeout_s))]
         if config.retention_s is not None or config.max_spans is not None:
             tasks.append(asyncio.create_task(_retention(state)))
         try:
