@@ -191,6 +191,7 @@ SCOPE_NAME: Final = "toolspan"
 
 # --- Read by the bridge (toolspan.bridge.facts) ---------------------------------------------------
 OP_RETRIEVAL: Final = "retrieval"
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
 OI_KIND_RETRIEVER: Final = "RETRIEVER"
 OI_TOOL_ID: Final = "tool.id"  # OpenInference: id of the tool call a TOOL span executes
 OI_KIND_EMBEDDING: Final = "EMBEDDING"
