@@ -153,6 +153,7 @@ FINISH_REASONS = {
     "google_adk_legacy_raising": ["stop"],
     "semantic_kernel": ["tool_calls", "stop"],
     "llamaindex_openinference": ["tool_calls", "stop"],
+    "llamaindex_openinference_streaming": ["tool_calls", "stop"],
     "haystack": ["tool_calls", "stop"],
     "crewai_openinference": ["tool_calls", "stop"],
     "autogen_agentchat": ["function_calls", "stop"],
@@ -466,6 +467,7 @@ KINDS: dict[str, dict[str, int]] = {
     "google_adk_legacy_raising": {"agent": 1, "llm": 2, "other": 2, "tool": 3},
     "semantic_kernel": {"agent": 1, "llm": 2, "other": 1, "tool": 3},
     "llamaindex_openinference": {"chain": 15, "llm": 4, "tool": 3},
+    "llamaindex_openinference_streaming": {"chain": 15, "llm": 4, "tool": 3},
     "haystack": {"agent": 1, "llm": 2, "other": 2, "tool": 3},
     "crewai_openinference": {"agent": 1, "chain": 1, "llm": 2, "tool": 3},
     "agno_openinference": {"agent": 1, "llm": 2, "tool": 3},
@@ -521,12 +523,18 @@ def test_every_span_has_its_conventions_kind(framework: str, encoding: str) -> N
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_llamaindex_request_building_span_is_llm_and_no_model_call(encoding: str) -> None:
+@pytest.mark.parametrize(
+    ("setup", "model_method"),
+    [("llamaindex_openinference", ".achat"), ("llamaindex_openinference_streaming", ".astream_chat")],
+)
+def test_llamaindex_request_building_span_is_llm_and_no_model_call(
+    setup: str, model_method: str, encoding: str
+) -> None:
     """OpenInference marks LlamaIndex's ``_prepare_chat_with_tools`` LLM: the views say llm, none counts it
-    as a model call (it builds the request the ``achat`` next to it sends)."""
-    spans = _spans("llamaindex_openinference", encoding)
+    as a model call (it builds the request the model call next to it sends)."""
+    spans = _spans(setup, encoding)
     prepare = {s.span_id for s in spans if s.name.endswith("._prepare_chat_with_tools")}
-    achat = {s.span_id for s in spans if s.name.endswith(".achat")}
+    achat = {s.span_id for s in spans if s.name.endswith(model_method)}
     assert len(prepare) == len(achat) == 2
 
     def nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
