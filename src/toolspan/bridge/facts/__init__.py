@@ -6,7 +6,7 @@ Conventions read (first match wins, in this order):
 1. toolspan plans: ``toolspan.plan.name`` present -> ``plan``.
 2. OTel GenAI: ``gen_ai.operation.name`` = ``execute_tool`` -> ``tool``; ``invoke_agent`` / ``create_agent``
    -> ``agent``; ``chat`` / ``text_completion`` / ``generate_content`` / ``embeddings`` -> ``llm``;
-   ``retrieval`` -> ``retriever``; ``invoke_workflow`` -> ``chain``.
+   ``retrieval`` / ``search_memory`` -> ``retriever``; ``invoke_workflow`` / ``plan`` -> ``chain``.
 3. OpenInference: ``openinference.span.kind`` TOOL / AGENT / LLM / EMBEDDING / CHAIN / RETRIEVER.
 4. OpenLLMetry: ``traceloop.span.kind`` tool / agent / workflow / task (the last two -> ``chain``).
 5. Older GenAI spans with only ``gen_ai.tool.name``, or a span named ``execute_tool {name}`` -> ``tool``.

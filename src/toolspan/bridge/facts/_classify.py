@@ -25,6 +25,8 @@ _OP_KINDS: Final[Mapping[str, str]] = {
     sc.OP_EMBEDDINGS: LLM,
     sc.OP_RETRIEVAL: RETRIEVER,
     sc.OP_INVOKE_WORKFLOW: CHAIN,
+    sc.OP_PLAN: CHAIN,
+    sc.OP_SEARCH_MEMORY: RETRIEVER,
 }
 _OI_KINDS: Final[Mapping[str, str]] = {
     sc.OI_KIND_TOOL: TOOL,
