@@ -43,6 +43,34 @@ def _completion(turn: int, final_call: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _chunks(completion: dict[str, Any], include_usage: bool) -> bytes:
+    """``completion`` as the server-sent events of a streamed answer (``stream: true``), as the Chat
+    Completions API sends them: the message in chunks (its text in two parts; each tool call opened with its
+    id and name, then its arguments), then its finish reason, then, where the request asked for it
+    (``stream_options.include_usage``), a last chunk with the usage and no choice."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas: list[dict[str, Any]] = []
+    if message.get("tool_calls"):
+        deltas.append({"role": "assistant", "content": None})
+        for i, call in enumerate(message["tool_calls"]):
+            name = {"name": call["function"]["name"], "arguments": ""}
+            opened = {"index": i, "id": call["id"], "type": "function", "function": name}
+            deltas.append({"tool_calls": [opened]})
+            arguments = {"index": i, "function": {"arguments": call["function"]["arguments"]}}
+            deltas.append({"tool_calls": [arguments]})
+    else:
+        text = message["content"]
+        deltas += [{"role": "assistant", "content": text[:10]}, {"content": text[10:]}]
+    chunks = [{**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
 class ScriptedChat:
     """Answers each POST to ``/chat/completions`` with the next turn of the script.
 
@@ -60,9 +88,14 @@ class ScriptedChat:
     def _answer(self, request: Any, module: Any) -> Any:
         if not request.url.path.endswith("/chat/completions"):
             return module.Response(404, json={"error": {"message": f"not scripted: {request.url.path}"}})
-        self.requests.append(json.loads(request.content))
+        asked = json.loads(request.content)
+        self.requests.append(asked)
         body = _completion(min(self.turn, len(rec.USAGE) - 1), self.final_call)
         self.turn += 1
+        if asked.get("stream"):
+            usage = bool((asked.get("stream_options") or {}).get("include_usage"))
+            content = _chunks(body, usage)
+            return module.Response(200, headers={"content-type": "text/event-stream"}, content=content)
         return module.Response(200, json=body)
 
     def legacy_transport(self) -> Any:

@@ -2,7 +2,9 @@
 transport.
 
 LlamaIndex runs the model's parallel calls and returns a failing tool's error to the model as the tool's
-output (the run goes on).
+output (the run goes on). Usage: ``run_llamaindex.py OUT [chat|streaming]``: ``chat`` (the default) asks the
+model with ``achat``; ``streaming`` is the agent's own default, ``astream_chat``, the model's usage asked for
+(``stream_options.include_usage``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import _record as rec
 from _chat_http import ScriptedChat
 
 
-def main(out: str) -> None:
+def main(out: str, mode: str = "chat") -> None:
+    streaming = {"chat": False, "streaming": True}[mode]
     recording = rec.Recording()
     from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
@@ -57,13 +60,14 @@ def main(out: str) -> None:
         api_base="http://scripted.invalid/v1",
         http_client=chat.client(),
         async_http_client=chat.async_client(),
+        additional_kwargs={"stream_options": {"include_usage": True}} if streaming else {},
     )
     agent = FunctionAgent(
         name="weather_agent",
         tools=[FunctionTool.from_defaults(get_weather), FunctionTool.from_defaults(get_population)],
         llm=llm,
         system_prompt="Answer with the tools.",
-        streaming=False,
+        streaming=streaming,
     )
 
     async def run() -> str:
@@ -74,7 +78,7 @@ def main(out: str) -> None:
     assert answer == rec.FINAL_ANSWER, answer
     recording.write(
         out,
-        "llamaindex_openinference",
+        "llamaindex_openinference_streaming" if streaming else "llamaindex_openinference",
         rec.versions(
             "llama-index-core",
             "llama-index-llms-openai",
@@ -85,4 +89,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

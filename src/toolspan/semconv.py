@@ -1,7 +1,11 @@
 """Every span, attribute and event name toolspan writes or reads, in one place.
 
 The OpenTelemetry GenAI names are kept here as plain strings of our own: the upstream
-``opentelemetry.semconv._incubating`` constants are deprecated and move between releases.
+``opentelemetry.semconv._incubating`` constants are deprecated and move between releases. toolspan writes
+only the registry's current names, of the registry's types; where the registry renamed an attribute the
+bridge reads, it reads the older name too (``gen_ai.usage.prompt_tokens`` / ``completion_tokens``), and it
+reads the older content events (``gen_ai.user.message``, ``gen_ai.choice``, ...). The tests check this
+against the GenAI registry of the ``opentelemetry-semantic-conventions`` release the project pins.
 toolspan's own names live under ``toolspan.``. OpenInference and OpenLLMetry names are listed
 because toolspan writes the former (so Phoenix-style UIs render its spans) and the bridge reads both.
 """
@@ -12,8 +16,6 @@ from typing import Final
 
 # --- OpenTelemetry GenAI semantic conventions -------------------------------------------------
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
-GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
-GEN_AI_SYSTEM: Final = "gen_ai.system"  # older name of gen_ai.provider.name, still read
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
@@ -31,9 +33,6 @@ GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-# Older GenAI content events, still read by the bridge.
-GEN_AI_PROMPT: Final = "gen_ai.prompt"
-GEN_AI_COMPLETION: Final = "gen_ai.completion"
 
 # Values of gen_ai.operation.name
 OP_EXECUTE_TOOL: Final = "execute_tool"
@@ -191,6 +190,9 @@ SCOPE_NAME: Final = "toolspan"
 
 # --- Read by the bridge (toolspan.bridge.facts) ---------------------------------------------------
 OP_RETRIEVAL: Final = "retrieval"
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+OP_PLAN: Final = "plan"  # an agent's planning step (not a toolspan plan, which toolspan.plan.name marks)
+OP_SEARCH_MEMORY: Final = "search_memory"
 OI_KIND_RETRIEVER: Final = "RETRIEVER"
 OI_TOOL_ID: Final = "tool.id"  # OpenInference: id of the tool call a TOOL span executes
 OI_KIND_EMBEDDING: Final = "EMBEDDING"
@@ -225,8 +227,9 @@ LOG_EVENT_NAME: Final = "event.name"  # a log record's event name, when the reco
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_REASONING_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
-GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # older name of input_tokens
-GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # older name of output_tokens
+# The registry's older names of gen_ai.usage.input_tokens and output_tokens: read, never written.
+GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
 # OpenInference flattened messages: llm.output_messages.<i>.message.tool_calls.<j>.tool_call.<field>
 OI_LLM_MODEL_NAME: Final = "llm.model_name"
 OI_LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"

@@ -34,6 +34,7 @@ SETUPS = (
     "google_adk_legacy_raising",
     "semantic_kernel",
     "llamaindex_openinference",
+    "llamaindex_openinference_streaming",
     "haystack",
     "crewai_openinference",
     "agno_openinference",

@@ -27,6 +27,10 @@ def _span(attrs: dict[str, object], name: str = "op", **kw: object) -> Span:
         ({sc.GEN_AI_OPERATION_NAME: "generate_content"}, "x", cl.LLM),
         ({sc.GEN_AI_OPERATION_NAME: "embeddings"}, "x", cl.LLM),
         ({sc.GEN_AI_OPERATION_NAME: "retrieval"}, "x", cl.RETRIEVER),
+        ({sc.GEN_AI_OPERATION_NAME: "invoke_workflow"}, "x", cl.CHAIN),
+        # A stated kind wins over a name that would say otherwise.
+        ({sc.GEN_AI_OPERATION_NAME: "invoke_workflow"}, "execute_tool x", cl.CHAIN),
+        ({sc.OPENINFERENCE_SPAN_KIND: "LLM"}, "OpenAI._prepare_chat_with_tools", cl.LLM),
         ({sc.GEN_AI_TOOL_NAME: "old"}, "x", cl.TOOL),
         ({}, "execute_tool legacy", cl.TOOL),
         ({sc.OPENINFERENCE_SPAN_KIND: "TOOL"}, "x", cl.TOOL),
@@ -50,6 +54,13 @@ def _span(attrs: dict[str, object], name: str = "op", **kw: object) -> Span:
 )
 def test_classify_recognises_each_convention(attrs: dict[str, object], name: str, kind: str) -> None:
     assert cl.classify(_span(attrs, name)) == kind
+
+
+def test_an_llm_span_that_only_builds_a_request_calls_no_model() -> None:
+    prepare = _span({sc.OPENINFERENCE_SPAN_KIND: "LLM"}, "OpenAI._prepare_chat_with_tools")
+    achat = _span({sc.OPENINFERENCE_SPAN_KIND: "LLM"}, "OpenAI.achat")
+    assert (cl.classify(prepare), cl.calls_model(prepare)) == (cl.LLM, False)
+    assert (cl.classify(achat), cl.calls_model(achat)) == (cl.LLM, True)
 
 
 def test_jaeger_agent_fixture_classification() -> None:

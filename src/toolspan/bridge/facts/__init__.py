@@ -6,7 +6,7 @@ Conventions read (first match wins, in this order):
 1. toolspan plans: ``toolspan.plan.name`` present -> ``plan``.
 2. OTel GenAI: ``gen_ai.operation.name`` = ``execute_tool`` -> ``tool``; ``invoke_agent`` / ``create_agent``
    -> ``agent``; ``chat`` / ``text_completion`` / ``generate_content`` / ``embeddings`` -> ``llm``;
-   ``retrieval`` -> ``retriever``.
+   ``retrieval`` / ``search_memory`` -> ``retriever``; ``invoke_workflow`` / ``plan`` -> ``chain``.
 3. OpenInference: ``openinference.span.kind`` TOOL / AGENT / LLM / EMBEDDING / CHAIN / RETRIEVER.
 4. OpenLLMetry: ``traceloop.span.kind`` tool / agent / workflow / task (the last two -> ``chain``).
 5. Older GenAI spans with only ``gen_ai.tool.name``, or a span named ``execute_tool {name}`` -> ``tool``.
@@ -16,6 +16,10 @@ Conventions read (first match wins, in this order):
    ``(merged tools)``, runs no tool (each call has its own span): ``other``. A model call recorded inside
    another (ADK's ``generate_content`` under its ``call_llm``) is counted once, by the outer one (the
    views' ``TraceIndex``).
+
+A kind stated by a tracer (2-4) is the span's kind, never re-guessed from its name or place in the tree. An
+``llm`` span that calls no model (``calls_model``: LlamaIndex's ``…_prepare_chat_with_tools``, which only
+builds the request) keeps its kind; the views count no model call for it.
 
 Everything else is ``other``. MCP transport spans (``POST /mcp/tools/call`` in the Jaeger agent fixture) carry
 no tool attributes: they are the HTTP leg of the ``execute_tool`` span above them, so they stay ``other``
@@ -41,7 +45,7 @@ from toolspan.bridge.facts._agents import (
     plan_name,
     thoughts,
 )
-from toolspan.bridge.facts._classify import classify
+from toolspan.bridge.facts._classify import calls_model, classify
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL
@@ -98,6 +102,7 @@ __all__ = [
     "arguments_edit",
     "arguments_text",
     "call_id",
+    "calls_model",
     "classify",
     "completed",
     "content_attributes",

@@ -13,7 +13,7 @@ from toolspan.bridge.facts._dialects import dialect_kind
 from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL
 from toolspan.bridge.model import Span
 
-__all__ = ["classify"]
+__all__ = ["calls_model", "classify"]
 
 _OP_KINDS: Final[Mapping[str, str]] = {
     sc.OP_EXECUTE_TOOL: TOOL,
@@ -24,6 +24,9 @@ _OP_KINDS: Final[Mapping[str, str]] = {
     sc.OP_GENERATE_CONTENT: LLM,
     sc.OP_EMBEDDINGS: LLM,
     sc.OP_RETRIEVAL: RETRIEVER,
+    sc.OP_INVOKE_WORKFLOW: CHAIN,
+    sc.OP_PLAN: CHAIN,
+    sc.OP_SEARCH_MEMORY: RETRIEVER,
 }
 _OI_KINDS: Final[Mapping[str, str]] = {
     sc.OI_KIND_TOOL: TOOL,
@@ -42,7 +45,11 @@ _TRACELOOP_KINDS: Final[Mapping[str, str]] = {
 
 
 def classify(span: Span) -> str:
-    """The role of ``span``: ``tool``, ``agent``, ``plan``, ``llm``, ``chain``, ``retriever`` or ``other``."""
+    """The kind of ``span``: ``tool``, ``agent``, ``plan``, ``llm``, ``chain``, ``retriever`` or ``other``.
+
+    A kind its tracer states (``gen_ai.operation.name``, ``openinference.span.kind``, ``traceloop.span.kind``)
+    is the span's kind, whatever its name or place in the tree; only a span whose tracer states none is
+    recognised by its attributes or name."""
     attrs = span.attributes
     if sc.TOOLSPAN_PLAN_NAME in attrs:
         return PLAN
@@ -57,9 +64,6 @@ def classify(span: Span) -> str:
     oi = attrs.get(sc.OPENINFERENCE_SPAN_KIND)
     if isinstance(oi, str):
         kind = _OI_KINDS.get(oi.upper())
-        if kind == LLM and span.name.endswith(sc.LLAMAINDEX_PREPARE_CHAT):
-            # LlamaIndex's step that builds the request (messages and tools): no model is called in it.
-            return CHAIN
         if kind is not None:
             return kind
     tl = attrs.get(sc.TRACELOOP_SPAN_KIND)
@@ -82,3 +86,10 @@ def classify(span: Span) -> str:
         # Google ADK's legacy ``call_llm`` span (its own model call, with the model's response).
         return LLM
     return OTHER
+
+
+def calls_model(span: Span) -> bool:
+    """Whether an ``llm`` span records a call to a model. OpenInference marks every span of a LlamaIndex LLM's
+    methods ``LLM``, among them ``…_prepare_chat_with_tools``, which only builds the request (messages and
+    tools) that the model call next to it sends: that span keeps its kind and is no model call."""
+    return not span.name.endswith(sc.LLAMAINDEX_PREPARE_CHAT)

@@ -20,6 +20,7 @@ from toolspan.bridge.facts import (
     ToolCallRecord,
     agent_input_text,
     agent_output_text,
+    calls_model,
     classify,
     completed,
     model_call,
@@ -118,6 +119,11 @@ class TraceIndex:
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
         self._demote_mcp_legs()
+        # An LLM span that calls no model (``calls_model``: LlamaIndex's request-building step) keeps the kind
+        # its tracer states, as ``convention_kinds`` below; its role is a step's: it is no model call.
+        requests_only = [i for i, span in enumerate(spans) if self.kinds[i] == LLM and not calls_model(span)]
+        for i in requests_only:
+            self.kinds[i] = CHAIN
         # A model call recorded inside another (a framework's span around its client library's: Google
         # ADK's ``generate_content`` under its legacy ``call_llm``, MLflow's chat completion under the
         # OpenAI Agents SDK's generation) keeps its kind, and its requests are read; it is the same call,
@@ -134,6 +140,8 @@ class TraceIndex:
         # ``convention_kinds``: each record's kind as its convention says (what views report as ``kind``,
         # and what links are read with, as a stream reads them); ``kinds``: its role in the run.
         self.convention_kinds = list(self.kinds)
+        for i in requests_only:
+            self.convention_kinds[i] = LLM
         self._chain_runs()
         self._calls: dict[int, ToolCallRecord] | None = None
         self._models: dict[int, ModelCall] | None = None
