@@ -172,3 +172,23 @@ def test_the_writers_stay_strict_whatever_a_callers_own_span_holds(
     )
     # The JSON writers; the trace page's renderer (``toolspan.page``) is given read spans only.
     _every_view_is_strict([span], media=("json",))
+
+
+@pytest.mark.parametrize("surrogate", ["\ud800", "\udbff", "\udc00", "\udfff"])
+def test_a_lone_surrogate_of_either_half_is_read_as_the_text_of_its_escape(surrogate: str) -> None:
+    # High (D800-DBFF) and low (DC00-DFFF) halves alike, escaped in the JSON text.
+    doc = {
+        "name": f"step {surrogate}",
+        "context": {"trace_id": "0x" + "a" * 32, "span_id": "0x" + "b" * 16},
+        "kind": "SpanKind.INTERNAL",
+        "parent_id": None,
+        "start_time": "2023-11-14T22:13:20.000000Z",
+        "end_time": "2023-11-14T22:13:21.000000Z",
+        "status": {"status_code": "UNSET"},
+        "attributes": {},
+        "events": [],
+        "links": [],
+        "resource": {"attributes": {}},
+    }
+    (span,), _ = read_spans(json.dumps(doc, indent=4).encode())
+    assert span.name == f"step \\u{ord(surrogate):04x}"

@@ -28,8 +28,8 @@ __all__ = [
 ]
 
 _LONE: Final = re.compile("[\ud800-\udfff]")
-_ESCAPE: Final = re.compile(r"\\u[dD][89abAB]")
-_ESCAPE_BYTES: Final = re.compile(rb"\\u[dD][89abAB]")
+_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+_ESCAPE_BYTES: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 # A surrogate's bytes as ``surrogatepass`` reads them (``ED A0 80`` to ``ED BF BF``).
 _LONE_BYTES: Final = re.compile(rb"\xed[\xa0-\xbf]")
 # Below this many bits an integer always has a decimal text (``sys.get_int_max_str_digits`` is 640 at least).
