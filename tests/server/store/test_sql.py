@@ -18,11 +18,11 @@ from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers import LogRecord
 from toolspan.server._rows.cursor import Cursor
-from toolspan.server._rows.traces import TraceRow
 from toolspan.server._store import query
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.dialect import DIALECTS, POSTGRES, SQLITE
 from toolspan.server._store.engines import open_store
+from toolspan.server._store.sql.tables import TraceRow
 
 pytestmark = pytest.mark.processes
 
@@ -88,7 +88,7 @@ def _by_span(spans: list[Span]) -> list[Span]:
 
 def _row(row: TraceRow | None) -> TraceRow | None:
     """A summary row but its ``last_seen_ns`` (each engine's own clock)."""
-    return None if row is None else replace(row, last_seen_ns=0)
+    return None if row is None else row._replace(last_seen_ns=0)
 
 
 def test_every_read_gives_the_same_answer_on_both_engines(stores: dict[str, StoreApi]) -> None:

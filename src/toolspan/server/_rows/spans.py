@@ -27,6 +27,7 @@ from toolspan.bridge.facts import (
 )
 from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import encode
+from toolspan.server._rows.columns import Id, Int8, Record
 
 __all__ = ["INDEX_KEYS", "MAX_STORED_NS", "IngestResult", "Row", "merge", "row_of", "row_of_span"]
 
@@ -77,21 +78,21 @@ class IngestResult:
 
 
 class Row(NamedTuple):
-    """One row of the ``spans`` table, in column order."""
+    """One row of the ``spans`` table: its columns, in order (``columns``)."""
 
-    trace_id: str
-    span_id: str
+    trace_id: Id
+    span_id: Id
     parent: str | None
     name: str
-    start_ns: int
-    end_ns: int | None
+    start_ns: Int8
+    end_ns: Int8 | None
     is_tool: int
     tool_name: str | None
     tool_state: str | None
     is_error: int
     service: str | None
     conversation_id: str | None
-    data: str | bytes
+    data: Record
     # 1 when the tool span waits for an approval (its last approval event asks for one) and has not ended.
     waiting: int = 0
 

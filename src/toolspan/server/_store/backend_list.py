@@ -27,7 +27,6 @@ from toolspan.backends import BackendError, Jaeger, RunQuery, run_of
 from toolspan.bridge import coalesce
 from toolspan.bridge.model import Span
 from toolspan.server._rows.spans import Row, row_of
-from toolspan.server._rows.traces import trace_row
 from toolspan.server._store import query, remote
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.listing import LISTED_TOOL_STATES
@@ -141,9 +140,9 @@ def _entry(trace_id: str, records: Sequence[Span], idle_cut: int) -> tuple[Entry
         if row.is_tool and state in LISTED_TOOL_STATES:
             calls[str(state)] = calls.get(str(state), 0) + 1
     run = run_of(trace_id, records)
-    listed = {**query.summary(trace_row(summarised), idle_cut, calls, spans), "name": run.name}
+    listed = {**query.summary(summarised, idle_cut, calls, spans), "name": run.name}
     listed["service"] = run.service or None
-    return ((summarised[5], trace_id), listed), rows
+    return ((summarised.start_ns, trace_id), listed), rows
 
 
 def _matches(row: dict[str, Any], rows: Sequence[Row], params: dict[str, str]) -> bool:

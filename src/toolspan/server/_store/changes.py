@@ -1,4 +1,4 @@
-"""Change-watching: how the replicas sharing a store tell each other what changed (``api.ChangeFeed``).
+"""Change-watching: how the replicas sharing a store tell each other what changed (``ChangeFeed``).
 
 - A store of one process (``LocalChanges``, SQLite): nothing to watch and nothing to send; the process that
   commits wakes its own streams and long polls, and relays its own text deltas.
@@ -18,12 +18,14 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from toolspan.bridge.readers import LogRecord
+from toolspan.server._store.sql.engines import LISTEN
 
 __all__ = [
     "COMMITS",
+    "ChangeFeed",
     "CONTROL",
     "DELTAS",
     "LocalChanges",
@@ -42,6 +44,27 @@ PAYLOAD_BYTES: Final = 7000  # PostgreSQL's limit is 8000 bytes per notification
 
 # Sends payloads on a channel: ``pg_notify(channel, payload)`` for each, on a connection of the store's.
 Notify = Callable[[str, Sequence[str]], None]
+
+
+class ChangeFeed(Protocol):
+    """What a store tells the replicas sharing it, and hears from them (nothing on a store of one process)."""
+
+    def watch(
+        self,
+        on_commit: Callable[..., None],
+        on_deltas: Callable[[list[LogRecord]], None],
+        on_control: Callable[[], None] | None = None,
+    ) -> None:
+        """Call ``on_commit(traces or None, conversations)`` after another replica's commit, ``on_deltas``
+        with the text deltas it relayed, ``on_control`` after it stored a decision or a cancel request."""
+
+    def publish_deltas(self, records: Sequence[LogRecord]) -> None:
+        """Send text deltas to the other replicas (this one relayed them itself)."""
+
+    def publish_control(self) -> None:
+        """Tell the other replicas a decision or cancel request was stored."""
+
+    def close(self) -> None: ...
 
 
 class LocalChanges:
@@ -188,9 +211,8 @@ class PostgresChanges:
         while not self._stop.is_set():
             try:
                 with self._psycopg.connect(self._url, autocommit=True, connect_timeout=5) as conn:
-                    conn.execute(f"LISTEN {COMMITS}")
-                    conn.execute(f"LISTEN {DELTAS}")
-                    conn.execute(f"LISTEN {CONTROL}")
+                    for channel in (COMMITS, DELTAS, CONTROL):
+                        conn.execute(LISTEN.format(channel=channel))
                     backoff = 0.1
                     # Anything committed or decided while this connection was down is read now.
                     _wake(on_commit)

@@ -15,26 +15,26 @@ running calls, and when each waiting call's application last asked for its decis
 
 Rows older than ``--retention`` are dropped with the traces (``prune``). Each function takes a connection of
 the store's (``dialect.Connection``: one transaction of ``StoreApi.transaction``, on either engine); a
-store's ``ControlRows`` (``store.control``) runs each in a transaction of its own. The tables are the
-``control`` part of the store's versioned schema (``schema.PARTS``), written in its engine words (``{int8}``
-for nanosecond times, ``{id}`` for ids); the SQL is written once for both engines (``dialect``). Version 2
+store's ``ControlRows`` (``store.control``) runs each in a transaction of its own. The tables are declared
+in ``sql.tables`` (their rows in ``_rows.control``), their statements are ``sql.control`` (written once for
+both engines, ``dialect``), and they are the ``control`` part of the store's versioned schema
+(``schema.CONTROL``). Version 2
 replaced version 1's decisions keyed by the model's call id (a decision then named no exact call): decisions
 stored under version 1 are dropped by the migration, so the calls waiting then are decided again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from toolspan.server._rows.control import CancelRow, DecisionRow
+from toolspan.server._rows.control import CancelRow, DecisionRow, PollRow
 from toolspan.server._store.dialect import Connection
-from toolspan.server._store.sql import KEYS
+from toolspan.server._store.sql import control as sql
 
 __all__ = [
-    "SCHEMA",
-    "SCHEMA_V2",
     "CancelRow",
     "ControlRows",
     "DecisionRow",
@@ -53,34 +53,6 @@ __all__ = [
     "run",
     "span_state",
 ]
-
-SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS control_decisions (
-  call_id {id} PRIMARY KEY, trace_id TEXT, span_id TEXT, execution_id TEXT, tool TEXT,
-  decision TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT, decided_ns {int8} NOT NULL);
-CREATE INDEX IF NOT EXISTS control_decisions_time ON control_decisions (decided_ns);
-CREATE TABLE IF NOT EXISTS control_cancels (
-  execution_id {id} PRIMARY KEY, trace_id TEXT, call_id TEXT, requested_by TEXT NOT NULL, note TEXT,
-  requested_ns {int8} NOT NULL);
-"""
-
-SCHEMA_V2: Final = """
-DROP TABLE IF EXISTS control_decisions;
-DROP TABLE IF EXISTS control_cancels;
-CREATE TABLE control_decisions (
-  trace_id {id} NOT NULL, span_id {id} NOT NULL, execution_id TEXT NOT NULL, call_id TEXT, tool TEXT,
-  decision TEXT NOT NULL, shown TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT,
-  waiting_since_ns {int8}, decided_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
-CREATE INDEX control_decisions_time ON control_decisions (decided_ns);
-CREATE INDEX control_decisions_call ON control_decisions (call_id);
-CREATE INDEX control_decisions_span ON control_decisions (span_id);
-CREATE TABLE control_cancels (
-  trace_id {id} NOT NULL, span_id {id} NOT NULL, execution_id TEXT NOT NULL, call_id TEXT,
-  requested_by TEXT NOT NULL, note TEXT, requested_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
-CREATE INDEX control_cancels_span ON control_cancels (span_id);
-CREATE TABLE IF NOT EXISTS control_polls (
-  trace_id {id} NOT NULL, span_id {id} NOT NULL, until_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
-"""
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -101,27 +73,14 @@ def run(
         return fn(conn, *args, **kwargs)
 
 
-_DECISION_COLUMNS: Final = (
-    "trace_id, span_id, execution_id, call_id, tool, decision, shown, note, decided_by, arguments,"
-    " waiting_since_ns, decided_ns"
-)
-_CANCEL_COLUMNS: Final = "trace_id, span_id, execution_id, call_id, requested_by, note, requested_ns"
-
-
 def decision_for(db: Connection, key: tuple[str | None, str]) -> list[DecisionRow]:
     """The decisions stored for the tool span ``(trace_id, span_id)`` (``trace_id`` ``None``: that span id in
     any trace)."""
     trace_id, span_id = key
     if trace_id is None:
-        rows = db.execute(
-            f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE span_id = ? ORDER BY trace_id",
-            (span_id,),
-        ).fetchall()
+        rows = db.execute(sql.DECISIONS_OF_SPAN_ID, (span_id,)).fetchall()
     else:
-        rows = db.execute(
-            f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE trace_id = ? AND span_id = ?",
-            (trace_id, span_id),
-        ).fetchall()
+        rows = db.execute(sql.DECISION_OF_SPAN, (trace_id, span_id)).fetchall()
     return [DecisionRow(*r) for r in rows]
 
 
@@ -131,22 +90,13 @@ def decisions_for_spans(
     """The decision stored for each of the tool spans ``keys`` (``(trace_id, span_id)``) that has one."""
     if not keys:
         return {}
-    columns = ", ".join(f"d.{c.strip()}" for c in _DECISION_COLUMNS.split(","))
-    rows = db.execute(
-        f"SELECT {columns} FROM {KEYS} {{join}} control_decisions AS d"
-        " ON d.trace_id = k.t AND d.span_id = k.sp",
-        ([t + s for t, s in keys],),
-    ).fetchall()
+    rows = db.execute(sql.DECISIONS_OF_SPANS, ([t + s for t, s in keys],)).fetchall()
     return {(r[0], r[1]): DecisionRow(*r) for r in rows}
 
 
 def decisions_of_call(db: Connection, call_id: str, limit: int = 20) -> list[DecisionRow]:
     """The decisions made on spans of the model's call id ``call_id``, newest first."""
-    rows = db.execute(
-        f"SELECT {_DECISION_COLUMNS} FROM control_decisions WHERE call_id = ?"
-        " ORDER BY decided_ns DESC, trace_id, span_id LIMIT ?",
-        (call_id, limit),
-    ).fetchall()
+    rows = db.execute(sql.DECISIONS_OF_CALL, (call_id, limit)).fetchall()
     return [DecisionRow(*r) for r in rows]
 
 
@@ -156,61 +106,39 @@ def insert_decision(db: Connection, row: DecisionRow) -> DecisionRow:
     One statement decides: on PostgreSQL two deciders' transactions run at once, so a read before the insert
     would not see a row the other is inserting; ``ON CONFLICT DO NOTHING`` waits for it instead, and the
     read after it sees the winner (the same on SQLite, whose write transactions take turns)."""
-    values = (
-        row.trace_id,
-        row.span_id,
-        row.execution_id,
-        row.call_id,
-        row.tool,
-        row.decision,
-        row.shown,
-        row.note,
-        row.decided_by,
-        row.arguments,
-        row.waiting_since_ns,
-        row.decided_ns,
-    )
-    sql = (
-        f"INSERT INTO control_decisions ({_DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-        " ON CONFLICT (trace_id, span_id) DO NOTHING"
-    )
+    values = dataclasses.astuple(row)
     return _first(
-        db, sql, values, row, lambda: next(iter(decision_for(db, (row.trace_id, row.span_id))), None)
+        db,
+        sql.INSERT_DECISION,
+        values,
+        row,
+        lambda: next(iter(decision_for(db, (row.trace_id, row.span_id))), None),
     )
 
 
 def insert_cancel(db: Connection, row: CancelRow) -> CancelRow:
     """Store the cancel request ``row`` unless one for its span is stored; returns the one that stands (one
     statement decides, as in ``insert_decision``)."""
-    values = (
-        row.trace_id,
-        row.span_id,
-        row.execution_id,
-        row.call_id,
-        row.requested_by,
-        row.note,
-        row.requested_ns,
+    values = dataclasses.astuple(row)
+    return _first(
+        db,
+        sql.INSERT_CANCEL,
+        values,
+        row,
+        lambda: next(iter(_cancel_of(db, row.trace_id, row.span_id)), None),
     )
-    sql = (
-        f"INSERT INTO control_cancels ({_CANCEL_COLUMNS}) VALUES (?,?,?,?,?,?,?)"
-        " ON CONFLICT (trace_id, span_id) DO NOTHING"
-    )
-    return _first(db, sql, values, row, lambda: next(iter(_cancel_of(db, row.trace_id, row.span_id)), None))
 
 
 def _cancel_of(db: Connection, trace_id: str, span_id: str) -> list[CancelRow]:
-    rows = db.execute(
-        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE trace_id = ? AND span_id = ?",
-        (trace_id, span_id),
-    ).fetchall()
+    rows = db.execute(sql.CANCEL_OF_SPAN, (trace_id, span_id)).fetchall()
     return [CancelRow(*r) for r in rows]
 
 
-def _first(db: Connection, sql: str, values: tuple[Any, ...], row: T, stored: Callable[[], T | None]) -> T:
+def _first(db: Connection, insert: str, values: tuple[Any, ...], row: T, stored: Callable[[], T | None]) -> T:
     """``row`` when the insert ``sql`` stored it, else the row that kept it out (committed: the insert
     waited for it). Should that row be pruned between the two statements, the insert is tried again."""
     while True:
-        if db.execute(sql, values).rowcount == 1:
+        if db.execute(insert, values).rowcount == 1:
             return row
         known = stored()
         if known is not None:
@@ -222,38 +150,26 @@ def cancels_for(db: Connection, span_ids: Sequence[str]) -> list[CancelRow]:
     the trace)."""
     if not span_ids:
         return []
-    rows = db.execute(
-        f"SELECT {_CANCEL_COLUMNS} FROM control_cancels WHERE span_id IN (SELECT j.value FROM {{ids}})"
-        " ORDER BY requested_ns, trace_id, span_id",
-        (list(span_ids),),
-    ).fetchall()
+    rows = db.execute(sql.CANCELS_OF_SPANS, (list(span_ids),)).fetchall()
     return [CancelRow(*r) for r in rows]
 
 
 def polled(db: Connection, trace_id: str, span_id: str, until_ns: int) -> None:
     """The application of the tool span asks for its decision until ``until_ns`` (never moved back while a
     later poll holds it, except to end it: a poll whose client hung up sets the time it hung up)."""
-    db.execute(
-        "INSERT INTO control_polls (trace_id, span_id, until_ns) VALUES (?,?,?)"
-        " ON CONFLICT (trace_id, span_id) DO UPDATE SET until_ns = excluded.until_ns",
-        (trace_id, span_id, until_ns),
-    )
+    db.execute(sql.POLLED, PollRow(trace_id, span_id, until_ns))
 
 
 def poll_until(db: Connection, trace_id: str, span_id: str) -> int | None:
     """Until when the tool span's application was last known to ask for its decision (``None``: never)."""
-    row = db.execute(
-        "SELECT until_ns FROM control_polls WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
-    ).fetchone()
+    row = db.execute(sql.POLL_UNTIL, (trace_id, span_id)).fetchone()
     return None if row is None else int(row[0])
 
 
 def received_ns(db: Connection, trace_id: str, span_id: str) -> int | None:
     """When the server first received the tool span (its first act in the event log, on the server's
     commit clock), ``None`` when it has no event of it."""
-    row = db.execute(
-        "SELECT min(ns) FROM events WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
-    ).fetchone()
+    row = db.execute(sql.RECEIVED, (trace_id, span_id)).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
@@ -261,28 +177,22 @@ def received_ns_of(db: Connection, keys: Sequence[tuple[str, str]]) -> dict[tupl
     """``received_ns`` of each of the tool spans ``keys`` that has an event."""
     if not keys:
         return {}
-    rows = db.execute(
-        f"SELECT e.trace_id, e.span_id, min(e.ns) FROM {KEYS} {{join}} events AS e"
-        " ON e.trace_id = k.t AND e.span_id = k.sp GROUP BY e.trace_id, e.span_id",
-        ([t + s for t, s in keys],),
-    ).fetchall()
+    rows = db.execute(sql.RECEIVED_OF_SPANS, ([t + s for t, s in keys],)).fetchall()
     return {(r[0], r[1]): int(r[2]) for r in rows}
 
 
 def span_state(db: Connection, trace_id: str, span_id: str) -> tuple[int | None, int] | None:
     """``(end_ns, waiting)`` of a stored span, ``None`` when it is not stored."""
-    row = db.execute(
-        "SELECT end_ns, waiting FROM spans WHERE trace_id = ? AND span_id = ?", (trace_id, span_id)
-    ).fetchone()
+    row = db.execute(sql.SPAN_STATE, (trace_id, span_id)).fetchone()
     return None if row is None else (None if row[0] is None else int(row[0]), int(row[1]))
 
 
 def prune(db: Connection, before_ns: int) -> int:
     """Drop the decisions, cancel requests and poll marks older than ``before_ns`` (retention); returns how
     many."""
-    dropped = db.execute("DELETE FROM control_decisions WHERE decided_ns < ?", (before_ns,)).rowcount
-    dropped += db.execute("DELETE FROM control_cancels WHERE requested_ns < ?", (before_ns,)).rowcount
-    dropped += db.execute("DELETE FROM control_polls WHERE until_ns < ?", (before_ns,)).rowcount
+    dropped = db.execute(sql.DROP_DECISIONS, (before_ns,)).rowcount
+    dropped += db.execute(sql.DROP_CANCELS, (before_ns,)).rowcount
+    dropped += db.execute(sql.DROP_POLLS, (before_ns,)).rowcount
     return int(dropped)
 
 

@@ -1,6 +1,6 @@
-"""The store's two SQL dialects, in one place. Every statement is written once (``sql``, ``schema``,
-``control``, ``query``), with ``?`` placeholders and a few words in braces standing in for what differs;
-``Dialect.sql`` fills them in for its engine:
+"""The store's two SQL dialects, in one place. Every statement is written once (``sql``, ``schema``), with
+``?`` placeholders and a few words in braces standing in for what differs; ``Dialect.sql`` fills them in for
+its engine:
 
 - ``?``: a placeholder (PostgreSQL's ``%s``; the words below are written in each engine's own);
 - ``{ids}``: a list parameter read as the table ``j(value)`` (SQLite's ``json_each`` of the list as JSON text,
@@ -13,8 +13,9 @@
 
 and, in the schema's DDL, ``{id}``, ``{int8}``, ``{data}``, ``{rowid_free}``, ``{any}`` and ``{log_seq}``.
 What differs beyond the text is here too: how a parameter is bound (a list as JSON text for ``json_each``, or
-as an array; PostgreSQL's text holds no NUL), how a stored record comes back (``record``), how many rows go in
-one ``INSERT`` (``insert``), and how many rows one read may hand back at once (``all_rows``).
+as an array of each column's type, ``sql.tables``; PostgreSQL's text holds no NUL), how a stored record comes
+back (``record``), how many rows go in one ``INSERT`` (``insert``), and how many rows one read may hand back
+at once (``all_rows``).
 """
 
 from __future__ import annotations
@@ -27,47 +28,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from toolspan.server._store.bulk import insert_rows
+from toolspan.server._store.sql.tables import Table
 
-__all__ = ["DIALECTS", "DO_NOTHING", "POSTGRES", "SQLITE", "Connection", "Dialect", "upsert"]
+__all__ = ["DIALECTS", "POSTGRES", "SQLITE", "Connection", "Dialect"]
 
 SQLITE: Final = "sqlite"
 POSTGRES: Final = "postgres"
 
 _WORD: Final = re.compile(r"\{(\w+)\}")
-# The array type of each column a PostgreSQL ``INSERT`` binds (``unnest`` of one array per column), by table;
-# any other column is text.
-_ARRAYS: Final[Mapping[str, Mapping[str, str]]] = {
-    "spans": {
-        "start_ns": "bigint[]",
-        "end_ns": "bigint[]",
-        "is_tool": "int[]",
-        "is_error": "int[]",
-        "data": "bytea[]",
-        "waiting": "int[]",
-    },
-    "traces": {
-        "root_ended": "int[]",
-        "start_ns": "bigint[]",
-        "end_ns": "bigint[]",
-        "last_seen_ns": "bigint[]",
-        "spans": "int[]",
-        "tools": "int[]",
-        "errors": "int[]",
-        "open_tools": "int[]",
-    },
-    "events": {"ns": "bigint[]", "phase": "int[]"},
-    "logs": {"ns": "bigint[]"},
-}
-
-
-def upsert(key: Sequence[str], columns: Sequence[str]) -> str:
-    """The conflict clause of an ``INSERT`` that replaces the row of the same ``key`` (both engines)."""
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
-    return f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
-
-
-# The conflict clause of an ``INSERT`` that keeps the row already stored (both engines).
-DO_NOTHING: Final = "ON CONFLICT DO NOTHING"
 
 
 class Dialect(ABC):
@@ -95,17 +63,10 @@ class Dialect(ABC):
         return raw  # type: ignore[no-any-return]
 
     @abstractmethod
-    def insert(
-        self,
-        conn: Connection,
-        table: str,
-        columns: Sequence[str],
-        rows: Sequence[Sequence[Any]],
-        conflict: str,
-    ) -> int:
-        """``INSERT`` every row of ``rows`` (values of ``columns``) into ``table`` with the conflict clause
-        ``conflict`` (``upsert``, ``DO_NOTHING``), in as few statements as the engine allows; returns how
-        many rows were written."""
+    def insert(self, conn: Connection, table: Table, rows: Sequence[Sequence[Any]], conflict: str) -> int:
+        """``INSERT`` every row of ``rows`` (rows of ``table``: its columns, in order) into ``table`` with the
+        conflict clause ``conflict`` (``table.upsert``, ``tables.DO_NOTHING``), in as few statements as the
+        engine allows; returns how many rows were written."""
 
     def all_rows(
         self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
@@ -118,16 +79,9 @@ class _Sqlite(Dialect):
     def param(self, value: Any) -> Any:
         return json.dumps(value) if isinstance(value, list) else value
 
-    def insert(
-        self,
-        conn: Connection,
-        table: str,
-        columns: Sequence[str],
-        rows: Sequence[Sequence[Any]],
-        conflict: str,
-    ) -> int:
-        head = f"INSERT INTO {table} ({', '.join(columns)})"
-        return insert_rows(conn.raw, head, rows, len(columns), conflict)
+    def insert(self, conn: Connection, table: Table, rows: Sequence[Sequence[Any]], conflict: str) -> int:
+        head = f"INSERT INTO {table.name} ({table.listed})"
+        return insert_rows(conn.raw, head, rows, len(table.names), conflict)
 
     def all_rows(
         self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
@@ -153,18 +107,11 @@ class _Postgres(Dialect):
         data = bytes(raw)
         return data.decode("utf-8") if data[:1] == b"[" else data
 
-    def insert(
-        self,
-        conn: Connection,
-        table: str,
-        columns: Sequence[str],
-        rows: Sequence[Sequence[Any]],
-        conflict: str,
-    ) -> int:
+    def insert(self, conn: Connection, table: Table, rows: Sequence[Sequence[Any]], conflict: str) -> int:
         if not rows:
             return 0
-        types = _ARRAYS.get(table, {})
-        arrays = [types.get(c, "text[]") for c in columns]
+        # One array per column, of the column's type (``Column.array``).
+        arrays = table.arrays
         values: list[list[Any]] = []
         for kind, column in zip(arrays, zip(*rows, strict=True), strict=True):
             if kind == "bytea[]":
@@ -174,7 +121,7 @@ class _Postgres(Dialect):
             else:
                 values.append(list(column))
         unnest = ", ".join(f"%b::{kind}" for kind in arrays)
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({unnest}) {conflict}"
+        sql = f"INSERT INTO {table.name} ({table.listed}) SELECT * FROM unnest({unnest}) {conflict}"
         return max(0, int(conn.raw.execute(sql, values).rowcount))
 
 

@@ -47,6 +47,8 @@ from toolspan.server._store.changes import COMMITS, PostgresChanges, commit_payl
 from toolspan.server._store.control import ControlRows
 from toolspan.server._store.dialect import DIALECTS, POSTGRES, Connection
 from toolspan.server._store.schema import migrate
+from toolspan.server._store.sql import engines
+from toolspan.server._store.sql.tables import MetaRow
 from toolspan.server._store.storage import Storage
 from toolspan.server._store.tx import Tx
 
@@ -62,13 +64,6 @@ _POOL_SIZE: Final = 8
 _CONNECT_TIMEOUT_S: Final = 10.0
 _WAIT_S: Final = 3.0  # a request waits this long for a connection (the database down: then a 503)
 _PRUNE_EVERY_NS: Final = 1_000_000_000
-# The next tick of the commit clock: the last statement of a transaction that writes events (see above).
-_TICK: Final = (
-    "UPDATE meta SET value = CAST(greatest(CAST(value AS BIGINT) + 1, ?) AS TEXT) WHERE key = 'clock'"
-    " RETURNING CAST(value AS BIGINT)"
-)
-# In key order, so two writers of the same traces never deadlock.
-_LOCK_TRACES: Final = "SELECT pg_advisory_xact_lock(k) FROM unnest(%b::bigint[]) AS k"
 
 
 def trace_lock_key(trace_id: str) -> int:
@@ -80,13 +75,13 @@ class _Tx(Tx):
     """A write transaction on PostgreSQL: per-trace advisory locks, the clock row, ``NOTIFY`` at commit."""
 
     def tick(self) -> int:
-        return int(self.conn.execute(_TICK, (self.ns,)).fetchone()[0])
+        return int(self.conn.execute(engines.TICK, (self.ns,)).fetchone()[0])
 
     def lock_traces(self, trace_ids: Iterable[str]) -> None:
-        self.conn.raw.execute(_LOCK_TRACES, (sorted({trace_lock_key(t) for t in trace_ids}),))
+        self.conn.raw.execute(engines.LOCK_TRACES, (sorted({trace_lock_key(t) for t in trace_ids}),))
 
     def committed(self, traces: Iterable[str], conversations: Iterable[str]) -> None:
-        self.conn.execute("SELECT pg_notify(?, ?)", (COMMITS, commit_payload(traces, conversations)))
+        self.conn.execute(engines.NOTIFY, (COMMITS, commit_payload(traces, conversations)))
 
 
 class PostgresStore(Storage):
@@ -152,12 +147,12 @@ class PostgresStore(Storage):
         """Apply the schema's pending migrations once, whichever replica gets there first."""
         with self._pool.connection() as raw, raw.transaction():
             conn = Connection(raw, self.dialect)
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+            conn.execute(engines.LOCK, (_SCHEMA_LOCK,))
             try:
                 migrate(conn, self.path)
             except ValueError as e:
                 raise StoreError(f"{self.path}: {e}") from None
-            conn.execute("INSERT INTO meta VALUES ('clock', '0') ON CONFLICT (key) DO NOTHING")
+            conn.execute(engines.CLOCK_ROW)
 
     def close(self) -> None:
         """Stop watching and close the pool (a second call does nothing)."""
@@ -199,13 +194,13 @@ class PostgresStore(Storage):
         sweep of any replica."""
 
         def sweep(conn: Connection) -> int:
-            if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (_PRUNE_LOCK,)).fetchone()[0]:
+            if not conn.execute(engines.TRY_LOCK, (_PRUNE_LOCK,)).fetchone()[0]:
                 return 0  # another replica is sweeping
             now = time.time_ns()
-            last = conn.execute("SELECT value FROM meta WHERE key = 'pruned_at'").fetchone()
+            last = conn.execute(engines.PRUNED_AT).fetchone()
             if last is not None and now - int(last[0]) < _PRUNE_EVERY_NS:
                 return 0
-            conn.execute(sql.META_PUT, ("pruned_at", str(now)))
+            conn.execute(sql.META_PUT, MetaRow("pruned_at", str(now)))
             return work(conn, now)
 
         return self._run(sweep, write=True)
@@ -222,14 +217,12 @@ class PostgresStore(Storage):
     def _notify(self, channel: str, payloads: Sequence[str]) -> None:
         """``NOTIFY`` each payload on ``channel`` (``changes``)."""
         self._run(
-            lambda conn: conn.raw.cursor().executemany(
-                "SELECT pg_notify(%s, %s)", [(channel, p) for p in payloads]
-            )
+            lambda conn: conn.raw.cursor().executemany(engines.NOTIFY_RAW, [(channel, p) for p in payloads])
         )
 
     def clock(self) -> int:
         """The commit clock's last visible tick: a cursor at the live tail."""
-        rows = self._rows("SELECT CAST(value AS BIGINT) FROM meta WHERE key = 'clock'")
+        rows = self._rows(engines.CLOCK_TICK)
         return int(rows[0][0]) if rows else 0
 
 

@@ -29,8 +29,9 @@ from toolspan import semconv as sc
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import NS_PER_MS, request_text, run_name
 from toolspan.errors import ToolspanError
-from toolspan.server._rows.traces import TraceRow
 from toolspan.server._store.api import StoreApi
+from toolspan.server._store.sql import listing as sql
+from toolspan.server._store.sql.tables import TraceRow
 
 __all__ = [
     "PARAMETERS",
@@ -64,44 +65,8 @@ PARAMETERS: Final = (
     "cursor",
 )
 _KNOWN: Final = frozenset({*PARAMETERS, "access_token"})
-_SEALED_SQL: Final = "(root_ended = 1 OR last_seen_ns < ?)"
-
-
-# Denied and cancelled tool calls are stored as errors (``is_error``): a trace whose every error is one of
-# them is DENIED or CANCELLED.
-def _calls_in(state: str) -> str:
-    return (
-        "(SELECT count(*) FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
-        f" AND s.tool_state = '{state}')"
-    )
-
-
-_DENIED_SQL: Final = _calls_in(sc.STATE_DENIED)
-_CANCELLED_SQL: Final = _calls_in(sc.STATE_CANCELLED)
-_WAITING_SQL: Final = (
-    "EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1 AND s.waiting = 1)"
-)
-_STATE_SQL: Final = {
-    "SEALED": "open_tools > 0",
-    "FAILED": f"open_tools = 0 AND errors > {_DENIED_SQL} + {_CANCELLED_SQL}",
-    "CANCELLED": f"open_tools = 0 AND {_CANCELLED_SQL} > 0 AND errors = {_DENIED_SQL} + {_CANCELLED_SQL}",
-    "DENIED": f"open_tools = 0 AND errors > 0 AND errors = {_DENIED_SQL}",
-    "COMPLETED": "open_tools = 0 AND errors = 0",
-}
-_LIKE: Final = " LIKE ? ESCAPE '\\'"
-_SEARCH_SQL: Final = (
-    f"(lower(trace_id){_LIKE} OR lower(coalesce(root_name, '')){_LIKE}"
-    f" OR lower(coalesce(service, '')){_LIKE} OR lower(coalesce(conversation_id, '')){_LIKE}"
-    " OR EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
-    f"  AND lower(s.tool_name){_LIKE})"
-)
-# The root's stored record (JSON text or protobuf bytes) holds its recorded input (``{root_has}``, ASCII
-# case ignored); a needle that short would match the binary fields of a protobuf record by chance, so words
-# of 3 bytes or more only.
-_SEARCH_ROOT_SQL: Final = (
-    " OR EXISTS (SELECT 1 FROM spans r WHERE r.trace_id = traces.trace_id AND r.parent IS NULL"
-    " AND {root_has})"
-)
+# The root's stored record is searched for words of 3 bytes or more only: a needle that short would match
+# the binary fields of a protobuf record by chance.
 _MIN_ROOT_NEEDLE: Final = 3
 _MAX_SEARCH: Final = 200
 
@@ -202,8 +167,8 @@ def _search(q: str) -> tuple[str, list[Any]]:
         raise QueryError("q: not valid text (a lone surrogate)") from None
     escaped = lower.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     if len(needle) < _MIN_ROOT_NEEDLE:
-        return _SEARCH_SQL + ")", [f"%{escaped}%"] * 5
-    return _SEARCH_SQL + _SEARCH_ROOT_SQL + ")", [f"%{escaped}%"] * 5 + [needle]
+        return sql.SEARCH + ")", [f"%{escaped}%"] * 5
+    return sql.SEARCH + sql.SEARCH_ROOT + ")", [f"%{escaped}%"] * 5 + [needle]
 
 
 def list_traces(store: StoreApi, params: dict[str, str], idle_timeout_s: float) -> dict[str, Any]:
@@ -236,26 +201,23 @@ def list_page(
     if unknown:
         raise QueryError(f"unknown query parameter {unknown[0]!r}")
     idle_cut = time.time_ns() - int(idle_timeout_s * 1e9)
-    where = ["1 = 1"]
+    where = [sql.ALL]
     args: list[Any] = []
     if params.get("service"):
-        where.append("service = ?")
+        where.append(sql.SERVICE_IS)
         args.append(params["service"])
     if params.get("conversation_id"):
-        where.append("conversation_id = ?")
+        where.append(sql.CONVERSATION_IS)
         args.append(params["conversation_id"])
     if params.get("tool"):
-        where.append(
-            "EXISTS (SELECT 1 FROM spans s WHERE s.trace_id = traces.trace_id AND s.is_tool = 1"
-            " AND s.tool_name = ?)"
-        )
+        where.append(sql.TOOL_CALLED)
         args.append(params["tool"])
     start_from, start_to = start_bounds(params)
     if start_from is not None:
-        where.append("start_ns >= ?")
+        where.append(sql.STARTS_FROM)
         args.append(start_from)
     if start_to is not None:
-        where.append("start_ns < ?")
+        where.append(sql.STARTS_BEFORE)
         args.append(start_to)
     state = params.get("state")
     if state:
@@ -263,11 +225,13 @@ def list_page(
         if state not in STATES:
             raise QueryError(f"state: expected one of {', '.join(STATES)}, got {params['state']!r}")
         if state in ("RUNNING", "AWAITING_APPROVAL"):
-            where.append(f"NOT {_SEALED_SQL}")
-            where.append(_WAITING_SQL if state == "AWAITING_APPROVAL" else f"NOT {_WAITING_SQL}")
+            where.append(f"NOT {sql.SEALED}")
+            where.append(
+                sql.AWAITING_APPROVAL if state == "AWAITING_APPROVAL" else f"NOT {sql.AWAITING_APPROVAL}"
+            )
         else:
-            where.append(_SEALED_SQL)
-            where.append(_STATE_SQL[state])
+            where.append(sql.SEALED)
+            where.append(sql.STATE[state])
         args.append(idle_cut)
     if params.get("q"):
         condition, search_args = _search(params["q"])
@@ -275,7 +239,7 @@ def list_page(
         args += search_args
     cursor = params.get("cursor")
     if cursor:
-        where.append("(start_ns, trace_id) < (?, ?)")
+        where.append(sql.BEFORE_CURSOR)
         args += list(parse_cursor(cursor))
     limit = page_limit(params)
     rows = store.list_traces(" AND ".join(where), args, limit + 1)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from toolspan.server._store import sql
+
 __all__ = ["doomed_traces"]
 
 
@@ -17,12 +19,12 @@ def doomed_traces(
     connection (in the sweep's transaction)."""
     doomed: list[str] = []
     if max_age_ns is not None:
-        old = execute("SELECT trace_id FROM traces WHERE last_seen_ns < ?", (now_ns - max_age_ns,))
+        old = execute(sql.TRACES_SEEN_BEFORE, (now_ns - max_age_ns,))
         doomed += [r[0] for r in old]
     if max_spans is not None:
-        total = execute("SELECT coalesce(sum(spans), 0) FROM traces", ()).fetchone()[0]
+        total = execute(sql.SPANS_HELD, ()).fetchone()[0]
         gone = set(doomed)
-        for trace_id, count in execute("SELECT trace_id, spans FROM traces ORDER BY last_seen_ns", ()):
+        for trace_id, count in execute(sql.TRACES_BY_LAST_SEEN, ()):
             if total <= max_spans:
                 break
             if trace_id not in gone:

@@ -15,6 +15,11 @@ DDL in the words above (``{int8}`` for nanosecond times: PostgreSQL's ``INTEGER`
 statements run through ``StoreApi.transaction()``, whose connection takes the statements of ``dialect`` on
 both engines.
 
+The steps written here are history: each table is declared once (``sql.tables``), and the test of
+``tests/server/store/test_tables.py`` checks the tables these steps build agree with the declarations. A
+column added later is declared with the version that adds it (``Added``): that step is written from the
+declaration (``ALTER TABLE ... ADD COLUMN``, ``sql.tables.added_steps``).
+
 Version 1 of ``core`` is the schema of 0.1.0 (every statement ``IF NOT EXISTS``): a store written by an
 earlier release is brought under version control without a change. Later versions change a store once
 (``ALTER TABLE``): ``pending`` applies each version exactly once.
@@ -27,9 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from toolspan.server._store.control import SCHEMA as _CONTROL_V1
-from toolspan.server._store.control import SCHEMA_V2 as _CONTROL_V2
 from toolspan.server._store.dialect import DIALECTS, POSTGRES, SQLITE, Connection
+from toolspan.server._store.sql.tables import added_steps
 
 __all__ = [
     "CONTROL",
@@ -100,9 +104,38 @@ ALTER TABLE spans ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS spans_waiting ON spans (start_ns, trace_id, span_id) WHERE waiting = 1;
 """
 
-CORE: Final = SchemaPart("core", ((1, _CORE_V1), (2, _CORE_V2)))
-# The control channel's decisions, cancel requests and poll marks (``control``).
-CONTROL: Final = SchemaPart("control", ((1, _CONTROL_V1), (2, _CONTROL_V2)))
+# The control channel's decisions, cancel requests and poll marks (``control``). Version 2 replaced version
+# 1's decisions keyed by the model's call id: they are dropped, and the calls waiting then decided again.
+_CONTROL_V1: Final = """
+CREATE TABLE IF NOT EXISTS control_decisions (
+  call_id {id} PRIMARY KEY, trace_id TEXT, span_id TEXT, execution_id TEXT, tool TEXT,
+  decision TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT, decided_ns {int8} NOT NULL);
+CREATE INDEX IF NOT EXISTS control_decisions_time ON control_decisions (decided_ns);
+CREATE TABLE IF NOT EXISTS control_cancels (
+  execution_id {id} PRIMARY KEY, trace_id TEXT, call_id TEXT, requested_by TEXT NOT NULL, note TEXT,
+  requested_ns {int8} NOT NULL);
+"""
+_CONTROL_V2: Final = """
+DROP TABLE IF EXISTS control_decisions;
+DROP TABLE IF EXISTS control_cancels;
+CREATE TABLE control_decisions (
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, execution_id TEXT NOT NULL, call_id TEXT, tool TEXT,
+  decision TEXT NOT NULL, shown TEXT NOT NULL, note TEXT, decided_by TEXT NOT NULL, arguments TEXT,
+  waiting_since_ns {int8}, decided_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
+CREATE INDEX control_decisions_time ON control_decisions (decided_ns);
+CREATE INDEX control_decisions_call ON control_decisions (call_id);
+CREATE INDEX control_decisions_span ON control_decisions (span_id);
+CREATE TABLE control_cancels (
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, execution_id TEXT NOT NULL, call_id TEXT,
+  requested_by TEXT NOT NULL, note TEXT, requested_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
+CREATE INDEX control_cancels_span ON control_cancels (span_id);
+CREATE TABLE IF NOT EXISTS control_polls (
+  trace_id {id} NOT NULL, span_id {id} NOT NULL, until_ns {int8} NOT NULL, PRIMARY KEY (trace_id, span_id));
+"""
+
+# Each part: its steps written above (history), then one per version that adds columns declared ``Added``.
+CORE: Final = SchemaPart("core", ((1, _CORE_V1), (2, _CORE_V2), *added_steps("core", 2)))
+CONTROL: Final = SchemaPart("control", ((1, _CONTROL_V1), (2, _CONTROL_V2), *added_steps("control", 2)))
 # Every part of the schema, in the order they are applied.
 PARTS: Final[list[SchemaPart]] = [CORE, CONTROL]
 

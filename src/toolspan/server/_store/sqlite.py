@@ -26,6 +26,8 @@ from toolspan.server._store.changes import LocalChanges
 from toolspan.server._store.control import ControlRows
 from toolspan.server._store.dialect import DIALECTS, SQLITE, Connection
 from toolspan.server._store.schema import migrate
+from toolspan.server._store.sql import engines
+from toolspan.server._store.sql.tables import MetaRow
 from toolspan.server._store.storage import Storage
 from toolspan.server._store.tx import Tx
 
@@ -70,15 +72,10 @@ class Store(Storage):
     def _open(self) -> int:
         """Set the connection up, check the file and migrate the schema; returns the commit clock."""
         db = self._db
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=5000")
-        db.execute("PRAGMA cache_size=-32768")
-        # Checkpoints (the only fsyncs in WAL mode with synchronous=NORMAL) run in the background on their
-        # own connection, so a commit only appends to the WAL: still durable when the process is killed.
-        db.execute("PRAGMA wal_autocheckpoint=0")
+        for pragma in engines.PRAGMAS:
+            db.execute(pragma)
         # (One line each: SQLite's report of a damaged page spans several.)
-        problems = [" ".join(str(r[0]).split()) for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+        problems = [" ".join(str(r[0]).split()) for r in db.execute(engines.INTEGRITY).fetchall()]
         if problems != ["ok"]:
             raise StoreError(f"{self.path}: the database is damaged ({'; '.join(problems)})")
         with self._transaction():
@@ -86,11 +83,11 @@ class Store(Storage):
                 migrate(db, self.path)
             except ValueError as e:
                 raise StoreError(f"{self.path}: {e}") from None
-        row = db.execute("SELECT max(ns) FROM events").fetchone()
-        stored = db.execute("SELECT value FROM meta WHERE key = 'clock'").fetchone()
+        row = db.execute(engines.MAX_EVENT_NS).fetchone()
+        stored = db.execute(engines.CLOCK).fetchone()
         clock = max(row[0] or 0, 0 if stored is None else int(stored[0]))
         with self._transaction():  # a read-only file fails here, before the server answers anything
-            db.execute(sql.META_PUT, ("clock", clock))
+            db.execute(sql.META_PUT, MetaRow("clock", clock))
         return int(clock)
 
     def _checkpoints(self) -> None:
@@ -98,7 +95,7 @@ class Store(Storage):
         try:
             while not self._stop.wait(_CHECKPOINT_S):
                 try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    db.execute(engines.WAL_CHECKPOINT).fetchall()
                 except sqlite3.Error as exc:
                     _logger.warning("toolspan serve: WAL checkpoint failed: %s", exc)
         finally:
@@ -111,7 +108,7 @@ class Store(Storage):
         self._stop.set()
         self._checkpointer.join(10)
         with self._lock:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute(engines.WAL_TRUNCATE)
             self._db.raw.close()
 
     # --- transactions ---------------------------------------------------------------------------------
@@ -121,16 +118,16 @@ class Store(Storage):
         """One write transaction, committed at the end of the block and rolled back on any error (the
         caller holds the lock)."""
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        db.execute(engines.BEGIN)
         try:
             yield db
-            db.execute("COMMIT")
+            db.execute(engines.COMMIT)
         except BaseException:
             # SQLite may have rolled back already (a full disk, an I/O error): a second ROLLBACK would
             # fail and hide the error that matters.
             if db.raw.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
+                    db.execute(engines.ROLLBACK)
             raise
 
     @contextlib.contextmanager
@@ -149,7 +146,7 @@ class Store(Storage):
         with self._lock, self._transaction() as db:
             self._clock = max(time.time_ns(), self._clock + 1)
             done = work(Tx(db, self._clock))
-            db.execute(sql.META_PUT, ("clock", self._clock))
+            db.execute(sql.META_PUT, MetaRow("clock", self._clock))
             return done
 
     def _sweep(self, work: Callable[[Connection, int], int]) -> int:

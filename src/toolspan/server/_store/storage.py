@@ -34,25 +34,38 @@ from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._rows.codec import decode
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._rows.spans import IngestResult, Row, row_of_span
-from toolspan.server._rows.traces import TraceRow, trace_row
 from toolspan.server._store import sql
-from toolspan.server._store.api import ChangeFeed
+from toolspan.server._store.changes import ChangeFeed
 from toolspan.server._store.control import ControlRows
-from toolspan.server._store.dialect import DO_NOTHING, Connection, Dialect
-from toolspan.server._store.listing import NAMING_SPANS, TOOL_STATE_COUNTS, tool_state_counts
+from toolspan.server._store.dialect import Connection, Dialect
+from toolspan.server._store.listing import tool_state_counts
 from toolspan.server._store.logs import log_record, log_rows
 from toolspan.server._store.retention import doomed_traces
+from toolspan.server._store.sql import listing
+from toolspan.server._store.sql.tables import (
+    DO_NOTHING,
+    EVENTS,
+    LOGS,
+    SPANS,
+    TRACES,
+    LogRow,
+    MetaRow,
+    TraceRow,
+    trace_row,
+)
 from toolspan.server._store.tx import Tx
 from toolspan.server._store.writes import merge_batch, put_rows
 
 __all__ = ["Storage"]
 
 T = TypeVar("T")
-_PRUNED: tuple[str, ...] = ("spans", "events", "traces", "logs")
+# The tables a retention sweep drops a trace's rows from.
+_PRUNED: tuple[str, ...] = (SPANS.name, EVENTS.name, TRACES.name, LOGS.name)
 
 
 class Storage(ABC):
-    """The storage API of both engines (``StoreApi``), over the engine's hooks."""
+    """The one store API (``api.StoreApi``), written once over the engine's hooks: both engines implement
+    it (``sqlite.Store``, ``postgres.PostgresStore``), the layers above use it."""
 
     dialect: Dialect
     path: str
@@ -81,7 +94,10 @@ class Storage(ABC):
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Connection]:
-        """A write transaction for another module's tables (their part of ``schema.PARTS``)."""
+        """A write transaction for another module's tables (their part of ``schema.PARTS``): a connection
+        whose ``execute(sql, params)`` takes the statements of ``dialect`` (``?`` placeholders) on either
+        engine and returns a cursor (``fetchone``, ``fetchall``, ``rowcount``); committed when the block
+        ends, rolled back on an error."""
 
     @abstractmethod
     def clock(self) -> int:
@@ -116,8 +132,8 @@ class Storage(ABC):
         def write(tx: Tx) -> IngestResult:
             result = IngestResult(accepted=len(records))
             if rows:
-                stored = [(t, s, key, tx.ns, data) for t, s, key, data in rows]
-                added = tx.dialect.insert(tx.conn, "logs", sql.LOG_COLUMNS, stored, DO_NOTHING)
+                stored = [LogRow(t, s, key, tx.ns, data) for t, s, key, data in rows]
+                added = tx.dialect.insert(tx.conn, LOGS, stored, DO_NOTHING)
                 result.duplicates = len(rows) - added
                 tx.committed(sorted({r[0] for r in rows}), ())
             return result
@@ -141,7 +157,7 @@ class Storage(ABC):
                 horizon = max(horizon, Cursor(*top))
             for table in _PRUNED:
                 conn.execute(sql.delete_traces(table), (doomed,))
-            conn.execute(sql.META_PUT, ("horizon", str(horizon)))
+            conn.execute(sql.META_PUT, MetaRow("horizon", str(horizon)))
             return len(doomed)
 
         return self._sweep(sweep)
@@ -224,8 +240,8 @@ class Storage(ABC):
         per listed state (``LISTED_TOOL_STATES``), and the spans that name its run (``run_name``): its roots,
         or its first span while no root has arrived."""
         ids = list(trace_ids)
-        counted = self._rows(TOOL_STATE_COUNTS, (ids,))
-        return tool_state_counts(counted), self._spans(NAMING_SPANS, (ids,))
+        counted = self._rows(listing.TOOL_STATE_COUNTS, (ids,))
+        return tool_state_counts(counted), self._spans(listing.NAMING_SPANS, (ids,))
 
     def horizon(self) -> Cursor:
         """The newest event dropped by retention: a client whose cursor is before it missed events."""

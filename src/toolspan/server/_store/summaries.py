@@ -10,16 +10,15 @@ smaller span id).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from toolspan.server._rows.spans import Row
-from toolspan.server._store.dialect import Connection, upsert
-from toolspan.server._store.sql import RECOMPUTE_SUMMARIES, SUMMARIES, TRACE_COLUMNS
+from toolspan.server._store.dialect import Connection
+from toolspan.server._store.sql import RECOMPUTE_SUMMARIES, SUMMARIES
+from toolspan.server._store.sql.tables import TRACES, TraceRow
 from toolspan.server._store.tx import Tx
 
 __all__ = ["recompute_summaries", "summary_rows", "update_summaries"]
-
-_UPSERT_TRACES: Final = upsert(("trace_id",), TRACE_COLUMNS)
 
 
 def _greater(a: Any, b: Any) -> Any:
@@ -65,13 +64,13 @@ class _Sum:
 def summary_rows(
     inserts: Sequence[Row],
     changed: Iterable[str],
-    old_rows: Mapping[str, Sequence[Any]],
-    stamp: Callable[[Sequence[Any] | None], int],
-) -> tuple[list[tuple[Any, ...]], set[str]]:
+    old_rows: Mapping[str, TraceRow],
+    stamp: Callable[[TraceRow | None], int],
+) -> tuple[list[TraceRow], set[str]]:
     """The new summary rows of the traces of ``inserts`` (new spans), given their stored rows
-    (``old_rows``, as lists in column order), and the trace ids to recompute from all their spans
-    (``changed``, and traces that gained a second root). ``stamp(old row or None)`` is each row's
-    ``last_seen_ns``. Pure: the same on every engine."""
+    (``old_rows``), and the trace ids to recompute from all their spans (``changed``, and traces that gained
+    a second root). ``stamp(old row or None)`` is each row's ``last_seen_ns``. Pure: the same on every
+    engine."""
     recompute = set(changed)
     sums: dict[str, _Sum] = {}
     for row in inserts:
@@ -82,13 +81,13 @@ def summary_rows(
             sums[row.trace_id] = _Sum(row)
         else:
             found.add(row)
-    rows: list[tuple[Any, ...]] = []
+    rows: list[TraceRow] = []
     for trace_id, new in sums.items():
         root = new.root
         old = old_rows.get(trace_id)
         if old is None:
             rows.append(
-                (
+                TraceRow(
                     trace_id,
                     new.service,
                     new.conversation,
@@ -103,23 +102,23 @@ def summary_rows(
                     new.open,
                 )
             )
-        elif root is not None and old[3] is not None:
+        elif root is not None and old.root_name is not None:
             recompute.add(trace_id)  # a second root: which one starts first is in the spans table
         else:
             rows.append(
-                (
+                TraceRow(
                     trace_id,
-                    _greater(old[1], new.service),
-                    _greater(old[2], new.conversation),
-                    old[3] if root is None else root.name,
-                    old[4] if root is None else int(root.end_ns is not None),
-                    min(old[5], new.start),
-                    _greater(old[6], new.end),
+                    _greater(old.service, new.service),
+                    _greater(old.conversation_id, new.conversation),
+                    old.root_name if root is None else root.name,
+                    old.root_ended if root is None else int(root.end_ns is not None),
+                    min(old.start_ns, new.start),
+                    _greater(old.end_ns, new.end),
                     stamp(old),
-                    old[8] + new.spans,
-                    old[9] + new.tools,
-                    old[10] + new.errors,
-                    old[11] + new.open,
+                    old.spans + new.spans,
+                    old.tools + new.tools,
+                    old.errors + new.errors,
+                    old.open_tools + new.open,
                 )
             )
     return rows, recompute
@@ -131,14 +130,14 @@ def update_summaries(tx: Tx, inserts: Sequence[Row], changed: Iterable[str]) -> 
     changed = set(changed)
     wanted = sorted({r.trace_id for r in inserts} - changed)
     conn, ns = tx.conn, tx.ns
-    old_rows: dict[str, Sequence[Any]] = {}
+    old_rows: dict[str, TraceRow] = {}
     if wanted:
-        old_rows = {r[0]: r for r in tx.dialect.all_rows(conn, SUMMARIES, (wanted,), TRACE_COLUMNS)}
+        old_rows = {r[0]: TraceRow(*r) for r in tx.dialect.all_rows(conn, SUMMARIES, (wanted,), TRACES.names)}
     rows, recompute = summary_rows(
-        inserts, changed, old_rows, lambda old: ns if old is None else max(ns, int(old[7]) + 1)
+        inserts, changed, old_rows, lambda old: ns if old is None else max(ns, int(old.last_seen_ns) + 1)
     )
     if rows:
-        tx.dialect.insert(conn, "traces", TRACE_COLUMNS, rows, _UPSERT_TRACES)
+        tx.dialect.insert(conn, TRACES, rows, TRACES.upsert)
     if recompute:
         recompute_summaries(conn, recompute, ns)
 

@@ -16,14 +16,12 @@ from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import decode, encode
 from toolspan.server._rows.cursor import ACT, OBSERVE
 from toolspan.server._rows.spans import IngestResult, Row, merge, row_of_span
-from toolspan.server._store.dialect import DO_NOTHING, upsert
-from toolspan.server._store.sql import EVENT_COLUMNS, SPAN_COLUMNS, SPAN_KEY, STORED_SPANS
+from toolspan.server._store.sql import STORED_SPANS
+from toolspan.server._store.sql.tables import DO_NOTHING, EVENTS, SPANS, EventRow
 from toolspan.server._store.summaries import update_summaries
 from toolspan.server._store.tx import Tx
 
 __all__ = ["Plan", "merge_batch", "plan_rows", "put_rows"]
-
-_UPSERT_SPANS = upsert(SPAN_KEY, SPAN_COLUMNS)
 
 
 class Plan(NamedTuple):
@@ -110,7 +108,7 @@ def put_rows(tx: Tx, batch: dict[tuple[str, str], Row], result: IngestResult) ->
     if not inserts and not replaces:
         return
     written = inserts + replaces
-    dialect.insert(conn, "spans", SPAN_COLUMNS, written, _UPSERT_SPANS)
+    dialect.insert(conn, SPANS, written, SPANS.upsert)
     update_summaries(tx, inserts, {r.trace_id for r in replaces})
     tx.committed(
         {r.trace_id for r in written}, {r.conversation_id for r in written if r.conversation_id is not None}
@@ -118,6 +116,6 @@ def put_rows(tx: Tx, batch: dict[tuple[str, str], Row], result: IngestResult) ->
     if events:
         # Last: on PostgreSQL the clock row stays locked until this transaction is visible (``tx``). The
         # conversation id of the event log (filled by 0.1.0) stays NULL: a conversation's stream reads the
-        # events of the conversation's traces (``sql.EVENTS_OF_CONVERSATION``).
+        # events of the conversation's traces (``sql.EVENTS_OF_CONVERSATION``, ``tables.EVENTS``).
         ns = tx.tick()
-        dialect.insert(conn, "events", EVENT_COLUMNS, [(ns, *e) for e in events], DO_NOTHING)
+        dialect.insert(conn, EVENTS, [EventRow(ns, *e) for e in events], DO_NOTHING)

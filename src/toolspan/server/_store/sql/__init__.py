@@ -1,4 +1,8 @@
-"""The store's statements, each written once for both engines (``?`` and the words of ``dialect``).
+"""The store's statements, each written once for both engines (``?`` and the words of ``dialect``), named,
+each with what it selects or writes: here those of the core tables (spans, traces, log records, the event
+log, the store's own values); the trace list's conditions in ``listing``, the control channel's in
+``control``, what one engine runs alone in ``engines``; every table declared once in ``tables``, whose
+column lists and conflict clauses the statements use. (The schema's DDL is in ``schema``: its history.)
 
 A list parameter is read as the table ``j(value)`` (``{ids}``); a list of span keys (trace id then span id,
 as one text) as the table ``k(t, sp)`` (``KEYS``).
@@ -8,6 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from toolspan.server._store.sql.tables import SUMMARY_OF_SPANS, TRACES
+
 __all__ = [
     "COUNT_LOGS",
     "COUNT_SPANS",
@@ -16,14 +22,12 @@ __all__ = [
     "EVENTS_OF_CONVERSATION",
     "EVENTS_OF_TRACE",
     "EVENTS_ORDER",
-    "EVENT_COLUMNS",
     "HORIZON",
     "KEYS",
     "LAST_EVENT_OF_TRACES",
     "LOGS_OF_SPANS",
     "LOGS_OF_TRACE",
     "LOGS_OF_TRACES",
-    "LOG_COLUMNS",
     "META_PUT",
     "OLD_LOGS",
     "RECOMPUTE_SUMMARIES",
@@ -31,35 +35,21 @@ __all__ = [
     "SPANS_OF_CONVERSATION",
     "SPANS_OF_TRACE",
     "SPANS_OF_TRACES",
+    "SPANS_HELD",
     "SPAN_ANY_TRACE",
-    "SPAN_COLUMNS",
-    "SPAN_KEY",
     "STORED_SPANS",
     "SUMMARIES",
+    "TRACES_BY_LAST_SEEN",
     "TRACES_LISTED",
+    "TRACES_SEEN_BEFORE",
     "TRACES_WHERE",
     "TRACE_VERSION",
-    "TRACE_COLUMNS",
     "TRACE_CONVERSATIONS",
     "TRACE_ROW",
     "WAITING_SPANS",
     "delete_traces",
 ]
 
-# The columns of each table, in the order its rows are written (``Row``, ``summaries``, ``logs``, ``events``).
-SPAN_COLUMNS: Final = (
-    "trace_id", "span_id", "parent", "name", "start_ns", "end_ns", "is_tool", "tool_name", "tool_state",
-    "is_error", "service", "conversation_id", "data", "waiting",
-)  # fmt: skip
-SPAN_KEY: Final = ("trace_id", "span_id")
-TRACE_COLUMNS: Final = (
-    "trace_id", "service", "conversation_id", "root_name", "root_ended", "start_ns", "end_ns", "last_seen_ns",
-    "spans", "tools", "errors", "open_tools",
-)  # fmt: skip
-LOG_COLUMNS: Final = ("trace_id", "span_id", "digest", "ns", "data")
-EVENT_COLUMNS: Final = ("ns", "trace_id", "span_id", "phase")
-
-_TRACES: Final = ", ".join(TRACE_COLUMNS)
 KEYS: Final = "(SELECT substr(j.value, 1, 32) AS t, substr(j.value, 33) AS sp FROM {ids}) AS k"
 
 # --- spans (each read with its trace id: the log records of those traces are joined to them) ------------
@@ -107,7 +97,7 @@ COUNT_LOGS: Final = "SELECT count(*) FROM logs"
 
 # --- trace summaries -----------------------------------------------------------------------------------
 
-TRACE_ROW: Final = f"SELECT {_TRACES} FROM traces WHERE trace_id = ?"
+TRACE_ROW: Final = f"SELECT {TRACES.listed} FROM traces WHERE trace_id = ?"
 # What a trace's spans and log records are now (``Storage.trace_version``): its summary's ``last_seen_ns``
 # (moved forward, never back, by every transaction that adds or changes one of its spans) and span count,
 # and how many log records it has and the newest one's time (records are added, and dropped by age).
@@ -116,33 +106,31 @@ TRACE_VERSION: Final = (
     " (SELECT max(l.ns) FROM logs l WHERE l.trace_id = t.trace_id) FROM traces t WHERE t.trace_id = ?"
 )
 # Followed by the caller's condition (fixed fragments and ``?`` only) and ``TRACES_LISTED``.
-TRACES_WHERE: Final = f"SELECT {_TRACES} FROM traces WHERE "
+TRACES_WHERE: Final = f"SELECT {TRACES.listed} FROM traces WHERE "
 TRACES_LISTED: Final = " ORDER BY start_ns DESC, trace_id DESC LIMIT ?"
 TRACE_CONVERSATIONS: Final = (
     "SELECT t.conversation_id FROM {ids} {join} traces AS t ON t.trace_id = j.value"
     " WHERE t.conversation_id IS NOT NULL"
 )
+# The summary rows of the traces listed (``{ids}``).
 SUMMARIES: Final = (
-    "SELECT " + ", ".join(f"t.{c}" for c in TRACE_COLUMNS) + " FROM {ids} {join} traces AS t"
+    "SELECT " + ", ".join(f"t.{c}" for c in TRACES.names) + " FROM {ids} {join} traces AS t"
     " ON t.trace_id = j.value"
 )
 COUNT_TRACES: Final = "SELECT count(*) FROM traces"
-# The summary rows of some traces from all their spans (a stored span changed, or a second root arrived):
-# the root is the parentless span that starts first (then the smaller span id); ``last_seen_ns`` moves to
-# the time given, never back (a replica's clock behind another's never moves it back).
+# The summary rows of some traces from all their spans (a stored span changed, or a second root arrived),
+# each column as ``tables.SUMMARY_OF_SPANS`` says.
 RECOMPUTE_SUMMARIES: Final = (
-    f"INSERT INTO traces ({_TRACES}) SELECT s.trace_id, max(s.service), max(s.conversation_id),"
-    " (SELECT r.name FROM spans r WHERE r.trace_id = s.trace_id AND r.parent IS NULL"
-    "  ORDER BY r.start_ns, r.span_id LIMIT 1),"
-    " coalesce((SELECT CASE WHEN r.end_ns IS NULL THEN 0 ELSE 1 END FROM spans r"
-    "  WHERE r.trace_id = s.trace_id AND r.parent IS NULL ORDER BY r.start_ns, r.span_id LIMIT 1), 0),"
-    " min(s.start_ns), max(s.end_ns),"
-    " {greatest}(?, coalesce((SELECT t.last_seen_ns + 1 FROM traces t WHERE t.trace_id = s.trace_id), 0)),"
-    " count(*), sum(s.is_tool), sum(s.is_error),"
-    " sum(CASE WHEN s.is_tool = 1 AND s.end_ns IS NULL THEN 1 ELSE 0 END)"
-    " FROM {ids} {join} spans AS s ON s.trace_id = j.value WHERE 1 = 1 GROUP BY s.trace_id"
-    " ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in TRACE_COLUMNS[1:])
+    f"INSERT INTO traces ({TRACES.listed}) SELECT "
+    + ", ".join(SUMMARY_OF_SPANS[c] for c in TRACES.names)
+    + " FROM {ids} {join} spans AS s ON s.trace_id = j.value WHERE 1 = 1 GROUP BY s.trace_id "
+    + TRACES.upsert
 )
+# Retention: the traces not updated since a time (``last_seen_ns``), how many spans the traces hold, and
+# each trace's span count, the oldest update first.
+TRACES_SEEN_BEFORE: Final = "SELECT trace_id FROM traces WHERE last_seen_ns < ?"
+SPANS_HELD: Final = "SELECT coalesce(sum(spans), 0) FROM traces"
+TRACES_BY_LAST_SEEN: Final = "SELECT trace_id, spans FROM traces ORDER BY last_seen_ns"
 
 # --- the event log -------------------------------------------------------------------------------------
 
