@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from toolspan._util.ids import arguments_sha256, parse_execution_id
+from toolspan._util.ids import EXECUTION_ID_PATTERN, TRACE_ID_PATTERN, arguments_sha256, parse_execution_id
 from toolspan._util.words import ALLOW, DECISIONS, Decision, parse_decision
 from toolspan.bridge.facts import TOOL, arguments_text, classify, tool_call, tool_state
 from toolspan.bridge.model import Span
@@ -54,10 +54,10 @@ _CANCEL_FIELDS: Final = frozenset({"execution_id", "trace_id", "note"})
 # --- what the OpenAPI document says of them ------------------------------------------------------------
 
 _TEXT: Final = {"type": ["string", "null"]}
-_EXECUTION: Final = {"type": "string", "pattern": "^exec_[0-9a-f]{16}$", "description": "exec_<span id>"}
+_EXECUTION: Final = {"type": "string", "pattern": EXECUTION_ID_PATTERN, "description": "exec_<span id>"}
 _TRACE: Final = {
     "type": "string",
-    "pattern": "^[0-9a-fA-F]{32}$",
+    "pattern": TRACE_ID_PATTERN,
     "description": "the call's trace (needed only when another trace holds the same span id)",
 }
 DECISION_SCHEMA: Final = {
