@@ -15,7 +15,7 @@ from tests.server.test_control_hostile import waiting_span
 from tests.support.asgi import AsgiAnswer, AsgiClient
 from toolspan import semconv
 from toolspan._util.ids import arguments_sha256
-from toolspan._util.words import DECISIONS
+from toolspan._util.words import DECISIONS, choices
 from toolspan.bridge.readers import spans_from_document
 from toolspan.server import ServerConfig, build_app, open_store
 
@@ -69,7 +69,7 @@ def test_a_decision_word_the_server_does_not_know_is_a_400_naming_the_field(
 ) -> None:
     answer = _decide(client, word)
     assert answer.status == 400, answer.body[:300]
-    assert answer.json()["error"] == f"field 'decision' must be 'allow' or 'deny', got {str(word)[:40]!r}"
+    assert answer.json()["error"] == f"field 'decision' must be {choices()}, got {str(word)[:40]!r}"
     # Not read as a denial: nothing is stored, the call still waits for its decision.
     assert _waiting(client)["decision"] is None
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from toolspan import semconv as sc
 from toolspan._util import ids
-from toolspan._util.words import ALLOW, DENY, Decision
+from toolspan._util.words import ALLOW, DECISIONS, DENY, Decision
 from toolspan.bridge.facts._dialects import dialect_error, with_dialect
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
@@ -371,8 +371,11 @@ class ApprovalEvent:
 
 
 def _normal_decision(value: Any) -> Decision:
-    # A recorded decision tells what was done, not what to do: only an explicit allow let the call run (a
-    # missing or foreign word never did). Words are parsed strictly where a decision is *made* (``words``).
+    # A recorded decision tells what was done, not what to do: a word of toolspan's is what it says, another
+    # recorder's allow is an allow, and nothing else let the call run (a missing word never did). Words are
+    # parsed strictly where a decision is *made* (``words.parse_decision``).
+    if value in DECISIONS and type(value) is str:
+        return cast(Decision, value)
     return ALLOW if str(value).lower() in _ALLOW_WORDS else DENY
 
 
