@@ -13,14 +13,13 @@ from typing import Final, Literal, TypeAlias, get_args
 
 from toolspan.errors import DecisionError
 
-__all__ = ["ALLOW", "DECISIONS", "DEFER", "DENY", "Decision", "choices", "parse_decision"]
+__all__ = ["ALLOW", "DECISIONS", "DENY", "Decision", "choices", "parse_decision"]
 
-Decision: TypeAlias = Literal["allow", "deny", "defer"]
+Decision: TypeAlias = Literal["allow", "deny"]
 """A decision, as spans record it (``toolspan.permission.decision``) and ``toolspan serve`` takes it."""
 
 ALLOW: Final = "allow"
 DENY: Final = "deny"
-DEFER: Final = "defer"  # not now: the call does not run (no allow), recorded as deferred
 DECISIONS: Final[tuple[Decision, ...]] = get_args(Decision)
 
 # ``True``/``False`` stand for these where a Python API takes a bool too.
