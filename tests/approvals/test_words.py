@@ -1,6 +1,7 @@
 """A decision word toolspan does not know is reported as what it is (``toolspan.errors.DecisionError``,
 naming where it was given), never read as a denial: given to a Python API it is raised; answered by an
-approver or by a server, the call it was meant to decide is denied *because of* it, with it as the reason."""
+approver or by a server, the call it was meant to decide is denied *because of* it, with it as the reason.
+Ids a server answers are read by the one parser of ids: an id that is none denies the call, saying so."""
 
 from __future__ import annotations
 
@@ -70,7 +71,10 @@ def test_an_approval_with_an_unknown_word_denies_the_call_naming_the_word(spans:
 
 
 class _Forging(BaseHTTPRequestHandler):
-    """A server that answers every decision long poll with the call's own ids and the word ``maybe``."""
+    """A server that answers every decision long poll with the call's own ids and the word ``maybe``; with
+    ``resumed``, a decision on another span of the call whose span id is ``resumed``."""
+
+    resumed: str | None = None
 
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
@@ -86,7 +90,10 @@ class _Forging(BaseHTTPRequestHandler):
             "shown": query.get("shown"),
             "by": "mallory",
         }
-        body = json.dumps({"decision": decision}).encode()
+        if self.resumed is not None:
+            other = "exec_" + self.resumed
+            decision = {**decision, "decision": "allow", "execution_id": other, "span_id": self.resumed}
+        body = json.dumps({"resumes" if self.resumed is not None else "decision": decision}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -98,8 +105,9 @@ class _Forging(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def forging_server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Forging)
+def forging_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    handler = type("Handler", (_Forging,), {"resumed": getattr(request, "param", None)})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -120,3 +128,29 @@ def test_a_server_answering_an_unknown_word_denies_the_call_naming_the_word(
     state, decided = _decided(spans)
     assert state == semconv.STATE_DENIED
     assert decided[semconv.PERMISSION_DECISION] == "deny"
+
+
+@pytest.mark.parametrize(
+    "forging_server", ["zz00000000000000", "0000000000000000", "+1", "00ff"], indirect=True
+)
+def test_a_resumed_decision_whose_span_id_is_no_id_denies_the_call_saying_so(
+    spans: Spans, forging_server: str
+) -> None:
+    ran: list[str] = []
+    approver = toolspan.ServerApprover(forging_server)
+    (result,) = toolspan.run_tool_calls([CALL], [_remove(ran)], approve=approver)
+    assert ran == []
+    why = "toolspan serve holds a resumed decision whose ids are no ids: denied"
+    assert result["content"] == f"PermissionDenied: approval failed: LookupError: {why}"
+    state, _ = _decided(spans)
+    assert state == semconv.STATE_DENIED
+
+
+@pytest.mark.parametrize("forging_server", ["00000000000000ff"], indirect=True)
+def test_a_resumed_decision_with_ids_is_taken(spans: Spans, forging_server: str) -> None:
+    """The stub above is a server whose resumed decisions are taken, but for the ids it is given."""
+    ran: list[str] = []
+    (result,) = toolspan.run_tool_calls(
+        [CALL], [_remove(ran)], approve=toolspan.ServerApprover(forging_server)
+    )
+    assert (ran, result["content"]) == (["/x"], json.dumps("removed"))
