@@ -154,3 +154,16 @@ def test_a_resumed_decision_with_ids_is_taken(spans: Spans, forging_server: str)
         [CALL], [_remove(ran)], approve=toolspan.ServerApprover(forging_server)
     )
     assert (ran, result["content"]) == (["/x"], json.dumps("removed"))
+
+
+def test_a_long_or_unprintable_word_is_named_in_one_short_line(tmp_path: Path) -> None:
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    book = toolspan.ApprovalBook(tmp_path / "book.db")
+    for word, named in (("a\n" * 500, repr("a\n" * 500)[:79] + "\u2026"), (Unprintable(), "a Unprintable")):
+        with pytest.raises(DecisionError) as caught:
+            book.decide("toolu_1", word)
+        assert str(caught.value) == f"decision must be {choices(bools=True)}, got {named}"
+        assert "\n" not in str(caught.value)

@@ -26,6 +26,14 @@ DECISIONS: Final[tuple[Decision, ...]] = get_args(Decision)
 _BOOLS: Final[dict[bool, Decision]] = {True: ALLOW, False: DENY}
 
 
+def _brief(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a value whose repr fails is still named, by its type
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:79] + "\u2026"
+
+
 def choices(*, bools: bool = False) -> str:
     """The words as a message lists them: ``'allow' or 'deny'`` (``'allow', 'deny', True or False``)."""
     items = [repr(word) for word in DECISIONS] + (["True", "False"] if bools else [])
@@ -44,5 +52,5 @@ def parse_decision(
                 return word
     elif bools and type(value) is bool:
         return _BOOLS[value]
-    shown = shown or repr(value)
+    shown = shown or _brief(value)
     raise DecisionError(f"{field} must be {choices(bools=bools)}, got {shown}", field=field, value=value)
