@@ -66,7 +66,7 @@ def _id_slow(value: Any, nbytes: int, what: str) -> str:
 def trace_id(value: Any) -> str:
     """A 32-hex trace id from hex (any case, any length up to 32) or base64; ``""`` means missing."""
     if type(value) is str and len(value) == 32:
-        hex_id = ids.parse_trace_id(value, any_case=True)
+        hex_id = ids.hex_id(value, ids.TRACE_ID_DIGITS, any_case=True)
         if hex_id is not None:
             return hex_id
     return _id_slow(value, 16, "trace")
@@ -75,7 +75,7 @@ def trace_id(value: Any) -> str:
 def span_id(value: Any) -> str:
     """A 16-hex span id from hex (any case, any length up to 16) or base64; ``""`` means missing."""
     if type(value) is str and len(value) == 16:
-        hex_id = ids.parse_span_id(value, any_case=True)
+        hex_id = ids.hex_id(value, ids.SPAN_ID_DIGITS, any_case=True)
         if hex_id is not None:
             return hex_id
     return _id_slow(value, 8, "span")
