@@ -12,6 +12,8 @@ also importable from ``toolspan``; the bridge's, the policy's and the backends' 
 - ``ToolNotFoundError``, ``InvalidArgumentsError``, ``UnsupportedToolCallError``: a model's tool call that
   ``run_tool_calls`` cannot run (each becomes an error result for the model, never raised to the caller).
 - ``PolicyError``: a policy that cannot be used (the message names the file, line and field).
+- ``DecisionError``: a decision word toolspan does not know (``"allow"`` and ``"deny"`` are the words); its
+  ``field`` names where it was given.
 - ``ReplayError`` (and ``ReplayDivergence``, ``ReplaySealed``): a recording that cannot be replayed, or a
   replay that cannot go on; ``ReplayedToolError``: a recorded failure, raised again by a replay.
 - ``PatternError``: a policy pattern that cannot be used (``toolspan.policy.compile_pattern``).
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 __all__ = [
     "BackendError",
     "BridgeReadError",
+    "DecisionError",
     "InvalidArgumentsError",
     "PatternError",
     "PolicyError",
@@ -90,6 +93,16 @@ class UnsupportedToolCallError(ToolspanError, TypeError):
 
 class PolicyError(ToolspanError, ValueError):
     """A policy file that cannot be used; the message names the file and the field."""
+
+
+class DecisionError(ToolspanError, ValueError):
+    """A decision that is no decision word: ``field`` names where it was given, ``value`` is what was given
+    (``toolspan._util.words`` holds the words). A call it was meant to decide is denied, with this reason."""
+
+    def __init__(self, message: str, *, field: str, value: object) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
 
 
 class ReplayError(ToolspanError):

@@ -123,7 +123,7 @@ THOUGHT_EVENT: Final = "toolspan.thought"
 THOUGHT_CONTENT: Final = "toolspan.thought.content"
 PERMISSION_REQUIRED_EVENT: Final = "toolspan.permission_required"
 PERMISSION_DECIDED_EVENT: Final = "toolspan.permission_decided"
-PERMISSION_DECISION: Final = "toolspan.permission.decision"  # "allow" | "deny"
+PERMISSION_DECISION: Final = "toolspan.permission.decision"  # a word of toolspan._util.words.DECISIONS
 PERMISSION_NOTE: Final = "toolspan.permission.note"
 # Who or what decided: a person's id, "policy" (configure(policy=...)), or what the approver says.
 PERMISSION_DECIDED_BY: Final = "toolspan.permission.decided_by"
@@ -173,6 +173,29 @@ STATE_FAILED: Final = "FAILED"
 STATE_DENIED: Final = "DENIED"
 STATE_CANCELLED: Final = "CANCELLED"
 STATE_SEALED: Final = "SEALED"
+# The one list of each, read by the server, the bridge and the pages (from the config the server gives them):
+# a tool call's states, in the order the trace page's legend shows them; a trace's states (its listing's
+# ``state``), and those of a trace still live, in the order the trace list offers them.
+TOOL_STATES: Final = (
+    STATE_COMPLETED,
+    STATE_FAILED,
+    STATE_CANCELLED,
+    STATE_DENIED,
+    STATE_SEALED,
+    STATE_RUNNING,
+    STATE_AWAITING_APPROVAL,
+    STATE_PENDING,
+)
+TRACE_STATES: Final = (
+    STATE_RUNNING,
+    STATE_AWAITING_APPROVAL,
+    STATE_COMPLETED,
+    STATE_FAILED,
+    STATE_CANCELLED,
+    STATE_DENIED,
+    STATE_SEALED,
+)
+LIVE_TRACE_STATES: Final = (STATE_AWAITING_APPROVAL, STATE_RUNNING)
 
 # Id prefixes (the ids are built by toolspan._util.ids): execution_id = "exec_" + 16-hex span id;
 # synthesized call id = "call_" + 16-hex span id.

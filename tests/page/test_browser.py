@@ -26,7 +26,7 @@ from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_events, to_pages
-from toolspan.page import LiveOptions, page_json, render_html
+from toolspan.page import WORDS, LiveOptions, page_json, render_html
 from toolspan.testing import capture_spans
 
 pytestmark = pytest.mark.processes
@@ -769,3 +769,24 @@ def test_live_says_so_only_while_the_run_runs(open_page: Callable[..., Opened]) 
         assert opened.errors == []
     finally:
         server.close()
+
+
+def test_the_legend_shows_the_states_the_page_config_gives(
+    open_page: Callable[..., Opened], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trace page keeps no list of states: its legend is the config's ``words.tool_states``, in order."""
+    pages = to_pages(demo_spans())
+    shown = [s for s in WORDS["tool_states"] if s != "PENDING"]  # PENDING shows only when a step is
+    opened = open_page(render_html(pages))
+    legend = ".legend button"
+    assert opened.page.eval_on_selector_all(legend, "bs => bs.map(b => b.dataset.state)") == shown
+    # A state word the server adds (here: every state but FAILED, reversed) is what the page shows.
+    given = [s for s in reversed(WORDS["tool_states"]) if s != "FAILED"]
+    monkeypatch.setitem(WORDS, "tool_states", given)
+    page = open_page(render_html(pages)).page
+    assert page.eval_on_selector_all(legend, "bs => bs.map(b => b.dataset.state)") == [
+        s for s in given if s != "PENDING"
+    ]
+    completed = pages[0]["counts"]["COMPLETED"]
+    assert page.locator(".legend button[data-state='COMPLETED']").inner_text() == f"COMPLETED {completed}"
+    assert opened.errors == []

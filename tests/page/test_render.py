@@ -17,7 +17,7 @@ from tests.support.page_data import hostile_payloads, hostile_run
 from toolspan.bridge.views import to_pages
 from toolspan.cli import main
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
-from toolspan.page import LiveOptions, content_security_policy, embed_json, page_json, render_html
+from toolspan.page import WORDS, LiveOptions, content_security_policy, embed_json, page_json, render_html
 from toolspan.testing import capture_spans
 
 NO_NETWORK_CSP = (
@@ -103,7 +103,7 @@ def test_page_is_self_contained_and_csp_allows_only_its_own_script_and_style() -
     assert csp == [NO_NETWORK_CSP.format(script=sha(common) + " " + sha(code), style=sha(styles[0]))]
     assert content_security_policy([common, code], styles[0], live=False) == csp[0]
     assert json.loads(scripts[1][1]) == pages
-    assert json.loads(scripts[0][1]) == {"live": None}
+    assert json.loads(scripts[0][1]) == {"live": None, "words": WORDS}
     # Nothing loads from elsewhere: the only URL is the inline data: icon.
     urls = [v for _t, a in doc.tags for k, v in a.items() if k in ("src", "href", "action", "data")]
     assert len(urls) == 1
@@ -124,7 +124,8 @@ def test_live_page_may_connect_to_its_own_origin_only() -> None:
     assert "connect-src 'none'" not in csp
     config = next(text for tag, attrs, text in doc.raw if attrs.get("id") == "ts-config")
     assert json.loads(config) == {
-        "live": {"stream_url": "/stream?x=<", "data_url": "api/data", "fetch_first": False}
+        "live": {"stream_url": "/stream?x=<", "data_url": "api/data", "fetch_first": False},
+        "words": WORDS,
     }
 
 

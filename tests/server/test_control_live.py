@@ -23,6 +23,7 @@ import pytest
 from tests.support.paths import APPS, REPO
 from tests.support.server import Server, running_server, sdk_env, sse_stream, wait_for
 from toolspan import semconv
+from toolspan._util.words import choices
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 
@@ -210,7 +211,7 @@ def test_an_edit_runs_the_edited_arguments_and_an_invalid_edit_is_refused(
                 400,
                 "'allow' decision only",
             ),
-            ({"decision": "maybe", "shown": shown}, 400, "'allow' or 'deny'"),
+            ({"decision": "maybe", "shown": shown}, 400, f"'decision' must be {choices()}, got 'maybe'"),
             ({"decision": "allow"}, 400, "'shown' is required"),
             # Who decides is the token's name: a body cannot say it.
             ({"decision": "allow", "shown": shown, "by": "mallory"}, 400, "'by' is not taken"),

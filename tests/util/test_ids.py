@@ -64,3 +64,40 @@ def test_ids_are_built_in_one_place() -> None:
         if glued.search(line.split("#", 1)[0])  # code, not comments
     ]
     assert offenders == []
+
+
+def test_hex_ids_are_read_by_one_rule_spelled_as_arguments() -> None:
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    # By default one spelling only: 32 (16) lowercase hex digits, nothing stripped.
+    assert _ids.parse_trace_id(trace) == trace
+    assert _ids.parse_span_id("00000000000000ff") == "00000000000000ff"
+    for other in (trace.upper(), trace[1:], " " + trace, trace + "0", "g" * 32, "", "\u0661" * 32):
+        assert _ids.parse_trace_id(other) is None, other
+    # any_case: a pasted id in capitals; short: fewer digits, left-padded (Jaeger's 64-bit ids).
+    assert _ids.parse_trace_id(trace.upper(), any_case=True) == trace
+    assert _ids.parse_trace_id("ABC", short=True, any_case=True) == "abc".rjust(32, "0")
+    assert _ids.parse_trace_id("abc") is None
+    assert _ids.parse_trace_id("", short=True) is None
+    assert _ids.parse_trace_id(" abc", short=True) is None
+    assert _ids.hex_id("İ" * 8, 16, short=True, any_case=True) is None  # lower() makes it 16 characters
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1), st.booleans())
+def test_a_formatted_trace_id_reads_back_as_itself(number: int, upper: bool) -> None:
+    text = format(number, "032x")
+    assert _ids.parse_trace_id(text.upper() if upper else text, any_case=upper) == text
+    assert _ids.parse_trace_id(format(number, "x"), short=True) == text
+
+
+def test_the_hex_alphabet_is_spelled_in_one_place() -> None:
+    """No module but ``_util.ids`` spells the digits of an id: every reader and route reads ids through it."""
+    src = REPO / "src" / "toolspan"
+    spelled = re.compile(r"0123456789abcdef|\[0-9a-f", re.IGNORECASE)
+    offenders = [
+        f"{path.relative_to(src)}:{number}"
+        for path in sorted(src.rglob("*.py"))
+        if path.relative_to(src).as_posix() != "_util/ids.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if spelled.search(line)
+    ]
+    assert offenders == []

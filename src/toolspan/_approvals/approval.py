@@ -11,13 +11,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from toolspan._util.words import Decision
+
 __all__ = ["DEFAULT_DENY_NOTE", "Answer", "Api", "Approval", "Approver", "Decision", "ToolCall"]
 
 Api: TypeAlias = Literal["openai", "openai_responses", "anthropic", "gemini"]
 """The model API whose shapes a tool call came in (and its result goes back in)."""
-
-Decision: TypeAlias = Literal["allow", "deny"]
-"""A decision, as spans record it (``toolspan.permission.decision``) and ``toolspan serve`` takes it."""
 
 DEFAULT_DENY_NOTE = "denied by the approver"
 

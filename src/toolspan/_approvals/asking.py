@@ -9,8 +9,9 @@ within ``approve_timeout`` seconds denies the call with ``by="timeout"``.
 An approval request belongs to one call: the first tool call in the context ``run_tool_calls`` sets up
 claims it, and a tool called from that call's body (or from a thread it starts) finds it claimed: it is not
 approved by its caller's approver. An answer is read strictly: ``True`` allows, ``False`` denies, an
-``Approval`` decides by its ``decision`` (``"allow"`` or ``"deny"``, the string itself), and anything else (an
-object that claims to equal everything included) denies, with the reason."""
+``Approval`` decides by its ``decision`` (``"allow"`` or ``"deny"``, the string itself: another word is a
+``DecisionError``), and anything else (an object that claims to equal everything included) denies, with the
+reason."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from typing import Any, NamedTuple
 from toolspan._approvals.approval import DEFAULT_DENY_NOTE, Approval, Approver, ToolCall
 from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.outcome import ToolDenied
+from toolspan._util.words import ALLOW, DENY, parse_decision
 
 _logger = logging.getLogger(__name__)
 
@@ -55,10 +57,6 @@ class _Verdict(NamedTuple):
     by: str | None
     arguments: dict[str, Any] | None = None
     required_ns: int | None = None
-
-
-_ALLOW = "allow"
-_DENY = "deny"
 
 
 async def _await(awaitable: Awaitable[Any]) -> Any:
@@ -140,20 +138,17 @@ def _normalize(value: Any) -> _Verdict:
     string ``"allow"`` or ``"deny"`` itself)."""
     # Identity and exact types only: an object whose __eq__ says yes to everything is no answer.
     if value is True or value is False:
-        return _Verdict(_ALLOW if value else _DENY, None, None)
-    if (
-        type(value) is not Approval
-        or type(value.decision) is not str
-        or value.decision not in (_ALLOW, _DENY)
-    ):
+        return _Verdict(ALLOW if value else DENY, None, None)
+    if type(value) is not Approval or type(value.decision) is not str:
         raise ValueError(f"approve returned {_brief(value)}; expected True, False or an Approval")
+    decision = parse_decision(value.decision, "Approval.decision")  # a word it is not: DecisionError
     arguments = value.arguments
     if arguments is not None and not isinstance(arguments, Mapping):
         raise ValueError(f"Approval.arguments must be a mapping, got {type(arguments).__name__}")
     if arguments is not None and not all(type(k) is str for k in arguments):
         raise ValueError("Approval.arguments must be keyed by parameter names (strings)")
     return _Verdict(
-        value.decision,
+        decision,
         None if value.note is None else str(value.note),
         None if value.by is None else str(value.by),
         # A copy of its own: the approver (or a thread of its) changing its dict later changes nothing.
@@ -167,12 +162,12 @@ def _failed_approval(exc: BaseException) -> _Verdict:
         _logger.debug("toolspan: an abandoned approver ended: %s", exc)
     else:
         _logger.warning("toolspan: approve raised; the tool call is denied", exc_info=exc)
-    return _Verdict(_DENY, f"approval failed: {type(exc).__name__}: {exc}", None)
+    return _Verdict(DENY, f"approval failed: {type(exc).__name__}: {exc}", None)
 
 
 def _timed_out(timeout: float) -> _Verdict:
     _logger.warning("toolspan: no approval decision within %s s; the tool call is denied", timeout)
-    return _Verdict(_DENY, f"no decision within {timeout:g} s", TIMEOUT_BY)
+    return _Verdict(DENY, f"no decision within {timeout:g} s", TIMEOUT_BY)
 
 
 def _ask_sync(approval: ApprovalRequest) -> _Verdict:
@@ -249,7 +244,7 @@ def _record(decision: _Verdict, required_ns: int) -> dict[str, Any] | None:
     # The wait, from permission_required (or from the wait before a restart) to this event's time.
     since = required_ns if decision.required_ns is None else min(required_ns, decision.required_ns)
     now = time.time_ns()
-    allowed = decision.decision == _ALLOW
+    allowed = decision.decision == ALLOW
     if allowed and decision.arguments is not None:
         # Before the decision, whose record refreshes the pending span: the act re-sent then carries the edit.
         _permissions.record_edited_arguments(decision.arguments)

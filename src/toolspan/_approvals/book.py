@@ -37,6 +37,7 @@ from toolspan._approvals.approval import Approval, Decision, ToolCall
 from toolspan._approvals.asking import abandoned
 from toolspan._capture.serialize import canonical
 from toolspan._instrument import permissions as _permissions
+from toolspan._util.words import parse_decision
 
 __all__ = ["ApprovalBook", "WaitingCall"]
 
@@ -46,7 +47,6 @@ CREATE TABLE IF NOT EXISTS approvals (
   required_ns INTEGER NOT NULL, decision TEXT, note TEXT, decided_by TEXT, edited_arguments TEXT,
   decided_ns INTEGER)
 """
-_DECISIONS: Final = {True: "allow", False: "deny", "allow": "allow", "deny": "deny"}
 
 
 def _canonical(text_or_value: Any) -> str:
@@ -193,11 +193,9 @@ class ApprovalBook:
         """Decide the waiting call ``call_id``: ``"allow"``/``True`` or ``"deny"``/``False``, with the reason
         (``note``), who decided (``by``) and, to run it with other arguments, the edited ``arguments``.
 
-        Raises ``KeyError`` for a call id the book does not hold, ``ValueError`` for a bad decision or a call
-        already decided."""
-        verdict = _DECISIONS.get(decision) if isinstance(decision, (str, bool)) else None
-        if verdict is None:
-            raise ValueError(f"decision must be 'allow', 'deny', True or False, got {decision!r}")
+        Raises ``KeyError`` for a call id the book does not hold, ``ValueError`` for a call already decided,
+        ``toolspan.errors.DecisionError`` (a ``ValueError``) for a decision that is none of these."""
+        verdict = parse_decision(decision, bools=True)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ValueError(f"arguments must be a mapping, got {type(arguments).__name__}")
         edited = None if arguments is None else json.dumps(dict(arguments), ensure_ascii=False)

@@ -39,15 +39,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from toolspan._approvals.approval import Approval, Decision, ToolCall
+from toolspan._approvals.approval import Approval, ToolCall
 from toolspan._approvals.asking import abandoned
 from toolspan._approvals.cancel import Supervision
 from toolspan._instrument import hooks as _hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._util.http import OPENER as _OPENER
-from toolspan._util.ids import arguments_sha256, execution_id
+from toolspan._util.ids import arguments_sha256, execution_id, parse_span_id, parse_trace_id
+from toolspan._util.words import parse_decision
 from toolspan.errors import ToolspanError
 
 __all__ = ["ServerApprover"]
@@ -200,16 +201,18 @@ class ServerApprover:
             )
         required_ns = None
         if resumed:  # this call waited before, in another span (a restart): link back to it
-            span_id = str(decision.get("span_id"))
-            _permissions.link_waiting_span(int(str(where[0]), 16), int(span_id, 16))
+            trace_hex, span_hex = parse_trace_id(str(where[0])), parse_span_id(str(decision.get("span_id")))
+            if trace_hex is None or span_hex is None or not (int(trace_hex, 16) and int(span_hex, 16)):
+                raise LookupError("toolspan serve holds a resumed decision whose ids are no ids: denied")
+            _permissions.link_waiting_span(int(trace_hex, 16), int(span_hex, 16))
             since = decision.get("waiting_since_ns")
             required_ns = since if isinstance(since, int) and not isinstance(since, bool) else None
         arguments = decision.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise LookupError("toolspan serve holds an edit of the arguments that is not an object: denied")
         return Approval(
-            # Read strictly by the decision chain, as any approver's answer: "allow" or "deny" exactly.
-            cast(Decision, str(decision.get("decision"))),
+            # A word toolspan does not know is a DecisionError (the call is denied, saying so).
+            parse_decision(decision.get("decision"), "toolspan serve's decision"),
             note=decision.get("note"),
             by=decision.get("by"),
             arguments=arguments,

@@ -46,6 +46,7 @@ from toolspan._instrument.context import current_execution_id
 from toolspan._instrument.hooks import ACTIVE
 from toolspan._instrument.outcome import ToolDenied
 from toolspan._util import env as _env
+from toolspan._util.words import DENY
 from toolspan.errors import ReplayError
 
 __all__ = [
@@ -171,7 +172,7 @@ def arguments_of(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
         return _serialize.whole_values(info.params.bind(instance, args, kwargs))
     except _serialize.Unjudgeable as e:
         note = f"the arguments of {info.name!r} cannot be judged: {e}"
-        _permissions.record_permission_decided("deny", note=note, by=UNJUDGED_BY)
+        _permissions.record_permission_decided(DENY, note=note, by=UNJUDGED_BY)
         raise ToolDenied(note) from None
 
 

@@ -31,6 +31,7 @@ from toolspan import semconv
 from toolspan._instrument.context import current_agents, own_tool_span
 from toolspan._instrument.outcome import ToolDenied
 from toolspan._instrument.permissions import record_permission_decided
+from toolspan._util.words import DENY
 from toolspan.policy import ApprovalRule, BudgetRule, Call, Checker, Finding, OrderRule, Policy
 
 __all__ = ["PolicyGuard"]
@@ -153,5 +154,5 @@ class PolicyGuard:
                     semconv.TOOLSPAN_POLICY_RULES: [f.rule_id for f in findings],
                 }
             )
-            record_permission_decided("deny", note=note, by="policy")
+            record_permission_decided(DENY, note=note, by="policy")
         raise ToolDenied(note)

@@ -69,6 +69,7 @@ from toolspan._capture import serialize as _serialize
 from toolspan._decisions import chain
 from toolspan._instrument.context import TaskStack, own_tool_span, take_pending_call_id
 from toolspan._util.ids import synthetic_call_id
+from toolspan._util.words import DENY
 from toolspan.errors import (
     ReplayDivergence,
     ReplayedToolError,
@@ -284,7 +285,7 @@ def _denial_note(span: Any) -> str | None:
     for event in span.events:
         if (
             event.name == semconv.PERMISSION_DECIDED_EVENT
-            and event.attributes.get(semconv.PERMISSION_DECISION) == "deny"
+            and event.attributes.get(semconv.PERMISSION_DECISION) == DENY
         ):
             raw = event.attributes.get(semconv.PERMISSION_NOTE)
             note = None if raw is None else str(raw)

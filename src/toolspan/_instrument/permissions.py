@@ -18,6 +18,7 @@ from toolspan._capture.serialize import digest, dumps_exact, json_values, redact
 from toolspan._instrument import hooks
 from toolspan._instrument.context import current_agents, current_tool, suppressed
 from toolspan._util import ids as _ids
+from toolspan._util.words import parse_decision
 from toolspan.config import get_config
 
 _logger = logging.getLogger(__name__)
@@ -30,8 +31,6 @@ __all__ = [
     "recorded_arguments",
     "tool_span",
 ]
-
-_DECISIONS = {True: "allow", False: "deny", "allow": "allow", "deny": "deny"}
 
 
 def refresh_pending(span: trace_api.Span) -> None:
@@ -93,13 +92,11 @@ def record_permission_decided(
 
     To refuse the call, raise ``toolspan.ToolDenied(note)`` afterwards (state DENIED).
     """
-    verdict = _DECISIONS.get(decision) if isinstance(decision, (str, bool)) else None
-    if verdict is None:
-        raise ValueError(f"decision must be 'allow', 'deny', True or False, got {decision!r}")
+    verdict = parse_decision(decision, bools=True)  # another word: toolspan.errors.DecisionError
     try:
         span = _tool_span()
         if span.is_recording():
-            attrs = {semconv.PERMISSION_DECISION: verdict}
+            attrs: dict[str, str] = {semconv.PERMISSION_DECISION: verdict}
             if note is not None:
                 attrs.update(_note(note))
             if by is not None:

@@ -7,6 +7,10 @@ exporters and the bridge all import it, and it imports nothing but ``semconv``.
 
 Ids are unique per span, so parallel calls of one tool never share an id. A span id may be given as
 an int or as its lowercase hex text (what the bridge's neutral model holds).
+
+And the one place that reads them: ``hex_id`` (``parse_trace_id``, ``parse_span_id``) and
+``parse_execution_id``. Every route, reader and cursor reads ids through them, with its own rule spelled as
+arguments (exact lowercase by default, ``any_case``, ``short``) and its own message for what is none.
 """
 
 from __future__ import annotations
@@ -17,16 +21,52 @@ from typing import Final
 from toolspan.semconv import CALL_ID_PREFIX, EXECUTION_ID_PREFIX, PLAN_ID_PREFIX
 
 __all__ = [
+    "EXECUTION_ID_PATTERN",
+    "HEX_DIGITS",
+    "SPAN_ID_DIGITS",
+    "TRACE_ID_DIGITS",
+    "TRACE_ID_PATTERN",
     "arguments_sha256",
     "execution_id",
+    "hex_id",
     "parse_execution_id",
+    "parse_span_id",
+    "parse_trace_id",
     "plan_id",
     "span_id_hex",
     "synthetic_call_id",
     "tool_ids",
 ]
 
-_HEX: Final = frozenset("0123456789abcdef")
+HEX_DIGITS: Final = "0123456789abcdef"  # the one alphabet of ids: lowercase, how toolspan spells them
+TRACE_ID_DIGITS: Final = 32
+SPAN_ID_DIGITS: Final = 16
+# As the OpenAPI document states them: an execution id exactly, a trace id a person may paste in any case.
+EXECUTION_ID_PATTERN: Final = f"^{EXECUTION_ID_PREFIX}[0-9a-f]{{{SPAN_ID_DIGITS}}}$"
+TRACE_ID_PATTERN: Final = f"^[0-9a-fA-F]{{{TRACE_ID_DIGITS}}}$"
+
+
+def hex_id(text: str, digits: int, *, short: bool = False, any_case: bool = False) -> str | None:
+    """``text`` as an id of ``digits`` lowercase hex digits, else ``None``. By default only that spelling
+    itself (one spelling per id: a cursor's, a stored id's); ``any_case``: upper-case digits too; ``short``:
+    1 to ``digits`` digits, left-padded with zeros (Jaeger prints 64-bit trace ids as 16 digits, Tempo drops
+    leading zeros). Nothing is stripped: a caller reading typed text strips it first."""
+    if any_case:
+        text = text.lower()
+    size = len(text)
+    if not (size == digits or (short and 0 < size < digits)) or text.strip(HEX_DIGITS):
+        return None
+    return text if size == digits else text.rjust(digits, "0")
+
+
+def parse_trace_id(text: str, *, short: bool = False, any_case: bool = False) -> str | None:
+    """``hex_id`` of a trace id (32 digits)."""
+    return hex_id(text, TRACE_ID_DIGITS, short=short, any_case=any_case)
+
+
+def parse_span_id(text: str, *, short: bool = False, any_case: bool = False) -> str | None:
+    """``hex_id`` of a span id (16 digits)."""
+    return hex_id(text, SPAN_ID_DIGITS, short=short, any_case=any_case)
 
 
 def span_id_hex(span_id: int | str) -> str:
@@ -59,11 +99,9 @@ def parse_execution_id(value: str) -> int | None:
     """The span id inside an ``execution_id``, or ``None`` when ``value`` is not one."""
     if not value.startswith(EXECUTION_ID_PREFIX):
         return None
-    digits = value[len(EXECUTION_ID_PREFIX) :]
     # Exactly 16 lowercase hex digits: one spelling per id (``int`` alone takes signs, ``_`` and spaces).
-    if len(digits) != 16 or not _HEX.issuperset(digits):
-        return None
-    return int(digits, 16) or None
+    digits = parse_span_id(value[len(EXECUTION_ID_PREFIX) :])
+    return None if digits is None else int(digits, 16) or None
 
 
 def arguments_sha256(text: str | None) -> str:

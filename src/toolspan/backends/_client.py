@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan._util.ids import parse_trace_id
 from toolspan.backends import _http
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, nonfinite_text
@@ -31,7 +32,6 @@ __all__ = [
 
 MAX_RESPONSE_BYTES: Final = 256 << 20
 _TIMEOUT_S: Final = 10.0
-_HEX: Final = frozenset("0123456789abcdef")
 _NS_PER_US: Final = 1_000
 _NS_PER_S: Final = 1_000_000_000
 _MAX_NS: Final = 2**64  # OTLP's times are unsigned 64-bit nanoseconds
@@ -52,12 +52,12 @@ _DECODER: Final = json.JSONDecoder(parse_constant=str, parse_float=_finite_float
 def normal_trace_id(text: str) -> str:
     """``text`` as a 32-hex lower-case trace id (1 to 32 hex digits, left-padded: Jaeger prints 64-bit ids
     as 16 digits, Tempo's search drops leading zeros); ``ValueError`` naming what was wrong."""
-    lo = text.strip().lower()
-    if not lo or len(lo) > 32 or not set(lo) <= _HEX:
+    hex_id = parse_trace_id(text.strip(), short=True, any_case=True)
+    if hex_id is None:
         raise ValueError(f"expected a trace id of up to 32 hex digits, got {text[:80]!r}")
-    if set(lo) == {"0"}:
+    if not hex_id.strip("0"):
         raise ValueError("the all-zero trace id is not a trace")
-    return lo.rjust(32, "0")
+    return hex_id
 
 
 @dataclasses.dataclass(frozen=True)

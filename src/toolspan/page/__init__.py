@@ -57,8 +57,12 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
+from toolspan import semconv as sc
+from toolspan._util.words import DECISIONS
+
 __all__ = [
     "APPS",
+    "WORDS",
     "LiveOptions",
     "content_security_policy",
     "embed_json",
@@ -150,6 +154,16 @@ def _attr(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# The words the pages show and send, from their one home (``semconv``, ``toolspan._util.words``): every page
+# reads them from its config (``words``), none keeps a list of its own.
+WORDS: Final = {
+    "tool_states": list(sc.TOOL_STATES),
+    "trace_states": list(sc.TRACE_STATES),
+    "live_states": list(sc.LIVE_TRACE_STATES),
+    "decisions": list(DECISIONS),
+}
+
+
 def render_html(
     data: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     live: LiveOptions | None = None,
@@ -162,7 +176,8 @@ def render_html(
     config: dict[str, Any] = {
         "live": None
         if live is None
-        else {"stream_url": live.stream_url, "data_url": live.data_url, "fetch_first": live.fetch_first}
+        else {"stream_url": live.stream_url, "data_url": live.data_url, "fetch_first": live.fetch_first},
+        "words": WORDS,
     }
     if live is not None and live.list_url:
         config["live"]["list_url"] = live.list_url
@@ -211,5 +226,5 @@ def render_app(app: str) -> str:
         style=style,
         common=common,
         script=script,
-        config=embed_json({"app": app}),
+        config=embed_json({"app": app, "words": WORDS}),
     )

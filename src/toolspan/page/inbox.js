@@ -154,13 +154,16 @@
     box.appendChild(el("pre", "args iso model-args", model));
   }
 
+  // How a decision reads: only "allow" lets a call run; "deny", or any other word, shows as what it is.
+  function decided(word) { return word === "allow" ? "Allowed" : word === "deny" ? "Denied" : "Decided " + String(word); }
+
   function decidedCard(e, d) {
     const s = state(e.execution_id);
-    const denied = d && d.decision === "deny";
+    const denied = !!d && d.decision !== "allow";
     const box = el("article", "card done " + (denied ? "denied" : "allowed"));
     box.dataset.execution = e.execution_id;
     const top = el("div", "cardtop");
-    top.append(el("span", "badge " + (denied ? "denied" : "allowed"), denied ? "Denied" : editOf(d) ? "Allowed, edited" : "Allowed"), el("h2", "tool iso", e.tool));
+    top.append(el("span", "badge " + (denied ? "denied" : "allowed"), denied ? decided(d.decision) : editOf(d) ? "Allowed, edited" : "Allowed"), el("h2", "tool iso", e.tool));
     box.appendChild(top);
     box.appendChild(runOf(e));
     if (d) argumentsOf(box, e, d);
@@ -229,9 +232,9 @@
       s.busy = false;
       if (status >= 200 && status < 300) {
         s.ok = true;
-        s.denied = doc.decision === "deny";
+        s.denied = doc.decision !== "allow";
         s.editing = false;
-        s.message = (doc.decision === "allow" ? "Allowed" : "Denied") + (doc.by ? " by " + doc.by : "") + ".";
+        s.message = decided(doc.decision) + (doc.by ? " by " + doc.by : "") + ".";
         decidedHere.set(e.execution_id, { entry: e, at: Date.now(), decision: doc });
       } else {
         s.ok = false;

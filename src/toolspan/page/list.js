@@ -6,10 +6,11 @@
   const { el } = C;
   const doc = document;
   const app = doc.getElementById("app");
-  const STATES = ["AWAITING_APPROVAL", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED"];
-  const LABEL = { AWAITING_APPROVAL: "Awaiting approval", RUNNING: "Running", COMPLETED: "Completed", FAILED: "Failed", CANCELLED: "Cancelled", DENIED: "Denied", SEALED: "Sealed" };
+  // The states from the server (semconv's one list of them): the live ones first, then the others.
+  const LIVE = C.config.words.live_states;
+  const STATES = [...LIVE, ...C.config.words.trace_states.filter((st) => LIVE.indexOf(st) < 0)];
+  const label = (st) => String(st).charAt(0) + String(st).slice(1).toLowerCase().replace(/_/g, " "); // "Awaiting approval"
   const PASSED = ["q", "state", "service", "tool", "conversation_id", "from_ms", "to_ms", "limit"];
-  const LIVE = ["RUNNING", "AWAITING_APPROVAL"];
 
   let rows = [];
   let older = []; // rows of the pages loaded with "Older runs"
@@ -64,7 +65,7 @@
       b.dataset.state = st;
       b.setAttribute("aria-pressed", st === shown ? "true" : "false");
       if (st) b.append(el("span", "dot s-" + st));
-      b.append(el("span", null, st ? LABEL[st] : "All"));
+      b.append(el("span", null, st ? label(st) : "All"));
       b.addEventListener("click", () => {
         chips.querySelectorAll("button").forEach((x) => x.setAttribute("aria-pressed", x === b ? "true" : "false"));
         setParam("state", st);
@@ -99,7 +100,7 @@
   }
 
   function stateBadge(state) {
-    const b = el("span", "badge s-" + state, LABEL[state] || state);
+    const b = el("span", "badge s-" + state, label(state));
     b.dataset.state = state;
     return b;
   }

@@ -6,7 +6,6 @@
   const LABEL_MAX = 160;
   const TRUNC = "...[truncated";
   const LIVE_EVENTS = ["message", "update", "span", "act", "observe", "progress", "tool:start", "tool:end", "tool:error", "done"];
-  const STATES = ["COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED", "RUNNING", "AWAITING_APPROVAL", "PENDING"];
   const doc = document;
   const $ = (id) => doc.getElementById(id);
   const C = window.toolspanCommon;
@@ -28,6 +27,7 @@
   function readJSON(id) { const n = $(id); return n ? JSON.parse(n.textContent) : null; }
 
   const config = readJSON("ts-config") || {};
+  const STATES = config.words.tool_states; // from the page's config: semconv's one list of them
   let pages = [];
   let cur = 0; // index of the shown trace
   let P = null; // the shown page

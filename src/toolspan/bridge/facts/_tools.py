@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from toolspan import semconv as sc
 from toolspan._util import ids
+from toolspan._util.words import ALLOW, DECISIONS, DENY, Decision
 from toolspan.bridge.facts._dialects import dialect_error, with_dialect
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
@@ -38,19 +39,9 @@ __all__ = [
 ]
 
 _CANCEL_NAMES: Final = frozenset(name.rsplit(".", 1)[-1] for name in sc.CANCELLATION_ERROR_TYPES)
-_KNOWN_STATES: Final = frozenset(
-    {
-        sc.STATE_PENDING,
-        sc.STATE_AWAITING_APPROVAL,
-        sc.STATE_RUNNING,
-        sc.STATE_COMPLETED,
-        sc.STATE_FAILED,
-        sc.STATE_DENIED,
-        sc.STATE_CANCELLED,
-        sc.STATE_SEALED,
-    }
-)
-_ALLOW_WORDS: Final = frozenset({"allow", "allowed", "approve", "approved", "yes", "true"})
+_KNOWN_STATES: Final = frozenset(sc.TOOL_STATES)
+# What recorders other than toolspan write for an allowing decision (toolspan writes ``ALLOW`` itself).
+_ALLOW_WORDS: Final = frozenset({ALLOW, "allowed", "approve", "approved", "yes", "true"})
 # The ``status`` of an act event: the call runs, waits for its approval, or was refused (its body never ran).
 ACT_RUNNING: Final = "running"
 ACT_AWAITING_APPROVAL: Final = "awaiting_approval"
@@ -173,7 +164,7 @@ def arguments_edit(span: Span) -> tuple[Any, ArgumentsEdit | None]:
             decided = event
     if decided is None:
         return parse_json(edited), ArgumentsEdit(model, None, None)
-    if _normal_decision(decided.attributes.get(sc.PERMISSION_DECISION)) != "allow":
+    if _normal_decision(decided.attributes.get(sc.PERMISSION_DECISION)) != ALLOW:
         return model, None
     by = decided.attributes.get(sc.PERMISSION_DECIDED_BY)
     return parse_json(edited), ArgumentsEdit(model, None if by is None else str(by), decided.time_ns)
@@ -232,7 +223,7 @@ def tool_state(span: Span) -> str:
         return state
     if _is_cancel(attrs.get(sc.ERROR_TYPE)):
         return sc.STATE_CANCELLED
-    if span.events and _decision(span) == "deny":
+    if span.events and _decision(span) == DENY:
         return sc.STATE_DENIED
     if span.status == "ERROR" or _legacy_error(attrs) or attrs.get(sc.HAYSTACK_TOOL_ERROR):
         return sc.STATE_FAILED
@@ -362,7 +353,7 @@ def act_status(span: Span) -> str:
         if event.name == sc.PERMISSION_REQUIRED_EVENT:
             status = ACT_AWAITING_APPROVAL
         elif event.name == sc.PERMISSION_DECIDED_EVENT:
-            allowed = _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)) == "allow"
+            allowed = _normal_decision(event.attributes.get(sc.PERMISSION_DECISION)) == ALLOW
             status = ACT_RUNNING if allowed else ACT_DENIED
     return status
 
@@ -379,9 +370,13 @@ class ApprovalEvent:
     latency_ms: int | None = None
 
 
-def _normal_decision(value: Any) -> str:
-    # Anything but an explicit allow counts as a denial (a missing decision never lets a call run).
-    return "allow" if str(value).lower() in _ALLOW_WORDS else "deny"
+def _normal_decision(value: Any) -> Decision:
+    # A recorded decision tells what was done, not what to do: a word of toolspan's is what it says, another
+    # recorder's allow is an allow, and nothing else let the call run (a missing word never did). Words are
+    # parsed strictly where a decision is *made* (``words.parse_decision``).
+    if value in DECISIONS and type(value) is str:
+        return cast(Decision, value)
+    return ALLOW if str(value).lower() in _ALLOW_WORDS else DENY
 
 
 def approvals(span: Span) -> list[ApprovalEvent]:

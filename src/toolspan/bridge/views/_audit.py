@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan._util.words import ALLOW, DENY
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
 from toolspan.bridge.facts import AGENT, TOOL, ToolCallRecord, agent_name, approvals, edited_input, tool_call
 from toolspan.bridge.model import Span
@@ -122,13 +123,13 @@ def _ran(span: Span, state: str) -> bool:
     if state == sc.STATE_DENIED:
         return False
     marks = approvals(span)
-    return not marks or any(a.decision == "allow" for a in marks)
+    return not marks or any(a.decision == ALLOW for a in marks)
 
 
 def _counted_at(span: Span) -> int:
     """When the live guard counted the call for budgets and order: at its allow when it asked for an
     approval (step 3 of the decision chain), else at its start."""
-    allows = [a.time_ns for a in approvals(span) if a.decision == "allow"]
+    allows = [a.time_ns for a in approvals(span) if a.decision == ALLOW]
     return allows[-1] if allows else span.start_ns
 
 
@@ -164,7 +165,7 @@ def _call(span: Span, tc: ToolCallRecord, agents: tuple[str, ...]) -> Call:
             span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOLSPAN_TOOL_CALL_ARGUMENTS_DIGEST, tc.model_input
         ),
         arguments_recorded=tc.model_input is not None,
-        approved=any(a.decision == "allow" for a in approvals(span)),
+        approved=any(a.decision == ALLOW for a in approvals(span)),
         ran=_ran(span, tc.state),
         edited_arguments=None
         if edited is None
@@ -245,7 +246,7 @@ def _with_live_denials(verdict: Verdict, live: list[str], policy: Policy, span: 
     if not live:
         return verdict
     found = {f.rule_id for f in verdict.violations}
-    note = next((a.note for a in reversed(approvals(span)) if a.decision == "deny" and a.note), None)
+    note = next((a.note for a in reversed(approvals(span)) if a.decision == DENY and a.note), None)
     kinds = {r.id: rule_kind(r) for r in policy.rules}
     extra = tuple(
         Finding(rule_id, kinds[rule_id], f"denied by the live policy{': ' + note if note else ''}")

@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan._util.words import ALLOW
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.facts import AGENT, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
 from toolspan.bridge.model import Span
@@ -80,7 +81,7 @@ def _approval(marks: list[ApprovalEvent], edited: Any) -> dict[str, Any] | None:
         "decidedAt": None if last is None else ms(last.time_ns),
         "by": None if last is None else last.by,
         "latencyMs": None if last is None else last.latency_ms,
-        "arguments": edited if last is not None and last.decision == "allow" else None,
+        "arguments": edited if last is not None and last.decision == ALLOW else None,
     }
 
 
@@ -134,9 +135,9 @@ def _tool_items(t: int, i: int, tc: ToolCallRecord, trace_end: int) -> list[_Ite
                 "decidedAt": ms(mark.time_ns),
                 "by": mark.by,
                 "latencyMs": mark.latency_ms,
-                "arguments": edited_input(span) if mark.decision == "allow" else None,
+                "arguments": edited_input(span) if mark.decision == ALLOW else None,
             }
-            if mark.decision == "allow":
+            if mark.decision == ALLOW:
                 start_at = max(start_at, mark.time_ns)
         items.append((mark.time_ns, 2, t, i, n, "control", event))
     state = tc.state

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan._util.words import ALLOW
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.facts import (
     AGENT,
@@ -151,9 +152,9 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
             "note": mark.note,
             "by": mark.by,
             "latency_ms": mark.latency_ms,
-            "arguments": edited_input(span) if mark.decision == "allow" else None,
+            "arguments": edited_input(span) if mark.decision == ALLOW else None,
         }
-        if mark.decision == "allow" and tc.edit is not None and data["arguments"] is not None:
+        if mark.decision == ALLOW and tc.edit is not None and data["arguments"] is not None:
             data["edited"] = tc.edit.mark()  # the body received the arguments: who, when, the model's
         items.append(Item(mark.time_ns, 3, i, 1 + n, "approval", data, open_key=key, open_bound=bound))
     if span.end_ns is None and marks and marks[-1].decision is None:

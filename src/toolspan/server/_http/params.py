@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import base64
-from typing import Final
 
-from toolspan.bridge.model import pad_trace_id
+from toolspan._util.ids import parse_trace_id
 
 __all__ = ["trace_id_param"]
-
-_HEX: Final = frozenset("0123456789abcdef")
 
 
 def trace_id_param(raw: str) -> str | None:
     """A path's trace id as the bridge spells it (32 lowercase hex), from hex or base64; else ``None``."""
-    text = raw.strip().lower()
-    if text and len(text) <= 32 and set(text) <= _HEX:
-        return pad_trace_id(text)
+    hex_id = parse_trace_id(raw.strip(), short=True, any_case=True)
+    if hex_id is not None:
+        return hex_id
     try:
         decoded = base64.b64decode(raw, validate=True)
     except ValueError:

@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from toolspan._util.ids import hex_id
+
 __all__ = ["ACT", "OBSERVE", "Cursor", "DataKey"]
 
 # The phases of a tool span's events: its act (it started, or its act changed), its observe (it ended).
 ACT: Final = 0
 OBSERVE: Final = 1
 
-_HEX: Final = frozenset("0123456789abcdef")
 _MAX_DIGITS: Final = 20  # nanoseconds up to 2**64-1 (OTLP's range); the stream resets what is past its clock
 
 
@@ -29,7 +30,7 @@ def _number(text: str) -> bool:
 
 
 def _id(text: str, size: int) -> bool:
-    return len(text) == size and set(text) <= _HEX
+    return hex_id(text, size) is not None
 
 
 # (event time ns, span id, phase): the order of a trace's events in its data.

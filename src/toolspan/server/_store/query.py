@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan._util.ids import parse_trace_id
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import NS_PER_MS, request_text, run_name
 from toolspan.errors import ToolspanError
@@ -49,7 +50,7 @@ __all__ = [
     "trace_state",
 ]
 
-STATES: Final = ("RUNNING", "AWAITING_APPROVAL", "COMPLETED", "FAILED", "CANCELLED", "DENIED", "SEALED")
+STATES: Final = sc.TRACE_STATES
 _DEFAULT_LIMIT: Final = 50
 _MAX_LIMIT: Final = 500
 # The listing's query parameters, listed once (the OpenAPI document reads them here).
@@ -73,7 +74,6 @@ _MAX_SEARCH: Final = 200
 # Trace start times are SQLite integers (signed 64-bit nanoseconds).
 _MAX_NS: Final = (1 << 63) - 1
 _MAX_MS: Final = _MAX_NS // NS_PER_MS
-_HEX: Final = frozenset("0123456789abcdef")
 
 # Where a row is in the listing's order (newest first): its start and trace id; cursors name one.
 Key = tuple[int, str]
@@ -188,7 +188,7 @@ def parse_cursor(cursor: str) -> Key:
     ns, _, trace_id = cursor.partition("-")
     if not (_digits(ns) and len(ns) <= 19 and int(ns) <= _MAX_NS and len(trace_id) == 32):
         raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
-    if not set(trace_id) <= _HEX:
+    if parse_trace_id(trace_id) is None:
         raise QueryError(f"cursor: not a cursor of this listing: {cursor[:80]!r}")
     return int(ns), trace_id
 

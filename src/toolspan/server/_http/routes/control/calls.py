@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from starlette.requests import Request
 
+from toolspan._util.ids import parse_trace_id
 from toolspan.bridge.facts import ACT_AWAITING_APPROVAL, act_status, approvals
 from toolspan.bridge.model import Span
 from toolspan.server._http.jsonio import Refused
@@ -33,7 +34,6 @@ MAX_WAIT_S: Final = 30.0
 # How much earlier than the server first received a waiting span its own clock may say it began waiting
 # (export delay, clock skew): a claimed wait older than that counts from the arrival minus this.
 ARRIVAL_SLACK_NS: Final = 60 * 10**9
-_HEX: Final = frozenset("0123456789abcdef")
 # Why a call may be unknown here: its application sends no pending records, so the server never saw it wait.
 UNKNOWN_HINT: Final = (
     " (a call shows here while it waits or runs only when its application exports pending records:"
@@ -105,8 +105,8 @@ def waiting_since(rows: ControlRows, span: Span) -> int:
 
 def trace_param(raw: str, what: str) -> str:
     """A trace id a request names (32 hex digits, any case), else ``Refused`` (400) naming ``what``."""
-    text = raw.strip().lower()
-    if len(text) != 32 or not set(text) <= _HEX:
+    text = parse_trace_id(raw.strip(), any_case=True)
+    if text is None:
         raise Refused(400, f"{what} is not a trace id (32 hex digits): {raw[:80]!r}")
     return text
 

@@ -17,14 +17,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from toolspan import semconv as sc
-from toolspan._util.ids import arguments_sha256, parse_execution_id
+from toolspan._util.ids import arguments_sha256, parse_execution_id, parse_span_id, parse_trace_id
 from toolspan.bridge.facts import AGENT, TOOL, agent_name, arguments_text, classify, parse_json, tool_call
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import run_name
 from toolspan.server._http.auth import access_of
 from toolspan.server._http.endpoints import query
 from toolspan.server._http.jsonio import JSONResponse, Refused, strict_value
-from toolspan.server._http.params import trace_id_param
 from toolspan.server._http.routes.control.calls import (
     MAX_WAIT_S,
     cancel_body,
@@ -49,7 +48,6 @@ INBOX_MAX: Final = 1000
 # After a long poll answers, its application has this long to ask again before it counts as gone.
 POLL_GRACE_S: Final = 5.0
 _NO_STORE: Final = {"cache-control": "no-store"}
-_HEX: Final = frozenset("0123456789abcdef")
 # The largest time a store holds (a signed 64-bit integer of nanoseconds): an ``after`` beyond is refused.
 _MAX_NS: Final = (1 << 63) - 1
 
@@ -165,9 +163,8 @@ def _after_param(raw: str | None) -> tuple[int, str, str]:
         or not parts[0].isdigit()
         or len(parts[0]) > 19
         or int(parts[0]) > _MAX_NS
-        or trace_id_param(parts[1]) != parts[1]
-        or len(parts[2]) != 16
-        or not set(parts[2]) <= _HEX
+        or parse_trace_id(parts[1]) is None
+        or parse_span_id(parts[2]) is None
     ):
         raise Refused(400, f"after must be the 'next' of an inbox page, got {raw[:80]!r}")
     return int(parts[0]), parts[1], parts[2]

@@ -15,9 +15,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from toolspan._util.ids import arguments_sha256, parse_execution_id
+from toolspan._util.ids import EXECUTION_ID_PATTERN, TRACE_ID_PATTERN, arguments_sha256, parse_execution_id
+from toolspan._util.words import ALLOW, DECISIONS, Decision, parse_decision
 from toolspan.bridge.facts import TOOL, arguments_text, classify, tool_call, tool_state
 from toolspan.bridge.model import Span
+from toolspan.errors import DecisionError
 from toolspan.server._http.auth import decider
 from toolspan.server._http.jsonio import JSONResponse, Refused, parse_object, read_body
 from toolspan.server._http.routes.control.calls import (
@@ -52,10 +54,10 @@ _CANCEL_FIELDS: Final = frozenset({"execution_id", "trace_id", "note"})
 # --- what the OpenAPI document says of them ------------------------------------------------------------
 
 _TEXT: Final = {"type": ["string", "null"]}
-_EXECUTION: Final = {"type": "string", "pattern": "^exec_[0-9a-f]{16}$", "description": "exec_<span id>"}
+_EXECUTION: Final = {"type": "string", "pattern": EXECUTION_ID_PATTERN, "description": "exec_<span id>"}
 _TRACE: Final = {
     "type": "string",
-    "pattern": "^[0-9a-fA-F]{32}$",
+    "pattern": TRACE_ID_PATTERN,
     "description": "the call's trace (needed only when another trace holds the same span id)",
 }
 DECISION_SCHEMA: Final = {
@@ -65,7 +67,7 @@ DECISION_SCHEMA: Final = {
     "properties": {
         "execution_id": _EXECUTION,
         "trace_id": _TRACE,
-        "decision": {"enum": ["allow", "deny"]},
+        "decision": {"enum": list(DECISIONS)},
         "shown": {
             "type": "string",
             "description": "arguments_sha256 of the inbox entry (or page step) the decider was shown",
@@ -194,7 +196,7 @@ class _Asked:
     """What a decision request asks: its call, the decision, the digest shown, a note, edited arguments."""
 
     key: tuple[str | None, str]
-    decision: str
+    decision: Decision
     shown: str
     note: str | None
     arguments: dict[str, Any] | None
@@ -203,16 +205,18 @@ class _Asked:
     def of(cls, doc: Mapping[str, Any]) -> _Asked:
         _only(doc, _DECISION_FIELDS)
         key = _span_key(doc)
-        decision = doc.get("decision")
-        if decision not in ("allow", "deny"):
-            raise Refused(400, f"field 'decision' must be 'allow' or 'deny', got {str(decision)[:40]!r}")
+        raw = doc.get("decision")
+        try:
+            decision = parse_decision(raw, "field 'decision'", shown=repr(str(raw)[:40]))
+        except DecisionError as e:
+            raise Refused(400, str(e)) from None
         shown = _text(doc, "shown", required=True)
         assert shown is not None
         note = _text(doc, "note", required=False)
         arguments = doc.get("arguments")
         if arguments is not None:
-            if decision != "allow":
-                raise Refused(400, "field 'arguments' (an edit) goes with an 'allow' decision only")
+            if decision != ALLOW:
+                raise Refused(400, f"field 'arguments' (an edit) goes with an {ALLOW!r} decision only")
             if not isinstance(arguments, dict):
                 raise Refused(400, "field 'arguments' must be a JSON object (the whole edited arguments)")
         return cls(key, decision, shown, note, arguments)
