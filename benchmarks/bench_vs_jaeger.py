@@ -510,6 +510,15 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def git_commit() -> str:
     done = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
@@ -567,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         "query_repeats": repeats,
         "servers": {"toolspan": ToolspanSide.name, "jaeger": JaegerSide.name},
         "machine": {
-            "cpu": platform.processor() or platform.machine(),
+            "cpu": cpu_model(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
