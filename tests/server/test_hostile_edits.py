@@ -149,9 +149,7 @@ def _stack(frame: Any) -> Iterator[Any]:
 # --- references: nothing is fetched --------------------------------------------------------------------
 
 
-def test_a_dynamic_ref_to_a_local_file_is_refused_naming_it_and_the_file_stays_unread(
-    served: Served, tmp_path: Path
-) -> None:
+def test_a_dynamic_ref_to_a_local_file_is_refused_naming_it_and_the_file_stays_unread(served: Served) -> None:
     # A short path: the reason names a reference by its first 80 characters (pytest's own can be longer).
     with tempfile.TemporaryDirectory(prefix="ts") as short:
         secret = Path(short) / "secret.json"
