@@ -710,7 +710,12 @@ def test_convert_to_html_writes_a_page_for_an_agent_named_with_a_lone_surrogate(
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "planner\ufffd" in out.read_text(encoding="utf-8")
+    page = out.read_text(encoding="utf-8")
+    # The lone surrogate is the text of its escape, as everywhere else (the readers write it so): in the
+    # title and in the page's data alike, never a replacement character.
+    assert "<title>planner\\udc00 — toolspan</title>" in page
+    assert '"title":"planner\\\\udc00"' in page
+    assert "\ufffd" not in page
 
 
 def test_the_page_data_and_the_html_page_agree_on_deep_input() -> None:
