@@ -35,9 +35,9 @@ _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
 T = TypeVar("T")
 
-# ``sqlite3`` binds an ``int``, ``float``, ``str`` or ``bytearray`` as it is, and looks every other value up
-# as one to adapt (two attribute look-ups that fail, for each ``None`` and ``bytes`` of every row: about
-# 8% of the instructions storing a span takes). Registered, each is found at once and bound as itself (``bytes``
+# ``sqlite3`` binds an ``int``, ``float``, ``str`` or ``bytearray`` as it is, and looks any other value up as
+# one to adapt: two attribute look-ups that fail, for each ``None`` and ``bytes`` of every row (about 8% of
+# the instructions storing a span takes). Registered, each is found at once and bound as itself (``bytes``
 # of a ``bytes`` is the same object, ``{}.get`` of ``None`` is ``None``): nothing bound changes.
 sqlite3.register_adapter(bytes, bytes)
 sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
