@@ -72,6 +72,16 @@ def test_a_body_gives_the_rows_of_its_request_whatever_shapes_are_known(name: st
     assert [r._replace(data=b"") for r in warm] == full
 
 
+def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:
+    span = replace(SETS["scenario"][0], name="x" * 5000, events=())
+    body = otlp_proto_request([span]).SerializeToString()
+    protobuf._SHAPES.clear()
+    [row] = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert row.name == span.name
+    assert row._replace(data=b"") == row_of_span(decode(row.data))._replace(data=b"")
+    assert protobuf._SHAPES == {}
+
+
 def test_a_body_not_plainly_laid_out_is_read_as_the_otlp_type_reads_it() -> None:
     spans = SETS["scenario"]
     request = otlp_proto_request(spans)

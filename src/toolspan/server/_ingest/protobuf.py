@@ -39,6 +39,7 @@ _KEYS: Final = tuple(sorted(INDEX_KEYS))
 _PACKAGE: Final = "toolspan.server.ingest"
 # Shapes kept at most (per process: a parse worker's, or the server's own); past it they are met again.
 _MAX_SHAPES: Final = 4096
+_MAX_SHAPE_CHARS: Final = 1024
 # Shape -> (is_tool, tool_name, tool_state, is_error, conversation_id): the columns of ``row_of`` that
 # depend on the shape only (a span without events never waits for an approval).
 _Columns = tuple[int, str | None, str | None, int, str | None]
@@ -174,7 +175,9 @@ def _service(resource: Mapping[str, Any]) -> str | None:
 
 
 def _keep(shape: tuple[Any, ...] | None, row: Row) -> Row:
-    if shape is not None:
+    # A shape of long texts (a huge name or attribute: a hostile client's) is not kept, so the shapes kept
+    # hold at most ``_MAX_SHAPES`` times ``_MAX_SHAPE_CHARS`` characters.
+    if shape is not None and sum(len(v) for v in shape if isinstance(v, str)) <= _MAX_SHAPE_CHARS:
         if len(_SHAPES) >= _MAX_SHAPES:
             _SHAPES.clear()
         _SHAPES[shape] = (row.is_tool, row.tool_name, row.tool_state, row.is_error, row.conversation_id)
