@@ -17,7 +17,8 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._otlp_proto import iter_proto_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
-from toolspan.server._ingest.protobuf import rows_of_request
+from toolspan.server._ingest import protobuf
+from toolspan.server._ingest.protobuf import rows_of_body, rows_of_request
 from toolspan.server._rows.codec import decode, encode
 from toolspan.server._rows.spans import Row, row_of_span
 from toolspan.server._store.sqlite import Store
@@ -53,6 +54,72 @@ def test_protobuf_rows_index_and_store_each_span_as_the_reader_reads_it(name: st
     # Every column but the stored form is what the full span gives.
     assert [r._replace(data=b"") for r in rows] == [row_of_span(s)._replace(data=b"") for s in expected]
     assert any(r.is_tool for r in rows)
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_a_body_gives_the_rows_of_its_request_whatever_shapes_are_known(name: str) -> None:
+    # Read through the map twin, each span stored as the bytes it came in; the first read builds the
+    # shapes, the second reads known shapes only: both are the rows of the parsed request, and every
+    # column but the stored form is what the full span gives.
+    request = otlp_proto_request(SETS[name])
+    body = request.SerializeToString()
+    expected = rows_of_request(request, Ctx("b", False, ReadReport()))
+    full = [row_of_span(decode(r.data))._replace(data=b"") for r in expected]
+    protobuf._SHAPES.clear()
+    cold = rows_of_body(body, Ctx("b", False, ReadReport()))
+    warm = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert cold == warm == expected
+    assert [r._replace(data=b"") for r in warm] == full
+
+
+def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:
+    span = replace(SETS["scenario"][0], name="x" * 5000, events=())
+    body = otlp_proto_request([span]).SerializeToString()
+    protobuf._SHAPES.clear()
+    [row] = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert row.name == span.name
+    assert row._replace(data=b"") == row_of_span(decode(row.data))._replace(data=b"")
+    assert protobuf._SHAPES == {}
+
+
+def test_a_body_not_plainly_laid_out_is_read_as_the_otlp_type_reads_it() -> None:
+    spans = SETS["scenario"]
+    request = otlp_proto_request(spans)
+    expected = rows_of_request(request, Ctx("b", False, ReadReport()))
+    # An unknown group in the request (field 9, start and end group): the OTLP type skips it.
+    grouped = request.SerializeToString() + bytes([0x4B, 0x4C])
+    assert rows_of_body(grouped, Ctx("b", False, ReadReport())) == expected
+
+
+def test_a_span_is_stored_as_the_bytes_it_came_in() -> None:
+    # A span whose name comes twice (the last one counts): kept as received, read as the reader reads it.
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = otlp_proto_request(SETS["scenario"][:1])
+    rs = request.resource_spans[0]
+    ss = rs.scope_spans[0]
+    span = ss.spans[0].SerializeToString() + _field(5, b"renamed")
+    scope = _field(1, ss.scope.SerializeToString()) + _field(2, span)
+    body = _field(1, _field(1, rs.resource.SerializeToString()) + _field(2, scope))
+    [row] = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert row.data.endswith(span)
+    [expected] = rows_of_request(ExportTraceServiceRequest.FromString(body), Ctx("b", False, ReadReport()))
+    assert row.name == "renamed" == decode(row.data).name
+    assert row._replace(data=b"") == expected._replace(data=b"")
+    assert decode(row.data) == decode(expected.data)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
 
 
 def test_a_json_row_holds_the_span_as_json() -> None:

@@ -26,9 +26,8 @@ from toolspan.bridge.readers import (
 )
 from toolspan.bridge.readers import logs_from_json as _from_json
 from toolspan.bridge.readers import logs_from_proto as _from_proto
-from toolspan.bridge.readers import parse_trace_request as parse_request
 from toolspan.errors import ToolspanError
-from toolspan.server._ingest.protobuf import rows_of_request
+from toolspan.server._ingest.protobuf import rows_of_body
 from toolspan.server._rows.spans import MAX_STORED_NS, Row, row_of_span
 
 __all__ = [
@@ -148,9 +147,7 @@ def parse_body(body: bytes, kind: str) -> list[Row]:
     """The span rows of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
     try:
         if kind == PROTOBUF:
-            ctx = Ctx("request body", False, ReadReport())
-            request = parse_request(body, ctx)
-            return [] if request is None else rows_of_request(request, ctx)
+            return rows_of_body(body, Ctx("request body", False, ReadReport()))
         doc = load_json(body)
         if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
             raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")

@@ -1,20 +1,49 @@
 """An OTLP protobuf ``ExportTraceServiceRequest`` as the store's rows, without building full spans: each
-span's columns come from a partial span (``INDEX_KEYS`` only), and it is stored as the protobuf bytes it came
-in, behind its resource and scope (``codec.proto_header``)."""
+span's columns come from its index attributes (``INDEX_KEYS`` only), and it is stored as the protobuf bytes
+it came in, behind its resource and scope (``codec.proto_header``).
+
+A request body (``rows_of_body``) is parsed with a twin of the OTLP request type (``_index_types``) whose
+spans hold their attributes as a map, which the protobuf runtime builds in C: the few index attributes are
+looked up, not walked one by one in Python. The twin reads exactly the bytes the OTLP type reads (a map
+field is on the wire what a repeated ``KeyValue`` is; every other field is the OTLP one), so a body it
+refuses is refused with the OTLP type's own message. Each span is stored as the bytes it came in
+(``_span_bytes`` finds them in the body), never encoded again. A request parsed already (gRPC) is read
+the same way, its attributes walked (``rows_of_request``).
+
+Most spans of an agent share their shape: the same name, kind, status and index attributes, only ids and
+times differ. The columns that depend on the shape alone (role, tool name, state, error, conversation) are
+kept per shape (``_SHAPES``), so a span of a shape met before is not built as a partial span: its ids and
+times are read and its shape looked up. A span with events, an index attribute that is not a string, or a
+shape not met yet is read as a partial span through the bridge reader (``row_of``), as ``toolspan convert``
+reads it, and its shape kept. ``tests/server/ingest/test_protobuf.py`` checks every way gives the same rows
+on the whole corpus.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, Final
 
-from toolspan.bridge.readers import Ctx, bad_times
+from toolspan import semconv as sc
+from toolspan.bridge.readers import ZERO_SPAN, ZERO_TRACE, Ctx, bad_times, parse_trace_request
 from toolspan.bridge.readers import proto_resource_attributes as resource_attributes
 from toolspan.bridge.readers import proto_span as span_of
 from toolspan.server._rows.codec import proto_header
 from toolspan.server._rows.spans import INDEX_KEYS, MAX_STORED_NS, Row, row_of
 
-__all__ = ["bad_id_or_time", "rows_of_request"]
+__all__ = ["bad_id_or_time", "rows_of_body", "rows_of_request"]
 
 _ID_BYTES: Final = (("trace_id", 16), ("span_id", 8), ("parent_span_id", 8))
+_KEYS: Final = tuple(sorted(INDEX_KEYS))
+_PACKAGE: Final = "toolspan.server.ingest"
+# Shapes kept at most (per process: a parse worker's, or the server's own); past it they are met again.
+_MAX_SHAPES: Final = 4096
+_MAX_SHAPE_CHARS: Final = 1024
+# Shape -> (is_tool, tool_name, tool_state, is_error, conversation_id): the columns of ``row_of`` that
+# depend on the shape only (a span without events never waits for an approval).
+_Columns = tuple[int, str | None, str | None, int, str | None]
+_SHAPES: dict[tuple[Any, ...], _Columns] = {}
 
 
 def bad_id_or_time(sp: Any) -> tuple[str, str] | None:
@@ -31,27 +60,258 @@ def bad_id_or_time(sp: Any) -> tuple[str, str] | None:
     return None
 
 
-def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
-    """The rows of a parsed ``ExportTraceServiceRequest``, each span stored as its protobuf bytes; a span
-    that ends before it starts fails ``ctx`` as the bridge reader does, and so does one with an id of the
-    wrong length or a time past what SQLite stores (``bad_id_or_time``)."""
+@cache
+def _index_types() -> tuple[Any, Any]:
+    """The twin of ``ExportTraceServiceRequest`` whose spans hold their attributes as a map (field 9, a
+    ``map<string, AnyValue>``: on the wire, a repeated ``KeyValue``), and the OTLP ``Span`` type."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.common.v1 import common_pb2
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="toolspan/server/ingest/index.proto",
+        package=_PACKAGE,
+        syntax="proto3",
+        dependency=[trace_service_pb2.DESCRIPTOR.name, trace_pb2.DESCRIPTOR.name, common_pb2.DESCRIPTOR.name],
+    )
+
+    def twin(message: Any, number: int, type_name: str) -> Any:
+        copy = proto.message_type.add()
+        message.DESCRIPTOR.CopyToProto(copy)
+        del copy.nested_type[:], copy.enum_type[:]  # the OTLP ones are referred to by their full names
+        for f in copy.field:
+            if f.number == number:
+                f.type_name = f".{_PACKAGE}.{type_name}"
+        return copy
+
+    span = twin(trace_pb2.Span, 9, "Span.AttributesEntry")
+    entry = span.nested_type.add(name="AttributesEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", json_name="key", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    entry.field.add(
+        name="value",
+        json_name="value",
+        number=2,
+        type=field.TYPE_MESSAGE,
+        label=field.LABEL_OPTIONAL,
+        type_name=".opentelemetry.proto.common.v1.AnyValue",
+    )
+    twin(trace_pb2.ScopeSpans, 2, "Span")
+    twin(trace_pb2.ResourceSpans, 2, "ScopeSpans")
+    twin(trace_service_pb2.ExportTraceServiceRequest, 1, "ResourceSpans")
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(proto.SerializeToString())
+    request = pool.FindMessageTypeByName(f"{_PACKAGE}.ExportTraceServiceRequest")
+    return message_factory.GetMessageClass(request), trace_pb2.Span
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = data[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, i
+        shift += 7
+
+
+def _fields(data: bytes, start: int, end: int, number: int) -> list[tuple[int, int]] | None:
+    """Where the length-delimited fields ``number`` of the message ``data[start:end]`` hold their bytes,
+    in order; ``None`` for a message this does not read plainly (a group)."""
+    found: list[tuple[int, int]] = []
+    i = start
+    while i < end:
+        key = data[i]
+        i += 1
+        if key >= 0x80:
+            key, i = _varint(data, i - 1)
+        kind = key & 7
+        if kind == 2:
+            size = data[i]
+            i += 1
+            if size >= 0x80:
+                size, i = _varint(data, i - 1)
+            if key >> 3 == number:
+                found.append((i, i + size))
+            i += size
+        elif kind == 0:
+            _, i = _varint(data, i)
+        elif kind == 1:
+            i += 8
+        elif kind == 5:
+            i += 4
+        else:
+            return None
+    return found if i == end else None
+
+
+def _span_bytes(body: bytes, request: Any) -> list[list[list[bytes]]] | None:
+    """The bytes of each span of ``body`` as received, by resource and scope; ``None`` when they cannot
+    be told apart plainly, or do not match the parsed ``request`` span for span."""
+    resources = _fields(body, 0, len(body), 1)
+    if resources is None or len(resources) != len(request.resource_spans):
+        return None
+    out: list[list[list[bytes]]] = []
+    for (start, end), rs in zip(resources, request.resource_spans, strict=True):
+        scopes = _fields(body, start, end, 2)
+        if scopes is None or len(scopes) != len(rs.scope_spans):
+            return None
+        of_resource: list[list[bytes]] = []
+        for (s_start, s_end), ss in zip(scopes, rs.scope_spans, strict=True):
+            spans = _fields(body, s_start, s_end, 2)
+            if spans is None or len(spans) != len(ss.spans):
+                return None
+            of_resource.append([body[a:b] for a, b in spans])
+        out.append(of_resource)
+    return out
+
+
+def _service(resource: Mapping[str, Any]) -> str | None:
+    found = resource.get(sc.SERVICE_NAME)
+    return None if found is None else str(found)
+
+
+def _keep(shape: tuple[Any, ...] | None, row: Row) -> Row:
+    # A shape of long texts (a huge name or attribute: a hostile client's) is not kept, so the shapes kept
+    # hold at most ``_MAX_SHAPES`` times ``_MAX_SHAPE_CHARS`` characters.
+    if shape is not None and sum(len(v) for v in shape if isinstance(v, str)) <= _MAX_SHAPE_CHARS:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        _SHAPES[shape] = (row.is_tool, row.tool_name, row.tool_state, row.is_error, row.conversation_id)
+    return row
+
+
+def _rows(
+    request: Any,
+    ctx: Ctx,
+    data_of: Callable[[int, int, int, Any], bytes],
+    shape_of: Callable[[Any, bool], tuple[Any, ...] | None],
+    partial: Callable[[int, int, int, Any], Any],
+) -> list[Row]:
+    """The rows of a parsed request: each span's stored bytes from ``data_of(r, s, i, span)``, its shape
+    from ``shape_of(span, ended)``, and an OTLP ``Span`` to read a partial span from, ``partial(r, s, i,
+    span)``, when its shape is not known."""
     rows: list[Row] = []
-    keys = INDEX_KEYS
+    shapes = _SHAPES
     for r, rs in enumerate(request.resource_spans):
         resource = resource_attributes(rs)
+        service = _service(resource)
         resource_bytes = rs.resource.SerializeToString()
         for s, ss in enumerate(rs.scope_spans):
             scope = ss.scope.name
             header = proto_header(resource_bytes, ss.scope.SerializeToString())
             for i, sp in enumerate(ss.spans):
+                start = sp.start_time_unix_nano
                 end = sp.end_time_unix_nano
-                if end and end < sp.start_time_unix_nano:
+                if end and end < start:
                     ctx.fail(*(bad_times(sp, r, s, i) or ("", "")))
                     continue
-                bad = bad_id_or_time(sp)
-                if bad is not None:
-                    ctx.fail(f"resource_spans[{r}].scope_spans[{s}].spans[{i}].{bad[0]}", bad[1])
+                trace_id = sp.trace_id
+                span_id = sp.span_id
+                parent = sp.parent_span_id
+                if (
+                    len(trace_id) not in (0, 16)
+                    or len(span_id) not in (0, 8)
+                    or len(parent) not in (0, 8)
+                    or start > MAX_STORED_NS
+                    or end > MAX_STORED_NS
+                ):
+                    bad = bad_id_or_time(sp)
+                    if bad is not None:
+                        ctx.fail(f"resource_spans[{r}].scope_spans[{s}].spans[{i}].{bad[0]}", bad[1])
+                        continue
+                data = header + data_of(r, s, i, sp)
+                shape = None if sp.events else shape_of(sp, bool(end))
+                columns = None if shape is None else shapes.get(shape)
+                if columns is None:
+                    span = span_of(partial(r, s, i, sp), resource, scope, "", INDEX_KEYS)
+                    rows.append(_keep(shape, row_of(span, data)))
                     continue
-                partial = span_of(sp, resource, scope, "", keys)
-                rows.append(row_of(partial, header + sp.SerializeToString()))
+                parent_hex = parent.hex() if parent else None
+                rows.append(
+                    Row(
+                        trace_id.hex() if trace_id else ZERO_TRACE,
+                        span_id.hex() if span_id else ZERO_SPAN,
+                        None if parent_hex == ZERO_SPAN else parent_hex,
+                        sp.name,
+                        start,
+                        end or None,
+                        columns[0],
+                        columns[1],
+                        columns[2],
+                        columns[3],
+                        service,
+                        columns[4],
+                        data,
+                    )
+                )
     return rows
+
+
+def _walked_shape(sp: Any, ended: bool) -> tuple[Any, ...] | None:
+    """The shape of an OTLP ``Span``: its name, kind, status, whether it ended, and its index attributes
+    (strings only, else ``None``), in order."""
+    status = sp.status
+    shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
+    keys = INDEX_KEYS
+    for kv in sp.attributes:
+        key = kv.key
+        if key in keys:
+            value = kv.value
+            if value.WhichOneof("value") != "string_value":
+                return None
+            shape += (key, value.string_value)
+    return tuple(shape)
+
+
+def _mapped_shape(sp: Any, ended: bool) -> tuple[Any, ...] | None:
+    """The shape of a span of the twin type, its index attributes (strings only, else ``None``) in the
+    order of ``_KEYS``."""
+    status = sp.status
+    shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
+    attributes = sp.attributes
+    for key in _KEYS:
+        if key in attributes:
+            value = attributes[key]
+            if value.WhichOneof("value") != "string_value":
+                return None
+            shape += (key, value.string_value)
+    return tuple(shape)
+
+
+def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
+    """The rows of a parsed ``ExportTraceServiceRequest``, each span stored as its protobuf bytes; a span
+    that ends before it starts fails ``ctx`` as the bridge reader does, and so does one with an id of the
+    wrong length or a time past what SQLite stores (``bad_id_or_time``)."""
+
+    def serialized(r: int, s: int, i: int, sp: Any) -> bytes:
+        return bytes(sp.SerializeToString())
+
+    return _rows(request, ctx, serialized, _walked_shape, lambda r, s, i, sp: sp)
+
+
+def rows_of_body(body: bytes, ctx: Ctx) -> list[Row]:
+    """The rows of an ``ExportTraceServiceRequest`` body (``rows_of_request`` of it, each span stored as the
+    bytes it came in); ``[]`` after ``ctx.fail`` when the body is no valid request."""
+    from google.protobuf.message import DecodeError
+
+    twin, span_type = _index_types()
+    try:
+        request = twin.FromString(body)
+    except DecodeError:
+        request = None
+    spans = None if request is None else _span_bytes(body, request)
+    if request is None or spans is None:
+        # Refused, or not plainly laid out: read as the OTLP type reads it (its message when refused).
+        parsed = parse_trace_request(body, ctx)
+        return [] if parsed is None else rows_of_request(parsed, ctx)
+    return _rows(
+        request,
+        ctx,
+        lambda r, s, i, sp: spans[r][s][i],
+        _mapped_shape,
+        lambda r, s, i, sp: span_type.FromString(spans[r][s][i]),
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Any, Final
 
 __all__ = ["insert_rows"]
@@ -43,7 +44,7 @@ def insert_rows(
         count = min(per, total - done)
         if count < per:
             count = 1 << (count.bit_length() - 1)
-        params = [value for row in rows[done : done + count] for value in row]
+        params = list(chain.from_iterable(rows[done : done + count]))
         written += db.execute(_statement(head, width, count, tail), params).rowcount
         done += count
     return written

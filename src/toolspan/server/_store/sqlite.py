@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 from toolspan.server._rows.errors import StoreError
 from toolspan.server._store import sql
@@ -36,6 +36,13 @@ __all__ = ["Store"]
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
 T = TypeVar("T")
+
+# ``sqlite3`` binds an ``int``, ``float``, ``str`` or ``bytearray`` as it is, and looks any other value up as
+# one to adapt: two attribute look-ups that fail, for each ``None`` and ``bytes`` of every row (about 8% of
+# the instructions storing a span takes). Registered, each is found at once and bound as itself (``bytes``
+# of a ``bytes`` is the same object, ``{}.get`` of ``None`` is ``None``): nothing bound changes.
+sqlite3.register_adapter(bytes, bytes)
+sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
 
 
 class Store(Storage):

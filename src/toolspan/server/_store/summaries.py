@@ -18,7 +18,7 @@ from toolspan.server._store.sql import RECOMPUTE_SUMMARIES, SUMMARIES
 from toolspan.server._store.sql.tables import TRACES, TraceRow
 from toolspan.server._store.tx import Tx
 
-__all__ = ["recompute_summaries", "summary_rows", "update_summaries"]
+__all__ = ["recompute_summaries", "stored_summaries", "summary_rows", "update_summaries"]
 
 
 def _greater(a: Any, b: Any) -> Any:
@@ -124,15 +124,27 @@ def summary_rows(
     return rows, recompute
 
 
-def update_summaries(tx: Tx, inserts: Sequence[Row], changed: Iterable[str]) -> None:
+def stored_summaries(tx: Tx, trace_ids: Iterable[str]) -> dict[str, TraceRow]:
+    """The stored summary rows of ``trace_ids`` (those that have one), by trace id."""
+    wanted = sorted(trace_ids)
+    if not wanted:
+        return {}
+    return {r[0]: TraceRow(*r) for r in tx.dialect.all_rows(tx.conn, SUMMARIES, (wanted,), TRACES.names)}
+
+
+def update_summaries(
+    tx: Tx,
+    inserts: Sequence[Row],
+    changed: Iterable[str],
+    stored: Mapping[str, TraceRow] | None = None,
+) -> None:
     """Bring the summary rows of the traces of ``inserts`` (new spans) and ``changed`` (trace ids whose stored
-    spans were replaced) up to date, their ``last_seen_ns`` moved to the transaction's time (never back)."""
+    spans were replaced) up to date, their ``last_seen_ns`` moved to the transaction's time (never back);
+    ``stored``: the summary rows stored of every trace of ``inserts`` that has one, when read already
+    (``stored_summaries``)."""
     changed = set(changed)
-    wanted = sorted({r.trace_id for r in inserts} - changed)
     conn, ns = tx.conn, tx.ns
-    old_rows: dict[str, TraceRow] = {}
-    if wanted:
-        old_rows = {r[0]: TraceRow(*r) for r in tx.dialect.all_rows(conn, SUMMARIES, (wanted,), TRACES.names)}
+    old_rows = stored_summaries(tx, {r.trace_id for r in inserts} - changed) if stored is None else stored
     rows, recompute = summary_rows(
         inserts, changed, old_rows, lambda old: ns if old is None else max(ns, int(old.last_seen_ns) + 1)
     )

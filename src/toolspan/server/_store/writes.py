@@ -18,7 +18,7 @@ from toolspan.server._rows.cursor import ACT, OBSERVE
 from toolspan.server._rows.spans import IngestResult, Row, merge, row_of_span
 from toolspan.server._store.sql import STORED_SPANS
 from toolspan.server._store.sql.tables import DO_NOTHING, EVENTS, SPANS, EventRow
-from toolspan.server._store.summaries import update_summaries
+from toolspan.server._store.summaries import stored_summaries, update_summaries
 from toolspan.server._store.tx import Tx
 
 __all__ = ["Plan", "merge_batch", "plan_rows", "put_rows"]
@@ -40,9 +40,18 @@ def plan_rows(
 ) -> Plan:
     """What storing ``batch`` changes, given the stored ``(data, end_ns)`` of its keys that are stored
     (``existing``); duplicates are counted in ``result``. Pure: the same on every engine."""
-    inserts: list[Row] = []
+    if not existing:  # the common case: every row is new
+        inserts = list(batch.values())
+        events: list[tuple[str, str, int]] = []
+        for row in inserts:
+            if row.is_tool:
+                events.append((row.trace_id, row.span_id, ACT))
+                if row.end_ns is not None:
+                    events.append((row.trace_id, row.span_id, OBSERVE))
+        return Plan(inserts, [], events)
+    inserts = []
     replaces: list[Row] = []
-    events: list[tuple[str, str, int]] = []
+    events = []
     for key, record in batch.items():
         row = record
         had_end = False
@@ -98,18 +107,23 @@ def put_rows(tx: Tx, batch: dict[tuple[str, str], Row], result: IngestResult) ->
     ``tx``; duplicates are counted in ``result``."""
     if not batch:
         return
-    tx.lock_traces({trace_id for trace_id, _ in batch})
+    traces = {trace_id for trace_id, _ in batch}
+    tx.lock_traces(traces)
     conn, dialect = tx.conn, tx.dialect
+    stored = stored_summaries(tx, traces)
+    # A span is stored with its trace's summary row, and dropped with it: only the spans of traces that
+    # have one can be stored already (none, for a request of new traces).
+    keys = [t + s for t, s in batch if t in stored]
     existing = {
         (r[0], r[1]): (dialect.record(r[2]), r[3])
-        for r in conn.execute(STORED_SPANS, ([t + s for t, s in batch],))
+        for r in (conn.execute(STORED_SPANS, (keys,)) if keys else ())
     }
     inserts, replaces, events = plan_rows(batch, existing, result)
     if not inserts and not replaces:
         return
     written = inserts + replaces
     dialect.insert(conn, SPANS, written, SPANS.upsert)
-    update_summaries(tx, inserts, {r.trace_id for r in replaces})
+    update_summaries(tx, inserts, {r.trace_id for r in replaces}, stored)
     tx.committed(
         {r.trace_id for r in written}, {r.conversation_id for r in written if r.conversation_id is not None}
     )
