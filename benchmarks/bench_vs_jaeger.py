@@ -53,6 +53,7 @@ from bench_server import HOST, cpu_s, post_all, tree  # noqa: E402
 from gen_agent_spans import generate  # noqa: E402
 from google.protobuf.json_format import ParseDict  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (the tests' own Chromium and flags)
 from tests.e2e.otel_stack import JAEGER_VERSION, Jaeger, go_binaries, jaeger_ui  # noqa: E402
 from tests.support.page_data import big_run  # noqa: E402
 from tests.support.server import Server  # noqa: E402
@@ -60,15 +61,6 @@ from tests.support.server import Server  # noqa: E402
 from toolspan.bridge import to_otlp_json  # noqa: E402
 
 BATCH = 512
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TRACE_1K = "e" * 28 + "0001"
 TRACE_BIG = "e" * 28 + "0002"
 TIMEOUT_S = 300.0
@@ -503,7 +495,7 @@ def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
