@@ -269,12 +269,6 @@ def test_bad_log_bodies_are_refused_with_nothing_stored(
 
 
 @pytest.mark.processes
-def test_openapi_lists_the_logs_route(server: Server) -> None:
-    doc = server.get_json("/openapi.json")
-    assert set(doc["paths"]["/v1/logs"]["post"]["responses"]) == {"200", "400", "408", "413", "415", "503"}
-
-
-@pytest.mark.processes
 def test_live_stream_events_carry_their_spans_log_records(server: Server) -> None:
     """The SSE act/observe events equal ``convert --to events --logs`` (each span with its own records)."""
     traces, logs = CORPUS / "traces.jsonl", CORPUS / "logs.jsonl"

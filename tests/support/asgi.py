@@ -33,7 +33,9 @@ class AsgiAnswer:
 
 def _scope(method: str, path: str, headers: Iterable[tuple[str, str]], client: str) -> dict[str, Any]:
     route, _, query = path.partition("?")
-    raw = [(b"host", b"127.0.0.1")] + [(k.lower().encode(), v.encode()) for k, v in headers]
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers]
+    if not any(k == b"host" for k, _ in raw):
+        raw.insert(0, (b"host", b"127.0.0.1"))
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -51,7 +53,7 @@ def _scope(method: str, path: str, headers: Iterable[tuple[str, str]], client: s
 
 
 async def _exchange(
-    app: Any, scope: dict[str, Any], body: bytes, within: float, head_only: bool
+    app: Any, scope: dict[str, Any], body: bytes, within: float, head_only: bool, stalls: bool = False
 ) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     done = asyncio.Event()
@@ -61,7 +63,7 @@ async def _exchange(
         nonlocal delivered
         if not delivered:
             delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": stalls}
         if not head_only:
             await done.wait()
         return {"type": "http.disconnect"}
@@ -142,13 +144,16 @@ class AsgiClient:
         client: str = "127.0.0.1",
         within: float = 30.0,
         head_only: bool = False,
+        stalls: bool = False,
     ) -> AsgiAnswer:
         """``method path`` (with its query) from the address ``client``; ``head_only``: a client that hangs
         up once its request is sent (a long poll answers at once) and takes the status when it comes (a
-        stream is stopped there), with the body as far as it got."""
+        stream is stopped there), with the body as far as it got; ``stalls``: a client that sends ``body``,
+        says more is coming, and sends nothing more until it is answered."""
         pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
         sent = self._run(
-            _exchange(self.app, _scope(method, path, pairs, client), body, within, head_only), within + 30
+            _exchange(self.app, _scope(method, path, pairs, client), body, within, head_only, stalls),
+            within + 30,
         )
         started = [m for m in sent if m["type"] == "http.response.start"]
         assert started, f"{method} {path[:80]}: no answer within {within} s"

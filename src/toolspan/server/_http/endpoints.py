@@ -11,7 +11,7 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import Response
 
-from toolspan.server._http.auth import READ
+from toolspan.server._http.auth import PUBLIC, READ
 from toolspan.server._http.state import ServerState
 
 __all__ = ["HTML", "JSON", "LINES", "SSE", "Endpoint", "Handler", "query"]
@@ -22,6 +22,15 @@ SSE: Final = "text/event-stream"
 HTML: Final = "text/html"
 _CONVERTOR: Final = re.compile(r"\{(\w+):\w+\}")
 _PARAM: Final = re.compile(r"\{(\w+)")
+_UNKNOWN_ID: Final = "unknown id: {error, status}"
+# What every route may answer besides its own (``Endpoint.answers``).
+_HOST_OR_TOKEN: Final = "a Host this server does not serve, or a token that may not do this: {error, status}"
+_NO_TOKEN: Final = "no token, or a wrong one: {error, status}"
+_THROTTLED: Final = "too many wrong tokens from this address: Retry-After, {error, status, retry_after_s}"
+_BAD_PARAMETER: Final = "a parameter that is not what it says (the error names it): {error, status}"
+_BAD_RESUME: Final = (
+    "a resume point (Last-Event-ID, ?cursor= or ?since=) this stream did not give: {error, status}"
+)
 
 # A route's handler: the server's state and the request in, the response out.
 Handler = Callable[[ServerState, Request], Awaitable[Response]]
@@ -60,3 +69,21 @@ class Endpoint:
     @property
     def path_params(self) -> list[str]:
         return _PARAM.findall(self.path)
+
+    @property
+    def answers(self) -> dict[str, str]:
+        """Every status this route answers, with what it means: its own (``responses``; by default 200 and a
+        404 for an unknown id), a 400 for a parameter it checks or a stream's resume point, and what every
+        route answers alike (403; 401 and 429 where a token is needed: a page is served without its data
+        instead of a 401)."""
+        found = dict(self.responses or {"200": "OK", **({"404": _UNKNOWN_ID} if self.path_params else {})})
+        if self.media == SSE:
+            found.setdefault("400", _BAD_RESUME)
+        elif self.params:
+            found.setdefault("400", _BAD_PARAMETER)
+        found.setdefault("403", _HOST_OR_TOKEN)
+        if self.need != PUBLIC:
+            if not self.page:
+                found.setdefault("401", _NO_TOKEN)
+            found.setdefault("429", _THROTTLED)
+        return dict(sorted(found.items()))

@@ -17,6 +17,10 @@ __all__ = ["ROUTES"]
 _TRACE: Final = "/api/traces/{trace_id:str}"
 _CONVERSATION: Final = "/api/conversations/{conversation_id:str}"
 _JOB: Final = "/api/jobs/{job_id:str}"
+# A stream of a trace not stored yet waits for it: only an id that cannot be a trace's is refused.
+_TRACE_STREAM: Final = {"200": "the stream", "404": "not a trace id: {error, status}"}
+# Any text names a conversation (one not stored yet is waited for).
+_CONVERSATION_STREAM: Final = {"200": "the stream"}
 
 ROUTES: tuple[Endpoint, ...] = (
     # --- OTLP/HTTP ingest ---
@@ -62,13 +66,21 @@ ROUTES: tuple[Endpoint, ...] = (
         "Live act/observe events of all traces (SSE, Last-Event-ID resume)",
         SSE,
     ),
-    Endpoint(f"{_TRACE}/stream", "GET", streams.events, "Live act/observe events of one trace (SSE)", SSE),
+    Endpoint(
+        f"{_TRACE}/stream",
+        "GET",
+        streams.events,
+        "Live act/observe events of one trace (SSE)",
+        SSE,
+        _TRACE_STREAM,
+    ),
     Endpoint(
         f"{_TRACE}/progress/stream",
         "GET",
         streams.progress,
         "Live progress envelopes of one trace (SSE; id = bookmark seq, resume with Last-Event-ID or ?since=)",
         SSE,
+        _TRACE_STREAM,
     ),
     Endpoint(
         f"{_CONVERSATION}/progress/stream",
@@ -76,6 +88,7 @@ ROUTES: tuple[Endpoint, ...] = (
         streams.progress,
         "Live progress envelopes of one conversation (SSE; id = bookmark seq)",
         SSE,
+        _CONVERSATION_STREAM,
     ),
     Endpoint(
         f"{_TRACE}/ag-ui/stream",
@@ -83,6 +96,7 @@ ROUTES: tuple[Endpoint, ...] = (
         streams.frontend,
         "Live AG-UI events of one trace (SSE; id = event number, resume with Last-Event-ID)",
         SSE,
+        _TRACE_STREAM,
     ),
     Endpoint(
         f"{_TRACE}/ai-sdk/stream",
@@ -90,6 +104,7 @@ ROUTES: tuple[Endpoint, ...] = (
         streams.frontend,
         "Live AI SDK UI message stream v1 of one trace (SSE, data: [DONE] at the end)",
         SSE,
+        _TRACE_STREAM,
     ),
     Endpoint(
         f"{_CONVERSATION}/ag-ui/stream",
@@ -97,6 +112,7 @@ ROUTES: tuple[Endpoint, ...] = (
         streams.frontend,
         "Live AG-UI events of one conversation (SSE; id = event number)",
         SSE,
+        _CONVERSATION_STREAM,
     ),
     Endpoint(
         f"{_CONVERSATION}/ai-sdk/stream",
@@ -104,6 +120,7 @@ ROUTES: tuple[Endpoint, ...] = (
         streams.frontend,
         "Live AI SDK UI message stream v1 of one conversation (SSE)",
         SSE,
+        _CONVERSATION_STREAM,
     ),
     Endpoint(
         "/api/ag-ui",
@@ -151,6 +168,7 @@ ROUTES: tuple[Endpoint, ...] = (
         "The decision on one tool call (null until made), long-polled up to ?wait= seconds (?trace_id= names"
         " the call's trace); with ?call_id=, ?tool= and ?shown=, also a decision made on the same call before"
         " its application died (resumes)",
+        responses={"200": "OK", "400": "not an execution id, or a parameter that is not what it says"},
         params=queries.DECISION_PARAMS,
     ),
     Endpoint(
@@ -184,6 +202,7 @@ ROUTES: tuple[Endpoint, ...] = (
         streams.events,
         "Live act/observe events of one conversation (SSE)",
         SSE,
+        _CONVERSATION_STREAM,
     ),
     Endpoint(f"{_CONVERSATION}/timeline", "GET", traces.conversation, "Conversation timelines"),
     Endpoint(f"{_JOB}/trace", "GET", traces.job, "Alias of /api/traces/{id}/tree (trace id = job id)"),

@@ -17,8 +17,6 @@ from toolspan.server._http.state import ServerState
 
 __all__ = ["document", "serving"]
 
-_UNKNOWN_ID = "unknown id: {error, status}"
-
 
 def _operation(endpoint: Endpoint) -> dict[str, Any]:
     params = [
@@ -36,8 +34,7 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
             "required": True,
             "content": {"application/json": {"schema": endpoint.body}},
         }
-    described = endpoint.responses or {"200": "OK", **({"404": _UNKNOWN_ID} if endpoint.path_params else {})}
-    responses: dict[str, Any] = {code: {"description": text} for code, text in described.items()}
+    responses: dict[str, Any] = {code: {"description": text} for code, text in endpoint.answers.items()}
     if endpoint.media is not None and "200" in responses:
         responses["200"]["content"] = {endpoint.media: {}}
     operation["responses"] = responses
