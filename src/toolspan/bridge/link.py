@@ -243,8 +243,7 @@ class RequestIndex:
     ) -> tuple[ToolCallRecord, _Request | None]:
         """``link``, and the request it used up (``None`` when none matched); ``consume=False``: matched
         but left for a later call."""
-        args = normal_arguments(call.model_input)
-        known_id = _own_id(call) or result_call_id(call.output) or dispatched
+        args, known_id = _call_facts(call, dispatched)
         span = call.span
         agent = self._agents(span.span_id)[0]
         scopes: dict[str, list[str | None]] = {}
@@ -261,13 +260,16 @@ class RequestIndex:
         match = _match(candidates, call.name, args, known_id)
         if match is not None and consume:
             self._requests.remove(match)
-        return _applied(call, match, dispatched), match
+        return _applied(call, match, args, known_id), match
 
 
-def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | None) -> ToolCallRecord:
-    """``call`` unwrapped, with what the request ``match`` fills in."""
-    args = normal_arguments(call.model_input)
-    known_id = _own_id(call) or result_call_id(call.output) or dispatched
+def _call_facts(call: ToolCallRecord, dispatched: str | None) -> tuple[Any, str | None]:
+    """The arguments the model asked ``call`` with, unwrapped, and the model's id for it if known."""
+    return normal_arguments(call.model_input), _own_id(call) or result_call_id(call.output) or dispatched
+
+
+def _applied(call: ToolCallRecord, match: _Request | None, args: Any, known_id: str | None) -> ToolCallRecord:
+    """``call`` unwrapped (``args``: its ``_call_facts``), with what the request ``match`` fills in."""
     changes: dict[str, Any] = {"output": normal_result(call.output)}
     if match is not None:
         req = match.request
@@ -278,7 +280,12 @@ def _applied(call: ToolCallRecord, match: _Request | None, dispatched: str | Non
             known_id = req.id
     if known_id is not None:
         changes["call_id"] = known_id
-    return dataclasses.replace(call.with_model_input(args), **changes)
+    # One copy of the record (``with_model_input``'s change made here): a trace's every call is linked.
+    if call.edit is None:
+        changes["input"] = args
+    else:
+        changes["edit"] = dataclasses.replace(call.edit, model_input=args)
+    return dataclasses.replace(call, **changes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -437,7 +444,7 @@ class StreamLinker:
         done = linked.get(span.span_id)
         if done is not None:
             # Its open record was linked: the completion gets the same request, not another one.
-            return _with_leg_error(_applied(call, done, None), index.leg_error(span))
+            return _with_leg_error(_applied(call, done, *_call_facts(call, None)), index.leg_error(span))
         dispatched = index.dispatched(span)
         # An open record with neither the model's id nor its arguments yet (set later by some frameworks)
         # could only be matched by name: it gets that link provisionally, its completion the real one.
