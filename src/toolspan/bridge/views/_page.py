@@ -51,6 +51,7 @@ from toolspan.bridge.facts import (
     LLM,
     PLAN,
     TOOL,
+    ToolCallRecord,
     agent_input_text,
     agent_name,
     agent_output_text,
@@ -66,7 +67,7 @@ from toolspan.bridge.facts import (
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces, iso, ms
 from toolspan.bridge.views._names import run_name
-from toolspan.bridge.views._timeline import to_timelines
+from toolspan.bridge.views._timeline import trace_items
 
 __all__ = ["to_page", "to_pages"]
 
@@ -208,13 +209,13 @@ def _critical(index: TraceIndex, start: list[int], end: list[int]) -> list[bool]
     return crit
 
 
-def _step_state(span: Span, kind: str, live: bool, waiting: bool) -> str:
+def _step_state(span: Span, tc: ToolCallRecord | None, live: bool, waiting: bool) -> str:
     if span.end_ns is None:
         if live:
             return sc.STATE_AWAITING_APPROVAL if waiting else sc.STATE_RUNNING
         return sc.STATE_SEALED
-    if kind == TOOL:
-        return tool_call(span).state
+    if tc is not None:
+        return tc.state
     if is_cancellation(span):  # stopped (Ctrl-C, a cancelled task): not a failure
         return sc.STATE_CANCELLED
     return sc.STATE_FAILED if span.status == "ERROR" else sc.STATE_COMPLETED
@@ -229,23 +230,25 @@ def _conversation_id(trace: Sequence[Span]) -> str | None:
     return None
 
 
-def _conversation(trace: Sequence[Span], steps_by_exec: Mapping[str, int], start_ms: int) -> list[Any]:
+def _conversation(
+    trace: Sequence[Span], index: TraceIndex, steps_by_exec: Mapping[str, int], start_ms: int
+) -> list[Any]:
+    """The conversation timeline's items of ``trace`` (as ``to_timelines`` gives them), each pointing at its
+    step; read through the page's own ``index``, so each call is read and linked once for the page."""
     out: list[dict[str, Any]] = []
-    for doc in to_timelines(trace):
-        for item in doc["timeline"]:
-            entry: dict[str, Any] = {"type": item["type"], "t_ms": item["timestamp"] - start_ms}
-            if "execution_id" in item:
-                entry["step"] = steps_by_exec.get(item["execution_id"])
-            else:
-                entry["text"] = item["content"]
-            out.append(entry)
+    for time_ns, _rank, _i, _n, item in trace_items(trace, index):
+        entry: dict[str, Any] = {"type": item["type"], "t_ms": ms(time_ns) - start_ms}
+        if "execution_id" in item:
+            entry["step"] = steps_by_exec.get(item["execution_id"])
+        else:
+            entry["text"] = item["content"]
+        out.append(entry)
     return out
 
 
-def _tool_step(step: dict[str, Any], span: Span, hidden: set[str], t0: int) -> str | None:
+def _tool_step(step: dict[str, Any], span: Span, tc: ToolCallRecord, hidden: set[str], t0: int) -> str | None:
     """A tool call's fields of its step (the attributes they repeat hidden); its error text, once it ended."""
     attrs = span.attributes
-    tc = tool_call(span)
     for group in (_TOOL_INPUT, _TOOL_OUTPUT, _TOOL_NAME):
         _group(attrs, group, hidden)
     if attrs.get(sc.OI_TOOL_DESCRIPTION) == attrs.get(sc.GEN_AI_TOOL_DESCRIPTION):
@@ -318,10 +321,13 @@ def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str
     }
     approval_list, wait = _approval_fields(span, t0, end_us)
     waiting = bool(approval_list) and approval_list[-1]["decision"] is None
-    step["state"] = _step_state(span, kind, live, waiting)
+    tc = tool_call(span) if kind == TOOL else None  # read once: its state and its step's fields
+    step["state"] = _step_state(span, tc, live, waiting)
     attrs = span.attributes
     hidden: set[str] = {k for k, v in _KIND_MARKS.get(kind, {}).items() if attrs.get(k) == v}
-    error_text = _tool_step(step, span, hidden, t0) if kind == TOOL else _span_step(step, span, kind, hidden)
+    error_text = (
+        _span_step(step, span, kind, hidden) if tc is None else _tool_step(step, span, tc, hidden, t0)
+    )
     error = _error(span, error_text) if error_text is not None or span.status == "ERROR" else None
     if error is not None:
         step["error"] = error
@@ -382,7 +388,7 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
         "conversation_id": conversation_id,
         "counts": {k: v for k, v in counts.items() if v},
         "steps": steps,
-        "conversation": [] if conversation_id is None else _conversation(trace, by_exec, start_ms),
+        "conversation": [] if conversation_id is None else _conversation(trace, index, by_exec, start_ms),
     }
 
 

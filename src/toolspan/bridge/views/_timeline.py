@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan import semconv as sc
@@ -42,7 +42,7 @@ from toolspan.bridge.views._common import (
     turn_messages,
 )
 
-__all__ = ["to_timelines"]
+__all__ = ["to_timelines", "trace_items"]
 
 _Item = tuple[int, int, int, int, dict[str, Any]]
 
@@ -86,8 +86,10 @@ def _turn_items(index: TraceIndex, i: int) -> list[_Item]:
     return items
 
 
-def _trace_items(trace: list[Span]) -> list[_Item]:
-    index = TraceIndex(trace)
+def trace_items(trace: Sequence[Span], index: TraceIndex | None = None) -> list[_Item]:
+    """The timeline items of one trace in their order, each ``(time_ns, rank, span, n, fields)``; ``index``:
+    the trace's ``TraceIndex`` when the caller has built it (the trace page: its calls linked once)."""
+    index = TraceIndex(trace) if index is None else index
     calls = index.tool_calls()
     items: list[_Item] = []
     for i, span in enumerate(trace):
@@ -111,7 +113,7 @@ def to_timelines(spans: Iterable[Span]) -> list[dict[str, Any]]:
     for conversation_id, traces in conversations.items():
         timeline: list[dict[str, Any]] = []
         for trace in sorted(traces, key=lambda t: (t[0].start_ns, t[0].trace_id)):
-            for time_ns, _rank, _i, _n, fields in _trace_items(trace):
+            for time_ns, _rank, _i, _n, fields in trace_items(trace):
                 seq = len(timeline) + 1
                 event_type = fields.pop("_event")
                 timeline.append(
