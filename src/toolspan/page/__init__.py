@@ -62,6 +62,7 @@ from toolspan._util.words import DECISIONS
 
 __all__ = [
     "APPS",
+    "TRACE_SCRIPTS",
     "WORDS",
     "LiveOptions",
     "content_security_policy",
@@ -69,6 +70,7 @@ __all__ = [
     "page_json",
     "render_app",
     "render_html",
+    "trace_script",
 ]
 
 _ESCAPES: Final = {
@@ -124,7 +126,40 @@ def embed_json(data: Any) -> str:
 
 @cache
 def _asset(name: str) -> str:
-    return resources.files("toolspan.page").joinpath(name).read_text("utf-8")
+    return resources.files("toolspan.page").joinpath(*name.split("/")).read_text("utf-8")
+
+
+# The trace page's script: the files of ``trace/``, one job each, in this order (declared here only), in one
+# function, so their shared names stay the page's own. ``tests/page/js/tsconfig.json`` checks their JSDoc
+# types, ``node --test`` tests their pure helpers (format.js, model.js).
+TRACE_SCRIPTS: Final = (
+    "format.js",  # constants; how numbers, durations and labels are written
+    "model.js",  # the page documents' types, the page's state, its pure functions (shape, tree, filter)
+    "dom.js",  # the document, the config, el() (common.js's), $()
+    "vlist.js",  # the virtual list the timeline and the tree are
+    "filter.js",  # the state chips, the search, the tool and audit filters
+    "timeline.js",  # the timeline's column table, rows, bars, axis, clock, pane heights
+    "tree.js",  # the execution tree
+    "select.js",  # the selection, the deep link, keyboard and mouse
+    "audit.js",  # the policy audit panel
+    "detail.js",  # the details of the selected step
+    "controls.js",  # Allow, Deny, Edit and Cancel through the server
+    "conversation.js",  # the conversation panel
+    "live.js",  # following the trace's event stream
+    "main.js",  # setData, showTrace, the header, the start
+)
+
+
+@cache
+def trace_script() -> str:
+    """The trace page's one script: ``TRACE_SCRIPTS`` concatenated, in one strict function."""
+    parts = [f"// ---- trace/{name} ----\n" + _asset(f"trace/{name}") for name in TRACE_SCRIPTS]
+    head = (
+        '"use strict";\n'
+        "// toolspan trace page. Data is only ever written as text nodes and DOM properties, never as HTML.\n"
+        "(function () {\n"
+    )
+    return head + "\n".join(parts) + "})();\n"
 
 
 def _sha256(text: str) -> str:
@@ -171,7 +206,7 @@ def render_html(
 ) -> str:
     """One self-contained HTML page showing ``data`` (a page document or a list of them)."""
     common = _asset("common.js")
-    script = _asset("page.js")
+    script = trace_script()
     style = _asset("theme.css") + _asset("page.css")
     config: dict[str, Any] = {
         "live": None
