@@ -8,6 +8,8 @@ const toolspanCommon = (function () {
   const config = (function () { const n = doc.getElementById("ts-config"); return n ? JSON.parse(n.textContent) : {}; })();
   /** @type {string | null} the token when this tab's storage is off */
   let memory = null;
+  /** @type {{whoami?: string, waiting?: string}} where the server says what a token may do, and which calls wait */
+  const URLS = config.urls || {};
 
   /**
    * A new element, its class and its text set (as a text node: never as HTML).
@@ -101,18 +103,17 @@ const toolspanCommon = (function () {
     return url + (url.indexOf("?") >= 0 ? "&" : "?") + "access_token=" + encodeURIComponent(t);
   }
 
-  // What this tab's token may do (GET /api/whoami): {name, can}; a server without that route answers like
-  // one whose token reads (and may decide only where the page was served with the buttons).
+  // What this tab's token may do (GET the config's urls.whoami): {name, can}; a page without that URL, or a
+  // server without that route, answers like one whose token reads (and may decide only where the page was
+  // served with the buttons).
   /** @typedef {{name: string | null, can: string[], unknown?: boolean}} Who */
   /** @type {Promise<Who> | null} */
   let whoPromise = null;
-  /**
-   * @param {string} [url] where the server says it (the page's config; else the server's /api/whoami)
-   * @returns {Promise<Who>}
-   */
-  function whoami(url) {
+  /** @returns {Promise<Who>} */
+  function whoami() {
     if (!whoPromise) {
-      whoPromise = api(url || "/api/whoami").then(([status, body]) => {
+      const url = URLS.whoami;
+      whoPromise = (url ? api(url) : Promise.resolve([404, null])).then(([status, body]) => {
         if (status === 200 && body && Array.isArray(body.can)) return body;
         return { name: null, can: ["read"], unknown: true };
       });
@@ -210,8 +211,8 @@ const toolspanCommon = (function () {
   // The count of waiting calls in the bar: read again every few seconds, after each change a page sees, and
   // set by the inbox from each of its own reads, so it follows the inbox as it fills and empties.
   function refreshInboxCount() {
-    if (!doc.getElementById("inbox-count") || doc.hidden) return;
-    api("/api/control/waiting").then(([status, body]) => {
+    if (!doc.getElementById("inbox-count") || doc.hidden || !URLS.waiting) return;
+    api(URLS.waiting).then(([status, body]) => {
       if (status === 200 && body && Array.isArray(body.waiting)) showInboxCount(body.waiting.length);
     }, () => {});
   }

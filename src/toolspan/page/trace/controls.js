@@ -18,8 +18,7 @@ const control = { who: null, editing: null, confirming: null, note: "", message:
 function decider() { return Boolean(control.who && control.who.can.indexOf("decide") >= 0); }
 
 function learnWho() {
-  const url = config.control ? config.control.whoami_url : undefined;
-  C.whoami(url).then((w) => { control.who = w; detail(); }, () => { control.who = { name: null, can: [] }; detail(); });
+  C.whoami().then((w) => { control.who = w; detail(); }, () => { control.who = { name: null, can: [] }; detail(); });
 }
 
 /**
