@@ -42,7 +42,7 @@ WHEEL_MUST_HOLD = (
     "toolspan/policy/schemas/policy.schema.json",
     *(
         f"toolspan/page/{name}"
-        for name in ("page.js", "page.css", "template.html", "theme.css", "common.js", "top.html")
+        for name in ("trace/main.js", "page.css", "template.html", "theme.css", "common.js", "top.html")
     ),
     *(f"toolspan/page/{name}" for name in ("app.html", "app.css", "list.js", "inbox.js")),
 )

@@ -42,6 +42,10 @@ UI_BUILD=$!
 .venv/bin/mypy
 # The layering: each layer imports only those below it, and no module another package's private modules.
 .venv/bin/lint-imports
+# The trace page's script (src/toolspan/page/trace/, one file a job): its JSDoc types, checked strictly by
+# TypeScript from tests/node's lock, and the node --test tests of its pure helpers.
+tests/node/node_modules/.bin/tsc -p tests/page/js/tsconfig.json
+node --test tests/page/js/*.test.mjs
 # The package as users get it: build the sdist and the wheel (pinned build backend, no network), check
 # what they hold, install the wheel alone into a fresh venv and use it from outside the source tree.
 rm -rf dist .wheel-venv

@@ -17,7 +17,15 @@ from tests.support.page_data import hostile_payloads, hostile_run
 from toolspan.bridge.views import to_pages
 from toolspan.cli import main
 from toolspan.exporters.otlp_file import OtlpJsonFileExporter
-from toolspan.page import WORDS, LiveOptions, content_security_policy, embed_json, page_json, render_html
+from toolspan.page import (
+    WORDS,
+    LiveOptions,
+    content_security_policy,
+    embed_json,
+    page_json,
+    render_app,
+    render_html,
+)
 from toolspan.testing import capture_spans
 
 NO_NETWORK_CSP = (
@@ -113,6 +121,20 @@ def test_page_is_self_contained_and_csp_allows_only_its_own_script_and_style() -
         assert "innerHTML" not in script
         assert "insertAdjacentHTML" not in script
         assert "document.write" not in script
+
+
+def test_the_top_bar_asks_only_the_urls_it_is_given() -> None:
+    """The script holds no URL: what the top bar asks (whoami, the waiting calls) comes from the config."""
+    live = LiveOptions("/s", "/d", whoami_url="/who", waiting_url="/waiting", list_url="/l")
+    doc = parse(render_html(small_pages(), live=live))
+    config = json.loads(next(text for tag, attrs, text in doc.raw if attrs.get("id") == "ts-config"))
+    assert config["urls"] == {"whoami": "/who", "waiting": "/waiting"}
+    app = parse(render_app("inbox", {"whoami": "/api/whoami", "waiting": "/api/control/waiting"}))
+    config = json.loads(next(text for tag, attrs, text in app.raw if attrs.get("id") == "ts-config"))
+    assert config["urls"] == {"whoami": "/api/whoami", "waiting": "/api/control/waiting"}
+    scripts = [text for tag, attrs, text in app.raw if tag == "script" and not attrs]
+    common = next(text for text in scripts if "toolspanCommon" in text)
+    assert "/api/" not in common
 
 
 def test_live_page_may_connect_to_its_own_origin_only() -> None:

@@ -24,7 +24,9 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
 3. re-render with that data, keeping the selected step, the trace shown and the scroll positions. A page
    opened on no step selects the first call waiting for an approval, and names every waiting call above the
    timeline. ``fetch_first``: the page was served without its data and reads ``data_url`` first.
-   ``list_url``: the list of runs the page belongs to; a bar across the top leads there and to the inbox.
+   ``list_url``: the list of runs the page belongs to; a bar across the top leads there and to the inbox,
+   counting the calls ``waiting_url`` lists and saying whose token the tab holds (``whoami_url``). The
+   page's script holds no URL of its own: it asks only those given here.
 4. with ``decisions_url``, ``cancels_url`` and ``whoami_url`` (``toolspan serve --decider NAME=TOKEN``): the
    page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token) the
    details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
@@ -43,6 +45,9 @@ URLs may be relative to the page's URL.
 
 ``render_app("list" | "inbox")``: the other pages of ``toolspan serve`` (the trace list and the inbox of
 calls waiting for a decision), holding no data: their scripts read the server's API with the tab's token.
+
+The trace page's script is the files of ``trace/``, one job each, joined in the order ``TRACE_SCRIPTS``
+declares (``trace_script()``); ``common.js`` is every served page's (the token, requests, the bar, ``el``).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from toolspan._util.words import DECISIONS
 
 __all__ = [
     "APPS",
+    "TRACE_SCRIPTS",
     "WORDS",
     "LiveOptions",
     "content_security_policy",
@@ -69,6 +75,7 @@ __all__ = [
     "page_json",
     "render_app",
     "render_html",
+    "trace_script",
 ]
 
 _ESCAPES: Final = {
@@ -98,13 +105,16 @@ class LiveOptions:
     # Allow, Deny, Edit and Cancel to a decider's token (``whoami_url``). ``None``: no such buttons.
     decisions_url: str | None = None
     cancels_url: str | None = None
-    # What the page's token may do (``GET /api/whoami``): the buttons show to a decider token only.
+    # What the page's token may do (``GET /api/whoami``): the buttons show to a decider token only, and the
+    # top bar says whose token the tab holds. ``None``: the page asks nothing (it reads, it decides nothing).
     whoami_url: str | None = None
     # Served without its data (asked for without the token): the page reads ``data_url`` first.
     fetch_first: bool = False
     # The list of runs the page belongs to (``toolspan serve``'s ``/traces``): a bar across the top leads
     # there and to the inbox. ``None``: no such bar.
     list_url: str | None = None
+    # The calls waiting for a decision (``GET``, ``{"waiting": [...]}``): the top bar counts them.
+    waiting_url: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -124,7 +134,40 @@ def embed_json(data: Any) -> str:
 
 @cache
 def _asset(name: str) -> str:
-    return resources.files("toolspan.page").joinpath(name).read_text("utf-8")
+    return resources.files("toolspan.page").joinpath(*name.split("/")).read_text("utf-8")
+
+
+# The trace page's script: the files of ``trace/``, one job each, in this order (declared here only), in one
+# function, so their shared names stay the page's own. ``tests/page/js/tsconfig.json`` checks their JSDoc
+# types, ``node --test`` tests their pure helpers (format.js, model.js).
+TRACE_SCRIPTS: Final = (
+    "format.js",  # constants; how numbers, durations and labels are written
+    "model.js",  # the page documents' types, the page's state, its pure functions (shape, tree, filter)
+    "dom.js",  # the document, the config, el() (common.js's), $()
+    "vlist.js",  # the virtual list the timeline and the tree are
+    "filter.js",  # the state chips, the search, the tool and audit filters
+    "timeline.js",  # the timeline's column table, rows, bars, axis, clock, pane heights
+    "tree.js",  # the execution tree
+    "select.js",  # the selection, the deep link, keyboard and mouse
+    "audit.js",  # the policy audit panel
+    "detail.js",  # the details of the selected step
+    "controls.js",  # Allow, Deny, Edit and Cancel through the server
+    "conversation.js",  # the conversation panel
+    "live.js",  # following the trace's event stream
+    "main.js",  # setData, showTrace, the header, the start
+)
+
+
+@cache
+def trace_script() -> str:
+    """The trace page's one script: ``TRACE_SCRIPTS`` concatenated, in one strict function."""
+    parts = [f"// ---- trace/{name} ----\n" + _asset(f"trace/{name}") for name in TRACE_SCRIPTS]
+    head = (
+        '"use strict";\n'
+        "// toolspan trace page. Data is only ever written as text nodes and DOM properties, never as HTML.\n"
+        "(function () {\n"
+    )
+    return head + "\n".join(parts) + "})();\n"
 
 
 def _sha256(text: str) -> str:
@@ -171,7 +214,7 @@ def render_html(
 ) -> str:
     """One self-contained HTML page showing ``data`` (a page document or a list of them)."""
     common = _asset("common.js")
-    script = _asset("page.js")
+    script = trace_script()
     style = _asset("theme.css") + _asset("page.css")
     config: dict[str, Any] = {
         "live": None
@@ -181,6 +224,9 @@ def render_html(
     }
     if live is not None and live.list_url:
         config["live"]["list_url"] = live.list_url
+    urls = _urls(whoami=live.whoami_url, waiting=live.waiting_url) if live is not None else {}
+    if urls:
+        config["urls"] = urls
     if live is not None and live.decisions_url and live.cancels_url and live.whoami_url:
         config["control"] = {
             "decisions_url": live.decisions_url,
@@ -208,10 +254,16 @@ def render_html(
 APPS: Final = {"list": ("list.js", "Runs"), "inbox": ("inbox.js", "Inbox")}
 
 
-def render_app(app: str) -> str:
+def _urls(**urls: str | None) -> dict[str, str]:
+    """The URLs common.js asks (``whoami``, ``waiting``): those given."""
+    return {name: url for name, url in urls.items() if url}
+
+
+def render_app(app: str, urls: Mapping[str, str] | None = None) -> str:
     """The served page ``app`` (``"list"``: the trace list; ``"inbox"``: the calls waiting for a decision):
     one self-contained HTML file holding no data (the script reads it from the server's API with the tab's
-    token), so it is served to anyone, and asks for the token when the API wants one."""
+    token), so it is served to anyone, and asks for the token when the API wants one. ``urls``: where the
+    top bar asks what the tab's token may do (``whoami``) and counts the waiting calls (``waiting``)."""
     name, title = APPS[app]
     common = _asset("common.js")
     script = _asset(name)
@@ -226,5 +278,5 @@ def render_app(app: str) -> str:
         style=style,
         common=common,
         script=script,
-        config=embed_json({"app": app, "words": WORDS}),
+        config=embed_json({"app": app, "words": WORDS, "urls": _urls(**(urls or {}))}),
     )

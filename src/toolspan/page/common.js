@@ -2,12 +2,23 @@
 // What every page toolspan serve serves shares: the token (kept in this tab only), requests to the API with
 // it, the bar across the top, the theme switch. Data is only ever written through text nodes and DOM
 // properties, never as HTML.
-window.toolspanCommon = (function () {
+const toolspanCommon = (function () {
   const KEY = "toolspan-token";
   const doc = document;
   const config = (function () { const n = doc.getElementById("ts-config"); return n ? JSON.parse(n.textContent) : {}; })();
-  let memory = null; // the token when this tab's storage is off
+  /** @type {string | null} the token when this tab's storage is off */
+  let memory = null;
+  /** @type {{whoami?: string, waiting?: string}} where the server says what a token may do, and which calls wait */
+  const URLS = config.urls || {};
 
+  /**
+   * A new element, its class and its text set (as a text node: never as HTML).
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {string | null} [cls]
+   * @param {unknown} [text]
+   * @returns {HTMLElementTagNameMap[K]}
+   */
   function el(tag, cls, text) {
     const e = doc.createElement(tag);
     if (cls) e.className = cls;
@@ -17,6 +28,7 @@ window.toolspanCommon = (function () {
 
   // ---------- the token: sessionStorage of this tab, never a cookie, never left in the address bar ----------
   function stored() { try { return sessionStorage.getItem(KEY); } catch (e) { return memory; } }
+  /** @param {string | null} value */
   function setToken(value) {
     memory = value || null;
     try { if (value) sessionStorage.setItem(KEY, value); else sessionStorage.removeItem(KEY); } catch (e) { /* kept in memory */ }
@@ -39,10 +51,16 @@ window.toolspanCommon = (function () {
   // ---------- requests ----------
   // A 401: ``refused`` when a token was sent (and not taken), else none was.
   class Unauthorized extends Error {
+    /** @param {boolean} refused */
     constructor(refused) { super(refused ? "the server did not take this token" : "the server wants a token"); this.refused = refused; }
   }
   const REFUSED = "The server did not take that token: check it and paste it again.";
+  /**
+   * @param {Record<string, string>} [extra]
+   * @returns {Record<string, string>}
+   */
   function headers(extra) {
+    /** @type {Record<string, string>} */
     const h = Object.assign({}, extra || {});
     const t = token();
     if (t) h.Authorization = "Bearer " + t;
@@ -50,8 +68,14 @@ window.toolspanCommon = (function () {
   }
   // GET (or POST with a JSON body) to the server; resolves [status, body]; a 401 forgets the token and
   // rejects with Unauthorized (the page then asks for it).
+  /**
+   * @param {string} url
+   * @param {{method?: string, body?: unknown}} [options]
+   * @returns {Promise<[number, any]>} the status and the JSON body (any: what the server says)
+   */
   function api(url, options) {
     const o = options || {};
+    /** @type {RequestInit} */
     const init = { method: o.method || "GET", cache: "no-store", credentials: "omit", headers: headers(o.body !== undefined ? { "Content-Type": "application/json" } : {}) };
     if (o.body !== undefined) init.body = JSON.stringify(o.body);
     const sent = token();
@@ -61,6 +85,7 @@ window.toolspanCommon = (function () {
         throw new Unauthorized(Boolean(sent));
       }
       return r.text().then((text) => {
+        /** @type {any} */
         let body = null;
         try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text.slice(0, 300) }; }
         return [r.status, body];
@@ -68,18 +93,27 @@ window.toolspanCommon = (function () {
     });
   }
   // A stream URL with the token (EventSource cannot send headers); the URL never reaches the address bar.
+  /**
+   * @param {string} url
+   * @returns {string}
+   */
   function streamUrl(url) {
     const t = token();
     if (!t) return url;
     return url + (url.indexOf("?") >= 0 ? "&" : "?") + "access_token=" + encodeURIComponent(t);
   }
 
-  // What this tab's token may do (GET /api/whoami): {name, can}; a server without that route answers like
-  // one whose token reads (and may decide only where the page was served with the buttons).
+  // What this tab's token may do (GET the config's urls.whoami): {name, can}; a page without that URL, or a
+  // server without that route, answers like one whose token reads (and may decide only where the page was
+  // served with the buttons).
+  /** @typedef {{name: string | null, can: string[], unknown?: boolean}} Who */
+  /** @type {Promise<Who> | null} */
   let whoPromise = null;
+  /** @returns {Promise<Who>} */
   function whoami() {
     if (!whoPromise) {
-      whoPromise = api("/api/whoami").then(([status, body]) => {
+      const url = URLS.whoami;
+      whoPromise = (url ? api(url) : Promise.resolve([404, null])).then(([status, body]) => {
         if (status === 200 && body && Array.isArray(body.can)) return body;
         return { name: null, can: ["read"], unknown: true };
       });
@@ -92,6 +126,14 @@ window.toolspanCommon = (function () {
   // ---------- giving a token ----------
   // A form taking a token: submitted, the token becomes this tab's (a decider's token reads too), and
   // onToken runs. ids: {field, button}.
+  /**
+   * @param {{field: string, button: string}} ids
+   * @param {string} placeholder
+   * @param {string} button
+   * @param {() => void} onToken
+   * @param {string} [cls]
+   * @returns {HTMLFormElement}
+   */
   function tokenForm(ids, placeholder, button, onToken, cls) {
     const form = el("form", cls);
     form.setAttribute("autocomplete", "off");
@@ -118,6 +160,11 @@ window.toolspanCommon = (function () {
 
   // The page that asks for the token, in place of the page's own content (``why``: the Unauthorized that
   // sent us here, if any: a token refused is said so).
+  /**
+   * @param {HTMLElement} host
+   * @param {Error & {refused?: boolean} | null} why
+   * @param {() => void} onToken
+   */
   function askToken(host, why, onToken) {
     const problem = why && why.refused ? REFUSED : null;
     host.textContent = "";
@@ -129,13 +176,14 @@ window.toolspanCommon = (function () {
     if (problem) { const p = el("p", "problem", problem); p.id = "token-problem"; box.append(p); }
     box.append(el("p", null, "Kept in this browser tab only (its session storage): never in a cookie or a URL; closing the tab forgets it."));
     host.appendChild(box);
-    doc.getElementById("token").focus();
+    /** @type {HTMLElement} */ (doc.getElementById("token")).focus();
   }
 
   // ---------- the bar across the top ----------
   let barShown = false;
   // Shows the bar (once), and what it says now: the waiting calls, whose token this tab holds (again
   // after a token is given).
+  /** @param {string} current the page the bar is on: "traces" or "inbox" */
   function topBar(current) {
     const bar = doc.getElementById("top");
     if (!bar) return;
@@ -152,6 +200,7 @@ window.toolspanCommon = (function () {
     refreshInboxCount();
     whoami().then(showWho, () => {});
   }
+  /** @param {Who} who */
   function showWho(who) {
     const box = doc.getElementById("who");
     if (!box || who.unknown) return;
@@ -162,11 +211,12 @@ window.toolspanCommon = (function () {
   // The count of waiting calls in the bar: read again every few seconds, after each change a page sees, and
   // set by the inbox from each of its own reads, so it follows the inbox as it fills and empties.
   function refreshInboxCount() {
-    if (!doc.getElementById("inbox-count") || doc.hidden) return;
-    api("/api/control/waiting").then(([status, body]) => {
+    if (!doc.getElementById("inbox-count") || doc.hidden || !URLS.waiting) return;
+    api(URLS.waiting).then(([status, body]) => {
       if (status === 200 && body && Array.isArray(body.waiting)) showInboxCount(body.waiting.length);
     }, () => {});
   }
+  /** @param {number} n */
   function showInboxCount(n) {
     const badge = doc.getElementById("inbox-count");
     if (!badge) return;
@@ -181,6 +231,10 @@ window.toolspanCommon = (function () {
   }
 
   // ---------- times ----------
+  /**
+   * @param {number | null | undefined} ms
+   * @returns {string}
+   */
   function fmtMs(ms) {
     if (ms === null || ms === undefined) return "";
     if (ms < 1) return "<1 ms";
@@ -189,6 +243,11 @@ window.toolspanCommon = (function () {
     if (ms < 3600000) return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
     return Math.floor(ms / 3600000) + " h " + Math.round((ms % 3600000) / 60000) + " min";
   }
+  /**
+   * @param {number} thenMs
+   * @param {number} [nowMs]
+   * @returns {string}
+   */
   function fmtAgo(thenMs, nowMs) {
     const s = Math.max(0, Math.round(((nowMs || Date.now()) - thenMs) / 1000));
     if (s < 5) return "just now";
@@ -197,7 +256,12 @@ window.toolspanCommon = (function () {
     if (s < 86400) return Math.floor(s / 3600) + " h ago";
     return new Date(thenMs).toISOString().slice(0, 10);
   }
+  /**
+   * @param {number} ms
+   * @returns {string}
+   */
   function fmtWhen(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }
 
   return Object.freeze({ config, el, token, setToken, api, streamUrl, whoami, forgetWho, tokenForm, askToken, topBar, refreshInboxCount, showInboxCount, Unauthorized, fmtMs, fmtAgo, fmtWhen, switchTheme });
 })();
+window.toolspanCommon = toolspanCommon;

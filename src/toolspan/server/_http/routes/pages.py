@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -36,6 +37,12 @@ from toolspan.server._http.routes.traces import rendered
 from toolspan.server._http.state import ServerState
 
 __all__ = ["home", "inbox", "trace_data", "trace_list", "trace_page"]
+
+
+# What the top bar of every page asks: what the tab's token may do, how many calls wait for a decision.
+_WHOAMI: Final = "/api/whoami"
+_WAITING: Final = "/api/control/waiting"
+_APP_URLS: Final = {"whoami": _WHOAMI, "waiting": _WAITING}
 
 
 def _page_data(spans: Sequence[Span]) -> str:
@@ -59,9 +66,10 @@ def _trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool 
         data_url=f"/api/traces/{trace_id}/page",
         decisions_url="/api/control/decisions" if control else None,
         cancels_url="/api/control/cancels" if control else None,
-        whoami_url="/api/whoami" if control else None,
+        whoami_url=_WHOAMI,
         fetch_first=spans is None,
         list_url="/traces",
+        waiting_url=_WAITING,
     )
     title = None if spans is not None else "trace " + trace_id
     return render_html(docs[0] if len(docs) == 1 else docs, live=live, title=title)
@@ -74,12 +82,12 @@ def _trace_page_bytes(spans: Sequence[Span], control: bool) -> bytes:
 
 def _trace_list_html() -> str:
     """The list of runs (its script reads ``/api/traces``)."""
-    return render_app("list")
+    return render_app("list", _APP_URLS)
 
 
 def _inbox_html() -> str:
     """The inbox of calls waiting for a decision (its script reads ``/api/control/waiting``)."""
-    return render_app("inbox")
+    return render_app("inbox", _APP_URLS)
 
 
 async def home(state: ServerState, request: Request) -> Response:

@@ -1,0 +1,206 @@
+// model.js: what the page shows (its page documents, schema "page") and the state every part reads: the
+// shown trace, its shape (parents, depths, tree order), the filter, the collapsed steps, the selection. The
+// functions here are pure; the let bindings below are the page's one shared state.
+
+/**
+ * @typedef {{t_us: number, decision: string | null, by?: string | null, note: string | null, wait_us: number | null}} Approval
+ * @typedef {{outcome: string, rule_id: string, rule_kind?: string, reason?: string, policy_id?: string, policy_version?: string}} Finding
+ * @typedef {{by?: string | null, t_us?: number | null, model_input?: unknown}} Edited
+ * @typedef {{type: string | null, message: string | null, stack: string | null}} StepError
+ * @typedef {{
+ *   id: string, parent: number | null, kind: string, label: string, name: string, start_us: number,
+ *   dur_us: number | null, state: string, execution_id?: string, call_id?: string, arguments_sha256?: string,
+ *   input?: unknown, output?: unknown, error?: StepError, thoughts?: [number, string][],
+ *   approvals?: Approval[], wait?: [number, number | null], events?: [number, string, Record<string, unknown>][],
+ *   attributes?: Record<string, unknown>, subplans?: string[], from?: string, critical?: true, truncated?: true,
+ *   orphan?: true, cycle?: true, duplicate?: true, policy_findings?: Finding[], edited?: Edited
+ * }} Step
+ * @typedef {{type: string, t_ms: number, text?: string, step?: number | null}} Turn
+ * @typedef {{policy_id: string, policy_version: string, violations: number, enforced: number, unchecked: number}} Audit
+ * @typedef {{
+ *   trace_id: string, title: string, start_time?: string | null, start_ms?: number, duration_us: number,
+ *   live?: boolean, conversation_id?: string | null, counts?: Record<string, number>, steps: Step[],
+ *   audit?: Audit, conversation?: Turn[]
+ * }} PageDoc
+ * @typedef {{text: string, states: Set<string>, tool: string, flagged: boolean}} Filter
+ * @typedef {{kids: number[][], depth: number[], end: number[], order: number[], running: number[]}} Shape
+ */
+
+/** @type {PageDoc} */
+const EMPTY_PAGE = { steps: [], title: "", trace_id: "", duration_us: 0, counts: {}, conversation: [] };
+
+/**
+ * The shape of a trace's steps: each one's children, depth and end (a step not ended ends at the trace's
+ * end, until the clock moves it), the tree's pre-order, the steps still running. A parent index out of
+ * range makes a root.
+ * @param {Step[]} list
+ * @param {number} traceEndUs
+ * @returns {Shape}
+ */
+function shapeOf(list, traceEndUs) {
+  const n = list.length;
+  /** @type {number[][]} */
+  const children = Array.from({ length: n }, () => []);
+  const depths = new Array(n).fill(0);
+  /** @type {number[]} */
+  const ends = new Array(n);
+  /** @type {number[]} */
+  const roots = [];
+  /** @type {number[]} */
+  const runs = [];
+  for (let k = 0; k < n; k++) {
+    const s = list[k];
+    if (s.dur_us === null) { ends[k] = traceEndUs; runs.push(k); } else ends[k] = s.start_us + s.dur_us;
+    if (s.parent === null || s.parent === undefined || s.parent >= n) roots.push(k); else children[s.parent].push(k);
+  }
+  /** @type {number[]} */
+  const pre = [];
+  const stack = roots.slice().reverse();
+  while (stack.length) {
+    const k = /** @type {number} */ (stack.pop());
+    pre.push(k);
+    const c = children[k];
+    for (let j = c.length - 1; j >= 0; j--) { depths[c[j]] = depths[k] + 1; stack.push(c[j]); }
+  }
+  return { kids: children, depth: depths, end: ends, order: pre, running: runs };
+}
+
+/**
+ * The tree's rows: the pre-order without the descendants of collapsed steps.
+ * @param {number[]} pre
+ * @param {number[]} depths
+ * @param {number[][]} children
+ * @param {Set<number>} shut
+ * @returns {number[]}
+ */
+function visibleTree(pre, depths, children, shut) {
+  /** @type {number[]} */
+  const rows = [];
+  for (let j = 0; j < pre.length; j++) {
+    const k = pre[j];
+    rows.push(k);
+    if (shut.has(k) && children[k].length) {
+      const d = depths[k];
+      while (j + 1 < pre.length && depths[pre[j + 1]] > d) j++;
+    }
+  }
+  return rows;
+}
+
+/** The fields a search looks into besides the names and ids, as JSON. */
+const SEARCHED = /** @type {const} */ (["input", "edited", "output", "error", "thoughts", "attributes", "policy_findings"]);
+
+/**
+ * What a search looks into for a step, lower-cased: its label, name, ids, state, kind, and its values as JSON.
+ * @param {Step} s
+ * @returns {string}
+ */
+function haystackOf(s) {
+  const parts = [s.label, s.name, s.id, s.execution_id || "", s.call_id || "", s.state, s.kind];
+  for (const f of SEARCHED) if (s[f] !== undefined) parts.push(JSON.stringify(s[f]));
+  return parts.join("\n").toLowerCase();
+}
+
+/**
+ * Whether the filter shows a step. ``text`` is already lower-cased; ``hay`` gives the step's haystack
+ * (asked for only when the other conditions hold).
+ * @param {Step} s
+ * @param {Filter} f
+ * @param {() => string} hay
+ * @returns {boolean}
+ */
+function stepMatches(s, f, hay) {
+  if (f.states.size && !f.states.has(s.state)) return false;
+  if (f.tool && !(s.kind === "tool" && s.label === f.tool)) return false;
+  if (f.flagged && !s.policy_findings) return false;
+  if (f.text && hay().indexOf(f.text) < 0) return false;
+  return true;
+}
+
+/**
+ * Where each span id and execution id is: [page, step] (the first one when two share an id).
+ * @param {PageDoc[]} docs
+ * @returns {Map<string, [number, number]>}
+ */
+function idIndex(docs) {
+  /** @type {Map<string, [number, number]>} */
+  const index = new Map();
+  docs.forEach((p, pi) => p.steps.forEach((s, si) => {
+    if (!index.has(s.id)) index.set(s.id, [pi, si]);
+    if (s.execution_id && !index.has(s.execution_id)) index.set(s.execution_id, [pi, si]);
+  }));
+  return index;
+}
+
+/**
+ * The names of a trace's tools, sorted (at most 500, for the tool filter).
+ * @param {Step[]} list
+ * @returns {string[]}
+ */
+function toolNames(list) {
+  const names = new Set();
+  list.forEach((s) => { if (s.kind === "tool") names.add(s.label); });
+  return Array.from(names).sort().slice(0, 500);
+}
+
+/**
+ * The time shown to scale: the trace's recorded span, or, in a live page with steps still running, up to
+ * now (the browser's clock; ignored when it is more than an hour off the trace), so running bars grow.
+ * @param {PageDoc} p
+ * @param {number} runningCount
+ * @param {number} nowMs
+ * @returns {number}
+ */
+function scaleUs(p, runningCount, nowMs) {
+  let s = p.duration_us;
+  if (p.live && runningCount) {
+    const now = (nowMs - (p.start_ms || 0)) * 1000;
+    if (now > s && now - s < 3.6e9) s = now;
+  }
+  return s;
+}
+
+/**
+ * A step's policy findings that mark it (violations and denials; not the unchecked ones).
+ * @param {Step} s
+ * @returns {Finding[]}
+ */
+function marks(s) {
+  return (s.policy_findings || []).filter((f) => f.outcome !== "unchecked");
+}
+
+// ---------- the page's state ----------
+/** @type {PageDoc[]} every trace the page holds */
+let pages = [];
+/** index of the shown trace */
+let cur = 0;
+/** @type {PageDoc} the shown trace */
+let P = EMPTY_PAGE;
+/** @type {Step[]} its steps */
+let steps = [];
+/** @type {number[][]} children step indices */
+let kids = [];
+/** @type {number[]} */
+let depth = [];
+/** @type {number[]} end in us (a running step: the time shown to scale) */
+let end = [];
+/** @type {number[]} tree pre-order */
+let order = [];
+/** @type {number[]} steps not ended */
+let running = [];
+/** the time shown to scale, in us */
+let spanUs = 0;
+/** @type {Set<number>} */
+let collapsed = new Set();
+/** @type {number[]} the tree's rows (step indices) */
+let treeRows = [];
+/** @type {number[]} the timeline's rows (step indices) */
+let tlRows = [];
+/** the selected step, -1: none */
+let sel = -1;
+/** @type {(string | undefined)[] | null} lower-cased search text per step, made when first searched */
+let hay = null;
+/** @type {Filter} */
+const filter = { text: "", states: new Set(), tool: "", flagged: false };
+/** @type {Map<string, [number, number]>} span id / execution id -> [page, step] */
+let byId = new Map();
