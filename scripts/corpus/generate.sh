@@ -41,6 +41,7 @@ RUNS=(
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
   "langgraph_js_openinference|node|run_langgraph_js.mjs"
   "openai_agents_js|node|run_openai_agents_js.mjs"
+  "mcp_openllmetry|mcp_openllmetry|run_mcp_openllmetry.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

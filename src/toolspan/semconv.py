@@ -267,6 +267,10 @@ TRACELOOP_COMPLETION_PREFIX: Final = "gen_ai.completion."
 # The MCP SDK's own spans: "MCP send tools/call {name}" (CLIENT) and "tools/call {name}" (SERVER, which
 # also says gen_ai.operation.name = execute_tool).
 MCP_METHOD_NAME: Final = "mcp.method.name"
+# OpenLLMetry's MCP instrumentation (opentelemetry-instrumentation-mcp) writes both sides of a call under
+# this scope: the client's "{name}.tool" span (traceloop.entity.input {"tool_name", "arguments"}) and the
+# server's "mcp.server" span (traceloop.span.kind "server") with its "{name}.tool" span inside.
+TRACELOOP_MCP_SCOPE: Final = "opentelemetry.instrumentation.mcp"
 
 # --- markers in captured values (JSON text written by toolspan) -----------------------------------------
 # A value cut at the byte budget carries TRUNCATION_MARKER: a string ends with "...[truncated N chars]", an

@@ -50,6 +50,8 @@ SETUPS = (
     "agent_framework",
     "langgraph_js_openinference",
     "openai_agents_js",
+    # issue 39
+    "mcp_openllmetry",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
@@ -60,8 +62,10 @@ LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
 REDACTED_ERRORS = frozenset(
     {"openai_agents", "mlflow_native", "mlflow_genai", "logfire_openai_agents", "openai_agents_js"}
 )
-# Frameworks whose every tool call has two tool spans, one inside the other (the inner one is not counted).
-NESTED_TOOL_RECORDS = frozenset({"autogen_agentchat"})
+# Frameworks whose every tool call has two tool spans, one inside the other (the inner one is not counted):
+# AutoGen's own inside OpenInference's; OpenLLMetry's MCP client span inside the OpenAI Agents SDK's (and the
+# MCP server's span of the same call under it, a transport leg).
+NESTED_TOOL_RECORDS = frozenset({"autogen_agentchat", "mcp_openllmetry"})
 # Frameworks whose content arrives as OTLP logs (log-based events) tied to the spans.
 WITH_LOGS = frozenset({"openai_v2", "semantic_kernel"})
 # Frameworks whose model asks for one tool a step (DSPy's ReAct), where the others ask for three at once.

@@ -36,6 +36,7 @@ from toolspan.bridge.facts import (
     Requested,
     ToolCallRecord,
     classify,
+    is_mcp_record,
     normal_arguments,
     normal_result,
     parse_json,
@@ -190,6 +191,28 @@ class RequestIndex:
         parent = None if pid is None else self._tools.get(pid)
         own = self._tools.get(span.span_id)
         return parent is not None and own is not None and _same_call(own, parent)
+
+    def leg_state(self, span: Span) -> bool | None:
+        """Whether tool span ``span`` records a call another tool span above it makes (``is_leg``, or an MCP
+        library's record under a tool span of the same tool, as ``TraceIndex`` reads it): ``None`` while an
+        MCP record's line of parents is cut by a span not seen yet (it may be a leg or the call)."""
+        if self.is_leg(span):
+            return True
+        if not is_mcp_record(span):
+            return False
+        name = tool_name(span)
+        pid = span.parent_span_id
+        for _ in range(len(self._parents) + 1):
+            if pid is None:
+                return False
+            tool = self._tools.get(pid)
+            if tool is not None:
+                return tool.name == name
+            entry = self._parents.get(pid)
+            if entry is None:
+                return None
+            pid = entry[0]
+        return False
 
     def leg_error(self, span: Span) -> tuple[str, str] | None:
         """The error and state of a nested record of ``span``'s call that failed, if one was seen."""
@@ -375,6 +398,10 @@ class StreamLinker:
     does both. A span linked again (an open record, then its completion) gets the same link, unless the
     open record's was provisional (it had neither the model's id nor its arguments: matched by name, it
     used up no request).
+    An MCP library's record of a call whose parents are not all seen yet (it may be the transport leg of
+    a tool span above it, or the call itself) is withheld: ``link`` gives ``None``, and ``released()``
+    gives it later, linked, once the span above it is noted (never if it is a leg); ``flush_held()`` gives
+    those still withheld when the stream ends.
     Traces are dropped, the least recently noted first, past ``max_traces`` traces or ``max_entries``
     indexed entries (parent links and requests) in all.
     """
@@ -392,6 +419,10 @@ class StreamLinker:
         self._max_parents = MAX_PARENTS if max_parents is None else max_parents
         self._max_entries = MAX_ENTRIES if max_entries is None else max_entries
         self._entries = 0
+        # Records withheld (maybe an MCP call's transport leg), by (trace id, span id, ended).
+        self._held: OrderedDict[tuple[str, str, bool], tuple[Span, str]] = OrderedDict()
+        self._max_held = LOOKAHEAD
+        self._overflow: list[tuple[Span, str]] = []
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -438,8 +469,48 @@ class StreamLinker:
         # Linking does not count as use: a stream links spans it noted a while ago (its read-ahead).
         entry = self._traces.get(span.trace_id)
         index, linked = self._new(span.trace_id) if entry is None else entry
-        if index.is_leg(span):
+        state = index.leg_state(span)
+        if state is None:
+            # Maybe an MCP call's transport leg: withheld until the span above it is seen (``released``).
+            self._held[(span.trace_id, span.span_id, span.end_ns is not None)] = (span, kind)
+            if len(self._held) > self._max_held:
+                self._overflow.append(self._held.popitem(last=False)[1])
             return None
+        if state:
+            return None
+        return self._linked(span, index, linked)
+
+    def released(self) -> list[tuple[Span, ToolCallRecord]]:
+        """The withheld records now known to be calls, linked (in the order they came); those now known to
+        be legs are dropped. A record withheld past ``max_held`` others is released as a call."""
+        out = []
+        for key, (span, _kind) in list(self._held.items()):
+            entry = self._traces.get(span.trace_id)
+            state = None if entry is None else entry[0].leg_state(span)
+            if state is not None:
+                del self._held[key]
+                if not state and entry is not None:
+                    out.append((span, self._linked(span, *entry)))
+        out.extend(self._release(self._overflow))
+        self._overflow = []
+        return out
+
+    def flush_held(self) -> list[tuple[Span, ToolCallRecord]]:
+        """Every record still withheld, as a call (the stream ended without the span above it: as the views
+        read it, a record with no tool above it is the call)."""
+        out = self._release(list(self._held.values()))
+        self._held.clear()
+        return out
+
+    def _release(self, held: list[tuple[Span, str]]) -> list[tuple[Span, ToolCallRecord]]:
+        out = []
+        for span, _kind in held:
+            entry = self._traces.get(span.trace_id)
+            index, linked = self._new(span.trace_id) if entry is None else entry
+            out.append((span, self._linked(span, index, linked)))
+        return out
+
+    def _linked(self, span: Span, index: RequestIndex, linked: dict[str, _Request]) -> ToolCallRecord:
         call = tool_call(span)
         done = linked.get(span.span_id)
         if done is not None:
@@ -476,7 +547,9 @@ def link_stream(
 
     A file's records are not in time order: one export request groups its spans by instrumentation
     scope, so a tool span may come before the model call that asked for it. Each span is indexed as it
-    is read and linked ``lookahead`` spans later (or at the end), so memory stays bounded.
+    is read and linked ``lookahead`` spans later (or at the end), so memory stays bounded. A record that
+    may be an MCP call's transport leg (``RequestIndex.leg_state``) comes once the span above it is read
+    (dropped if it is a leg), or at the end as a call.
     """
     linker = StreamLinker() if linker is None else linker
     lookahead = LOOKAHEAD if lookahead is None else lookahead
@@ -488,6 +561,9 @@ def link_stream(
         if len(pending) > lookahead:
             first, first_kind = pending.popleft()
             yield first, linker.link(first, first_kind)
+        yield from linker.released()
     while pending:
         first, first_kind = pending.popleft()
         yield first, linker.link(first, first_kind)
+        yield from linker.released()
+    yield from linker.flush_held()

@@ -244,9 +244,15 @@ def result_call_id(value: Any) -> str | None:
 _TOOL_OUTPUT: Final = frozenset({"tool_name", "raw_input", "raw_output"})
 
 
+def _text_block(value: Mapping[str, Any]) -> bool:
+    return set(value) == {"type", "text"} and value.get("type") == "text"
+
+
 def normal_result(value: Any) -> Any:
     """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks;
-    LlamaIndex's ``ToolOutput`` (its ``raw_output``, the value the function returned)."""
+    LlamaIndex's ``ToolOutput`` (its ``raw_output``, the value the function returned); an MCP text content
+    block (``{"type": "text", "text": ...}``, as the OpenAI Agents SDK records an MCP tool's result, or
+    ``[{"type": "text", "content": ...}]``, OpenLLMetry's MCP server span), its text read as JSON."""
     if isinstance(value, Mapping) and value.keys() >= _TOOL_OUTPUT:
         return value["raw_output"]
     message = _tool_message(value)
@@ -254,8 +260,12 @@ def normal_result(value: Any) -> Any:
         value = message.get("content")
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
         block = value[0]
-        if set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text"):
+        if set(block) == {"text"} or _text_block(block):
             value = block["text"]
+        elif set(block) == {"type", "content"} and block.get("type") == "text":
+            value = block["content"]
+    elif isinstance(value, Mapping) and _text_block(value):
+        value = value["text"]
     value = parse_json(value)
     if isinstance(value, str) and value[:1] in ("{", "["):
         # ``str()`` of a dict or list (Semantic Kernel's ``gen_ai.tool.call.result``), read as a literal.

@@ -89,7 +89,21 @@ def tool_name(span: Span) -> str:
     return name
 
 
+def is_mcp_record(span: Span) -> bool:
+    """Whether ``span`` is an MCP library's record of a tool call (the ``mcp`` SDK's ``tools/call`` spans,
+    OpenLLMetry's MCP instrumentation's client and server ``{name}.tool`` spans): a transport leg of the
+    call when a tool span of the same tool is above it."""
+    return sc.MCP_METHOD_NAME in span.attributes or span.scope.startswith(sc.TRACELOOP_MCP_SCOPE)
+
+
 def _unwrap_traceloop_input(value: Any) -> Any:
+    # OpenLLMetry's MCP instrumentation records a call as {"tool_name": ..., "arguments": {...}}.
+    if (
+        isinstance(value, dict)
+        and value.keys() == {"tool_name", "arguments"}
+        and isinstance(value["arguments"], dict)
+    ):
+        return value["arguments"]
     # OpenLLMetry records a call as {"args": [...], "kwargs": {...}}; keyword-only calls become the kwargs.
     if isinstance(value, dict) and value and value.keys() <= {"args", "kwargs"}:
         args = value.get("args")

@@ -8,7 +8,6 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolspan import semconv as sc
 from toolspan.bridge.facts import (
     AGENT,
     CHAIN,
@@ -23,7 +22,9 @@ from toolspan.bridge.facts import (
     calls_model,
     classify,
     completed,
+    is_mcp_record,
     model_call,
+    tool_name,
 )
 from toolspan.bridge.link import link_tool_calls, tool_legs
 from toolspan.bridge.model import Span
@@ -118,7 +119,6 @@ class TraceIndex:
         self.children = children
         self.roots = [i for i in range(n) if self.parent[i] is None]
         self.order = self._preorder()
-        self._demote_mcp_legs()
         # An LLM span that calls no model (``calls_model``: LlamaIndex's request-building step) keeps the kind
         # its tracer states, as ``convention_kinds`` below; its role is a step's: it is no model call.
         requests_only = [i for i, span in enumerate(spans) if self.kinds[i] == LLM and not calls_model(span)]
@@ -137,6 +137,7 @@ class TraceIndex:
         self.legs = tool_legs(spans, self.kinds, self.parent)
         for inner in self.legs:
             self.kinds[inner] = OTHER
+        self._demote_mcp_legs()
         # ``convention_kinds``: each record's kind as its convention says (what views report as ``kind``,
         # and what links are read with, as a stream reads them); ``kinds``: its role in the run.
         self.convention_kinds = list(self.kinds)
@@ -147,16 +148,30 @@ class TraceIndex:
         self._models: dict[int, ModelCall] | None = None
 
     def _demote_mcp_legs(self) -> None:
-        """An MCP server's ``tools/call`` span under a tool span is the transport leg of that tool call
-        (the call is counted once, by the tool that made it): it becomes ``other``. Alone (a client that
-        traces nothing), the server span stays the tool call."""
+        """An MCP library's record of a tool call (``is_mcp_record``: the ``mcp`` SDK's ``tools/call``
+        server span, OpenLLMetry's MCP client and server ``{name}.tool`` spans) under a tool span of the
+        same tool is a transport leg of that call (the call is counted once, by the tool that made it): it
+        becomes ``other``. Alone (a client that traces nothing), the record stays the tool call.
+        ``undecided``: the records with no such tool above them whose line of parents is cut by a span
+        not (yet) in the trace (a live stream withholds their events until that span arrives)."""
+        kinds = list(self.kinds)
+        undecided = set()
         for i, span in enumerate(self.spans):
-            if (
-                self.kinds[i] == TOOL
-                and sc.MCP_METHOD_NAME in span.attributes
-                and self.nearest(i, frozenset({TOOL})) is not None
-            ):
+            if kinds[i] != TOOL or not is_mcp_record(span):
+                continue
+            above = self.nearest(i, TOOLS, kinds)
+            if above is not None and tool_name(self.spans[above]) == tool_name(span):
                 self.kinds[i] = OTHER
+            elif above is None and self.orphan[self._top(i)]:
+                undecided.add(i)
+        self.undecided = frozenset(undecided)
+
+    def _top(self, i: int) -> int:
+        """The highest ancestor of ``i`` in the trace (``i`` itself for a root)."""
+        p = self.parent[i]
+        while p is not None:
+            i, p = p, self.parent[p]
+        return i
 
     def _chain_runs(self) -> None:
         """A trace with no agent span whose model calls run inside chain spans (LlamaIndex's
@@ -258,11 +273,13 @@ class TraceIndex:
             stack.extend(reversed(self.children[i]))
         return order
 
-    def nearest(self, i: int, kinds: frozenset[str]) -> int | None:
-        """The closest proper ancestor of ``i`` whose kind is in ``kinds``."""
+    def nearest(self, i: int, kinds: frozenset[str], roles: Sequence[str] | None = None) -> int | None:
+        """The closest proper ancestor of ``i`` whose kind is in ``kinds`` (``roles``: kinds to read
+        instead of ``self.kinds``)."""
+        roles = self.kinds if roles is None else roles
         p = self.parent[i]
         while p is not None:
-            if self.kinds[p] in kinds:
+            if roles[p] in kinds:
                 return p
             p = self.parent[p]
         return None
