@@ -393,8 +393,8 @@ def corpus_servers(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _live_calls(server: Server, library: list[dict[str, Any]], spans: list[Any]) -> list[dict[str, Any]]:
-    """The calls of the server's live stream of each trace that has any (a call recorded twice, nested,
-    streams both records: only the spans the library's events name count)."""
+    """The calls of the server's live stream of each trace that has any: the spans the library's events name,
+    never another record of one of their calls (a nested record, an MCP transport leg)."""
     trace_of = {s.span_id: s.trace_id for s in spans}
     named = {c["span_id"] for c in library}
     events = []
@@ -403,7 +403,8 @@ def _live_calls(server: Server, library: list[dict[str, Any]], spans: list[Any])
         seen = 0
         for event in sse_stream(server, f"/api/traces/{trace_id}/stream"):
             data = event.json()
-            if data.get("type") in ("act", "observe") and data["span_id"] in named:
+            if data.get("type") in ("act", "observe"):
+                assert data["span_id"] in named, data
                 events.append(data)
                 seen += data["type"] == "observe"
             if seen == want:

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 
 from toolspan._instrument import hooks
 from toolspan._instrument.deltas import text_delta
-from toolspan.bridge.facts import TOOL
+from toolspan.bridge.facts import TOOL, ToolCallRecord
 from toolspan.bridge.link import StreamLinker
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
@@ -143,7 +143,10 @@ class LiveEventProcessor(SpanProcessor):
                 if converted and _is_tool(converted[0]):
                     with self._link_lock:
                         call = self._linker.feed(converted[0], TOOL)
-                    self._publish(act_event(converted[0], call))
+                        released = self._linker.released()
+                    if call is not None:
+                        self._publish(act_event(converted[0], call))
+                    self._publish_released(released)
         except Exception:
             _logger.exception("toolspan: live act event failed for span %r", getattr(span, "name", "?"))
 
@@ -161,8 +164,10 @@ class LiveEventProcessor(SpanProcessor):
                     kind = classify(converted[0])
                     with self._link_lock:
                         call = self._linker.feed(converted[0], kind)
-                    if kind == TOOL:
+                        released = self._linker.released()
+                    if kind == TOOL and call is not None:
                         self._publish(observe_event(converted[0], call))
+                    self._publish_released(released)
         except Exception:
             _logger.exception("toolspan: live observe event failed for span %r", span.name)
         finally:
@@ -193,6 +198,12 @@ class LiveEventProcessor(SpanProcessor):
         return True if self._durable is None else self._durable.flush()
 
     # --- internals ---
+
+    def _publish_released(self, released: list[tuple[Span, ToolCallRecord]]) -> None:
+        """The events of records the linker withheld (maybe an MCP call's transport leg, its parents not
+        ended yet) and now knows to be calls: an act for an open record, an observe for an ended one."""
+        for span, call in released:
+            self._publish(act_event(span, call) if span.end_ns is None else observe_event(span, call))
 
     def _has_subscribers(self) -> bool:
         return bool(self._callbacks) or len(self._streams) > 0

@@ -23,7 +23,7 @@ from typing import Any, Final
 from starlette.concurrency import run_in_threadpool
 
 from toolspan.bridge import coalesce
-from toolspan.bridge.facts import ToolCallRecord, tool_call
+from toolspan.bridge.facts import TOOL, ToolCallRecord, classify, tool_call
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
@@ -36,6 +36,8 @@ __all__ = [
     "FUTURE",
     "LIVE_TAIL_NOTE",
     "PAGE",
+    "Links",
+    "Withheld",
     "event_chunks",
     "linked_calls",
     "live_tail",
@@ -45,35 +47,57 @@ __all__ = [
 ]
 
 PAGE: Final = 500
-# The linked tool calls of a trace, by (trace id, span id) (``trace_links``).
-Links = Mapping[tuple[str, str], ToolCallRecord]
 # A cursor past the store's commit clock: another replica's clock, a database restored from a backup.
 FUTURE: Final = "cursor from the future (another replica's clock or a restored database); a snapshot follows"
 # The first comment of the all-traces stream when it starts at the live tail (``curl -N`` shows it).
 LIVE_TAIL_NOTE: Final = b": live tail: events from now on; ?from=start for every event kept\n\n"
 
+Key = tuple[str, str]
 
-def linked_calls(spans: Iterable[Span]) -> dict[tuple[str, str], ToolCallRecord]:
-    """``{(trace id, span id): tool call}`` of every tool span, linked as the views link them."""
-    out: dict[tuple[str, str], ToolCallRecord] = {}
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Links:
+    """The tool calls of some traces as the views read them, by (trace id, span id): ``calls`` linked to
+    the model call that asked for them; ``legs``, tool records that are another record's call (an MCP
+    call's transport legs, a call recorded twice): no event of theirs is sent; ``withheld``, MCP records
+    whose parents are not all stored yet (a leg, or the call itself): their events wait (``Withheld``)."""
+
+    calls: Mapping[Key, ToolCallRecord] = dataclasses.field(default_factory=dict)
+    legs: frozenset[Key] = frozenset()
+    withheld: frozenset[Key] = frozenset()
+
+    def update(self, other: Links) -> Links:
+        return Links({**self.calls, **other.calls}, self.legs | other.legs, self.withheld | other.withheld)
+
+
+def linked_calls(spans: Iterable[Span]) -> Links:
+    """The tool calls of every trace of ``spans``, linked as the views link them (``Links``)."""
+    calls: dict[Key, ToolCallRecord] = {}
+    legs: set[Key] = set()
+    withheld: set[Key] = set()
     for trace in group_traces(coalesce(spans)):
-        for call in TraceIndex(trace).tool_calls().values():
-            out[(call.span.trace_id, call.span.span_id)] = call
-    return out
+        index = TraceIndex(trace)
+        for call in index.tool_calls().values():
+            calls[(call.span.trace_id, call.span.span_id)] = call
+        for i, span in enumerate(trace):
+            key = (span.trace_id, span.span_id)
+            if i in index.undecided:
+                withheld.add(key)
+            elif index.kinds[i] != TOOL and classify(span) == TOOL:
+                legs.add(key)
+    return Links(calls, frozenset(legs), frozenset(withheld))
 
 
-def trace_links(
-    store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]]
-) -> dict[tuple[str, str], ToolCallRecord]:
+def trace_links(store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]]) -> Links:
     """The linked tool calls of the traces of ``rows`` (one read of each trace from the store)."""
-    out: dict[tuple[str, str], ToolCallRecord] = {}
+    out = Links()
     for spans in store.spans_by_trace(sorted({span.trace_id for _, _, span in rows})).values():
-        out.update(linked_calls(spans))
+        out = out.update(linked_calls(spans))
     return out
 
 
 def _call(span: Span, links: Links | None) -> ToolCallRecord | None:
-    linked = None if links is None else links.get((span.trace_id, span.span_id))
+    linked = None if links is None else links.calls.get((span.trace_id, span.span_id))
     if linked is None:
         return None
     if span.end_ns is not None and linked.span.end_ns == span.end_ns:
@@ -86,9 +110,38 @@ def _call(span: Span, links: Links | None) -> ToolCallRecord | None:
     )
 
 
+class Withheld:
+    """The event-log entries a stream holds back (``Links.withheld``: maybe an MCP call's transport leg),
+    bounded: each is released once its trace's links say it is a call (then sent after the page that says
+    so), dropped once they say it is a leg."""
+
+    MAX: Final = 1024
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str, int], tuple[int, Span]] = {}
+
+    def hold(self, phase: int, span: Span) -> None:
+        if len(self._rows) < self.MAX:
+            self._rows[(span.trace_id, span.span_id, phase)] = (phase, span)
+
+    def released(self, links: Links) -> list[tuple[int, Span]]:
+        """The entries ``links`` (which hold their traces) now decide, in the order they came: the calls."""
+        out = []
+        for key, (phase, span) in list(self._rows.items()):
+            ident = (span.trace_id, span.span_id)
+            if ident in links.withheld or (ident not in links.calls and ident not in links.legs):
+                continue  # still undecided, or a trace this page did not read
+            del self._rows[key]
+            if ident in links.calls:
+                out.append((phase, span))
+        return out
+
+
 def render_event(phase: int, span: Span, links: Links | None = None) -> tuple[str, Any] | None:
     """``(kind, data)`` of a log entry: the span's act, or its observe once it ended (else ``None``);
-    ``links``: the linked tool calls of its trace (``trace_links``)."""
+    ``links``: the linked tool calls of its trace (``trace_links``; a leg or a withheld record: ``None``)."""
+    if links is not None and (span.trace_id, span.span_id) in links.legs | links.withheld:
+        return None
     if phase == ACT:
         return "act", act_event(span, _call(span, links))
     if span.end_ns is not None:
@@ -153,6 +206,7 @@ async def event_chunks(
     pages = tail(
         store, notifier, position, trace_id=trace_id, conversation_id=conversation_id, heartbeat_s=heartbeat_s
     )
+    withheld = Withheld()
     async with contextlib.aclosing(pages):
         async for rows in pages:
             if rows is None:
@@ -161,9 +215,16 @@ async def event_chunks(
             chunk = bytearray()
             links = await run_in_threadpool(trace_links, store, rows)
             for row_cursor, phase, span in rows:
+                if (span.trace_id, span.span_id) in links.withheld:
+                    withheld.hold(phase, span)
                 event = render_event(phase, span, links)
                 if event is not None:
                     chunk += format_event(row_cursor, *event)
+            # Released after the page, under its last cursor: a client resuming there has them.
+            for phase, span in withheld.released(links):
+                event = render_event(phase, span, links)
+                if event is not None:
+                    chunk += format_event(rows[-1][0], *event)
             if chunk:
                 yield bytes(chunk)
 

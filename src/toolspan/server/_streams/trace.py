@@ -30,7 +30,16 @@ from toolspan.bridge.model import Span
 from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor, DataKey
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.remote import Remote
-from toolspan.server._streams.events import FUTURE, PAGE, linked_calls, render_event, tail, trace_links
+from toolspan.server._streams.events import (
+    FUTURE,
+    PAGE,
+    Links,
+    Withheld,
+    linked_calls,
+    render_event,
+    tail,
+    trace_links,
+)
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, format_event, reset_event
 from toolspan.server._streams.wakeups import Notifier
 
@@ -61,27 +70,34 @@ def _log(store: StoreApi, trace_id: str) -> list[tuple[Cursor, int, Span]]:
         position = rows[-1][0]
 
 
-def _tally(rows: Sequence[tuple[Cursor, int, Span]]) -> tuple[int, DataKey | None]:
-    keys = [data_key(phase, span) for _, phase, span in rows if render_event(phase, span) is not None]
+def _tally(
+    rows: Sequence[tuple[Cursor, int, Span]], links: Links | None = None
+) -> tuple[int, DataKey | None]:
+    keys = [data_key(phase, span) for _, phase, span in rows if render_event(phase, span, links) is not None]
     return len(keys), max(keys, default=None)
 
 
 def _anchor(
-    log: list[tuple[Cursor, int, Span]], cursor: Cursor | None, horizon: Cursor, clock: int | None = None
+    log: list[tuple[Cursor, int, Span]],
+    cursor: Cursor | None,
+    horizon: Cursor,
+    clock: int | None = None,
+    links: Links | None = None,
 ) -> tuple[Cursor, int, DataKey | None, bool]:
     """``(position, seen, key, reset)`` to resume ``cursor`` from on this replica's log of the trace
-    (whose commit clock is at ``clock``: a cursor past it names no position here)."""
+    (whose commit clock is at ``clock``: a cursor past it names no position here; ``links``: the trace's,
+    whose transport legs sent no event)."""
     if cursor is None:
         return Cursor(0), 0, None, False
     for n, (row_cursor, phase, _) in enumerate(log):
         if (row_cursor.span_id, phase) == (cursor.span_id, cursor.phase):
-            seen, key = _tally(log[: n + 1])
+            seen, key = _tally(log[: n + 1], links)
             if cursor.seen >= 0 and (cursor.seen, cursor.key) != (seen, key):
                 return Cursor(0), 0, None, True
             return row_cursor, seen, key, False
     if cursor.seen >= 0 or cursor < horizon or (clock is not None and cursor.ns > clock):
         return Cursor(0), 0, None, True
-    seen, key = _tally([row for row in log if row[0] <= cursor])
+    seen, key = _tally([row for row in log if row[0] <= cursor], links)
     return cursor, seen, key, False
 
 
@@ -104,11 +120,13 @@ async def trace_chunks(
     log = await run_in_threadpool(_log, store, trace_id)
     horizon = await run_in_threadpool(store.horizon)
     clock = await run_in_threadpool(store.clock)
-    position, seen, key, reset = _anchor(log, cursor, horizon, clock)
+    known = await run_in_threadpool(trace_links, store, log) if cursor is not None and log else None
+    position, seen, key, reset = _anchor(log, cursor, horizon, clock, known)
     if reset:
         future = cursor is not None and cursor.seen < 0 and cursor.ns > clock
         yield reset_event({"reason": FUTURE if future else _NOT_HERE})
     pages = tail(store, notifier, position, trace_id=trace_id, conversation_id=None, heartbeat_s=heartbeat_s)
+    withheld = Withheld()
     async with contextlib.aclosing(pages):
         async for rows in pages:
             if rows is None:
@@ -116,7 +134,13 @@ async def trace_chunks(
                 continue
             out = bytearray()
             links = await run_in_threadpool(trace_links, store, rows)
-            for row_cursor, phase, span in rows:
+            # The page's events, then those withheld that its links release, under its last cursor.
+            entries = [(row_cursor, phase, span) for row_cursor, phase, span in rows]
+            for _, phase, span in rows:
+                if (span.trace_id, span.span_id) in links.withheld:
+                    withheld.hold(phase, span)
+            entries += [(rows[-1][0], phase, span) for phase, span in withheld.released(links)]
+            for row_cursor, phase, span in entries:
                 event = render_event(phase, span, links)
                 if event is None:
                     continue
