@@ -42,6 +42,7 @@ RUNS=(
   "langgraph_js_openinference|node|run_langgraph_js.mjs"
   "openai_agents_js|node|run_openai_agents_js.mjs"
   "mcp_openllmetry|mcp_openllmetry|run_mcp_openllmetry.py"
+  "openai_agents_openllmetry|openai_agents_openllmetry|run_openai_agents_openllmetry.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

@@ -52,6 +52,7 @@ SETUPS = (
     "openai_agents_js",
     # issue 39
     "mcp_openllmetry",
+    "openai_agents_openllmetry",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
@@ -60,8 +61,19 @@ LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
 # The OpenAI Agents SDK (Python and JavaScript) replaces a failing tool's exception by a fixed text before any
 # span (its own processors', MLflow's, Logfire's, OpenInference's) sees it.
 REDACTED_ERRORS = frozenset(
-    {"openai_agents", "mlflow_native", "mlflow_genai", "logfire_openai_agents", "openai_agents_js"}
+    {
+        "openai_agents",
+        "mlflow_native",
+        "mlflow_genai",
+        "logfire_openai_agents",
+        "openai_agents_js",
+        "openai_agents_openllmetry",
+    }
 )
+# Setups whose trace holds no model call's output: OpenLLMetry's OpenAI Agents instrumentation records a
+# Chat Completions model call's input only (the model's call ids are read from the next call's input), so
+# the answer, the usage and the finish reasons are not in the trace.
+NO_OUTPUT = frozenset({"openai_agents_openllmetry"})
 # Frameworks whose every tool call has two tool spans, one inside the other (the inner one is not counted):
 # AutoGen's own inside OpenInference's; OpenLLMetry's MCP client span inside the OpenAI Agents SDK's (and the
 # MCP server's span of the same call under it, a transport leg).

@@ -36,6 +36,7 @@ from toolspan.bridge.facts import (
     Requested,
     ToolCallRecord,
     classify,
+    earlier_requests,
     is_mcp_record,
     normal_arguments,
     normal_result,
@@ -149,6 +150,9 @@ class RequestIndex:
         self._tool_errors: dict[str, tuple[str, str]] = {}
         self._max_requests = max_requests
         self._max_parents = max_parents
+        # The model calls indexed (span id, start) and the call ids their requests hold.
+        self._model_calls: list[tuple[str, int]] = []
+        self._asked_ids: OrderedDict[str | None, None] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -234,11 +238,31 @@ class RequestIndex:
         return None if pid is None else self._dispatched.get(pid)
 
     def add_model_call(self, span: Span) -> None:
-        """Index the requests of the model call ``span`` (an LLM span)."""
+        """Index the requests of the model call ``span`` (an LLM span), and those of the model call before
+        it (under the same agent) that only its input holds (``earlier_requests``: a tracer that recorded
+        that call's input but not its output)."""
         for order, req in enumerate(requested_calls(span)):
             self._requests.append(_Request(span.span_id, span.start_ns, order, req))
+            self._asked_ids[req.id] = None
+        earlier = [r for r in earlier_requests(span) if r.id not in self._asked_ids]
+        before = self._model_call_before(span) if earlier else None
+        if before is not None:
+            for order, req in enumerate(earlier):
+                self._requests.append(_Request(before[0], before[1], order, req))
+                self._asked_ids[req.id] = None
+        self._model_calls.append((span.span_id, span.start_ns))
         if self._max_requests is not None and len(self._requests) > self._max_requests:
             del self._requests[: len(self._requests) - self._max_requests]
+        if self._max_requests is not None:
+            while len(self._asked_ids) > self._max_requests:
+                self._asked_ids.popitem(last=False)
+            del self._model_calls[: max(0, len(self._model_calls) - self._max_requests)]
+
+    def _model_call_before(self, span: Span) -> tuple[str, int] | None:
+        """The latest model call indexed that started before ``span``, under the same agent run."""
+        agent = self._agents(span.span_id)[0]
+        earlier = [m for m in self._model_calls if m[1] < span.start_ns and self._agents(m[0])[0] == agent]
+        return max(earlier, key=lambda m: m[1], default=None)
 
     def _agents(self, span_id: str) -> list[str | None]:
         """The agent spans above ``span_id``, nearest first, ending with ``None`` (the trace itself)."""
@@ -423,6 +447,9 @@ class StreamLinker:
         self._held: OrderedDict[tuple[str, str, bool], tuple[Span, str]] = OrderedDict()
         self._max_held = LOOKAHEAD
         self._overflow: list[tuple[Span, str]] = []
+        # Ended calls linked to no request (a later model call may show it), and those linked again since.
+        self._unmatched: OrderedDict[tuple[str, str], Span] = OrderedDict()
+        self._corrected: list[tuple[Span, ToolCallRecord]] = []
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -454,6 +481,8 @@ class StreamLinker:
         index.see_streamed(span, kind)
         if kind == LLM and span.end_ns is not None:
             index.add_model_call(span)
+            if index.size() > before + 1:  # requests: maybe earlier calls' ids, known only now
+                self._correct(span.trace_id, index, entry[1])
         self._entries += index.size() - before
         while len(self._traces) > 1 and (
             len(self._traces) > self._max_traces or self._entries > self._max_entries
@@ -479,6 +508,25 @@ class StreamLinker:
         if state:
             return None
         return self._linked(span, index, linked)
+
+    def _correct(self, trace_id: str, index: RequestIndex, linked: dict[str, _Request]) -> None:
+        """Link again the ended calls of ``trace_id`` that matched no request (``corrected``)."""
+        for key, span in list(self._unmatched.items()):
+            if key[0] != trace_id:
+                continue
+            call, match = index.linked(tool_call(span), index.dispatched(span))
+            if match is not None:
+                del self._unmatched[key]
+                self._entries -= 1
+                linked[span.span_id] = match
+                self._corrected.append((span, _with_leg_error(call, index.leg_error(span))))
+
+    def corrected(self) -> list[tuple[Span, ToolCallRecord]]:
+        """Ended calls linked without the model's request whose request a later model call showed (its input
+        holds the model's earlier calls: ``earlier_requests``), linked again, once each: a live stream
+        sends their act and observe again (the same ``execution_id``, now with the model's id)."""
+        out, self._corrected = self._corrected, []
+        return out
 
     def released(self) -> list[tuple[Span, ToolCallRecord]]:
         """The withheld records now known to be calls, linked (in the order they came); those now known to
@@ -526,6 +574,10 @@ class StreamLinker:
             and _lossy(normal_arguments(call.model_input))
         )
         out, match = index.linked(call, dispatched, consume=not provisional)
+        if match is None and span.end_ns is not None:
+            self._unmatched[(span.trace_id, span.span_id)] = span
+            if len(self._unmatched) > self._max_held:
+                self._unmatched.popitem(last=False)
         if match is not None and not provisional:
             self._entries -= 1  # the request is used up
             linked[span.span_id] = match

@@ -165,9 +165,14 @@ class LiveEventProcessor(SpanProcessor):
                     with self._link_lock:
                         call = self._linker.feed(converted[0], kind)
                         released = self._linker.released()
+                        corrected = self._linker.corrected()
                     if kind == TOOL and call is not None:
                         self._publish(observe_event(converted[0], call))
                     self._publish_released(released)
+                    # Calls whose model id only this model call's input showed: their act and observe again.
+                    for record, linked in corrected:
+                        self._publish(act_event(record, linked))
+                        self._publish(observe_event(record, linked))
         except Exception:
             _logger.exception("toolspan: live observe event failed for span %r", span.name)
         finally:

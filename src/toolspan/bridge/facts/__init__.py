@@ -52,6 +52,7 @@ from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEV
 from toolspan.bridge.facts._model_calls import ModelCall, Usage, completed, model_call, total_usage
 from toolspan.bridge.facts._requests import (
     Requested,
+    earlier_requests,
     normal_arguments,
     normal_result,
     requested_calls,
@@ -107,6 +108,7 @@ __all__ = [
     "classify",
     "completed",
     "content_attributes",
+    "earlier_requests",
     "edited_input",
     "execution_id",
     "is_cancellation",

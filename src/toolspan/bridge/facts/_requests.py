@@ -26,7 +26,14 @@ from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._pyliteral import NotALiteral, python_literal
 from toolspan.bridge.model import Span
 
-__all__ = ["Requested", "normal_arguments", "normal_result", "requested_calls", "result_call_id"]
+__all__ = [
+    "Requested",
+    "earlier_requests",
+    "normal_arguments",
+    "normal_result",
+    "requested_calls",
+    "result_call_id",
+]
 
 _OI_CALL: Final = re.compile(
     re.escape(sc.OI_LLM_OUTPUT_MESSAGES) + r"\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)"
@@ -160,6 +167,18 @@ def requested_calls(span: Span) -> list[Requested]:
     if not found:
         found = _dspy_request(attrs)
     return found
+
+
+def earlier_requests(span: Span) -> list[Requested]:
+    """The tool calls earlier model calls asked for, as model call ``span`` was sent them: the ``tool_call``
+    parts of the assistant messages of its GenAI ``gen_ai.input.messages``, those with the model's id only.
+    A tracer that records a model call's input but not its output (OpenLLMetry's OpenAI Agents
+    instrumentation with a Chat Completions model) has the model's ids there only, in the next model call."""
+    inputs = parse_json(content_attributes(span, is_tool=False).get(sc.GEN_AI_INPUT_MESSAGES))
+    if not isinstance(inputs, list):
+        return []
+    assistant = [m for m in inputs if isinstance(m, dict) and m.get("role") == "assistant"]
+    return [r for r in _from_parts(assistant) if r.id is not None]
 
 
 def _dspy_fields(text: str) -> dict[str, str]:
