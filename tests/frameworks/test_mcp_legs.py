@@ -78,7 +78,7 @@ def _outcome(event: dict[str, Any]) -> Any:
     return {"error": ERROR if ERROR in text else text}
 
 
-def _event_calls(events: Iterable[dict[str, Any]]) -> list[tuple[str, str, Any, Any]]:
+def _event_calls(events: Iterable[dict[str, Any]], *, linked: bool = True) -> list[tuple[str, str, Any, Any]]:
     """Each call of an event stream once: an act, then its observe (checked), as (id, name, args, outcome)."""
     acts: dict[str, dict[str, Any]] = {}
     calls = []
@@ -89,7 +89,7 @@ def _event_calls(events: Iterable[dict[str, Any]]) -> list[tuple[str, str, Any, 
             continue
         act = acts[event["span_id"]]
         assert (act["call_id"], act["requested_by"]) == (event["call_id"], event["requested_by"])
-        assert event["requested_by"] is not None
+        assert (event["requested_by"] is not None) == linked
         calls.append((event["call_id"], event["tool_name"], act["tool_input"], _outcome(event)))
     assert len(calls) == len(acts)
     return sorted(calls, key=lambda c: c[0])
@@ -248,3 +248,23 @@ def test_the_live_server_stream_sends_each_call_once_whichever_records_come_firs
                     break
         for n in range(1, len(orders) + 1):
             assert _event_calls(e for e in every if e["trace_id"] == f"{n:032x}") == EXPECTED
+
+
+def _calls_of(spans: list[Span]) -> list[tuple[str, Any, Any]]:
+    """(name, arguments, outcome) of every call the events of ``spans`` give."""
+    calls = [(c[1], c[2], c[3]) for c in _event_calls(to_events(spans), linked=False)]
+    return sorted(calls, key=lambda c: json.dumps(c, sort_keys=True))
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_one_sides_mcp_records_alone_are_the_calls(side: str) -> None:
+    """Without the SDK's spans: OpenLLMetry's MCP server records alone (a client that traces nothing), or
+    its client records alone, are the calls: the inner arguments of ``{"tool_name", "arguments"}``, the
+    inner result (the server's ``[{"type": "text", "content"}]``, the client's ``{"result"}``), the error."""
+    server = next(s.resource for s in RUN if s.name == "mcp.server")
+    if side == "server":
+        spans = [s for s in RUN if s.resource == server]
+    else:
+        spans = [s for s in RUN if s.resource != server and s.scope.startswith(sc.TRACELOOP_MCP_SCOPE)]
+    want = [(c[1], c[2], c[3]) for c in EXPECTED]
+    assert _calls_of(spans) == sorted(want, key=lambda c: json.dumps(c, sort_keys=True))

@@ -200,8 +200,17 @@ def tool_output(span: Span) -> Any:
             # ADK's failure path: {"result": "<not specified>"} where no response was made.
             if isinstance(value, dict) and len(value) == 1 and _placeholder(value.get("result")):
                 return None
+            if key == sc.TRACELOOP_ENTITY_OUTPUT and is_mcp_record(span):
+                return _unwrap_mcp_output(value)
             return value
     return None
+
+
+def _unwrap_mcp_output(value: Any) -> Any:
+    # OpenLLMetry's MCP client span: {"result": "<the first content block's text>", "is_error": true}.
+    if isinstance(value, dict) and "result" in value and value.keys() <= {"result", "is_error"}:
+        return parse_json(value["result"])
+    return value
 
 
 def _is_cancel(error_type: Any) -> bool:
