@@ -4,16 +4,24 @@ model call's ``gen_ai.input.messages`` (the corpus's ``openai_agents_openllmetry
 
 The views and ``toolspan convert --to events`` (its read-ahead holds the next model call) pair them from
 there (``test_corpus``); a live stream, which sends a call when its span ends, before that model call ends,
-sends it with the span's own id and sends its act and observe again once the id is known.
+(``LiveEventProcessor``, ``toolspan serve``'s SSE streams) sends it with the span's own id and sends its act
+and observe again once the id is known.
 """
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.corpus import expected_calls
 from tests.support.corpus import spans as corpus_spans
+from tests.support.server import running_server, sse_stream
 from toolspan._util import ids
+from toolspan.bridge._otlp_write import to_otlp_json
 from toolspan.bridge.facts import LLM, TOOL, classify, earlier_requests, requested_calls
 from toolspan.bridge.link import StreamLinker
 from toolspan.bridge.views import act_event, observe_event
@@ -63,3 +71,42 @@ def test_a_live_stream_sends_each_call_again_with_the_id_once_known() -> None:
     assert {e["requested_by"] for e in last.values()} == {first_llm}
     # Each call is corrected once: two acts and two observes a call.
     assert len(events) == 4 * len(tools)
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("path", ["trace", "all"])
+def test_the_live_server_stream_sends_each_call_again_once_the_next_model_call_is_stored(
+    path: str, tmp_path: Path
+) -> None:
+    """The spans posted as they end: the tools (and the model call before them) first, the stream read,
+    then the rest. The stream sends the calls with the span's own id, then each again with the model's id
+    and the model call that asked, once the next model call (whose input shows them) is stored."""
+    tools = [s for s in ENDED if classify(s) == TOOL]
+    cut = max(ENDED.index(t) for t in tools) + 1
+    trace_id = ENDED[0].trace_id
+    url = f"/api/traces/{trace_id}/stream" if path == "trace" else "/api/stream?from=start"
+    with running_server(tmp_path) as server:
+        for span in ENDED[:cut]:
+            assert server.post_otlp(json.dumps(to_otlp_json([span])).encode(), "application/json")[0] == 200
+        events: list[dict[str, Any]] = []
+        stream = sse_stream(server, url, timeout=20)
+        for event in stream:
+            if event.event in ("act", "observe"):
+                events.append(event.json())
+            if len(events) == 2 * len(tools):
+                break
+        assert {e["requested_by"] for e in events} == {None}
+        for span in ENDED[cut:]:
+            assert server.post_otlp(json.dumps(to_otlp_json([span])).encode(), "application/json")[0] == 200
+        deadline = time.monotonic() + 20  # heartbeats keep the stream open: a missing correction fails
+        for event in stream:
+            if event.event in ("act", "observe"):
+                events.append(event.json())
+            if len(events) == 4 * len(tools) or time.monotonic() > deadline:
+                break
+        stream.close()
+    later = events[2 * len(tools) :]
+    assert sorted(e["call_id"] for e in later if e["type"] == "observe") == EXPECTED
+    first_llm = min((s for s in SPANS if classify(s) == LLM), key=lambda s: s.start_ns).span_id
+    assert {e["requested_by"] for e in later} == {first_llm}
+    assert {e["execution_id"] for e in later} == {e["execution_id"] for e in events[: 2 * len(tools)]}

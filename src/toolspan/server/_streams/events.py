@@ -27,7 +27,7 @@ from toolspan.bridge.facts import TOOL, ToolCallRecord, classify, tool_call
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
-from toolspan.server._rows.cursor import ACT, Cursor
+from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
 from toolspan.server._store.api import StoreApi
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, format_event, reset_event, within
 from toolspan.server._streams.wakeups import Notifier
@@ -37,6 +37,7 @@ __all__ = [
     "LIVE_TAIL_NOTE",
     "PAGE",
     "Links",
+    "Unrequested",
     "Withheld",
     "event_chunks",
     "linked_calls",
@@ -65,9 +66,16 @@ class Links:
     calls: Mapping[Key, ToolCallRecord] = dataclasses.field(default_factory=dict)
     legs: frozenset[Key] = frozenset()
     withheld: frozenset[Key] = frozenset()
+    # Per trace, when its latest model call started (absent: no model call).
+    last_model_call: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def update(self, other: Links) -> Links:
-        return Links({**self.calls, **other.calls}, self.legs | other.legs, self.withheld | other.withheld)
+        return Links(
+            {**self.calls, **other.calls},
+            self.legs | other.legs,
+            self.withheld | other.withheld,
+            {**self.last_model_call, **other.last_model_call},
+        )
 
 
 def linked_calls(spans: Iterable[Span]) -> Links:
@@ -75,6 +83,7 @@ def linked_calls(spans: Iterable[Span]) -> Links:
     calls: dict[Key, ToolCallRecord] = {}
     legs: set[Key] = set()
     withheld: set[Key] = set()
+    last_model_call: dict[str, int] = {}
     for trace in group_traces(coalesce(spans)):
         index = TraceIndex(trace)
         for call in index.tool_calls().values():
@@ -85,13 +94,16 @@ def linked_calls(spans: Iterable[Span]) -> Links:
                 withheld.add(key)
             elif index.kinds[i] != TOOL and classify(span) == TOOL:
                 legs.add(key)
-    return Links(calls, frozenset(legs), frozenset(withheld))
+            elif index.is_model_call(i):
+                last_model_call[span.trace_id] = max(last_model_call.get(span.trace_id, 0), span.start_ns)
+    return Links(calls, frozenset(legs), frozenset(withheld), last_model_call)
 
 
-def trace_links(store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]]) -> Links:
-    """The linked tool calls of the traces of ``rows`` (one read of each trace from the store)."""
+def trace_links(store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]], also: Iterable[str] = ()) -> Links:
+    """The linked tool calls of the traces of ``rows`` and of ``also`` (one read of each trace)."""
     out = Links()
-    for spans in store.spans_by_trace(sorted({span.trace_id for _, _, span in rows})).values():
+    traces = sorted({span.trace_id for _, _, span in rows} | set(also))
+    for spans in store.spans_by_trace(traces).values():
         out = out.update(linked_calls(spans))
     return out
 
@@ -137,6 +149,45 @@ class Withheld:
         return out
 
 
+class Unrequested:
+    """The calls a stream sent with no model call that asked for them (``requested_by`` null), bounded:
+    when a later model call shows their request (the model's ids in its input messages), ``corrected``
+    gives their act, and their observe if they ended, to send again, linked."""
+
+    MAX: Final = 1024
+
+    def __init__(self) -> None:
+        self._calls: dict[Key, Span] = {}
+
+    def note(self, span: Span, data: Any) -> None:
+        """Remember ``span`` if its event ``data`` was sent with no model call."""
+        key = (span.trace_id, span.span_id)
+        if isinstance(data, dict) and data.get("requested_by") is None and len(self._calls) < self.MAX:
+            self._calls[key] = span if span.end_ns is not None or key not in self._calls else self._calls[key]
+
+    def traces(self) -> list[str]:
+        return sorted({trace for trace, _ in self._calls})
+
+    def corrected(self, links: Links) -> list[tuple[int, Span]]:
+        """The act (and observe) of each remembered call ``links`` (which hold its trace) now links to a
+        model call. A call is forgotten once its trace has no model call before it, or one after it that
+        did not show its request (only the next model call can)."""
+        out: list[tuple[int, Span]] = []
+        for key, span in list(self._calls.items()):
+            call = links.calls.get(key)
+            if call is None:
+                continue  # a trace these links did not read
+            latest = links.last_model_call.get(key[0])
+            if call.requested_by is not None:
+                out.append((ACT, span))
+                if span.end_ns is not None:
+                    out.append((OBSERVE, span))
+            elif latest is not None and latest < span.start_ns:
+                continue  # the model call that may show it is still to come
+            del self._calls[key]
+        return out
+
+
 def render_event(phase: int, span: Span, links: Links | None = None) -> tuple[str, Any] | None:
     """``(kind, data)`` of a log entry: the span's act, or its observe once it ended (else ``None``);
     ``links``: the linked tool calls of its trace (``trace_links``; a leg or a withheld record: ``None``)."""
@@ -158,10 +209,12 @@ async def tail(
     conversation_id: str | None,
     heartbeat_s: float,
 ) -> AsyncGenerator[list[tuple[Cursor, int, Span]] | None, None]:
-    """The event log after ``position``, forever: each page of entries as it is read, ``None`` when
-    ``heartbeat_s`` passed without a commit (time for a heartbeat). It wakes on commits of its trace, of its
-    conversation or the traces it read of it, or (neither given) on every commit."""
+    """The event log after ``position``, forever: each page of entries as it is read, ``[]`` after a commit
+    that added none, ``None`` when ``heartbeat_s`` passed without a commit (time for a heartbeat). It wakes
+    on commits of its trace, of its conversation or the traces it read of it, or (neither given) on every
+    commit."""
     seen: set[str] = set()
+    woke = False
     while True:
         if trace_id is not None:
             waiter = notifier.waiter(traces=(trace_id,))
@@ -177,9 +230,12 @@ async def tail(
             if conversation_id is not None:
                 seen.update(span.trace_id for _, _, span in rows)
             yield rows
+        elif woke:
+            yield []  # a commit that added no event (a model call, an agent): links may have changed
         if len(rows) == PAGE:
             continue
-        if not await within(waiter.wait(), heartbeat_s):
+        woke = await within(waiter.wait(), heartbeat_s)
+        if not woke:
             yield None
 
 
@@ -206,25 +262,31 @@ async def event_chunks(
     pages = tail(
         store, notifier, position, trace_id=trace_id, conversation_id=conversation_id, heartbeat_s=heartbeat_s
     )
-    withheld = Withheld()
+    withheld, unrequested = Withheld(), Unrequested()
+    last = position
     async with contextlib.aclosing(pages):
         async for rows in pages:
             if rows is None:
                 yield HEARTBEAT
                 continue
+            if not rows and not unrequested.traces():
+                continue
             chunk = bytearray()
-            links = await run_in_threadpool(trace_links, store, rows)
-            for row_cursor, phase, span in rows:
+            links = await run_in_threadpool(trace_links, store, rows, unrequested.traces())
+            entries = list(rows)
+            for _, phase, span in rows:
                 if (span.trace_id, span.span_id) in links.withheld:
                     withheld.hold(phase, span)
+            last = rows[-1][0] if rows else last
+            # Released and corrected records after the page, under its last cursor: a client resuming
+            # there has them.
+            entries += [(last, phase, span) for phase, span in withheld.released(links)]
+            entries += [(last, phase, span) for phase, span in unrequested.corrected(links)]
+            for row_cursor, phase, span in entries:
                 event = render_event(phase, span, links)
                 if event is not None:
+                    unrequested.note(span, event[1])
                     chunk += format_event(row_cursor, *event)
-            # Released after the page, under its last cursor: a client resuming there has them.
-            for phase, span in withheld.released(links):
-                event = render_event(phase, span, links)
-                if event is not None:
-                    chunk += format_event(rows[-1][0], *event)
             if chunk:
                 yield bytes(chunk)
 

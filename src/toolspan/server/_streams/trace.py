@@ -34,6 +34,7 @@ from toolspan.server._streams.events import (
     FUTURE,
     PAGE,
     Links,
+    Unrequested,
     Withheld,
     linked_calls,
     render_event,
@@ -126,27 +127,39 @@ async def trace_chunks(
         future = cursor is not None and cursor.seen < 0 and cursor.ns > clock
         yield reset_event({"reason": FUTURE if future else _NOT_HERE})
     pages = tail(store, notifier, position, trace_id=trace_id, conversation_id=None, heartbeat_s=heartbeat_s)
-    withheld = Withheld()
+    withheld, unrequested = Withheld(), Unrequested()
+    last = position
     async with contextlib.aclosing(pages):
         async for rows in pages:
             if rows is None:
                 yield HEARTBEAT
                 continue
+            if not rows and not unrequested.traces():
+                continue
             out = bytearray()
-            links = await run_in_threadpool(trace_links, store, rows)
+            links = await run_in_threadpool(trace_links, store, rows, unrequested.traces())
             # The page's events, then those withheld that its links release, under its last cursor.
             entries = [(row_cursor, phase, span) for row_cursor, phase, span in rows]
             for _, phase, span in rows:
                 if (span.trace_id, span.span_id) in links.withheld:
                     withheld.hold(phase, span)
-            entries += [(rows[-1][0], phase, span) for phase, span in withheld.released(links)]
+            last = rows[-1][0] if rows else last
+            entries += [(last, phase, span) for phase, span in withheld.released(links)]
             for row_cursor, phase, span in entries:
                 event = render_event(phase, span, links)
                 if event is None:
                     continue
+                unrequested.note(span, event[1])
                 seen += 1
                 key = max(key, data_key(phase, span)) if key is not None else data_key(phase, span)
-                out += format_event(dataclasses.replace(row_cursor, seen=seen, key=key), *event)
+                last = dataclasses.replace(row_cursor, seen=seen, key=key)
+                out += format_event(last, *event)
+            # Calls sent before the model call that asked for them was stored: sent again, linked, under
+            # the last event's id (the same events: a client resuming there has them).
+            for phase, span in unrequested.corrected(links):
+                event = render_event(phase, span, links)
+                if event is not None:
+                    out += format_event(last, *event)
             if out:
                 yield bytes(out)
 
