@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -268,3 +269,44 @@ def test_one_sides_mcp_records_alone_are_the_calls(side: str) -> None:
         spans = [s for s in RUN if s.resource != server and s.scope.startswith(sc.TRACELOOP_MCP_SCOPE)]
     want = [(c[1], c[2], c[3]) for c in EXPECTED]
     assert _calls_of(spans) == sorted(want, key=lambda c: json.dumps(c, sort_keys=True))
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("view", ["ag-ui", "progress"])
+def test_the_frontend_streams_wait_for_a_records_parents(view: str, tmp_path: Path) -> None:
+    """The MCP server's records stored first, the stream open, then the client's: the AG-UI stream and the
+    progress stream give each call once (the SDK's, with the model's id), never a leg, and never take one
+    back (the stream runs to the run's end)."""
+    server = next(s.resource for s in RUN if s.resource != SDK_CALLS[0].resource)
+    first = [s for s in RUN if s.resource == server]
+    rest = [s for s in RUN if s.resource != server]
+    trace_id = RUN[0].trace_id
+    with running_server(tmp_path) as toolspan_server:
+
+        def post(spans: list[Span]) -> None:
+            body = json.dumps(to_otlp_json(spans)).encode()
+            assert toolspan_server.post_otlp(body, "application/json")[0] == 200
+
+        post(first)
+        later = threading.Timer(1.0, post, [rest])
+        later.start()
+        data: list[dict[str, Any]] = []
+        try:
+            for e in sse_stream(toolspan_server, f"/api/traces/{trace_id}/{view}/stream", timeout=30):
+                if e.data.startswith("{"):
+                    data.append(e.json())
+                    if (
+                        data[-1].get("type") == "RUN_FINISHED"
+                        or data[-1].get("event", {}).get("type") == "done"
+                    ):
+                        break
+        finally:
+            later.join()
+    if view == "ag-ui":
+        starts = [d["toolCallId"] for d in data if d["type"] == "TOOL_CALL_START"]
+        assert sorted(starts) == [c[0] for c in EXPECTED]
+        assert data[-1]["type"] == "RUN_FINISHED"
+    else:
+        calls = [d["event"]["call"] for d in data if d.get("event", {}).get("type") == "tool:start"]
+        assert sorted(c["id"] for c in calls) == [c[0] for c in EXPECTED]
+        assert {c["execution_id"] for c in calls} == {f"exec_{s.span_id}" for s in SDK_CALLS}

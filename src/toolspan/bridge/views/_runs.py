@@ -23,7 +23,9 @@ The run's end: ``status`` ``completed``, ``error`` (the agent span failed), ``wa
 tool waits for an approval) or ``interrupted`` (it never ended, or left a tool that never ended).
 
 Items made up for spans that never ended (a tool's ``SEALED`` outcome, a step's end, the run's end while the
-agent span is open) are *provisional*: a live stream holds them back until the trace is final. ``open_key``
+agent span is open), and the start of an MCP record whose parents are not all in the trace yet (maybe a
+transport leg of a call above it: ``TraceIndex.undecided``), are *provisional*: a live stream holds them
+back until the trace is final (or, for the MCP record, until its parents come). ``open_key``
 names the span an item belongs to while it is still open (tools, model calls), so a live stream can cut
 before anything whose place that span's end could still change.
 """
@@ -142,6 +144,8 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
             {"call_id": tc.call_id, "name": tc.name, "input": asked, "parent": parent},
             open_key=key,
             open_bound=bound,
+            # Maybe an MCP call's transport leg, its parents not all here yet: a live stream waits.
+            provisional=i in index.undecided,
         )
     ]
     for n, mark in enumerate(marks):

@@ -115,7 +115,12 @@ def settled_events(protocol: Protocol, spans: Sequence[Span], *, final: bool) ->
         if it.open_key is not None:
             bounds[it.open_key] = min(it.open_bound, bounds.get(it.open_key, it.open_bound))
     first = sorted(bounds.items(), key=lambda kv: kv[1])[:2]
+    run_starts: dict[int, int] = {}
     for n, (_event, item, run, run_end) in enumerate(entries):
+        run_starts.setdefault(id(run), n)
+        if item is not None and item.provisional and item.kind == "tool_start":
+            # An MCP record whose parents are not here yet: the run it is in may not be this one at all.
+            return entries[: run_starts[id(run)]]
         if item is not None and item.provisional:
             return entries[:n]
         if run_end and not run.ended:

@@ -34,10 +34,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge import coalesce
 from toolspan.bridge.facts import TOOL, classify, execution_id
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import write_json_lines
-from toolspan.bridge.views import to_progress
+from toolspan.bridge.views import TraceIndex, group_traces, to_progress
 from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription, relay_until_commit
 from toolspan.server._streams.readers import Reader, complete
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, reset_event
@@ -66,6 +67,16 @@ def parse_since(raw: str) -> int | None:
     return seq if seq is not None and 0 <= seq <= _MAX_SEQ else None
 
 
+def _undecided(spans: Sequence[Span]) -> set[str]:
+    """The execution ids of the MCP records whose parents are not all stored yet (maybe a transport leg
+    of a call above them: ``TraceIndex.undecided``): the stream waits before them."""
+    out: set[str] = set()
+    for trace in group_traces(coalesce(spans)):
+        index = TraceIndex(trace)
+        out.update(execution_id(trace[i]) for i in index.undecided)
+    return out
+
+
 def _provisional(envelope: dict[str, Any]) -> bool:
     event = envelope["event"]
     kind = event.get("type")
@@ -90,10 +101,11 @@ def settled(spans: Sequence[Span], *, final: bool) -> list[dict[str, Any]]:
     if final or complete(spans):
         return envelopes
     open_tools = {execution_id(s) for s in spans if s.end_ns is None and classify(s) == TOOL}
+    undecided = _undecided(spans)
     for n, envelope in enumerate(envelopes):
-        if _provisional(envelope):
-            return envelopes[:n]
         call = envelope["event"].get("call")
+        if _provisional(envelope) or (isinstance(call, dict) and call.get("execution_id") in undecided):
+            return envelopes[:n]
         if isinstance(call, dict) and call.get("execution_id") in open_tools:
             return envelopes[: n + 1]
     return envelopes
