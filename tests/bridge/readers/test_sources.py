@@ -206,7 +206,7 @@ def test_sdk_readable_spans_ended_and_not_ended() -> None:
 
 @pytest.mark.parametrize("backend", ["stdlib", "auto"])
 def test_both_json_backends_read_the_same_spans(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
-    from toolspan.bridge.readers._json import backend as current
+    from toolspan.bridge._json_write import backend as current
 
     monkeypatch.setenv("TOOLSPAN_JSON", backend)
     if backend == "stdlib":

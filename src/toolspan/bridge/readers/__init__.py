@@ -23,7 +23,7 @@ records each in ``ReadReport.issues`` and counts them in ``records_skipped``. Tw
 errors, only reported issues: a JSON Lines last line (or framed message) cut off mid-write, and a
 backend's ``PARTIAL`` trace. Missing or empty ids (``""``) read as all-zero ids; a missing or zero
 end time reads as ``end_ns=None`` (a started span whose end was not recorded). Bytes values become
-their base64 text. JSON is parsed with orjson when it is installed (``_json``; ``TOOLSPAN_JSON=stdlib``
+their base64 text. JSON is parsed with orjson when it is installed (``_json_parse``; ``TOOLSPAN_JSON=stdlib``
 turns it off), with the standard library's acceptance and error messages either way.
 """
 
@@ -39,7 +39,7 @@ from toolspan.bridge.readers._detect import describe, iter_document
 from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadIssue, ReadReport
 
 if TYPE_CHECKING:
-    from toolspan.bridge.readers._json import dumps_document, finite, nonfinite_text, write_json_lines
+    from toolspan.bridge._json_write import dumps_document, finite, nonfinite_text, write_json_lines
     from toolspan.bridge.readers._logs import (
         LogRecord,
         attach_logs,
@@ -107,10 +107,10 @@ _MORE: dict[str, str | tuple[str, str]] = {
     "proto_attributes": ("toolspan.bridge.readers._otlp_proto", "attributes"),
     "proto_resource_attributes": ("toolspan.bridge.readers._otlp_proto", "resource_attributes"),
     "proto_span": ("toolspan.bridge.readers._otlp_proto", "span_of"),
-    "dumps_document": "toolspan.bridge.readers._json",
-    "finite": "toolspan.bridge.readers._json",
-    "nonfinite_text": "toolspan.bridge.readers._json",
-    "write_json_lines": "toolspan.bridge.readers._json",
+    "dumps_document": "toolspan.bridge._json_write",
+    "finite": "toolspan.bridge._json_write",
+    "nonfinite_text": "toolspan.bridge._json_write",
+    "write_json_lines": "toolspan.bridge._json_write",
 }
 
 

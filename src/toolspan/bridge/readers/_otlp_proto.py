@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import IO, Any
 
+from toolspan.bridge._json_write import nonfinite_text
 from toolspan.bridge.model import SPAN_KINDS, Span, SpanEvent, SpanLink
-from toolspan.bridge.readers._json import nonfinite_text
 from toolspan.bridge.readers._report import Ctx
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 
@@ -189,7 +189,7 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any, limit: int)
     followed by something that is not a request) is a read error at its byte offset; the messages
     after it cannot be found, so the rest of the input is skipped (counted as one record).
     """
-    from toolspan.bridge.readers._json import loads_function
+    from toolspan.bridge.readers._json_parse import loads_function
     from toolspan.bridge.readers._otlp_json import iter_request
 
     loads = loads_function()

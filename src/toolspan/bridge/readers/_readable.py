@@ -12,9 +12,9 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from toolspan.bridge._json_write import nonfinite_text, writable_int
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
-from toolspan.bridge.readers._json import nonfinite_text
-from toolspan.bridge.readers._writable import writable_int, writable_text
+from toolspan.bridge.readers._writable import writable_text
 
 
 def _plain(value: Any) -> Any:
