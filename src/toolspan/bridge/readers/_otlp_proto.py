@@ -59,7 +59,13 @@ def _hex(raw: bytes, zero: str) -> str:
 
 
 def span_of(
-    sp: Any, resource: Mapping[str, Any], scope: str, origin: str, keys: frozenset[str] | None = None
+    sp: Any,
+    resource: Mapping[str, Any],
+    scope: str,
+    origin: str,
+    keys: frozenset[str] | None = None,
+    *,
+    schema_url: str = "",
 ) -> Span:
     """The neutral span of one protobuf ``Span`` (its end time already checked). With ``keys``, a partial
     span for indexing: only those attributes, no links (what the span's role and state are read from)."""
@@ -100,6 +106,7 @@ def span_of(
         resource,
         scope,
         origin,
+        schema_url,
     )
 
 
@@ -138,13 +145,13 @@ def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") ->
     for r, rs in enumerate(request.resource_spans):
         resource = resource_attributes(rs)
         for s, ss in enumerate(rs.scope_spans):
-            scope = ss.scope.name
+            scope, schema_url = ss.scope.name, ss.schema_url
             for i, sp in enumerate(ss.spans):
                 bad = bad_times(sp, r, s, i)
                 if bad is not None:
                     ctx.fail(*bad)
                     continue
-                yield span_of(sp, resource, scope, origin)
+                yield span_of(sp, resource, scope, origin, schema_url=schema_url)
 
 
 def read_upto(stream: IO[bytes], n: int) -> bytes:

@@ -44,7 +44,8 @@ def from_readable_span(span: ReadableSpan) -> Span:
         raise ValueError(f"span {span.name!r} has no span context")
     parent = span.parent
     resource = _attrs(span.resource.attributes) if span.resource is not None else {}
-    scope = span.instrumentation_scope.name if span.instrumentation_scope is not None else ""
+    scope_of = span.instrumentation_scope
+    scope, schema_url = ("", "") if scope_of is None else (scope_of.name, scope_of.schema_url or "")
     return Span(
         trace_id=f"{ctx.trace_id:032x}",
         span_id=f"{ctx.span_id:016x}",
@@ -66,6 +67,7 @@ def from_readable_span(span: ReadableSpan) -> Span:
         resource=resource,
         scope=scope,
         origin="",
+        scope_schema_url=writable_text(schema_url),
     )
 
 
