@@ -24,17 +24,16 @@ from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.bridge._coalesce import coalesce, duplicate_flags
+    from toolspan.bridge._json_write import dumps_document, write_json_lines
     from toolspan.bridge._otlp_write import to_otlp_json
     from toolspan.bridge.model import Span, SpanEvent, SpanLink
     from toolspan.bridge.readers import (
         BridgeReadError,
         ReadReport,
-        dumps_document,
         from_readable_spans,
         iter_spans,
         read_spans,
         spans_from_document,
-        write_json_lines,
     )
     from toolspan.bridge.views import (
         SCHEMA_VERSION,
@@ -61,17 +60,17 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "coalesce": "toolspan.bridge._coalesce",
     "duplicate_flags": "toolspan.bridge._coalesce",
     "to_otlp_json": "toolspan.bridge._otlp_write",
+    "dumps_document": "toolspan.bridge._json_write",
+    "write_json_lines": "toolspan.bridge._json_write",
     **dict.fromkeys(("Span", "SpanEvent", "SpanLink"), "toolspan.bridge.model"),
     **dict.fromkeys(
         (
             "BridgeReadError",
             "ReadReport",
-            "dumps_document",
             "from_readable_spans",
             "iter_spans",
             "read_spans",
             "spans_from_document",
-            "write_json_lines",
         ),
         _READERS,
     ),

@@ -15,8 +15,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from toolspan.bridge._json_write import nonfinite_text
 from toolspan.bridge.model import SPAN_KINDS, STATUS_CODES, Span
-from toolspan.bridge.readers import nonfinite_text
 
 __all__ = ["to_otlp_json"]
 

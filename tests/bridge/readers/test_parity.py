@@ -18,8 +18,9 @@ from tests.support.formats import (
     render,
     render_all,
 )
+from toolspan.bridge.internal import describe
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import describe, from_readable_spans, read_spans
+from toolspan.bridge.readers import from_readable_spans, read_spans
 
 
 def normal(spans: list[Span]) -> list[Span]:

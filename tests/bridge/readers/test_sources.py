@@ -20,15 +20,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.formats import otlp_proto_request, parity_trace, render
+from toolspan.bridge.internal import resolve_inputs
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
-from toolspan.bridge.readers import (
-    BridgeReadError,
-    ReadReport,
-    from_readable_spans,
-    iter_spans,
-    read_spans,
-    resolve_inputs,
-)
+from toolspan.bridge.readers import BridgeReadError, ReadReport, from_readable_spans, iter_spans, read_spans
 from toolspan.testing import SequentialIdGenerator
 
 

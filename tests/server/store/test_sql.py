@@ -15,8 +15,8 @@ import pytest
 from tests.support.bridge_data import CONVERSATION, MS, T0, TRACE_1, TRACE_2, scenario
 from tests.support.postgres import Postgres
 from toolspan import semconv as sc
+from toolspan.bridge.internal import LogRecord
 from toolspan.bridge.model import Span, SpanEvent
-from toolspan.bridge.readers import LogRecord
 from toolspan.server._http import trace_list
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._store.api import StoreApi

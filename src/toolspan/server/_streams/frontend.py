@@ -44,10 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import AI_SDK_HEADER, ag_ui_run_events, ai_sdk_run_chunks, messages_snapshot
-from toolspan.bridge.views import Turn as Run
-from toolspan.bridge.views import TurnItem as Item
-from toolspan.bridge.views import to_turns as to_runs
+from toolspan.bridge.views import messages_snapshot
+from toolspan.bridge.views.internal import AI_SDK_HEADER, ag_ui_run_events, ai_sdk_run_chunks
+from toolspan.bridge.views.internal import Turn as Run
+from toolspan.bridge.views.internal import TurnItem as Item
+from toolspan.bridge.views.internal import to_turns as to_runs
 from toolspan.server._streams.deltas import DeltaDropped, Subscription, relay_until_commit
 from toolspan.server._streams.readers import Reader, complete
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT
