@@ -2,11 +2,12 @@
 it imports nothing of the instrumentation, the server or the CLI.
 
 Its public API, for applications and for toolspan's own server, CLI, exporters and replay (names load on
-first use):
+first use; ``docs/bridge.md`` documents each public module's names, and what toolspan's own packages read
+beyond them is ``toolspan.bridge.internal`` and ``toolspan.bridge.views.internal``, not public API):
 
 - **the model**: ``Span``, ``SpanEvent``, ``SpanLink`` (``toolspan.bridge.model``);
 - **reading** (``toolspan.bridge.readers``): ``read_spans``, ``iter_spans``, ``spans_from_document``,
-  ``from_readable_spans``, ``BridgeReadError``, ``ReadReport``; OTLP protobuf and log decoding;
+  ``from_readable_spans``, ``BridgeReadError``, ``ReadReport``;
 - **one span's facts** (``toolspan.bridge.facts``): ``classify``, ``tool_call``, ``approvals``, ...;
 - **views** (``toolspan.bridge.views``): ``to_events``, ``to_timelines``, ``to_trees``, ``to_plans``,
   ``to_progress``, ``to_pages``, ``audit``; and ``VIEWS``, the one registry of views (name, function,
