@@ -210,6 +210,10 @@ PLAN_SPAN_PREFIX: Final = "plan "
 
 # Instrumentation scope
 SCOPE_NAME: Final = "toolspan"
+# The semantic conventions toolspan's spans follow, declared on its tracer's instrumentation scope: the
+# schema of the ``opentelemetry-semantic-conventions`` release the project pins (0.66b1: schema 1.44.0; the
+# tests check it is that release's newest schema).
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.44.0"
 
 # --- Read by the bridge (toolspan.bridge.facts) ---------------------------------------------------
 OP_RETRIEVAL: Final = "retrieval"

@@ -22,9 +22,9 @@ from playwright.sync_api import Browser, Page, expect
 
 import toolspan
 from tests.support.page_data import big_run, hostile_payloads, hostile_run
+from toolspan.bridge import write_json_lines
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers import from_readable_spans
-from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_events, to_pages
 from toolspan.page import WORDS, LiveOptions, page_json, render_html
 from toolspan.testing import capture_spans

@@ -22,7 +22,7 @@ from tests.support.backend import Backend, backend_server, json_answer
 from tests.support.paths import TESTS
 from tests.support.server import HOST, wait_for
 from toolspan.backends import _client
-from toolspan.server import ServerConfig, Store, build_app
+from toolspan.server import ServerConfig, SqliteStore, build_app
 from toolspan.server._store import remote
 
 # The routes that read one trace (a view, OTLP JSON, the page's data, a job's tree, the trace page).
@@ -52,7 +52,7 @@ def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[s
     with backend_server() as backend:
         db = str(tmp_path / "serve.db")
         config = ServerConfig(db=db, parse_workers=0, tempo_url=backend.url, jaeger_url=backend.url)
-        starlette, _ = build_app(config, Store(db))
+        starlette, _ = build_app(config, SqliteStore(db))
         server = uvicorn.Server(uvicorn.Config(starlette, host=HOST, port=0, log_level="critical"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.support.asgi import AsgiClient
+from toolspan.bridge.internal import LogRecord
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import LogRecord
 from toolspan.bridge.views.registry import VIEWS
 from toolspan.server import ServerConfig, build_app, open_store
 from toolspan.server._http.render import render

@@ -254,7 +254,7 @@ def test_text_deltas_reach_stream_clients_of_every_replica(tmp_path: Path, repli
 
 
 def test_a_delta_longer_than_a_notification_goes_in_pieces_that_join_to_it() -> None:
-    from toolspan.bridge.readers import LogRecord
+    from toolspan.bridge.internal import LogRecord
     from toolspan.server._store.changes import delta_payloads
 
     text = "é" * 3000 + "\\" * 2000 + "x" * 9000

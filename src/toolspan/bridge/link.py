@@ -36,17 +36,15 @@ from toolspan.bridge.facts import (
     Requested,
     ToolCallRecord,
     classify,
-    normal_arguments,
-    normal_result,
     parse_json,
     requested_calls,
-    result_call_id,
     tool_call,
     tool_error,
     tool_name,
     tool_state,
 )
 from toolspan.bridge.facts import call_id as tool_call_id
+from toolspan.bridge.internal import normal_arguments, normal_result, result_call_id
 from toolspan.bridge.model import Span
 
 __all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]

@@ -139,7 +139,7 @@ def test_retention_by_age_drops_traces_not_updated_within_it(store: StoreApi) ->
 
 
 def test_an_open_tool_is_running_until_its_root_ended_then_sealed(store: StoreApi) -> None:
-    from toolspan.server._store.query import list_traces
+    from toolspan.server._http.trace_list import list_traces
 
     root = Span(
         TRACE,

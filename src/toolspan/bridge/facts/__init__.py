@@ -38,39 +38,19 @@ calls a model call asked for), ``_json`` and ``_pyliteral`` (JSON, and Python li
 
 from __future__ import annotations
 
-from toolspan.bridge.facts._agents import (
-    agent_input_text,
-    agent_name,
-    agent_output_text,
-    plan_name,
-    thoughts,
-)
-from toolspan.bridge.facts._classify import calls_model, classify
-from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._agents import agent_name, plan_name, thoughts
+from toolspan.bridge.facts._classify import classify
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL
-from toolspan.bridge.facts._model_calls import ModelCall, Usage, completed, model_call, total_usage
-from toolspan.bridge.facts._requests import (
-    Requested,
-    normal_arguments,
-    normal_result,
-    requested_calls,
-    result_call_id,
-)
+from toolspan.bridge.facts._model_calls import ModelCall, Usage, model_call
+from toolspan.bridge.facts._requests import Requested, requested_calls
 from toolspan.bridge.facts._tools import (
-    ACT_AWAITING_APPROVAL,
     ApprovalEvent,
     ArgumentsEdit,
     ToolCallRecord,
-    act_status,
     approvals,
-    arguments_edit,
-    arguments_text,
     call_id,
-    edited_input,
     execution_id,
-    is_cancellation,
-    parent_tool_ids,
     tool_call,
     tool_error,
     tool_input,
@@ -79,8 +59,9 @@ from toolspan.bridge.facts._tools import (
     tool_state,
 )
 
+# Exactly what docs/bridge.md documents (its test holds them to it); the facts the views and toolspan's own
+# server read beyond these are ``toolspan.bridge.internal``.
 __all__ = [
-    "ACT_AWAITING_APPROVAL",
     "AGENT",
     "CHAIN",
     "LLM",
@@ -94,29 +75,15 @@ __all__ = [
     "Requested",
     "ToolCallRecord",
     "Usage",
-    "act_status",
-    "agent_input_text",
     "agent_name",
-    "agent_output_text",
     "approvals",
-    "arguments_edit",
-    "arguments_text",
     "call_id",
-    "calls_model",
     "classify",
-    "completed",
-    "content_attributes",
-    "edited_input",
     "execution_id",
-    "is_cancellation",
     "model_call",
-    "normal_arguments",
-    "normal_result",
-    "parent_tool_ids",
     "parse_json",
     "plan_name",
     "requested_calls",
-    "result_call_id",
     "thoughts",
     "tool_call",
     "tool_error",
@@ -124,5 +91,4 @@ __all__ = [
     "tool_name",
     "tool_output",
     "tool_state",
-    "total_usage",
 ]

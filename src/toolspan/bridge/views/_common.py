@@ -18,13 +18,10 @@ from toolspan.bridge.facts import (
     TOOL,
     ModelCall,
     ToolCallRecord,
-    agent_input_text,
-    agent_output_text,
-    calls_model,
     classify,
-    completed,
     model_call,
 )
+from toolspan.bridge.internal import agent_input_text, agent_output_text, calls_model, completed
 from toolspan.bridge.link import link_tool_calls, tool_legs
 from toolspan.bridge.model import Span
 

@@ -52,17 +52,19 @@ from toolspan.bridge.facts import (
     PLAN,
     TOOL,
     ToolCallRecord,
-    agent_input_text,
     agent_name,
-    agent_output_text,
     approvals,
-    arguments_text,
-    is_cancellation,
-    parent_tool_ids,
     parse_json,
     plan_name,
     thoughts,
     tool_call,
+)
+from toolspan.bridge.internal import (
+    agent_input_text,
+    agent_output_text,
+    arguments_text,
+    is_cancellation,
+    parent_tool_ids,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces, iso, ms

@@ -46,11 +46,10 @@ from toolspan.bridge.facts import (
     Usage,
     agent_name,
     approvals,
-    edited_input,
     plan_name,
     thoughts,
-    total_usage,
 )
+from toolspan.bridge.internal import edited_input, total_usage
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import AGENTS, TraceIndex, group_traces, turn_messages
 from toolspan.bridge.views._progress import AUTO_SEAL_RESULT

@@ -24,13 +24,8 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import (
-    AGENT,
-    TOOL,
-    ToolCallRecord,
-    thoughts,
-    total_usage,
-)
+from toolspan.bridge.facts import AGENT, TOOL, ToolCallRecord, thoughts
+from toolspan.bridge.internal import total_usage
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,

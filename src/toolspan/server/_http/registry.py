@@ -10,7 +10,7 @@ from toolspan.server._http.auth import ANY_TOKEN, DECIDE, INGEST, PUBLIC
 from toolspan.server._http.endpoints import HTML, LINES, SSE, Endpoint, query
 from toolspan.server._http.routes import ingest, openapi, pages, streams, traces, views
 from toolspan.server._http.routes.control import queries, writes
-from toolspan.server._store.query import PARAMETERS
+from toolspan.server._http.trace_list import PARAMETERS
 
 __all__ = ["ROUTES"]
 

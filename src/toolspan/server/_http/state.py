@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 
-from toolspan.bridge.readers import LogRecord
+from toolspan.bridge.internal import LogRecord
 from toolspan.server._http.auth import FailureThrottle
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.renders import Renders

@@ -16,15 +16,8 @@ from typing import Any, Final, NamedTuple
 
 from toolspan import semconv as sc
 from toolspan.bridge import coalesce
-from toolspan.bridge.facts import (
-    ACT_AWAITING_APPROVAL,
-    TOOL,
-    act_status,
-    classify,
-    tool_error,
-    tool_name,
-    tool_state,
-)
+from toolspan.bridge.facts import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.internal import ACT_AWAITING_APPROVAL, act_status
 from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import encode
 from toolspan.server._rows.columns import Id, Int8, Record

@@ -34,9 +34,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge import write_json_lines
 from toolspan.bridge.facts import TOOL, classify, execution_id
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import write_json_lines
 from toolspan.bridge.views import to_progress
 from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription, relay_until_commit
 from toolspan.server._streams.readers import Reader, complete
