@@ -31,7 +31,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     (
         "decisions/test_hostile.py",
         "test_a_rebooked_call_id_never_hands_its_decision_to_the_call_waiting.operator",
-    ): ("polls the book until the call waits"),
+    ): "polls the book until the call waits",
     ("e2e/conftest.py", "Proc.wait_until"): "polls a real process until it answers",
     ("e2e/conftest.py", "Phoenix.wait_for_spans"): "polls Phoenix until the spans are stored",
     ("e2e/otel_stack.py", "Jaeger.wait_for_trace"): "polls Jaeger until the trace is stored",
@@ -43,8 +43,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "server/test_hangups.py",
         "test_dropped_and_hung_up_streams_and_a_shutdown_with_streams_open_log_nothing_else",
     ): (
-        "polls /healthz until the dropped client is counted; then gives the held streams a moment to be"
-        " opened before the shutdown (a stream not yet open is a plain connection: the log is the same)"
+        "polls /healthz until the dropped client is counted; then gives the held streams' requests half a"
+        " second to reach the server before it is stopped"
     ),
     ("server/test_live.py", "_post_until_stored"): "retries a send until the server (restarted) stores it",
     ("server/test_live.py", "test_resume_across_sigkills_receives_exactly_the_full_sequence.client"): (
@@ -53,11 +53,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     (
         "server/test_replicas.py",
         "test_three_replicas_four_senders_a_replica_killed_and_the_database_restarted.sender",
-    ): ("a sender retrying on another replica"),
+    ): "a sender retrying on another replica",
     (
         "server/test_replicas.py",
         "test_three_replicas_four_senders_a_replica_killed_and_the_database_restarted.client",
-    ): ("a client reconnecting to another replica"),
+    ): "a client reconnecting to another replica",
     ("support/postgres.py", "Postgres.wait_ready"): "polls PostgreSQL until it accepts connections",
     ("support/server.py", "wait_for"): "the tests' poll of a condition until a deadline",
     ("support/server.py", "Server.start"): "polls a starting server until it answers /healthz",
@@ -68,7 +68,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     (
         "approvals/test_server.py",
         "test_a_request_cancels_a_running_async_body_and_the_caller_gets_a_result.slow",
-    ): ("a tool body that hangs until a cancel request ends it"),
+    ): "a tool body that hangs until a cancel request ends it",
     ("decisions/test_hostile.py", "test_calls_that_never_started_their_body_are_not_counted_offline.never"): (
         "an approver that never answers (the call times out)"
     ),
@@ -87,7 +87,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     (
         "approvals/test_approval.py",
         "test_arun_runs_a_blocking_sync_approver_off_the_event_loop.main.decide_soon",
-    ): ("decides on the loop while the sync approver blocks in its thread: the loop must stay free"),
+    ): "decides on the loop while the sync approver blocks in its thread: the loop must stay free",
     ("apps/server_stream_app.py", "step"): "a child app's steps, apart in time, streamed as they happen",
     ("decisions/test_replay_faithful.py", "_Endless.do_GET"): "a server that drips its answer slowly",
     ("e2e/shipping_app.py", "staged"): "a child app's stages, apart in time",
@@ -111,14 +111,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("server/test_resources.py", "test_a_decision_on_one_replica_wakes_the_long_poll_on_another_at_once"): (
         "lets the long poll start waiting on one replica before the other decides (a decision before it"
         " only makes the poll return sooner: the test cannot pass by it)"
-    ),
-    (
-        "server/test_replicas.py",
-        "test_a_sweep_runs_on_one_replica_at_a_time_and_once_a_second_for_the_cluster",
-    ): ("the cluster's once-a-second limit on sweeps is what is tested"),
-    ("server/store/test_api.py", "_prune"): (
-        "PostgreSQL's replicas sweep at most once a second for the cluster: a test's second sweep waits"
-        " it out"
     ),
 }
 # ``random``'s names a test may use: the generator classes, which a test seeds.
