@@ -17,7 +17,16 @@ from typing import Any, Final
 
 import pytest
 
-from tests.backends.test_hostile import ANSWERS, CAP, HUNG_UP_WITHIN_S, JAEGER_TRACE, TEMPO_TRACE, TIMED
+from tests.backends.test_hostile import (
+    ANSWERS,
+    CAP,
+    DEADLINE_S,
+    HUNG_UP_WITHIN_S,
+    JAEGER_TRACE,
+    TEMPO_TRACE,
+    TIMED,
+    TRICKLE_DEADLINE_S,
+)
 from tests.support.backend import Backend, backend_server, json_answer
 from tests.support.paths import TESTS
 from tests.support.server import HOST, wait_for
@@ -42,13 +51,18 @@ READS: Final = {
 
 
 @pytest.fixture
-def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Backend]]:
+def serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[tuple[str, Backend]]:
     """``toolspan serve --tempo URL --jaeger URL`` in process over an empty store, both backends the one
-    hostile server (Tempo's and Jaeger's paths differ); answers come whole within 0.5 s."""
+    hostile server (Tempo's and Jaeger's paths differ); answers come whole within ``DEADLINE_S`` (a test of
+    a trickle, which never comes whole: ``TRICKLE_DEADLINE_S``)."""
     import uvicorn
 
+    kind = getattr(request.node, "callspec", None) and request.node.callspec.params.get("kind", "")
+    trickle = isinstance(kind, str) and kind.startswith("trickled")
     monkeypatch.setattr(_client, "MAX_RESPONSE_BYTES", CAP)
-    monkeypatch.setattr(remote, "BACKEND_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(remote, "BACKEND_TIMEOUT_S", TRICKLE_DEADLINE_S if trickle else DEADLINE_S)
     with backend_server() as backend:
         db = str(tmp_path / "serve.db")
         config = ServerConfig(db=db, parse_workers=0, tempo_url=backend.url, jaeger_url=backend.url)
@@ -66,7 +80,7 @@ def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[s
 
 
 def get(url: str) -> tuple[int, Any]:
-    """The status and the JSON of ``GET url`` (generous time: the server's own deadline is 0.5 s)."""
+    """The status and the JSON of ``GET url`` (generous time: the server's own deadline is far shorter)."""
     try:
         with urllib.request.urlopen(url, timeout=60) as reply:
             return reply.status, reply.read()
