@@ -119,9 +119,14 @@ SEEDED = frozenset({"Random", "SystemRandom"})
 
 @functools.cache
 def _sources(root: Path) -> list[tuple[str, ast.Module]]:
-    """Each file under ``root`` (its path from ``root``) and its syntax tree, parsed once for the checks."""
-    paths = [p for p in sorted(root.rglob("*.py")) if "node_modules" not in p.parts]
-    return [(p.relative_to(root).as_posix(), ast.parse(p.read_text(encoding="utf-8"))) for p in paths]
+    """Each file under ``root`` that names ``sleep`` or ``random`` (its path from ``root``) and its syntax
+    tree, parsed once for the checks (a file that names neither holds no call of either)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "node_modules" not in path.parts and ("sleep" in text or "random" in text):
+            found.append((path.relative_to(root).as_posix(), ast.parse(text)))
+    return found
 
 
 def sleeps(root: Path) -> dict[tuple[str, str], list[int]]:
