@@ -7,8 +7,10 @@ says the thing was considered, and a sweep runs when the test calls it. The slee
 each with what it is for: a poll of a condition until a deadline, a tool that hangs until it is cancelled,
 a pace a real client keeps. ``sleep(0)`` (a turn of the event loop, not a wait) is no sleep here.
 
-``random``'s module functions draw from a generator seeded by the clock: a test draws from its own
-``random.Random(seed)``, so a failure comes back on the next run.
+``random``'s module functions draw from a generator seeded by the clock, and ``secrets``, ``uuid.uuid4``
+and ``os.urandom`` from the system: a test draws from its own ``random.Random(seed)`` or takes a fixed
+value, so a failure comes back on the next run. Only the end-to-end tests name their runs uniquely (a real
+Phoenix or Jaeger keeps every run's data: a fixed name would read the last run's).
 """
 
 from __future__ import annotations
@@ -115,16 +117,29 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 # ``random``'s names a test may use: the generator classes, which a test seeds.
 SEEDED = frozenset({"Random", "SystemRandom"})
+# The draws from the system or the clock: module -> its names that draw (``None``: every name).
+DRAWS: dict[str, frozenset[str] | None] = {
+    "random": None,
+    "secrets": None,
+    "uuid": frozenset({"uuid1", "uuid4"}),
+    "os": frozenset({"urandom", "getrandom"}),
+}
+# The files that may draw, each with why.
+UNIQUE: dict[str, str] = {
+    "e2e/test_faults.py": "a unique project name in a real Phoenix, which keeps every run's spans",
+    "e2e/test_jaeger_cli.py": "a unique service name in a real Jaeger, which keeps every run's traces",
+    "e2e/test_phoenix_e2e.py": "a unique project name in a real Phoenix, which keeps every run's spans",
+}
 
 
 @functools.cache
 def _sources(root: Path) -> list[tuple[str, ast.Module]]:
-    """Each file under ``root`` that names ``sleep`` or ``random`` (its path from ``root``) and its syntax
-    tree, parsed once for the checks (a file that names neither holds no call of either)."""
+    """Each file under ``root`` that names ``sleep`` or a module of ``DRAWS`` (its path from ``root``) and
+    its syntax tree, parsed once for the checks (a file that names none holds no call of any)."""
     found = []
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if "node_modules" not in path.parts and ("sleep" in text or "random" in text):
+        if "node_modules" not in path.parts and any(word in text for word in ("sleep", *DRAWS)):
             found.append((path.relative_to(root).as_posix(), ast.parse(text)))
     return found
 
@@ -149,22 +164,28 @@ def sleeps(root: Path) -> dict[tuple[str, str], list[int]]:
 
 
 def unseeded(root: Path) -> list[str]:
-    """``file:line name`` of every use of a ``random`` module function (or its import) under ``root``."""
+    """``file:line module.name`` of every draw of ``DRAWS`` (a use, or an import by name) under ``root``."""
     found = []
     for where, tree in _sources(root):
         for node in ast.walk(tree):
-            names: list[str] = []
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "random"
-                and node.attr not in SEEDED
-            ):
-                names = [node.attr]
-            elif isinstance(node, ast.ImportFrom) and node.module == "random":
-                names = [alias.name for alias in node.names if alias.name not in SEEDED]
-            found += [f"{where}:{getattr(node, 'lineno', 0)} random.{name}" for name in names]
+            used: list[tuple[str, str]] = []
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                used = [(node.value.id, node.attr)]
+            elif isinstance(node, ast.ImportFrom) and node.module in DRAWS:
+                used = [(node.module, alias.name) for alias in node.names]
+            found += [
+                f"{where}:{getattr(node, 'lineno', 0)} {module}.{name}"
+                for module, name in used
+                if _draws(module, name)
+            ]
     return found
+
+
+def _draws(module: str, name: str) -> bool:
+    if module not in DRAWS or (module == "random" and name in SEEDED):
+        return False
+    names = DRAWS[module]
+    return names is None or name in names
 
 
 def _called(func: ast.expr) -> str | None:
@@ -189,15 +210,26 @@ def test_every_listed_sleep_is_still_there() -> None:
 
 
 def test_no_test_draws_unseeded_random_numbers() -> None:
-    assert unseeded(TESTS) == []
+    assert [f for f in unseeded(TESTS) if f.split(":")[0] not in UNIQUE] == []
+
+
+def test_every_file_listed_as_drawing_still_draws() -> None:
+    assert sorted(set(UNIQUE) - {f.split(":")[0] for f in unseeded(TESTS)}) == []
 
 
 def test_a_sleep_and_an_unseeded_draw_are_found(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(
-        "import asyncio, random, time\nfrom random import choice\n\n"
+        "import asyncio, os, random, secrets, time, uuid\nfrom random import choice\n\n"
         "class C:\n    async def wait(self):\n"
         "        await asyncio.sleep(0)\n        await asyncio.sleep(0.2)\n"
         "\ndef test():\n    time.sleep(1)\n    random.Random(3).random()\n    return random.random()\n"
+        "\nNAMES = [uuid.uuid4(), uuid.uuid5(uuid.NAMESPACE_URL, 'x'), secrets.token_hex(), os.urandom(4)]\n"
     )
     assert sleeps(tmp_path) == {("t.py", "C.wait"): [7], ("t.py", "test"): [10]}
-    assert unseeded(tmp_path) == ["t.py:2 random.choice", "t.py:12 random.random"]
+    assert unseeded(tmp_path) == [
+        "t.py:2 random.choice",
+        "t.py:12 random.random",
+        "t.py:14 uuid.uuid4",
+        "t.py:14 secrets.token_hex",
+        "t.py:14 os.urandom",
+    ]
