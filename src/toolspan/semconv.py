@@ -30,7 +30,6 @@ GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 
@@ -42,7 +41,6 @@ OP_CHAT: Final = "chat"
 OP_TEXT_COMPLETION: Final = "text_completion"
 OP_GENERATE_CONTENT: Final = "generate_content"
 OP_EMBEDDINGS: Final = "embeddings"
-LLM_OPERATIONS: Final = frozenset({OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT})
 
 # Values of gen_ai.tool.type
 TOOL_TYPE_FUNCTION: Final = "function"
@@ -89,7 +87,6 @@ OI_KIND_AGENT: Final = "AGENT"
 OI_KIND_LLM: Final = "LLM"
 OI_KIND_CHAIN: Final = "CHAIN"
 MIME_JSON: Final = "application/json"
-MIME_TEXT: Final = "text/plain"
 
 # --- OpenLLMetry (Traceloop) ------------------------------------------------------------------------
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"  # workflow | task | agent | tool
@@ -104,7 +101,6 @@ TOOLSPAN_TOOL_STATE: Final = "toolspan.tool.state"
 TOOLSPAN_PLAN_NAME: Final = "toolspan.plan.name"
 TOOLSPAN_PARENT_EXECUTION_ID: Final = "toolspan.parent.execution_id"
 TOOLSPAN_PARENT_TOOL_CALL_ID: Final = "toolspan.parent.tool_call_id"
-TOOLSPAN_STEP_INDEX: Final = "toolspan.step.index"
 TOOLSPAN_STREAM_TEXT: Final = "toolspan.stream.text"  # aggregate of the text_delta chunks of a span
 TOOLSPAN_STREAM_TRUNCATED: Final = "toolspan.stream.truncated"  # true when the aggregate hit the budget
 TOOLSPAN_RESULT_ITEMS: Final = "toolspan.result.items"  # how many items a generator tool yielded
@@ -331,7 +327,6 @@ VERCEL_MODEL_CALL_SUFFIXES: Final = (".doGenerate", ".doStream", ".doEmbed")
 MLFLOW_SPAN_TYPE: Final = "mlflow.spanType"
 MLFLOW_SPAN_INPUTS: Final = "mlflow.spanInputs"
 MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
-MLFLOW_MESSAGE_FORMAT: Final = "mlflow.message.format"
 MLFLOW_LLM_MODEL: Final = "mlflow.llm.model"
 MLFLOW_TOKEN_USAGE: Final = "mlflow.chat.tokenUsage"
 # Logfire: spans named by a message template; the OpenAI Agents integration's templates and attributes.

@@ -365,7 +365,7 @@ def backends() -> Iterator[tuple[str, str, list[str]]]:
             pass
 
     httpd = http.server.ThreadingHTTPServer((HOST, 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     base = f"http://{HOST}:{httpd.server_address[1]}"
     try:

@@ -78,7 +78,6 @@ class ToolInfo:
     """What ``@tool`` computed once for a function."""
 
     __slots__ = (
-        "base_attributes",
         "description",
         "func",
         "late",
@@ -107,5 +106,4 @@ class ToolInfo:
         self.params = Parameters.of(func)
         # The static start attributes per conventions setting (the setting may change after decoration).
         self.templates = {conv: template(name, description, tool_type, conv) for conv in CONVENTIONS}
-        self.base_attributes = self.templates[CONVENTIONS_BOTH]
         self.late = late_attributes(name, description, CONVENTIONS_BOTH)

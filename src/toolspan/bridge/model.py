@@ -62,16 +62,6 @@ class Span:
         return None if self.end_ns is None else max(0, self.end_ns - self.start_ns)
 
 
-def pad_trace_id(hex_id: str) -> str:
-    """Lowercase and left-pad a hex trace id to 32 characters."""
-    return hex_id.lower().rjust(32, "0")
-
-
-def pad_span_id(hex_id: str) -> str:
-    """Lowercase and left-pad a hex span id to 16 characters."""
-    return hex_id.lower().rjust(16, "0")
-
-
 def span_fields(span: Span) -> list[Any]:
     """A span as a list of plain values, every field but ``origin`` and ``scope_schema_url``, in a fixed
     order: the total order of conflicting records (``bridge._coalesce``) and the stored form of a span

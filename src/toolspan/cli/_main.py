@@ -46,7 +46,6 @@ from toolspan.cli._help import CommandParser, HelpFormatter, ToolspanParser, pla
 from toolspan.cli._options import Option, add_options
 
 TARGETS = tuple(VIEWS)
-STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
 # Ended tool spans remembered by the streaming events path (an open record arriving after its completion).

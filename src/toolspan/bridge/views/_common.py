@@ -272,8 +272,6 @@ class TraceIndex:
 AGENTS: Final = frozenset({AGENT})
 PLANS: Final = frozenset({PLAN})
 TOOLS: Final = frozenset({TOOL})
-PLANS_TOOLS: Final = frozenset({PLAN, TOOL})
-AGENTS_LLMS: Final = frozenset({AGENT, LLM})
 
 
 def turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:
