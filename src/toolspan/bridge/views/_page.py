@@ -48,6 +48,7 @@ from toolspan._util.ids import arguments_sha256
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
 from toolspan.bridge.facts import (
     AGENT,
+    CONVERSATION_KEYS,
     LLM,
     PLAN,
     TOOL,
@@ -221,7 +222,7 @@ def _step_state(span: Span, kind: str, live: bool, waiting: bool) -> str:
 
 
 def _conversation_id(trace: Sequence[Span]) -> str | None:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":

@@ -39,6 +39,7 @@ from toolspan._util.words import ALLOW
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.facts import (
     AGENT,
+    CONVERSATION_KEYS,
     LLM,
     PLAN,
     TOOL,
@@ -93,7 +94,7 @@ class Run:
 
 def conversation_id(trace: list[Span]) -> str:
     """The conversation of a trace: ``gen_ai.conversation.id``, ``session.id``, else the trace id."""
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":

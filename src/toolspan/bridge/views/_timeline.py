@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.facts import (
     AGENT,
+    CONVERSATION_KEYS,
     TOOL,
     ToolCallRecord,
     thoughts,
@@ -48,7 +48,7 @@ _Item = tuple[int, int, int, int, dict[str, Any]]
 
 
 def _conversation_id(trace: list[Span]) -> str:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":
