@@ -50,6 +50,7 @@ SETUPS = (
     "agent_framework",
     "langgraph_js_openinference",
     "openai_agents_js",
+    "acme_agents",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
