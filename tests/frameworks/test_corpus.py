@@ -157,7 +157,6 @@ FINISH_REASONS = {
     "haystack": ["tool_calls", "stop"],
     "crewai_openinference": ["tool_calls", "stop"],
     "autogen_agentchat": ["function_calls", "stop"],
-    "acme_agents": ["tool_calls", "stop"],
     "vercel_ai_generate": ["tool-calls", "stop"],  # the SDK's unified finish reasons
     "vercel_ai_stream": ["tool-calls", "stop"],
     "mlflow_native": ["tool_calls", "stop"],  # from the OpenAI client's span inside each generation
@@ -483,7 +482,6 @@ KINDS: dict[str, dict[str, int]] = {
     "agent_framework": {"agent": 1, "llm": 2, "tool": 3},
     "langgraph_js_openinference": {"chain": 11, "llm": 2, "tool": 3},
     "openai_agents_js": {"agent": 2, "chain": 3, "llm": 2, "tool": 3},
-    "acme_agents": {"agent": 1, "llm": 2, "tool": 3},
 }
 
 

@@ -50,7 +50,6 @@ SETUPS = (
     "agent_framework",
     "langgraph_js_openinference",
     "openai_agents_js",
-    "acme_agents",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}

@@ -36,7 +36,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
-from toolspan.bridge.facts._dialects._acme import ACME
 from toolspan.bridge.facts._dialects._adk import GOOGLE_ADK
 from toolspan.bridge.facts._dialects._autogen import AUTOGEN
 from toolspan.bridge.facts._dialects._crewai import CREWAI
@@ -75,7 +74,6 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
     MLFLOW,
     LOGFIRE,
     LANGFUSE,
-    ACME,
     GOOGLE_ADK,
     HAYSTACK,
     DSPY,
