@@ -23,8 +23,9 @@ two conventions' keys are on one span, the earlier one's are read first.
    one is missing); a hook of the record for what does not fit (no ``if acme`` in a shared module: a new
    kind of rule is a new optional field of ``Dialect``, read by the shared reader that needs it);
 3. ``ACME`` in ``DIALECTS`` below, where its place in the order says;
-4. its recorded trace under ``tests/corpus/acme/`` (``scripts/corpus/``), and its row in
-   ``docs/frameworks.md``.
+4. its recorded run under ``tests/corpus/acme/`` (``scripts/corpus/``), its name in
+   ``tests/support/corpus.py``'s ``SETUPS`` and its lines in ``tests/frameworks/test_corpus.py``'s tables
+   (its span kinds, its finish reasons), and its row in ``docs/frameworks.md``.
 
 The server's index (``INDEX_KEYS``) and every shared reader pick it up from ``DIALECTS``.
 """
