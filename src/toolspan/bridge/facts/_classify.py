@@ -10,8 +10,7 @@ from typing import Final
 
 from toolspan import semconv as sc
 from toolspan.bridge.facts._dialects import (
-    DIALECTS,
-    Dialect,
+    hooks,
     recognised_kind,
     stated_kind,
     unrecorded,
@@ -45,7 +44,7 @@ def classify(span: Span) -> str:
     attrs = span.attributes
     if sc.TOOLSPAN_PLAN_NAME in attrs:
         return PLAN
-    if unrecorded(span):
+    if unrecorded(attrs):
         return OTHER
     op = attrs.get(sc.GEN_AI_OPERATION_NAME)
     if op is not None:
@@ -61,15 +60,11 @@ def classify(span: Span) -> str:
     return OTHER if kind is None else kind
 
 
-_CALLS_MODEL: Final = tuple(d for d in DIALECTS if d.calls_model is not None)
-
-
-def _asks_model(dialect: Dialect, span: Span) -> bool:
-    return dialect.calls_model is None or dialect.calls_model(span)
+_CALLS_MODEL: Final = hooks(lambda d: d.calls_model)
 
 
 def calls_model(span: Span) -> bool:
     """Whether an ``llm`` span records a call to a model: a span a convention says only builds the request
     (LlamaIndex's ``…_prepare_chat_with_tools``, ``Dialect.calls_model``) keeps its kind and is no model
     call."""
-    return all(_asks_model(d, span) for d in _CALLS_MODEL)
+    return all(asks(span) for asks in _CALLS_MODEL)

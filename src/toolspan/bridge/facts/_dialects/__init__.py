@@ -89,6 +89,15 @@ _RECOGNISED: Final = tuple(d for d in DIALECTS if d.recognised)
 _READERS: Final = tuple(d for d in DIALECTS if d.read is not None)
 
 
+# Every marker of a group, for a quick test that a span carries none (most spans: GenAI's), inlined below.
+_STATED_MARKERS: Final = frozenset(key for d in _STATED for key in d.markers)
+_STATED_NAMES: Final = frozenset(name for d in _STATED for name in d.span_names)
+_RECOGNISED_MARKERS: Final = frozenset(key for d in _RECOGNISED for key in d.markers)
+_RECOGNISED_NAMES: Final = frozenset(name for d in _RECOGNISED for name in d.span_names)
+_READER_MARKERS: Final = frozenset(key for d in _READERS for key in d.markers)
+_READER_NAMES: Final = frozenset(name for d in _READERS for name in d.span_names)
+
+
 def keys(field: Callable[[Dialect], tuple[str, ...]]) -> tuple[str, ...]:
     """Every convention's keys of one kind (``keys(lambda d: d.tool_name_keys)``), in ``DIALECTS``' order."""
     out: list[str] = []
@@ -105,20 +114,31 @@ def hooks(field: Callable[[Dialect], _Hook | None]) -> tuple[_Hook, ...]:
     return tuple(hook for hook in map(field, DIALECTS) if hook is not None)
 
 
-_OTHER: Final = hooks(lambda d: d.other)
-_FAILED: Final = hooks(lambda d: d.failed)
+def _either(
+    tests: tuple[Callable[[Mapping[str, Any]], bool], ...],
+) -> Callable[[Mapping[str, Any]], bool]:
+    """One test true when one of ``tests`` is (each asked in order; one test is itself)."""
+    if len(tests) == 1:
+        return tests[0]
+
+    def either(attrs: Mapping[str, Any]) -> bool:
+        return any(test(attrs) for test in tests)
+
+    return either
+
+
+# Whether a convention says a span (its attributes) records no call of its own (its kind is ``other``).
+unrecorded: Final = _either(hooks(lambda d: d.other))
+# Whether a convention's own attributes say the call failed.
+dialect_failed: Final = _either(hooks(lambda d: d.failed))
 _ERRORS: Final = hooks(lambda d: d.error)
-
-
-def unrecorded(span: Span) -> bool:
-    """Whether a convention says ``span`` records no call of its own (its kind is ``other``)."""
-    attrs = span.attributes
-    return any(other(attrs) for other in _OTHER)
 
 
 def stated_kind(span: Span) -> str | None:
     """The kind a tracer's own marker states for ``span``, asked before GenAI's rule for tools. A
     convention whose attributes are read as GenAI ones claims a span it marks: none after it is asked."""
+    if span.attributes.keys().isdisjoint(_STATED_MARKERS) and span.name not in _STATED_NAMES:
+        return None
     for dialect in _STATED:
         if dialect.marks(span):
             kind = dialect.kind(span)
@@ -131,17 +151,14 @@ def stated_kind(span: Span) -> str | None:
 
 def recognised_kind(span: Span) -> str | None:
     """The kind a convention recognises ``span`` by (names, content), asked after GenAI's rule for tools."""
+    if span.attributes.keys().isdisjoint(_RECOGNISED_MARKERS) and span.name not in _RECOGNISED_NAMES:
+        return None
     for dialect in _RECOGNISED:
         if dialect.marks(span):
             kind = dialect.kind(span)
             if kind is not None:
                 return kind
     return None
-
-
-def dialect_failed(attrs: Mapping[str, Any]) -> bool:
-    """Whether a convention's own attributes say the call failed."""
-    return any(failed(attrs) for failed in _FAILED)
 
 
 def dialect_error(span: Span) -> str | None:
@@ -158,28 +175,18 @@ def dialect_error(span: Span) -> str | None:
 # while cached): the readers of one span (name, arguments, requests, usage, messages) each ask for its
 # dialect, which parses its JSON values once.
 _MEMO_SIZE: Final = 64
-_memo: OrderedDict[int, tuple[Mapping[str, Any], dict[str, Any] | None]] = OrderedDict()
+_memo: OrderedDict[int, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = OrderedDict()
 _memo_lock = threading.Lock()
 
 
-def _reader(span: Span) -> Dialect | None:
-    for dialect in _READERS:
-        if dialect.marks(span):
-            return dialect
-    return None
-
-
-def _dialect(span: Span) -> dict[str, Any] | None:
-    dialect = _reader(span)
-    if dialect is None or dialect.read is None:
-        return None
-    attrs = span.attributes
+def _dialect(span: Span, attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     key = id(attrs)
     with _memo_lock:
         hit = _memo.get(key)
         if hit is not None and hit[0] is attrs:
             return hit[1]
-    read = dialect.read(span)
+    dialect = next((d for d in _READERS if d.marks(span)), None)
+    read = None if dialect is None or dialect.read is None else dialect.read(span)
     found = None
     if read:
         extra = {k: v for k, v in read.items() if v is not None and k not in attrs}
@@ -194,5 +201,8 @@ def _dialect(span: Span) -> dict[str, Any] | None:
 def with_dialect(span: Span) -> Mapping[str, Any]:
     """The span's attributes, plus the GenAI names its dialect's own attributes give (the span's win).
     Values parsed from JSON are shared by the calls on one span: readers never change them."""
-    found = _dialect(span)
-    return span.attributes if found is None else found
+    attrs = span.attributes
+    if attrs.keys().isdisjoint(_READER_MARKERS) and span.name not in _READER_NAMES:
+        return attrs  # asked by every reader of every span: most carry no marker
+    found = _dialect(span, attrs)
+    return attrs if found is None else found

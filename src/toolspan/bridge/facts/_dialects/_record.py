@@ -121,7 +121,10 @@ class Dialect:
     def marks(self, span: Span) -> bool:
         """Whether ``span`` carries one of this convention's markers (a key, or its name)."""
         attrs = span.attributes
-        return any(key in attrs for key in self.markers) or span.name in self.span_names
+        for key in self.markers:
+            if key in attrs:
+                return True
+        return span.name in self.span_names
 
 
 def int_value(attrs: Attrs, *keys: str) -> int | None:
