@@ -40,7 +40,7 @@ def _no_kind(span: Span) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # a convention is itself: compared by identity
 class Dialect:
     """One framework convention: how a framework's own attributes say what the GenAI conventions say.
 
