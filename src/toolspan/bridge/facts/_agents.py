@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts._dialects import hooks, keys, with_dialect
+from toolspan.bridge.facts._dialects import first, hooks, keys, with_dialect
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
@@ -18,7 +18,8 @@ __all__ = ["agent_input_text", "agent_name", "agent_output_text", "plan_name", "
 _NAME_KEYS: Final = (sc.GEN_AI_AGENT_NAME, *keys(lambda d: d.agent_name_keys))
 _INPUT_KEYS: Final = (sc.GEN_AI_INPUT_MESSAGES, *keys(lambda d: d.agent_input_keys))
 _OUTPUT_KEYS: Final = (sc.GEN_AI_OUTPUT_MESSAGES, *keys(lambda d: d.agent_output_keys))
-_TEXT_HOOKS: Final = hooks(lambda d: d.agent_text_of)
+# An agent's input or answer a convention recorded in a record of its own (CrewAI's ``TaskOutput``).
+_text_of: Final = first(hooks(lambda d: d.agent_text_of))
 _MESSAGE_HOOKS: Final = hooks(lambda d: d.messages_of)
 
 
@@ -171,15 +172,6 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
     if value is None:
         return None
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _text_of(attrs: Mapping[str, Any], output: bool) -> str | None:
-    """An agent's input or answer a convention recorded in a record of its own (CrewAI's ``TaskOutput``)."""
-    for hook in _TEXT_HOOKS:
-        text = hook(attrs, output)
-        if text is not None:
-            return str(text)
-    return None
 
 
 def _flat_messages(attrs: Mapping[str, Any], output: bool) -> list[dict[str, Any]] | None:

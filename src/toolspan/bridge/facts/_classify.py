@@ -10,6 +10,7 @@ from typing import Final
 
 from toolspan import semconv as sc
 from toolspan.bridge.facts._dialects import (
+    every,
     hooks,
     recognised_kind,
     stated_kind,
@@ -60,11 +61,11 @@ def classify(span: Span) -> str:
     return OTHER if kind is None else kind
 
 
-_CALLS_MODEL: Final = hooks(lambda d: d.calls_model)
+_calls_model: Final = every(hooks(lambda d: d.calls_model))
 
 
 def calls_model(span: Span) -> bool:
     """Whether an ``llm`` span records a call to a model: a span a convention says only builds the request
     (LlamaIndex's ``…_prepare_chat_with_tools``, ``Dialect.calls_model``) keeps its kind and is no model
     call."""
-    return all(asks(span) for asks in _CALLS_MODEL)
+    return _calls_model(span)

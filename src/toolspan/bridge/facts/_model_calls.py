@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts._dialects import hooks, int_value, keys
+from toolspan.bridge.facts._dialects import first, hooks, int_value, keys
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
@@ -66,7 +66,8 @@ _CACHED_TOKENS: Final = (sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, *keys(lambda d
 _REASONING_TOKENS: Final = (sc.GEN_AI_USAGE_REASONING_TOKENS, *keys(lambda d: d.reasoning_tokens_keys))
 _FINISH_KEYS: Final = keys(lambda d: d.finish_reason_keys)
 _FINISH_HOOKS: Final = hooks(lambda d: d.finish_reason_of)
-_FACTS_HOOKS: Final = hooks(lambda d: d.model_facts_of)
+# What a convention recorded of the call in a shape of its own (Haystack's replies' ``meta``).
+_model_facts: Final = first(hooks(lambda d: d.model_facts_of))
 _OUTPUT_KEYS: Final = keys(lambda d: d.output_keys)
 
 
@@ -113,15 +114,6 @@ def _response_metadata(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in _OUTPUT_KEYS:
         walk(parse_json(attrs.get(key)), 0)
     return found
-
-
-def _model_facts(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """What a convention recorded of the call in a shape of its own (Haystack's replies' ``meta``)."""
-    for hook in _FACTS_HOOKS:
-        found = hook(attrs)
-        if found:
-            return found
-    return {}
 
 
 def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:

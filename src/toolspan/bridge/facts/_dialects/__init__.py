@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 from toolspan.bridge.facts._dialects._adk import GOOGLE_ADK
 from toolspan.bridge.facts._dialects._autogen import AUTOGEN
@@ -59,6 +59,8 @@ __all__ = [
     "Requested",
     "dialect_error",
     "dialect_failed",
+    "every",
+    "first",
     "hooks",
     "int_value",
     "keys",
@@ -112,6 +114,37 @@ _Hook = TypeVar("_Hook")
 def hooks(field: Callable[[Dialect], _Hook | None]) -> tuple[_Hook, ...]:
     """Every convention's hook of one kind (``hooks(lambda d: d.failed)``), in order, the unset left out."""
     return tuple(hook for hook in map(field, DIALECTS) if hook is not None)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def first(found: tuple[Callable[_P, _R | None], ...]) -> Callable[_P, _R | None]:
+    """One hook answering what the first of ``found`` to answer (not ``None``) says, each asked in order
+    (a single hook is itself: the shared readers call it directly)."""
+    if len(found) == 1:
+        return found[0]
+
+    def ask(*args: _P.args, **kwargs: _P.kwargs) -> _R | None:
+        for hook in found:
+            answer = hook(*args, **kwargs)
+            if answer is not None:
+                return answer
+        return None
+
+    return ask
+
+
+def every(tests: tuple[Callable[[Span], bool], ...]) -> Callable[[Span], bool]:
+    """One test true when all of ``tests`` are (a single test is itself)."""
+    if len(tests) == 1:
+        return tests[0]
+
+    def all_of(span: Span) -> bool:
+        return all(test(span) for test in tests)
+
+    return all_of
 
 
 def _either(

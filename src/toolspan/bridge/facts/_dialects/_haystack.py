@@ -33,15 +33,15 @@ def _failed(attrs: Mapping[str, Any]) -> bool:
     return bool(attrs.get(sc.HAYSTACK_TOOL_ERROR))
 
 
-def _model_facts(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
+def _model_facts(attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The ``meta`` of the last reply an agent's llm step recorded: model, finish reason, usage."""
     output = parse_json(attrs.get(sc.HAYSTACK_LLM_OUTPUT)) if sc.HAYSTACK_LLM_OUTPUT in attrs else None
     replies = output.get("replies") if isinstance(output, Mapping) else None
     if not (isinstance(replies, list) and replies and isinstance(replies[-1], Mapping)):
-        return {}
+        return None
     meta = replies[-1].get("meta")
     if not isinstance(meta, Mapping) or not meta:
-        return {}
+        return None
     found = meta.get("usage")
     counts: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     name, reason = meta.get("model"), meta.get("finish_reason")

@@ -111,8 +111,9 @@ class Dialect:
     # The same from the model's text (after everything else): DSPy ReAct's fields.
     text_requests_of: Callable[[Attrs], list[Requested]] | None = None
     # A model call's model, usage and finish reason recorded in a shape of its own (read where the keys
-    # said nothing): ``{"model", "finish_reason", "input_tokens", "output_tokens"}``, any missing.
-    model_facts_of: Callable[[Attrs], Mapping[str, Any]] | None = None
+    # said nothing): ``{"model", "finish_reason", "input_tokens", "output_tokens"}``, any missing; ``None``
+    # when it recorded none.
+    model_facts_of: Callable[[Attrs], Mapping[str, Any] | None] | None = None
     # A finish reason in its recorded output (after the GenAI output messages').
     finish_reason_of: Callable[[Attrs], str | None] | None = None
     # Whether an ``llm`` span of its calls a model (``False``: it only builds the request).
