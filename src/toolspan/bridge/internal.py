@@ -13,6 +13,7 @@ from toolspan.bridge._json_write import finite, nonfinite_text
 from toolspan.bridge.facts._agents import agent_input_text, agent_output_text
 from toolspan.bridge.facts._classify import calls_model
 from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._index import CONVERSATION_KEYS, INDEX_KEYS
 from toolspan.bridge.facts._model_calls import completed, total_usage
 from toolspan.bridge.facts._requests import normal_arguments, normal_result, result_call_id
 from toolspan.bridge.facts._tools import (
@@ -43,6 +44,8 @@ from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 
 __all__ = [
     "ACT_AWAITING_APPROVAL",
+    "CONVERSATION_KEYS",
+    "INDEX_KEYS",
     "ZERO_SPAN",
     "ZERO_TRACE",
     "Ctx",

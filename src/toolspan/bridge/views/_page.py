@@ -60,6 +60,7 @@ from toolspan.bridge.facts import (
     tool_call,
 )
 from toolspan.bridge.internal import (
+    CONVERSATION_KEYS,
     agent_input_text,
     agent_output_text,
     arguments_text,
@@ -224,7 +225,7 @@ def _step_state(span: Span, tc: ToolCallRecord | None, live: bool, waiting: bool
 
 
 def _conversation_id(trace: Sequence[Span]) -> str | None:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":
