@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	common "go.opentelemetry.io/proto/otlp/common/v1"
@@ -100,7 +101,10 @@ func GetWeather(city string) Weather {
 
 // GetPopulation always fails for Atlantis: the failing tool of every run (after the weather calls).
 func GetPopulation(city string) (int, error) {
-	<-weatherDone
+	select {
+	case <-weatherDone:
+	case <-time.After(30 * time.Second): // a framework that runs the calls one by one: fail anyway
+	}
 	err := fmt.Errorf("unknown city: %s", city)
 	note(map[string]any{
 		"name": "get_population", "arguments": map[string]any{"city": city}, "result": nil,
