@@ -4,6 +4,10 @@
 # scripted model (no network, no key). Usage: bash scripts/corpus/generate.sh [framework ...]
 # Environments go to $CORPUS_VENVS (default .corpus-venvs/, ignored by git); PYTHON picks the interpreter.
 # JavaScript frameworks (env "node") run with Node.js from scripts/corpus/node/, installed from its lock.
+# Go frameworks (env "go") run with Go (1.26 or newer) from scripts/corpus/go/, at the versions its go.mod and
+# go.sum pin (the modules come from the Go module proxy; the run itself is offline, against a scripted model
+# on loopback, its spans exported over OTLP/HTTP to a receiver on loopback). Only regenerating needs Go: the
+# tests read the recorded files.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
@@ -41,6 +45,7 @@ RUNS=(
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
   "langgraph_js_openinference|node|run_langgraph_js.mjs"
   "openai_agents_js|node|run_openai_agents_js.mjs"
+  "genkit_go|go|genkit"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "
@@ -53,6 +58,15 @@ for run in "${RUNS[@]}"; do
   fi
   rm -rf "${OUT:?}/$name"
   read -r script args <<<"$runner"
+  mkdir -p "$VENVS"
+  if [[ "$env" == go ]]; then
+    out_dir="$PWD/$OUT/$name"
+    # shellcheck disable=SC2086  # the runner's arguments are words
+    (cd scripts/corpus/go && go run "./$script" "$out_dir" $args) >/dev/null 2>"$VENVS/$name.log" ||
+      { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }
+    echo "$name: $(ls "$OUT/$name" | tr '\n' ' ')"
+    continue
+  fi
   if [[ "$env" == node ]]; then
     (cd scripts/corpus/node && npm ci --no-audit --no-fund --silent)
     # shellcheck disable=SC2086  # the runner's arguments are words

@@ -353,3 +353,21 @@ LANGFUSE_OUTPUT: Final = "langfuse.observation.output"
 LANGFUSE_MODEL_NAME: Final = "langfuse.observation.model.name"
 LANGFUSE_USAGE_DETAILS: Final = "langfuse.observation.usage_details"
 LANGFUSE_STATUS_MESSAGE: Final = "langfuse.observation.status_message"
+# Genkit (its built-in tracing; the Go SDK checked): every span of an action says its type, its action's
+# kind (the subtype) and name, and its input and output as JSON text.
+GENKIT_TYPE: Final = "genkit:type"
+GENKIT_SUBTYPE: Final = "genkit:metadata:subtype"
+GENKIT_NAME: Final = "genkit:name"
+GENKIT_INPUT: Final = "genkit:input"
+GENKIT_OUTPUT: Final = "genkit:output"
+# The subtypes of a tool action (``tool.v2`` records its output as ``{"output": ..., "content": [...]}``),
+# of a model call (and an embedder), a retriever and a flow; ``generate`` (type ``util``) runs the model
+# and tool loop; a flow's ``Run`` step is of type ``flowStep``.
+GENKIT_TOOL: Final = "tool"
+GENKIT_TOOL_V2: Final = "tool.v2"
+GENKIT_MODEL_SUBTYPES: Final = frozenset({"model", "background-model", "embedder"})
+GENKIT_RETRIEVER: Final = "retriever"
+GENKIT_FLOW: Final = "flow"
+GENKIT_FLOW_STEP: Final = "flowStep"
+GENKIT_UTIL: Final = "util"
+GENKIT_GENERATE: Final = "generate"

@@ -164,6 +164,9 @@ FINISH_REASONS = {
     "agent_framework": ["tool_calls", "stop"],
     "langgraph_js_openinference": ["tool_calls", "stop"],
     "openai_agents_js": ["tool_calls", "stop"],
+    # Genkit's OpenAI-compatible plugin maps the API's tool_calls to its own stop; the failing tool ends the
+    # run (one model call, no answer).
+    "genkit_go": ["stop"],
 }
 
 
@@ -482,6 +485,7 @@ KINDS: dict[str, dict[str, int]] = {
     "agent_framework": {"agent": 1, "llm": 2, "tool": 3},
     "langgraph_js_openinference": {"chain": 11, "llm": 2, "tool": 3},
     "openai_agents_js": {"agent": 2, "chain": 3, "llm": 2, "tool": 3},
+    "genkit_go": {"agent": 1, "llm": 1, "tool": 3},
 }
 
 

@@ -50,6 +50,8 @@ SETUPS = (
     "agent_framework",
     "langgraph_js_openinference",
     "openai_agents_js",
+    # issue 39
+    "genkit_go",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}

@@ -7,7 +7,7 @@ framework: they ask the conventions of ``DIALECTS``, in its order, through the f
 
 ``DIALECTS``' order (documented in ``docs/frameworks.md``): the conventions whose tracers state a kind
 (OpenInference, OpenLLMetry), then those whose own attributes are read as GenAI ones (the Vercel AI SDK,
-MLflow, Logfire, Langfuse: the first whose marker a span carries is the span's dialect, read once per
+MLflow, Logfire, Langfuse, Genkit: the first whose marker a span carries is the span's dialect, read once per
 span), then those recognised by names or content (Google ADK, Haystack), then the frameworks read through
 another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents: no markers, hooks only). Where
 two conventions' keys are on one span, the earlier one's are read first.
@@ -41,6 +41,7 @@ from toolspan.bridge.facts._dialects._adk import GOOGLE_ADK
 from toolspan.bridge.facts._dialects._autogen import AUTOGEN
 from toolspan.bridge.facts._dialects._crewai import CREWAI
 from toolspan.bridge.facts._dialects._dspy import DSPY
+from toolspan.bridge.facts._dialects._genkit import GENKIT
 from toolspan.bridge.facts._dialects._haystack import HAYSTACK
 from toolspan.bridge.facts._dialects._langfuse import LANGFUSE
 from toolspan.bridge.facts._dialects._llamaindex import LLAMAINDEX
@@ -77,6 +78,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
     MLFLOW,
     LOGFIRE,
     LANGFUSE,
+    GENKIT,
     GOOGLE_ADK,
     HAYSTACK,
     DSPY,
