@@ -41,11 +41,13 @@ RUNS=(
   "dspy_react|dspy|run_dspy.py"
   "langfuse_openai|langfuse|run_langfuse.py"
   "agent_framework|agent_framework|run_agent_framework.py"
+  "beeai_openinference|beeai|run_beeai.py"
   "vercel_ai_generate|node|run_vercel_ai.mjs generate"
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
   "langgraph_js_openinference|node|run_langgraph_js.mjs"
   "openai_agents_js|node|run_openai_agents_js.mjs"
   "genkit_go|go|genkit"
+  "google_adk_js|node|run_google_adk_js.mjs"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "

@@ -346,6 +346,13 @@ DSPY_TOOL_SUFFIXES: Final = (".__call__", ".acall")
 # DSPy's ReAct asks for a tool in the model's text, as the ChatAdapter's ``[[ ## <field> ## ]]`` fields.
 DSPY_NEXT_TOOL_NAME: Final = "next_tool_name"
 DSPY_NEXT_TOOL_ARGS: Final = "next_tool_args"
+# BeeAI Framework via OpenInference (openinference-instrumentation-beeai): an emitter event of a run (a tool's
+# ``error``) recorded as a child span of the run's span, of its kind, with the event's path and its trace's
+# run id; a run's input recorded as ``{"input": ..., "options": ...}``.
+BEEAI_EVENT_PATH: Final = "metadata.path"
+BEEAI_EVENT_RUN_ID: Final = "metadata.trace.run_id"
+BEEAI_RUN_INPUT: Final = "input"
+BEEAI_RUN_OPTIONS: Final = "options"
 # Langfuse's OpenTelemetry-based SDK: what an observation is, and its content (JSON text).
 LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"
 LANGFUSE_INPUT: Final = "langfuse.observation.input"

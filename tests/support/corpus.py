@@ -52,6 +52,8 @@ SETUPS = (
     "openai_agents_js",
     # issue 39
     "genkit_go",
+    "beeai_openinference",
+    "google_adk_js",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
@@ -62,12 +64,15 @@ LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
 REDACTED_ERRORS = frozenset(
     {"openai_agents", "mlflow_native", "mlflow_genai", "logfire_openai_agents", "openai_agents_js"}
 )
-# Frameworks whose every tool call has two tool spans, one inside the other (the inner one is not counted).
-NESTED_TOOL_RECORDS = frozenset({"autogen_agentchat"})
+# Frameworks whose tool calls have two tool spans, one inside the other (the inner one is not counted):
+# AutoGen's own span inside OpenInference's, for every call; BeeAI's record of a failing tool's ``error``
+# event.
+NESTED_TOOL_RECORDS = frozenset({"autogen_agentchat", "beeai_openinference"})
 # Frameworks whose content arrives as OTLP logs (log-based events) tied to the spans.
 WITH_LOGS = frozenset({"openai_v2", "semantic_kernel"})
-# Frameworks whose model asks for one tool a step (DSPy's ReAct), where the others ask for three at once.
-SEQUENTIAL = frozenset({"dspy_react"})
+# Frameworks whose model asks for one tool a step (DSPy's ReAct; BeeAI's chat models by default), where the
+# others ask for three at once.
+SEQUENTIAL = frozenset({"dspy_react", "beeai_openinference"})
 
 
 def truth(setup: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from toolspan.bridge._json_write import finite, nonfinite_text
 from toolspan.bridge.facts._agents import agent_input_text, agent_output_text
 from toolspan.bridge.facts._classify import calls_model
+from toolspan.bridge.facts._dialects import is_event_record, sent_responses
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._index import CONVERSATION_KEYS, INDEX_KEYS
 from toolspan.bridge.facts._model_calls import completed, total_usage
@@ -63,6 +64,7 @@ __all__ = [
     "edited_input",
     "finite",
     "is_cancellation",
+    "is_event_record",
     "is_logs_document",
     "logs_from_bytes",
     "logs_from_json",
@@ -77,5 +79,6 @@ __all__ = [
     "proto_span",
     "resolve_inputs",
     "result_call_id",
+    "sent_responses",
     "total_usage",
 ]

@@ -44,7 +44,13 @@ from toolspan.bridge.facts import (
     tool_state,
 )
 from toolspan.bridge.facts import call_id as tool_call_id
-from toolspan.bridge.internal import normal_arguments, normal_result, result_call_id
+from toolspan.bridge.internal import (
+    is_event_record,
+    normal_arguments,
+    normal_result,
+    result_call_id,
+    sent_responses,
+)
 from toolspan.bridge.model import Span
 
 __all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]
@@ -144,6 +150,8 @@ class RequestIndex:
         self._tools: dict[str, _ToolSeen] = {}
         self._tool_children: dict[str, list[str]] = {}
         self._tool_errors: dict[str, tuple[str, str]] = {}
+        # The tools' responses the model calls sent back to the model, by call id (``answered``).
+        self._responses: OrderedDict[str, Any] = OrderedDict()
         self._max_requests = max_requests
         self._max_parents = max_parents
 
@@ -151,8 +159,8 @@ class RequestIndex:
         return len(self._requests)
 
     def size(self) -> int:
-        """Entries held: parent links and requests."""
-        return len(self._parents) + len(self._requests)
+        """Entries held: parent links, requests and responses."""
+        return len(self._parents) + len(self._requests) + len(self._responses)
 
     def see(self, span: Span, kind: str) -> None:
         """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
@@ -214,6 +222,31 @@ class RequestIndex:
             self._requests.append(_Request(span.span_id, span.start_ns, order, req))
         if self._max_requests is not None and len(self._requests) > self._max_requests:
             del self._requests[: len(self._requests) - self._max_requests]
+        for cid, response in sent_responses(span).items():
+            self._responses[cid] = response
+            self._responses.move_to_end(cid)
+        while self._max_requests is not None and len(self._responses) > self._max_requests:
+            self._responses.popitem(last=False)
+
+    def answered(self, recorded: ToolCallRecord, call: ToolCallRecord) -> ToolCallRecord:
+        """``call`` (``recorded`` linked), when its span recorded neither arguments nor an outcome (Google
+        ADK for JavaScript records a tool's call only when the tool returns), with the response sent back
+        to the model for its call id: ``{"error": ...}`` a failure, anything else its result."""
+        response = self._responses.get(call.call_id)
+        if (
+            response is None
+            or recorded.model_input is not None
+            or recorded.output is not None
+            or recorded.error is not None
+            or recorded.state != sc.STATE_COMPLETED
+        ):
+            return call
+        if isinstance(response, Mapping) and response.keys() == {"error"}:
+            error = str(response["error"])
+            return dataclasses.replace(
+                call, output=dict(response), error=error, is_error=True, state=sc.STATE_FAILED
+            )
+        return dataclasses.replace(call, output=normal_result(response))
 
     def _agents(self, span_id: str) -> list[str | None]:
         """The agent spans above ``span_id``, nearest first, ending with ``None`` (the trace itself)."""
@@ -258,7 +291,7 @@ class RequestIndex:
         match = _match(candidates, call.name, args, known_id)
         if match is not None and consume:
             self._requests.remove(match)
-        return _applied(call, match, args, known_id), match
+        return self.answered(call, _applied(call, match, args, known_id)), match
 
 
 def _call_facts(call: ToolCallRecord, dispatched: str | None) -> tuple[Any, str | None]:
@@ -292,18 +325,20 @@ class _ToolSeen:
     name: str
     scope: str
     own_id: str | None
+    event_record: bool
 
 
 def _seen(span: Span) -> _ToolSeen:
     call_id = tool_call_id(span)
     own = None if call_id == ids.synthetic_call_id(span.span_id) else call_id
-    return _ToolSeen(span.parent_span_id, tool_name(span), span.scope, own)
+    return _ToolSeen(span.parent_span_id, tool_name(span), span.scope, own, is_event_record(span))
 
 
 def _same_call(inner: _ToolSeen, outer: _ToolSeen) -> bool:
     # Another instrumentation's record of the same call: same tool, another scope, no other id. (A tool
-    # that calls itself is traced by one instrumentation: both spans have its scope.)
-    return (
+    # that calls itself is traced by one instrumentation: both spans have its scope.) Or the record of an
+    # event of the call (BeeAI's ``error`` event inside its tool span).
+    return inner.event_record or (
         inner.name == outer.name
         and inner.scope != outer.scope
         and (inner.own_id is None or outer.own_id is None or inner.own_id == outer.own_id)
@@ -313,7 +348,8 @@ def _same_call(inner: _ToolSeen, outer: _ToolSeen) -> bool:
 def tool_legs(spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]) -> dict[int, int]:
     """``{inner: outer}``: a tool span right under a tool span of the same tool, written by another
     instrumentation (another scope), with no other call id, is that call recorded a second time
-    (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call."""
+    (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call. So is a
+    record of an event of the call (BeeAI's ``error`` event span inside its tool span)."""
     out = {}
     for i, kind in enumerate(kinds):
         p = parent[i]
@@ -442,7 +478,8 @@ class StreamLinker:
         done = linked.get(span.span_id)
         if done is not None:
             # Its open record was linked: the completion gets the same request, not another one.
-            return _with_leg_error(_applied(call, done, *_call_facts(call, None)), index.leg_error(span))
+            linked_again = index.answered(call, _applied(call, done, *_call_facts(call, None)))
+            return _with_leg_error(linked_again, index.leg_error(span))
         dispatched = index.dispatched(span)
         # An open record with neither the model's id nor its arguments yet (set later by some frameworks)
         # could only be matched by name: it gets that link provisionally, its completion the real one.

@@ -32,6 +32,7 @@ __all__ = ["Requested", "normal_arguments", "normal_result", "requested_calls", 
 _MAX_DEPTH: Final = 8
 # Every convention's flattened calls, then the keys its message shapes are in, then its reading of text.
 _FLAT_HOOKS: Final = hooks(lambda d: d.requests_of)
+_ARGUMENT_HOOKS: Final = hooks(lambda d: d.arguments_of)
 _SOURCE_KEYS: Final = keys(lambda d: d.request_keys)
 _TEXT_HOOKS: Final = hooks(lambda d: d.text_requests_of)
 
@@ -61,8 +62,8 @@ def _one_call(call: Mapping[str, Any]) -> Requested | None:
     use = call.get("toolUse")
     if isinstance(use, Mapping):  # Bedrock / Strands
         call = {"id": use.get("toolUseId"), "name": use.get("name"), "args": use.get("input")}
-    gemini = call.get("function_call")
-    if isinstance(gemini, Mapping):  # Gemini parts (Google ADK)
+    gemini = call.get("function_call", call.get("functionCall"))
+    if isinstance(gemini, Mapping):  # Python's SDK, JavaScript's camelCase  # Gemini parts (Google ADK)
         call = gemini
     haystack = call.get("tool_call")
     if isinstance(haystack, Mapping) and "tool_name" in haystack:  # Haystack ChatMessage content
@@ -87,6 +88,7 @@ def _walk_calls(value: Any, depth: int = 0) -> Iterator[Requested]:
         if (
             isinstance(value.get("toolUse"), Mapping)
             or isinstance(value.get("function_call"), Mapping)
+            or isinstance(value.get("functionCall"), Mapping)
             or (isinstance(value.get("tool_call"), Mapping) and "tool_name" in value["tool_call"])
         ):
             found = _one_call(value)
@@ -148,8 +150,12 @@ def normal_arguments(value: Any) -> Any:
 
     smolagents: ``{"args": [], "kwargs": {...}, "sanitize_inputs_outputs": ...}``; LangChain callbacks via
     OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``; LlamaIndex via
-    OpenInference: ``{"kwargs": {...}}``.
+    OpenInference: ``{"kwargs": {...}}``; a convention's own wrapper (``Dialect.arguments_of``).
     """
+    for hook in _ARGUMENT_HOOKS:
+        found = hook(value)
+        if found is not None:
+            return found
     if isinstance(value, dict):
         if "input_str" in value and isinstance(value["input_str"], str):
             inner = parse_json(value["input_str"])

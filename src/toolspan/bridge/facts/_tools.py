@@ -10,7 +10,15 @@ from typing import Any, Final, cast
 from toolspan import semconv as sc
 from toolspan._util import ids
 from toolspan._util.words import ALLOW, DECISIONS, DENY, Decision
-from toolspan.bridge.facts._dialects import DIALECTS, dialect_error, dialect_failed, hooks, keys, with_dialect
+from toolspan.bridge.facts._dialects import (
+    DIALECTS,
+    dialect_error,
+    dialect_failed,
+    first,
+    hooks,
+    keys,
+    with_dialect,
+)
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
@@ -66,6 +74,7 @@ _INPUT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, *keys(lambda d: d.tool_inpu
 # Where the arguments are the JSON text the model sent, exactly (what a person deciding the call sees).
 _TEXT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, *keys(lambda d: d.arguments_text_keys))
 _INPUT_HOOKS: Final = hooks(lambda d: d.tool_input_of)
+_explained_error: Final = first(hooks(lambda d: d.explained_error))
 _OUTPUT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_RESULT, *keys(lambda d: d.tool_output_keys))
 
 
@@ -230,6 +239,9 @@ def tool_error(span: Span, state: str | None = None) -> str | None:
     state = tool_state(span) if state is None else state
     if state in (sc.STATE_COMPLETED, sc.STATE_RUNNING, sc.STATE_PENDING, sc.STATE_AWAITING_APPROVAL):
         return None
+    explained = _explained_error(span)
+    if explained is not None:
+        return explained
     for event in span.events:
         if event.name == sc.EXCEPTION_EVENT:
             etype = event.attributes.get(sc.EXCEPTION_TYPE)

@@ -9,8 +9,8 @@ framework: they ask the conventions of ``DIALECTS``, in its order, through the f
 (OpenInference, OpenLLMetry), then those whose own attributes are read as GenAI ones (the Vercel AI SDK,
 MLflow, Logfire, Langfuse, Genkit: the first whose marker a span carries is the span's dialect, read once per
 span), then those recognised by names or content (Google ADK, Haystack), then the frameworks read through
-another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents: no markers, hooks only). Where
-two conventions' keys are on one span, the earlier one's are read first.
+another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI: no markers, hooks only).
+Where two conventions' keys are on one span, the earlier one's are read first.
 
 **Adding a convention** (a new framework's tracer, say ``acme``):
 
@@ -39,6 +39,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 from toolspan.bridge.facts._dialects._adk import GOOGLE_ADK
 from toolspan.bridge.facts._dialects._autogen import AUTOGEN
+from toolspan.bridge.facts._dialects._beeai import BEEAI
 from toolspan.bridge.facts._dialects._crewai import CREWAI
 from toolspan.bridge.facts._dialects._dspy import DSPY
 from toolspan.bridge.facts._dialects._genkit import GENKIT
@@ -63,9 +64,11 @@ __all__ = [
     "every",
     "first",
     "hooks",
+    "is_event_record",
     "int_value",
     "keys",
     "recognised_kind",
+    "sent_responses",
     "stated_kind",
     "unrecorded",
     "with_dialect",
@@ -86,6 +89,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
     LLAMAINDEX,
     AUTOGEN,
     SMOLAGENTS,
+    BEEAI,
 )
 
 _STATED: Final = tuple(d for d in DIALECTS if not d.recognised and (d.markers or d.span_names))
@@ -167,6 +171,23 @@ unrecorded: Final = _either(hooks(lambda d: d.other))
 # Whether a convention's own attributes say the call failed.
 dialect_failed: Final = _either(hooks(lambda d: d.failed))
 _ERRORS: Final = hooks(lambda d: d.error)
+_EVENT_RECORDS: Final = _either(hooks(lambda d: d.event_record))
+_RESPONSES: Final = hooks(lambda d: d.responses_of)
+
+
+def is_event_record(span: Span) -> bool:
+    """Whether a convention says tool span ``span`` records an event of its parent tool span's call (no call
+    of its own): BeeAI's ``error`` event span."""
+    return _EVENT_RECORDS(span.attributes)
+
+
+def sent_responses(span: Span) -> dict[str, Any]:
+    """``{call id: response}``: the tools' responses model call ``span`` sent back to the model, as a
+    convention records them (Google ADK's request)."""
+    out: dict[str, Any] = {}
+    for hook in _RESPONSES:
+        out.update(hook(span.attributes))
+    return out
 
 
 def stated_kind(span: Span) -> str | None:

@@ -118,6 +118,18 @@ class Dialect:
     finish_reason_of: Callable[[Attrs], str | None] | None = None
     # Whether an ``llm`` span of its calls a model (``False``: it only builds the request).
     calls_model: Callable[[Span], bool] | None = None
+    # A tool's arguments out of a wrapper it records a call's input in (BeeAI's ``{"input", "options"}``),
+    # ``None`` where the value is no such wrapper (asked before the shared unwrapping).
+    arguments_of: Callable[[Any], Any] | None = None
+    # Whether a tool span records an event of its parent tool span's call, no call of its own (BeeAI's
+    # ``error`` event span inside its tool's span): the same call, counted once.
+    event_record: Callable[[Attrs], bool] | None = None
+    # The error a failed span's own explanation gives, asked before its ``exception`` event (BeeAI's chain
+    # of causes, the tool's own exception the deepest).
+    explained_error: Callable[[Span], str | None] | None = None
+    # The tools' responses a model call sent back to the model, by call id (Google ADK's request): the
+    # outcome of a call whose span recorded none.
+    responses_of: Callable[[Attrs], Mapping[str, Any]] | None = None
 
     def marks(self, span: Span) -> bool:
         """Whether ``span`` carries one of this convention's markers (a key, or its name)."""
