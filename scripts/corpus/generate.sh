@@ -8,6 +8,10 @@
 # go.sum pin (the modules come from the Go module proxy; the run itself is offline, against a scripted model
 # on loopback, its spans exported over OTLP/HTTP to a receiver on loopback). Only regenerating needs Go: the
 # tests read the recorded files.
+# JVM frameworks (env "jvm") need a JDK (17 or later) and Maven: the application in scripts/corpus/jvm/ is
+# built with Maven (its dependencies from Maven Central into the local repository, its build in
+# scripts/corpus/jvm/target/), then its runner, in the environment pinned by scripts/corpus/jvm.txt, serves
+# the scripted model and an OTLP receiver on loopback and runs it (offline: no network, no key).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
@@ -48,6 +52,7 @@ RUNS=(
   "openai_agents_js|node|run_openai_agents_js.mjs"
   "genkit_go|go|genkit"
   "google_adk_js|node|run_google_adk_js.mjs"
+  "spring_ai|jvm|run_spring_ai.py"
 )
 # Runs whose agent loop is toolspan's own: the repository is installed into their environment too.
 WITH_TOOLSPAN=" openai_v2 "
@@ -76,6 +81,10 @@ for run in "${RUNS[@]}"; do
       { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }
     echo "$name: $(ls "$OUT/$name" | tr '\n' ' ')"
     continue
+  fi
+  if [[ "$env" == jvm ]]; then
+    mvn -q -B -f scripts/corpus/jvm/pom.xml -DskipTests package >"$VENVS/$name.mvn.log" 2>&1 ||
+      { echo "$name: the Maven build failed: see $VENVS/$name.mvn.log" >&2; exit 1; }
   fi
   venv="$VENVS/$env"
   if [[ ! -x "$venv/bin/python" ]]; then

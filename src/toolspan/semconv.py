@@ -378,3 +378,16 @@ GENKIT_FLOW: Final = "flow"
 GENKIT_FLOW_STEP: Final = "flowStep"
 GENKIT_UTIL: Final = "util"
 GENKIT_GENERATE: Final = "generate"
+# Spring AI (Micrometer Observations bridged to OpenTelemetry): what a span is (``spring.ai.kind``), a tool
+# call's definition and content (content with ``spring.ai.tools.observations.include-content``), and the
+# tools a model call offered (on its GenAI ``chat`` span, which records no messages).
+SPRING_AI_KIND: Final = "spring.ai.kind"
+SPRING_AI_KIND_TOOL_CALL: Final = "tool_call"
+SPRING_AI_KIND_CHAT_CLIENT: Final = "chat_client"
+SPRING_AI_TOOL_NAME: Final = "spring.ai.tool.definition.name"
+SPRING_AI_TOOL_CALL_ID: Final = "spring.ai.tool.call.id"
+SPRING_AI_TOOL_CALL_ARGUMENTS: Final = "spring.ai.tool.call.arguments"
+SPRING_AI_TOOL_CALL_RESULT: Final = "spring.ai.tool.call.result"
+SPRING_AI_MODEL_TOOL_NAMES: Final = "spring.ai.model.request.tool.names"
+# The finish reason (lower-cased) of a Spring AI model call that stopped to call tools.
+SPRING_AI_FINISH_TOOL_CALLS: Final = "tool_calls"

@@ -572,3 +572,51 @@ def test_a_tool_call_recorded_without_anything_takes_the_response_sent_back_to_t
         ("call_1", {"city": "Paris"}, {"temp_c": 18}, None, False),
         ("call_2", {"city": "Atlantis"}, {"error": "boom"}, "boom", True),
     ]
+
+
+def _spring_tool(n: int, start: int, call_id: str, city: str) -> Span:
+    attrs = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.SPRING_AI_KIND: sc.SPRING_AI_KIND_TOOL_CALL,
+        sc.SPRING_AI_TOOL_NAME: "get_weather",
+        sc.SPRING_AI_TOOL_CALL_ID: call_id,
+        sc.SPRING_AI_TOOL_CALL_ARGUMENTS: json.dumps({"city": city}),
+    }
+    return span(n, 1, "execute_tool get_weather", start, start + 1, attrs)
+
+
+def _spring_chat(n: int, start: int, reason: str) -> Span:
+    attrs = {
+        **CHAT,
+        sc.GEN_AI_RESPONSE_FINISH_REASONS: [reason],
+        sc.SPRING_AI_MODEL_TOOL_NAMES: ["get_weather"],
+    }
+    return span(n, 1, "chat m", start, start + 1, attrs)
+
+
+def test_a_model_call_that_records_no_requests_asked_for_the_tools_after_it() -> None:
+    """Spring AI's model call records none of the model's messages: each tool span, with the model's own id,
+    is requested by the latest such model call before it that stopped to call tools."""
+    client = span(1, None, "spring_ai chat_client", 0, 40, {sc.SPRING_AI_KIND: "chat_client"})
+    first = _spring_chat(2, 1, "TOOL_CALLS")
+    second = _spring_chat(5, 10, "TOOL_CALLS")
+    answer = _spring_chat(8, 20, "STOP")
+    calls = _trace(
+        client,
+        first,
+        _spring_tool(3, 3, "call_1", "Paris"),
+        _spring_tool(4, 4, "call_2", "Tokyo"),
+        second,
+        _spring_tool(6, 12, "call_3", "Rome"),
+        answer,
+    )
+    assert [(c.call_id, c.input, c.requested_by) for c in calls.values()] == [
+        ("call_1", {"city": "Paris"}, first.span_id),
+        ("call_2", {"city": "Tokyo"}, first.span_id),
+        ("call_3", {"city": "Rome"}, second.span_id),
+    ]
+    # A model call that records no requests and is not Spring AI's (or did not stop for tools) links none.
+    plain = span(2, 1, "chat m", 1, 2, {**CHAT, sc.GEN_AI_RESPONSE_FINISH_REASONS: ["tool_calls"]})
+    for model in (plain, _spring_chat(2, 1, "STOP")):
+        calls = _trace(client, model, _spring_tool(3, 3, "call_1", "Paris"))
+        assert [(c.call_id, c.requested_by) for c in calls.values()] == [("call_1", None)]

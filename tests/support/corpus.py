@@ -54,6 +54,7 @@ SETUPS = (
     "genkit_go",
     "beeai_openinference",
     "google_adk_js",
+    "spring_ai",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
@@ -64,6 +65,9 @@ LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
 REDACTED_ERRORS = frozenset(
     {"openai_agents", "mlflow_native", "mlflow_genai", "logfire_openai_agents", "openai_agents_js"}
 )
+# Spring AI records no message on its spans (its log-prompt and log-completion options write application log
+# lines): neither the user's request nor the answer is in the trace, and no view makes one up.
+NO_MESSAGES = frozenset({"spring_ai"})
 # Frameworks whose tool calls have two tool spans, one inside the other (the inner one is not counted):
 # AutoGen's own span inside OpenInference's, for every call; BeeAI's record of a failing tool's ``error``
 # event.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from toolspan.bridge._json_write import finite, nonfinite_text
 from toolspan.bridge.facts._agents import agent_input_text, agent_output_text
 from toolspan.bridge.facts._classify import calls_model
-from toolspan.bridge.facts._dialects import is_event_record, sent_responses
+from toolspan.bridge.facts._dialects import asks_unrecorded_calls, is_event_record, sent_responses
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._index import CONVERSATION_KEYS, INDEX_KEYS
 from toolspan.bridge.facts._model_calls import completed, total_usage
@@ -55,6 +55,7 @@ __all__ = [
     "agent_input_text",
     "agent_output_text",
     "arguments_text",
+    "asks_unrecorded_calls",
     "attach_logs",
     "bad_times",
     "calls_model",

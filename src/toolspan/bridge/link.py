@@ -16,7 +16,9 @@ A tool span is matched, in this order, to
 Candidates are requests of model calls that started before the tool span, under the same agent run (the
 nearest agent ancestor the index knows of; a stream that has not seen the agent span yet scopes to the
 trace), latest model call first. A match fills in the model's call id and the arguments as the model sent
-them when the span lacks them, and sets ``requested_by`` to the model call's span id.
+them when the span lacks them, and sets ``requested_by`` to the model call's span id. A tool span no request
+matches is requested by the latest model call before it, in the same scope, that stopped to call tools
+without recording them (Spring AI's: ``asks_unrecorded_calls``); that fills in nothing else.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from toolspan.bridge.facts import (
 )
 from toolspan.bridge.facts import call_id as tool_call_id
 from toolspan.bridge.internal import (
+    asks_unrecorded_calls,
     is_event_record,
     normal_arguments,
     normal_result,
@@ -144,6 +147,8 @@ class RequestIndex:
 
     def __init__(self, max_requests: int | None = None, max_parents: int | None = None) -> None:
         self._requests: list[_Request] = []
+        # Model calls that asked for tools without recording the requests: (span id, start).
+        self._unrecorded: list[tuple[str, int]] = []
         self._parents: OrderedDict[str, tuple[str | None, bool]] = OrderedDict()
         self._dispatched: dict[str, str] = {}
         # Tool spans seen: name and parent; the failed ones' error (for a call recorded twice, nested).
@@ -159,8 +164,9 @@ class RequestIndex:
         return len(self._requests)
 
     def size(self) -> int:
-        """Entries held: parent links, requests and responses."""
-        return len(self._parents) + len(self._requests) + len(self._responses)
+        """Entries held: parent links, requests, responses and the model calls whose requests are
+        unrecorded."""
+        return len(self._parents) + len(self._requests) + len(self._responses) + len(self._unrecorded)
 
     def see(self, span: Span, kind: str) -> None:
         """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
@@ -218,8 +224,13 @@ class RequestIndex:
 
     def add_model_call(self, span: Span) -> None:
         """Index the requests of the model call ``span`` (an LLM span)."""
-        for order, req in enumerate(requested_calls(span)):
+        found = requested_calls(span)
+        for order, req in enumerate(found):
             self._requests.append(_Request(span.span_id, span.start_ns, order, req))
+        if not found and asks_unrecorded_calls(span):
+            self._unrecorded.append((span.span_id, span.start_ns))
+            if self._max_requests is not None and len(self._unrecorded) > self._max_requests:
+                del self._unrecorded[0]
         if self._max_requests is not None and len(self._requests) > self._max_requests:
             del self._requests[: len(self._requests) - self._max_requests]
         for cid, response in sent_responses(span).items():
@@ -289,9 +300,23 @@ class RequestIndex:
                 candidates.append(r)
         candidates.sort(key=lambda r: (-r.start_ns, r.order))
         match = _match(candidates, call.name, args, known_id)
-        if match is not None and consume:
+        if match is None:
+            # Never used up: a model call asks for any number of calls it does not record.
+            unrecorded = self._unrecorded_request(span, agent)
+            return self.answered(call, _applied(call, unrecorded, args, known_id)), None
+        if consume:
             self._requests.remove(match)
         return self.answered(call, _applied(call, match, args, known_id)), match
+
+    def _unrecorded_request(self, span: Span, agent: str | None) -> _Request | None:
+        """The latest model call started before ``span``, under ``agent``, whose requests are unrecorded, as
+        a request that fills in nothing but the link."""
+        found = None
+        for llm, start_ns in self._unrecorded:
+            later = found is None or start_ns >= found[1]
+            if start_ns <= span.start_ns and later and agent in self._agents(llm):
+                found = (llm, start_ns)
+        return None if found is None else _Request(found[0], found[1], 0, Requested(None, "", None))
 
 
 def _call_facts(call: ToolCallRecord, dispatched: str | None) -> tuple[Any, str | None]:

@@ -7,10 +7,10 @@ framework: they ask the conventions of ``DIALECTS``, in its order, through the f
 
 ``DIALECTS``' order (documented in ``docs/frameworks.md``): the conventions whose tracers state a kind
 (OpenInference, OpenLLMetry), then those whose own attributes are read as GenAI ones (the Vercel AI SDK,
-MLflow, Logfire, Langfuse, Genkit: the first whose marker a span carries is the span's dialect, read once per
-span), then those recognised by names or content (Google ADK, Haystack), then the frameworks read through
-another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI: no markers, hooks only).
-Where two conventions' keys are on one span, the earlier one's are read first.
+MLflow, Logfire, Langfuse, Genkit, Spring AI: the first whose marker a span carries is the span's dialect,
+read once per span), then those recognised by names or content (Google ADK, Haystack), then the frameworks
+read through another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI: no markers,
+hooks only). Where two conventions' keys are on one span, the earlier one's are read first.
 
 **Adding a convention** (a new framework's tracer, say ``acme``):
 
@@ -52,6 +52,7 @@ from toolspan.bridge.facts._dialects._openinference import OPENINFERENCE
 from toolspan.bridge.facts._dialects._openllmetry import OPENLLMETRY
 from toolspan.bridge.facts._dialects._record import Dialect, Requested, int_value
 from toolspan.bridge.facts._dialects._smolagents import SMOLAGENTS
+from toolspan.bridge.facts._dialects._spring_ai import SPRING_AI
 from toolspan.bridge.facts._dialects._vercel import VERCEL_AI
 from toolspan.bridge.model import Span
 
@@ -59,6 +60,7 @@ __all__ = [
     "DIALECTS",
     "Dialect",
     "Requested",
+    "asks_unrecorded_calls",
     "dialect_error",
     "dialect_failed",
     "every",
@@ -82,6 +84,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
     LOGFIRE,
     LANGFUSE,
     GENKIT,
+    SPRING_AI,
     GOOGLE_ADK,
     HAYSTACK,
     DSPY,
@@ -188,6 +191,14 @@ def sent_responses(span: Span) -> dict[str, Any]:
     for hook in _RESPONSES:
         out.update(hook(span.attributes))
     return out
+
+
+_ASKS_UNRECORDED: Final = hooks(lambda d: d.asks_unrecorded_calls)
+
+
+def asks_unrecorded_calls(span: Span) -> bool:
+    """Whether a convention says model call ``span`` asked for tool calls it does not record."""
+    return any(asks(span) for asks in _ASKS_UNRECORDED)
 
 
 def stated_kind(span: Span) -> str | None:

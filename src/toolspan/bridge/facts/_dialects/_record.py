@@ -130,6 +130,9 @@ class Dialect:
     # The tools' responses a model call sent back to the model, by call id (Google ADK's request): the
     # outcome of a call whose span recorded none.
     responses_of: Callable[[Attrs], Mapping[str, Any]] | None = None
+    # Whether a model call (an ``llm`` span) asked for tool calls it does not record (Spring AI's: no model
+    # message on any span): a tool span no request matches is linked to the latest such call before it.
+    asks_unrecorded_calls: Callable[[Span], bool] | None = None
 
     def marks(self, span: Span) -> bool:
         """Whether ``span`` carries one of this convention's markers (a key, or its name)."""
