@@ -11,6 +11,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
+  ``page_delta`` / ``apply_page_delta``: what changed between two page documents of a trace, keyed by span
+  id (``step_keys``), schema ``page-delta``: what the server's live page stream sends;
   ``run_name``: the one name of a run (its ``title``, the server's trace list and inbox), ``request_text``:
   what the user asked, as a span recorded it;
 - ``to_ag_ui``: AG-UI events (the Agent-User Interaction Protocol), schema ``ag-ui`` (one event);
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
     from toolspan.bridge.views._names import request_text, run_name
     from toolspan.bridge.views._page import to_page, to_pages
+    from toolspan.bridge.views._page_delta import apply_page_delta, page_delta, step_keys
     from toolspan.bridge.views._plans import to_plans
     from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
     from toolspan.bridge.views._runs import Item as TurnItem
@@ -89,6 +92,9 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "run_name": "toolspan.bridge.views._names",
     "to_page": "toolspan.bridge.views._page",
     "to_pages": "toolspan.bridge.views._page",
+    "page_delta": "toolspan.bridge.views._page_delta",
+    "apply_page_delta": "toolspan.bridge.views._page_delta",
+    "step_keys": "toolspan.bridge.views._page_delta",
     "to_plans": "toolspan.bridge.views._plans",
     "AUTO_SEAL_RESULT": "toolspan.bridge.views._progress",
     "to_progress": "toolspan.bridge.views._progress",
@@ -114,6 +120,7 @@ __all__ = [
     "VIEWS",
     "View",
     "act_event",
+    "apply_page_delta",
     "audit",
     "classify",
     "group_traces",
@@ -124,8 +131,10 @@ __all__ = [
     "match_observe",
     "messages_snapshot",
     "observe_event",
+    "page_delta",
     "request_text",
     "run_name",
+    "step_keys",
     "to_ag_ui",
     "to_ai_sdk",
     "to_events",
@@ -145,6 +154,7 @@ SCHEMA_NAMES: Final = (
     "plans",
     "progress",
     "page",
+    "page-delta",
     "audit",
     "ag-ui",
     "ai-sdk",
