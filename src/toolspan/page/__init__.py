@@ -115,6 +115,13 @@ class LiveOptions:
     list_url: str | None = None
     # The calls waiting for a decision (``GET``, ``{"waiting": [...]}``): the top bar counts them.
     waiting_url: str | None = None
+    # The trace's page stream (``toolspan serve``'s ``/api/traces/{id}/page/stream``: ``event: page``, the
+    # whole document, then ``event: delta``, what changed, schema ``page-delta``; ``id:`` the tag of the
+    # document the client then holds, resumed from with ``?version=``). Given, the page follows it instead
+    # of ``stream_url`` and reads ``data_url`` only when served without its data. ``version``: the tag of
+    # the document embedded (``data_url``'s ``ETag``).
+    page_stream_url: str | None = None
+    version: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -224,6 +231,10 @@ def render_html(
     }
     if live is not None and live.list_url:
         config["live"]["list_url"] = live.list_url
+    if live is not None and live.page_stream_url:
+        config["live"]["page_stream_url"] = live.page_stream_url
+        if live.version:
+            config["live"]["version"] = live.version
     urls = _urls(whoami=live.whoami_url, waiting=live.waiting_url) if live is not None else {}
     if urls:
         config["urls"] = urls
