@@ -4,6 +4,7 @@ and, in real headless Chromium, a running tool that appears as RUNNING and turns
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import subprocess
@@ -19,8 +20,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from playwright.sync_api import Browser, expect
 
 import toolspan
+from tests.support.bridge_data import scenario
+from tests.support.formats import otlp_proto_request
 from tests.support.paths import APPS
 from tests.support.server import Server, otlp_body, running_server, sdk_env, sse_stream, wait_for
+from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_pages
 from toolspan.page import page_json
@@ -645,3 +649,69 @@ def test_the_list_and_the_inbox_fit_a_phone_and_follow_the_dark_scheme(
             finally:
                 ctx.close()
             assert background == ("rgb(255, 255, 255)" if scheme == "light" else "rgb(13, 17, 23)")
+
+
+def _records(spans: list[Span]) -> list[Span]:
+    """The records of a run as an application with pending records exports them: each span's pending
+    record when it starts, its ended record when it ends."""
+    timed = [(s.start_ns, 0, dataclasses.replace(s, end_ns=None)) for s in spans]
+    timed += [(s.end_ns, 1, s) for s in spans if s.end_ns is not None]
+    return [record for _, _, record in sorted(timed, key=lambda t: (t[0], t[1]))]
+
+
+_ROWS = """() => [...document.querySelectorAll('#timeline .row, #tree .row')].map((r) => [
+  r.closest('#tree') ? 'tree' : 'timeline', r.className.replace(/ ?\\bsel\\b/, ''), r.title,
+  r.textContent])"""
+
+
+def test_the_live_page_applies_what_its_stream_sends_and_reads_its_data_once(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """A run exported record by record (each span's pending record when it starts, its end when it ends)
+    while its page is open: the page applies each delta its page stream sends, keeps the step selected, and
+    ends with the rows and states of a fresh load of the finished trace, having read ``/page`` once."""
+    spans = [s for s in scenario() if s.trace_id == scenario()[0].trace_id]
+    records = _records(spans)
+    trace_id = spans[0].trace_id
+    with running_server(tmp_path, "--token", "s3cret") as server:
+        server.headers["Authorization"] = "Bearer s3cret"
+
+        def export(record: Span) -> None:
+            assert server.post_otlp(bytes(otlp_proto_request([record]).SerializeToString()))[0] == 200
+
+        export(records[0])
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        fetched: list[str] = []  # every request the page makes, counted from before it loads
+        page.on("request", lambda r: fetched.append(urllib.parse.urlsplit(r.url).path))
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        try:
+            page.goto(f"{server.url}/traces/{trace_id}#access_token=s3cret")
+            page.wait_for_selector("#live[data-stream='open']", state="attached")
+            page.locator("#timeline .row").first.click()
+            chosen = page.evaluate("window.toolspanPage.selected()")
+            for record in records[1:]:
+                export(record)
+            fresh_ctx, fresh, _ = _page(browser, f"{server.url}/traces/{trace_id}#access_token=s3cret")
+            try:
+                fresh.wait_for_selector("#timeline .row")
+                fresh.evaluate("window.toolspanPage.expandAll()")
+                want = fresh.evaluate(_ROWS)
+            finally:
+                fresh_ctx.close()
+            assert len([r for r in want if r[0] == "timeline"]) == len(spans)
+            page.evaluate("window.toolspanPage.expandAll()")
+            wait_for(lambda: page.evaluate(_ROWS) == want, "the live page's rows to be the finished trace's")
+            assert page.evaluate("window.toolspanPage.selected()") == chosen  # the selection stayed
+            badge = page.locator("#live")
+            assert badge.get_attribute("data-pages") is None  # no whole document from its stream...
+            assert int(badge.get_attribute("data-deltas") or "0") >= 1  # ...only deltas, applied
+            # Its data read once, at the start (served without it: asked for without the token); since then
+            # only its stream.
+            assert fetched.count(f"/api/traces/{trace_id}/page") == 1
+            assert fetched.count(f"/api/traces/{trace_id}/page/stream") == 1
+            assert problems == []
+        finally:
+            ctx.close()

@@ -66,12 +66,13 @@ const toolspanCommon = (function () {
     if (t) h.Authorization = "Bearer " + t;
     return h;
   }
-  // GET (or POST with a JSON body) to the server; resolves [status, body]; a 401 forgets the token and
-  // rejects with Unauthorized (the page then asks for it).
+  // GET (or POST with a JSON body) to the server; resolves [status, body, etag]; a 401 forgets the token
+  // and rejects with Unauthorized (the page then asks for it).
   /**
    * @param {string} url
    * @param {{method?: string, body?: unknown}} [options]
-   * @returns {Promise<[number, any]>} the status and the JSON body (any: what the server says)
+   * @returns {Promise<[number, any, string | null]>} the status, the JSON body (any: what the server says)
+   *   and the answer's ETag without its quotes (the live trace page's data: the tag its page stream resumes from)
    */
   function api(url, options) {
     const o = options || {};
@@ -88,7 +89,8 @@ const toolspanCommon = (function () {
         /** @type {any} */
         let body = null;
         try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text.slice(0, 300) }; }
-        return [r.status, body];
+        const etag = r.headers.get("etag");
+        return [r.status, body, etag ? etag.replace(/^(W\/)?"|"$/g, "") : null];
       });
     });
   }

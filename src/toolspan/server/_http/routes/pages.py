@@ -134,12 +134,20 @@ async def trace_page(state: ServerState, request: Request) -> Response:
 
 async def trace_data(state: ServerState, request: Request) -> Response:
     """``/api/traces/{id}/page``: the live page's data, its tag as its ``ETag`` (what the page stream
-    resumes from: ``?version=``)."""
-    made = await rendered(state, request, "trace_id", "page", _page_bytes)
-    if isinstance(made, Response):
-        return made
-    headers = {"cache-control": "no-store", "etag": f'"{page_tag(made[1])}"'}
-    return Response(made[1], media_type="application/json", headers=headers)
+    resumes from: ``?version=``). A stored trace's document is the one its page streams send from (built
+    once per version for both, and kept to resume from)."""
+    trace_id = trace_id_param(request.path_params["trace_id"])
+    page = None
+    if trace_id is not None:
+        page, local = await _current_page(state, trace_id)
+        page = page if local else None
+    if page is None:  # a trace read from Tempo/Jaeger, or none: as every view of a trace is read
+        made = await rendered(state, request, "trace_id", "page", _page_bytes)
+        if isinstance(made, Response):
+            return made
+        page = PageVersion(page_tag(made[1]), {}, made[1])
+    headers = {"cache-control": "no-store", "etag": f'"{page.tag}"'}
+    return Response(page.body, media_type="application/json", headers=headers)
 
 
 def _version_of(spans: Sequence[Span]) -> PageVersion:
