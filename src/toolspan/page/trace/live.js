@@ -94,6 +94,7 @@ function followPages(l, url) {
       updated();
     });
     stream.addEventListener("delta", (e) => {
+      performance.mark("toolspan-delta-start");
       /** @type {PageDoc} */
       let next;
       try {
@@ -113,6 +114,8 @@ function followPages(l, url) {
       tag = e.lastEventId;
       badge.dataset.deltas = String(Number(badge.dataset.deltas || "0") + 1);
       updated();
+      performance.measure("toolspan-delta", "toolspan-delta-start"); // applied and drawn: what a delta costs
+      performance.clearMarks("toolspan-delta-start");
     });
     stream.onerror = () => { if (es === stream) { streamState = "reconnecting"; liveBadge(); } };
   };
