@@ -67,6 +67,21 @@ def test_no_url_in_the_trace_page_script() -> None:
         assert URL_LITERAL.search(text) is None, f"{name} holds {URL_LITERAL.search(text)}"
 
 
+def test_no_url_in_any_page_script_nor_in_the_top_bar() -> None:
+    """Every URL the served pages ask for or link to comes from their config: common.js, the list's and the
+    inbox's scripts hold none (the list of runs, the stream, a run's page, where a decision goes: ``urls``),
+    and neither do the top bar's links."""
+    page = REPO / "src" / "toolspan" / "page"
+    for name in ("common.js", "list.js", "inbox.js"):
+        text = (page / name).read_text("utf-8")
+        assert URL_LITERAL.search(text) is None, f"{name} holds {URL_LITERAL.search(text)}"
+    top = (page / "top.html").read_text("utf-8")
+    assert re.findall(r"\b(?:href|src)=\"([^\"]*)\"", top) == ["{icon}"]
+    config = json.loads((JS / "tsconfig.json").read_text("utf-8"))
+    checked = {Path(f).name for f in config["files"] if f.startswith("../../../src/toolspan/page/")}
+    assert {"common.js", "list.js", "inbox.js"} <= checked  # type-checked like the trace page's files
+
+
 @pytest.mark.processes
 def test_the_trace_page_types_check() -> None:
     node = _node()

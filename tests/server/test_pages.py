@@ -349,6 +349,9 @@ def test_trace_list_in_chromium_searches_filters_and_follows_new_runs(
             page.locator("#nav-traces").click()  # the way back to the list
             page.wait_for_selector("#rows tr")
             assert page.url == f"{server.url}/traces"
+            page.locator("#nav-inbox").click()  # the bar's links, from the page's config
+            expect(page.locator("#empty h2")).to_have_text("No call waits for a decision")
+            assert page.url == f"{server.url}/inbox"
             assert problems == []
         finally:
             ctx.close()

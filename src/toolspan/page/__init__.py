@@ -115,6 +115,8 @@ class LiveOptions:
     list_url: str | None = None
     # The calls waiting for a decision (``GET``, ``{"waiting": [...]}``): the top bar counts them.
     waiting_url: str | None = None
+    # The inbox page the top bar leads to (beside ``list_url``).
+    inbox_url: str | None = None
     # The trace's page stream (``toolspan serve``'s ``/api/traces/{id}/page/stream``: ``event: page``, the
     # whole document, then ``event: delta``, what changed, schema ``page-delta``; ``id:`` the tag of the
     # document the client then holds, resumed from with ``?version=``). Given, the page follows it instead
@@ -235,7 +237,11 @@ def render_html(
         config["live"]["page_stream_url"] = live.page_stream_url
         if live.version:
             config["live"]["version"] = live.version
-    urls = _urls(whoami=live.whoami_url, waiting=live.waiting_url) if live is not None else {}
+    urls = (
+        _urls(whoami=live.whoami_url, waiting=live.waiting_url, list=live.list_url, inbox=live.inbox_url)
+        if live is not None
+        else {}
+    )
     if urls:
         config["urls"] = urls
     if live is not None and live.decisions_url and live.cancels_url and live.whoami_url:
@@ -266,15 +272,19 @@ APPS: Final = {"list": ("list.js", "Runs"), "inbox": ("inbox.js", "Inbox")}
 
 
 def _urls(**urls: str | None) -> dict[str, str]:
-    """The URLs common.js asks (``whoami``, ``waiting``): those given."""
+    """The URLs common.js asks or links to (``whoami``, ``waiting``, the top bar's ``list`` and ``inbox``),
+    and the list's and the inbox's (``runs``, ``stream``, ``trace``, ``decisions``): those given."""
     return {name: url for name, url in urls.items() if url}
 
 
 def render_app(app: str, urls: Mapping[str, str] | None = None) -> str:
     """The served page ``app`` (``"list"``: the trace list; ``"inbox"``: the calls waiting for a decision):
     one self-contained HTML file holding no data (the script reads it from the server's API with the tab's
-    token), so it is served to anyone, and asks for the token when the API wants one. ``urls``: where the
-    top bar asks what the tab's token may do (``whoami``) and counts the waiting calls (``waiting``)."""
+    token), so it is served to anyone, and asks for the token when the API wants one. ``urls``: every URL
+    its script asks or links to (it holds none): where the top bar asks what the tab's token may do
+    (``whoami``), counts the waiting calls (``waiting``) and leads (``list``, ``inbox``); the list of runs
+    (``runs``, JSON) and the all-traces stream (``stream``); a run's page (``trace``, ``{trace_id}`` in it
+    replaced); where a decision is sent (``decisions``)."""
     name, title = APPS[app]
     common = _asset("common.js")
     script = _asset(name)

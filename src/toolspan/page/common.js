@@ -8,7 +8,7 @@ const toolspanCommon = (function () {
   const config = (function () { const n = doc.getElementById("ts-config"); return n ? JSON.parse(n.textContent) : {}; })();
   /** @type {string | null} the token when this tab's storage is off */
   let memory = null;
-  /** @type {{whoami?: string, waiting?: string}} where the server says what a token may do, and which calls wait */
+  /** @type {{whoami?: string, waiting?: string, list?: string, inbox?: string}} where the server says what a token may do, and which calls wait; where the top bar leads */
   const URLS = config.urls || {};
 
   /**
@@ -192,6 +192,13 @@ const toolspanCommon = (function () {
     if (!barShown) {
       barShown = true;
       bar.hidden = false;
+      // Its links lead where the page's config says (urls.list: the runs, urls.inbox: the inbox).
+      /** @type {[string, string | undefined][]} */
+      const links = [["top-brand", URLS.list], ["nav-traces", URLS.list], ["nav-inbox", URLS.inbox]];
+      links.forEach(([id, href]) => {
+        const a = /** @type {HTMLAnchorElement | null} */ (doc.getElementById(id));
+        if (a && href) a.href = href;
+      });
       const link = doc.getElementById("nav-" + current);
       if (link) link.setAttribute("aria-current", "page");
       const theme = doc.getElementById("top-theme");

@@ -45,7 +45,20 @@ __all__ = ["home", "inbox", "page_stream", "trace_data", "trace_list", "trace_pa
 # What the top bar of every page asks: what the tab's token may do, how many calls wait for a decision.
 _WHOAMI: Final = "/api/whoami"
 _WAITING: Final = "/api/control/waiting"
-_APP_URLS: Final = {"whoami": _WHOAMI, "waiting": _WAITING}
+_LIST: Final = "/traces"
+_INBOX: Final = "/inbox"
+# Every URL the list and the inbox ask or link to (their scripts hold none): the top bar's, the list of runs
+# and the all-traces stream, a run's page ("{trace_id}" replaced), where a decision is sent.
+_APP_URLS: Final = {
+    "whoami": _WHOAMI,
+    "waiting": _WAITING,
+    "list": _LIST,
+    "inbox": _INBOX,
+    "runs": "/api/traces",
+    "stream": "/api/stream",
+    "trace": "/traces/{trace_id}",
+    "decisions": "/api/control/decisions",
+}
 
 
 def _page_data(spans: Sequence[Span]) -> str:
@@ -74,7 +87,8 @@ def _trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool 
         cancels_url="/api/control/cancels" if control else None,
         whoami_url=_WHOAMI,
         fetch_first=spans is None,
-        list_url="/traces",
+        list_url=_LIST,
+        inbox_url=_INBOX,
         waiting_url=_WAITING,
     )
     title = None if spans is not None else "trace " + trace_id
@@ -99,7 +113,7 @@ def _inbox_html() -> str:
 async def home(state: ServerState, request: Request) -> Response:
     """``/``: the trace list (a browser pointed at the server's address lands on it)."""
     query = request.url.query
-    return RedirectResponse("/traces" + (f"?{query}" if query else ""), status_code=307)
+    return RedirectResponse(_LIST + (f"?{query}" if query else ""), status_code=307)
 
 
 async def trace_list(state: ServerState, request: Request) -> Response:
