@@ -5,9 +5,10 @@ then gives; a client resumes from its tag."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,7 @@ from tests.support.formats import otlp_proto_request
 from tests.support.server import Server, SseEvent, running_server, sse_stream
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import apply_page_delta
-from toolspan.server._streams.page import page_tag
-
-pytestmark = pytest.mark.processes
+from toolspan.server._streams.page import PageDocs, PageVersion, page_tag, version_of
 
 
 def _records(spans: list[Span]) -> list[Span]:
@@ -55,6 +54,7 @@ def _until(events: Iterator[SseEvent], tag: str, doc: dict[str, object]) -> dict
     raise AssertionError("the stream ended")
 
 
+@pytest.mark.processes
 def test_a_run_exported_record_by_record_is_followed_to_its_page(tmp_path: Path) -> None:
     spans = scenario()
     trace_id = spans[0].trace_id
@@ -90,3 +90,63 @@ def test_a_run_exported_record_by_record_is_followed_to_its_page(tmp_path: Path)
         assert apply_page_delta(final, back.json()) == new
         unknown = next(sse_stream(server, f"/api/traces/{trace_id}/page/stream", last_event_id="0" * 32))
         assert (unknown.event, unknown.id, unknown.json()) == ("page", new_tag, new)
+
+
+def test_streams_waking_together_build_a_version_once_even_when_one_hangs_up() -> None:
+    """``PageDocs``: three streams of one trace ask for the same version at once: one build, the same
+    document for all, also when the stream that started the build is cancelled (its client hung up); a new
+    version is built again, and the versions kept resume by tag."""
+
+    async def run() -> None:
+        docs = PageDocs()
+        builds = 0
+        release = asyncio.Event()
+
+        def builder(n: int) -> Callable[[], Awaitable[PageVersion | None]]:
+            async def build() -> PageVersion | None:
+                nonlocal builds
+                builds += 1
+                await release.wait()
+                return version_of({"trace_id": "t", "n": n})
+
+            return build
+
+        first = asyncio.ensure_future(docs.current("t", (1,), builder(1)))
+        others = [asyncio.ensure_future(docs.current("t", (1,), builder(1))) for _ in range(2)]
+        await asyncio.sleep(0)
+        first.cancel()
+        release.set()
+        got = await asyncio.gather(*others)
+        assert builds == 1
+        assert got[0] is got[1]
+        assert got[0] is not None
+        assert got[0].doc == {"trace_id": "t", "n": 1}
+        assert await docs.current("t", (1,), builder(1)) is got[0]  # kept: not built again
+        newer = await docs.current("t", (2,), builder(2))
+        assert builds == 2
+        assert newer is not None
+        assert docs.by_tag("t", got[0].tag) is got[0]
+        assert docs.by_tag("t", newer.tag) is newer
+
+    asyncio.run(run())
+
+
+def test_the_documents_kept_to_resume_from_are_bounded_by_their_bytes() -> None:
+    async def run() -> None:
+        one = version_of({"trace_id": "a", "pad": "x" * 100})
+        docs = PageDocs(max_bytes=2 * len(one.body) + 10)
+
+        def made(page: PageVersion) -> Callable[[], Awaitable[PageVersion | None]]:
+            async def build() -> PageVersion | None:
+                return page
+
+            return build
+
+        pages = [version_of({"trace_id": t, "pad": "x" * 100}) for t in ("a", "b", "c")]
+        for n, page in enumerate(pages):
+            assert await docs.current(page.doc["trace_id"], (n,), made(page)) is page
+        assert docs.by_tag("a", pages[0].tag) is None  # the least recently built went first
+        assert docs.by_tag("b", pages[1].tag) is pages[1]
+        assert docs.by_tag("c", pages[2].tag) is pages[2]
+
+    asyncio.run(run())

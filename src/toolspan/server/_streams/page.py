@@ -68,15 +68,17 @@ def version_of(doc: dict[str, Any], body: bytes | None = None) -> PageVersion:
 
 
 class PageDocs:
-    """The page documents of the traces being followed, built once per version of a trace (concurrent
-    streams of one trace wait for the one build), the last ``per_trace`` of each of the last ``traces``
-    traces kept (by tag, to resume from), and the deltas between them (at most ``deltas``). Event loop
-    only."""
+    """The page documents of the traces being followed, built once per version of a trace (the streams of
+    one trace that wake together wait for the one build, which goes on when one of them hangs up), the last
+    ``per_trace`` of each trace kept by tag to resume from, at most ``max_bytes`` of JSON text in all, the
+    least recently built first out (a stream holds its own last document whatever is kept), and the deltas
+    between them (at most ``deltas``). Event loop only."""
 
-    def __init__(self, per_trace: int = 3, traces: int = 16, deltas: int = 64) -> None:
+    def __init__(self, per_trace: int = 3, max_bytes: int = 32 << 20, deltas: int = 64) -> None:
         self._per_trace = per_trace
-        self._traces = traces
+        self._max_bytes = max_bytes
         self._max_deltas = deltas
+        self._size = 0
         self._kept: OrderedDict[str, OrderedDict[str, PageVersion]] = OrderedDict()
         self._current: dict[str, tuple[Hashable, PageVersion]] = {}
         self._building: dict[tuple[str, Hashable], asyncio.Future[PageVersion | None]] = {}
@@ -89,14 +91,32 @@ class PageDocs:
 
     def _keep(self, trace_id: str, page: PageVersion) -> None:
         kept = self._kept.pop(trace_id, OrderedDict())
+        old = kept.pop(page.tag, None)
+        self._size -= 0 if old is None else len(old.body)
         kept[page.tag] = page
-        kept.move_to_end(page.tag)
+        self._size += len(page.body)
         while len(kept) > self._per_trace:
-            kept.popitem(last=False)
+            self._size -= len(kept.popitem(last=False)[1].body)
         self._kept[trace_id] = kept
-        while len(self._kept) > self._traces:
-            gone, _ = self._kept.popitem(last=False)
-            self._current.pop(gone, None)
+        while self._size > self._max_bytes and self._kept:
+            oldest, pages = next(iter(self._kept.items()))
+            self._size -= len(pages.popitem(last=False)[1].body)
+            if not pages:
+                del self._kept[oldest]
+                self._current.pop(oldest, None)
+
+    async def _build(
+        self, trace_id: str, version: Hashable, build: Callable[[], Awaitable[PageVersion | None]]
+    ) -> PageVersion | None:
+        try:
+            page = await build()
+            if page is not None:
+                self.built += 1
+                self._current[trace_id] = (version, page)
+                self._keep(trace_id, page)
+            return page
+        finally:
+            self._building.pop((trace_id, version), None)
 
     async def current(
         self, trace_id: str, version: Hashable | None, build: Callable[[], Awaitable[PageVersion | None]]
@@ -109,25 +129,12 @@ class PageDocs:
         if held is not None and held[0] == version:
             return held[1]
         key = (trace_id, version)
-        pending = self._building.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[PageVersion | None] = asyncio.get_running_loop().create_future()
-        self._building[key] = future
-        try:
-            page = await build()
-        except BaseException as e:
-            future.set_exception(e)
-            future.exception()  # retrieved: a stream that did not wait for it logs nothing
-            raise
-        finally:
-            self._building.pop(key, None)
-        if page is not None:
-            self.built += 1
-            self._current[trace_id] = (version, page)
-            self._keep(trace_id, page)
-        future.set_result(page)
-        return page
+        task = self._building.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._build(trace_id, version, build))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no log if unawaited
+            self._building[key] = task
+        return await asyncio.shield(task)
 
     async def delta(self, trace_id: str, old: PageVersion, new: PageVersion) -> bytes:
         """The JSON text of ``page_delta(old, new)``, made once."""
