@@ -20,13 +20,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 from playwright.sync_api import Browser, expect
 
 import toolspan
+from tests.support import bridge_data as bd
 from tests.support.bridge_data import scenario
 from tests.support.formats import otlp_proto_request
 from tests.support.paths import APPS
 from tests.support.server import Server, otlp_body, running_server, sdk_env, sse_stream, wait_for
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
-from toolspan.bridge.views import to_pages
+from toolspan.bridge.views import page_delta, to_pages
 from toolspan.page import page_json
 from toolspan.testing import capture_spans
 
@@ -715,6 +716,46 @@ def test_the_live_page_applies_what_its_stream_sends_and_reads_its_data_once(
             # only its stream.
             assert fetched.count(f"/api/traces/{trace_id}/page") == 1
             assert fetched.count(f"/api/traces/{trace_id}/page/stream") == 1
+            assert problems == []
+        finally:
+            ctx.close()
+
+
+def test_a_delta_keeps_the_collapsed_steps_and_the_details_of_an_untouched_step(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """A step arriving before the others (every index moves) and a call ending: the step collapsed in the
+    tree stays collapsed, and the details of the selected step, which the delta does not touch, are left as
+    drawn (the same elements: what the reader unfolded stays)."""
+    plan_attrs = {"openinference.span.kind": "CHAIN", "toolspan.plan.name": "the plan"}
+    root = bd.span(1, None, "invoke_agent a", 0, None, bd.agent_attrs("a", "go", None))
+    done = bd.span(2, 1, "execute_tool lookup", 20, 25, bd.tool_attrs(2, "lookup", {"q": 1}, 1))
+    plan = bd.span(3, 1, "plan", 30, None, plan_attrs)
+    inner = bd.span(4, 3, "execute_tool fetch", 31, None, bd.tool_attrs(4, "fetch", {"u": 1}))
+    early = bd.span(5, 1, "execute_tool first", 10, 12, bd.tool_attrs(5, "first", {"n": 0}, 0))
+    inner_done = dataclasses.replace(inner, end_ns=bd.T0 + 40 * bd.MS)
+    before = to_pages([root, done, plan, inner], live=True)[0]
+    after = to_pages([root, done, plan, inner_done, early], live=True)[0]
+    assert bd.sid(2) not in {c["key"] for c in page_delta(before, after)["changed"]}  # the selected one
+    with running_server(tmp_path) as server:
+        for record in (root, done, plan, inner):
+            assert server.post_otlp(bytes(otlp_proto_request([record]).SerializeToString()))[0] == 200
+        ctx, page, problems = _page(browser, f"{server.url}/traces/{root.trace_id}")
+        try:
+            page.wait_for_selector("#live[data-stream='open']", state="attached")
+            page.evaluate(f"window.toolspanPage.goTo({bd.sid(2)!r})")
+            page.locator("#detail h3").evaluate("(h) => { h.dataset.drawn = 'before'; }")
+            page.locator("#tree .row", has_text="the plan").locator("[data-twist]").click()
+            expect(page.locator("#tree .row", has_text="fetch")).to_have_count(0)
+            body = otlp_proto_request([early, inner_done]).SerializeToString()
+            assert server.post_otlp(bytes(body))[0] == 200
+            expect(page.locator("#tree .row", has_text="first")).to_have_count(1)  # the delta, applied
+            assert page.locator("#live").get_attribute("data-pages") is None
+            plan_row = page.locator("#tree .row", has_text="the plan")
+            expect(plan_row).to_have_attribute("aria-expanded", "false")  # still collapsed, one index on
+            expect(page.locator("#tree .row", has_text="fetch")).to_have_count(0)
+            assert page.evaluate("window.toolspanPage.selected()") == bd.sid(2)
+            assert page.locator("#detail h3").get_attribute("data-drawn") == "before"
             assert problems == []
         finally:
             ctx.close()

@@ -110,7 +110,8 @@ function followPages(l, url) {
         return;
       }
       pages[cur] = next;
-      setData(pages.length === 1 ? next : pages, true);
+      detailKept = true; // a step the delta did not touch is the same object: its details stay as drawn
+      try { setData(pages.length === 1 ? next : pages, true); } finally { detailKept = false; }
       tag = e.lastEventId;
       badge.dataset.deltas = String(Number(badge.dataset.deltas || "0") + 1);
       updated();
