@@ -35,6 +35,7 @@ from toolspan.page import LiveOptions, page_json, render_app, render_html
 from toolspan.server._http.auth import WITHOUT_TOKEN
 from toolspan.server._http.jsonio import error
 from toolspan.server._http.params import trace_id_param
+from toolspan.server._http.renders import Version
 from toolspan.server._http.routes.traces import rendered
 from toolspan.server._http.state import ServerState
 from toolspan.server._streams.page import PageVersion, page_chunks, page_tag, valid_tag, version_of
@@ -153,8 +154,9 @@ async def trace_data(state: ServerState, request: Request) -> Response:
     trace_id = trace_id_param(request.path_params["trace_id"])
     page = None
     if trace_id is not None:
-        page, local = await _current_page(state, trace_id)
-        page = page if local else None
+        version = await run_in_threadpool(state.store.trace_version, trace_id)
+        if version is not None:
+            page = await _stored_page(state, trace_id, version)
     if page is None:  # a trace read from Tempo/Jaeger, or none: as every view of a trace is read
         made = await rendered(state, request, "trace_id", "page", _page_bytes)
         if isinstance(made, Response):
@@ -181,6 +183,12 @@ async def _current_page(state: ServerState, trace_id: str) -> tuple[PageVersion 
             return None, True
         spans = [s for s in (await remote()) or [] if s.trace_id == trace_id]
         return (await run_in_threadpool(_version_of, spans) if spans else None), False
+    return await _stored_page(state, trace_id, version), True
+
+
+async def _stored_page(state: ServerState, trace_id: str, version: Version) -> PageVersion | None:
+    """The page document of a trace the store holds, at ``version``: built once for every reader (the
+    render cache's bytes read back when it holds them)."""
 
     async def build() -> PageVersion | None:
         kept = state.renders.get((trace_id, "page"), version)
@@ -193,7 +201,7 @@ async def _current_page(state: ServerState, trace_id: str) -> tuple[PageVersion 
         state.renders.put((trace_id, "page"), version, page.body)
         return page
 
-    return await state.pages.current(trace_id, version, build), True
+    return await state.pages.current(trace_id, version, build)
 
 
 async def page_stream(state: ServerState, request: Request) -> Response:
