@@ -26,7 +26,15 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
    timeline. ``fetch_first``: the page was served without its data and reads ``data_url`` first.
    ``list_url``: the list of runs the page belongs to; a bar across the top leads there and to the inbox,
    counting the calls ``waiting_url`` lists and saying whose token the tab holds (``whoami_url``). The
-   page's script holds no URL of its own: it asks only those given here.
+   page's script holds no URL of its own: it asks only those given here (``inbox_url``: where the bar's
+   inbox link leads).
+   With ``page_stream_url`` the page follows that stream instead of 1. and 2.: ``event: page`` (a whole
+   page document) and ``event: delta`` (``toolspan.bridge.views.page_delta`` of the document sent before,
+   schema ``page-delta``, applied to the shown trace), each with ``id:`` the tag of the document it gives;
+   it opens it with ``?version=<tag>`` of the document it holds (``version``, the embedded document's; or,
+   served without its data, the ``ETag`` of its one ``GET data_url``), and ``EventSource`` resumes with
+   ``Last-Event-ID``. A delta that does not apply to what the page holds reopens the stream without a
+   version (the whole document again).
 4. with ``decisions_url``, ``cancels_url`` and ``whoami_url`` (``toolspan serve --decider NAME=TOKEN``): the
    page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token) the
    details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
