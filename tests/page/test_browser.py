@@ -834,9 +834,8 @@ class PageStreamServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
 
-                def newest() -> (
-                    bool
-                ):  # only the newest connection is sent what is queued (the page closed others)
+                # Only the newest connection is sent what is queued (the page closed the others).
+                def newest() -> bool:
                     return mine == len(server.connections)
 
                 while True:
