@@ -29,6 +29,7 @@ from tests.support.paths import APPS
 from tests.support.postgres import Postgres
 from tests.support.server import HOST, Server, SseEvent, otlp_body, sdk_env, sse_stream, wait_for
 from toolspan.bridge.readers import from_readable_spans
+from toolspan.bridge.views import apply_page_delta
 from toolspan.exporters.pending import pending_record
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._store.postgres import PostgresStore
@@ -202,6 +203,24 @@ def test_a_progress_stream_on_one_replica_follows_a_trace_ingested_by_another(re
     stream.close()
     assert kinds[:1] == ["tool:start"]
     assert "tool:end" in kinds
+
+
+@pytest.mark.processes
+def test_a_page_stream_on_one_replica_follows_a_trace_ingested_by_another(replicas: list[Server]) -> None:
+    a, b = replicas
+    [tool] = _tool_spans(1)
+    trace_id = f"{tool.context.trace_id:032x}"
+    assert a.post_otlp(otlp_body([pending_record(tool)]))[0] == 200
+    stream = sse_stream(b, f"/api/traces/{trace_id}/page/stream")
+    first = next(stream)
+    assert first.event == "page"
+    assert [s["state"] for s in first.json()["steps"]] == ["RUNNING"]
+    assert a.post_otlp(otlp_body([tool]))[0] == 200  # the ended record, to the other replica
+    delta = next(stream)
+    stream.close()
+    assert delta.event == "delta"
+    assert apply_page_delta(first.json(), delta.json()) == json.loads(b.get(f"/api/traces/{trace_id}/page"))
+    assert [s["state"] for s in apply_page_delta(first.json(), delta.json())["steps"]] == ["COMPLETED"]
 
 
 @pytest.mark.processes

@@ -11,6 +11,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
+  ``page_delta`` / ``apply_page_delta``: what changed between two page documents of a trace, keyed by span
+  id (``step_keys``), schema ``page-delta``: what the server's live page stream sends;
   ``run_name``: the one name of a run (its ``title``, the server's trace list and inbox), ``request_text``:
   what the user asked, as a span recorded it;
 - ``to_ag_ui``: AG-UI events (the Agent-User Interaction Protocol), schema ``ag-ui`` (one event);
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
     from toolspan.bridge.views._names import request_text, run_name
     from toolspan.bridge.views._page import to_page, to_pages
+    from toolspan.bridge.views._page_delta import apply_page_delta, page_delta, step_keys
     from toolspan.bridge.views._plans import to_plans
     from toolspan.bridge.views._progress import to_progress
     from toolspan.bridge.views._timeline import to_timelines
@@ -66,6 +69,9 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "run_name": "toolspan.bridge.views._names",
     "to_page": "toolspan.bridge.views._page",
     "to_pages": "toolspan.bridge.views._page",
+    "page_delta": "toolspan.bridge.views._page_delta",
+    "apply_page_delta": "toolspan.bridge.views._page_delta",
+    "step_keys": "toolspan.bridge.views._page_delta",
     "to_plans": "toolspan.bridge.views._plans",
     "to_progress": "toolspan.bridge.views._progress",
     "to_timelines": "toolspan.bridge.views._timeline",
@@ -83,14 +89,17 @@ __all__ = [
     "VIEWS",
     "View",
     "act_event",
+    "apply_page_delta",
     "audit",
     "load_schema",
     "mark_pages",
     "match_observe",
     "messages_snapshot",
     "observe_event",
+    "page_delta",
     "request_text",
     "run_name",
+    "step_keys",
     "to_ag_ui",
     "to_ai_sdk",
     "to_events",
@@ -110,6 +119,7 @@ SCHEMA_NAMES: Final = (
     "plans",
     "progress",
     "page",
+    "page-delta",
     "audit",
     "ag-ui",
     "ai-sdk",

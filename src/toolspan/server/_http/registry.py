@@ -225,6 +225,16 @@ ROUTES: tuple[Endpoint, ...] = (
         "/traces/{trace_id:str}", "GET", pages.trace_page, "The live trace page (HTML)", HTML, page=True
     ),
     Endpoint(f"{_TRACE}/page", "GET", pages.trace_data, "The trace page's data, live (page schema)"),
+    Endpoint(
+        f"{_TRACE}/page/stream",
+        "GET",
+        pages.page_stream,
+        "The live trace page's stream (SSE): event page, the whole document, then event delta, what changed"
+        " (page-delta schema); id = the document's tag, resume with Last-Event-ID or ?version=",
+        SSE,
+        _TRACE_STREAM | {"400": "a Last-Event-ID or version that is not a page version: {error, status}"},
+        (query("version", {"type": "string", "pattern": "^[0-9a-f]{32}$"}),),
+    ),
     # --- one trace ---
     Endpoint(
         f"{_TRACE}/otlp",
