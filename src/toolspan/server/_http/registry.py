@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from toolspan._util.ids import hex_pattern
 from toolspan.server._http.auth import ANY_TOKEN, DECIDE, INGEST, PUBLIC
 from toolspan.server._http.endpoints import HTML, LINES, SSE, Endpoint, query
 from toolspan.server._http.routes import ingest, openapi, pages, streams, traces, views
 from toolspan.server._http.routes.control import queries, writes
 from toolspan.server._http.trace_list import PARAMETERS
+from toolspan.server._streams.page import TAG_DIGITS
 
 __all__ = ["ROUTES"]
 
@@ -233,7 +235,7 @@ ROUTES: tuple[Endpoint, ...] = (
         " (page-delta schema); id = the document's tag, resume with Last-Event-ID or ?version=",
         SSE,
         _TRACE_STREAM | {"400": "a Last-Event-ID or version that is not a page version: {error, status}"},
-        (query("version", {"type": "string", "pattern": "^[0-9a-f]{32}$"}),),
+        (query("version", {"type": "string", "pattern": hex_pattern(TAG_DIGITS)}),),
     ),
     # --- one trace ---
     Endpoint(

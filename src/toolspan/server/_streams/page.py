@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass
@@ -31,25 +30,27 @@ from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 
+from toolspan._util.ids import hex_id
 from toolspan.bridge.views import page_delta
 from toolspan.page import page_json
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, within
 from toolspan.server._streams.wakeups import Notifier
 
-__all__ = ["PageDocs", "PageVersion", "page_chunks", "page_tag", "valid_tag"]
+__all__ = ["TAG_DIGITS", "PageDocs", "PageVersion", "page_chunks", "page_tag", "valid_tag"]
 
-_TAG: Final = re.compile(r"[0-9a-f]{32}")
+# A tag is as many hex digits as a trace id (a SHA-256 cut short), spelled as ids are.
+TAG_DIGITS: Final = 32
 _REMOTE_POLL_S: Final = 1.0
 
 
 def page_tag(body: bytes) -> str:
     """The tag of a page document's JSON text."""
-    return hashlib.sha256(body).hexdigest()[:32]
+    return hashlib.sha256(body).hexdigest()[:TAG_DIGITS]
 
 
 def valid_tag(text: str) -> bool:
     """Whether ``text`` can be a tag (32 lowercase hex digits)."""
-    return _TAG.fullmatch(text) is not None
+    return hex_id(text, TAG_DIGITS) is not None
 
 
 @dataclass(frozen=True, slots=True)
