@@ -90,7 +90,9 @@ def test_a_key_read_for_the_index_and_not_indexed_is_found() -> None:
     def kind(span: Span) -> str | None:
         return TOOL if span.attributes.get("acme.kind") == "tool" else None
 
-    acme = Dialect(name="Acme", markers=("acme.step",), kind=kind, index_keys=frozenset({"acme.step"}))
+    acme = Dialect(
+        name="Acme", precedence=1000, markers=("acme.step",), kind=kind, index_keys=frozenset({"acme.step"})
+    )
     span = Span("0" * 32, "0" * 15 + "1", None, "step", 1, 2, attributes={"acme.step": 1})
     assert _unindexed(acme, [span], INDEX_KEYS | acme.index_keys) == {"acme.kind"}
 
@@ -108,7 +110,7 @@ def test_the_tool_name_a_convention_reads_needs_only_indexed_keys(dialect: Diale
     assert named, f"no span of the corpus has a tool named by {dialect.name}"
 
 
-def test_every_convention_module_holds_one_registered_dialect() -> None:
+def test_every_convention_module_holds_one_dialect_found_in_its_place() -> None:
     for info in pkgutil.iter_modules(dialects.__path__):
         if info.name == "_record":
             continue
@@ -118,3 +120,6 @@ def test_every_convention_module_holds_one_registered_dialect() -> None:
         assert held[0] in DIALECTS, f"{info.name}: {held[0].name} is not in DIALECTS"
     names = [d.name for d in DIALECTS]
     assert len(set(names)) == len(names)
+    # Each convention its own place: the order is what the conventions state, never a tie broken by chance.
+    places = [d.precedence for d in DIALECTS]
+    assert places == sorted(set(places))

@@ -5,55 +5,44 @@ tool call, its name, its arguments, ...). Each convention is one module here hol
 (``_record.py`` says what every field means); the shared readers of ``toolspan.bridge.facts`` never name a
 framework: they ask the conventions of ``DIALECTS``, in its order, through the functions below.
 
-``DIALECTS``' order (documented in ``docs/frameworks.md``): the conventions whose tracers state a kind
-(OpenInference, OpenLLMetry), then those whose own attributes are read as GenAI ones (the Vercel AI SDK,
-MLflow, Logfire, Langfuse, Genkit, Spring AI: the first whose marker a span carries is the span's dialect,
-read once per span), then those recognised by names or content (Google ADK, Haystack), then the frameworks
-read through another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI: no markers,
-hooks only). Where two conventions' keys are on one span, the earlier one's are read first.
+``DIALECTS`` is every module's ``Dialect``, found when this package is imported, in increasing
+``precedence`` (each convention states its own; the bands, documented in ``docs/frameworks.md``): below 30
+the conventions whose tracers state a kind (OpenInference 10, OpenLLMetry 20); 30 to 89 those whose own
+attributes are read as GenAI ones (the Vercel AI SDK, MLflow, Logfire, Langfuse, Genkit, Spring AI: the first
+whose marker a span carries is the span's dialect, read once per span); 90 to 109 those recognised by names
+or content (Google ADK, Haystack); from 110 the frameworks read through another's instrumentation (DSPy,
+CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI: no markers, hooks only). Where two conventions' keys are on
+one span, the earlier one's are read first.
 
 **Adding a convention** (a new framework's tracer, say ``acme``):
 
 1. its keys in ``toolspan.semconv`` (``ACME_*``), every one;
-2. a module here, ``_acme.py``, holding ``ACME = Dialect(name="Acme", ...)``: its ``markers`` (the keys
+2. a module here, ``_acme.py``, holding ``ACME = Dialect(name="Acme", precedence=..., ...)``: its place
+   in the order (a number of its band no other convention has), its ``markers`` (the keys
    whose presence marks a span as its own), its ``kind`` (tool / llm / agent / chain / retriever), a
    ``read`` giving the GenAI names of what it records (``tool_attributes(...)``, ``gen_ai.input.messages``,
    the model, usage) and its ``error`` text; its ``index_keys``: every key ``markers``, ``kind``, ``error``,
    ``failed``, ``other`` and the tool name read (``tests/bridge/facts/test_dialect_registry.py`` fails when
    one is missing); a hook of the record for what does not fit (no ``if acme`` in a shared module: a new
    kind of rule is a new optional field of ``Dialect``, read by the shared reader that needs it);
-3. ``ACME`` in ``DIALECTS`` below, where its place in the order says;
-4. its recorded run under ``tests/corpus/acme/`` (``scripts/corpus/``), its name in
+3. its recorded run under ``tests/corpus/acme/`` (``scripts/corpus/``), its name in
    ``tests/support/corpus.py``'s ``SETUPS`` and its lines in ``tests/frameworks/test_corpus.py``'s tables
    (its span kinds, its finish reasons), and its row in ``docs/frameworks.md``.
 
-The server's index (``INDEX_KEYS``) and every shared reader pick it up from ``DIALECTS``.
+Nothing else: ``DIALECTS`` finds the module, and the server's index (``INDEX_KEYS``) and every shared reader
+pick it up from there.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final, ParamSpec, TypeVar
 
-from toolspan.bridge.facts._dialects._adk import GOOGLE_ADK
-from toolspan.bridge.facts._dialects._autogen import AUTOGEN
-from toolspan.bridge.facts._dialects._beeai import BEEAI
-from toolspan.bridge.facts._dialects._crewai import CREWAI
-from toolspan.bridge.facts._dialects._dspy import DSPY
-from toolspan.bridge.facts._dialects._genkit import GENKIT
-from toolspan.bridge.facts._dialects._haystack import HAYSTACK
-from toolspan.bridge.facts._dialects._langfuse import LANGFUSE
-from toolspan.bridge.facts._dialects._llamaindex import LLAMAINDEX
-from toolspan.bridge.facts._dialects._logfire import LOGFIRE
-from toolspan.bridge.facts._dialects._mlflow import MLFLOW
-from toolspan.bridge.facts._dialects._openinference import OPENINFERENCE
-from toolspan.bridge.facts._dialects._openllmetry import OPENLLMETRY
 from toolspan.bridge.facts._dialects._record import Dialect, Requested, int_value
-from toolspan.bridge.facts._dialects._smolagents import SMOLAGENTS
-from toolspan.bridge.facts._dialects._spring_ai import SPRING_AI
-from toolspan.bridge.facts._dialects._vercel import VERCEL_AI
 from toolspan.bridge.model import Span
 
 __all__ = [
@@ -76,24 +65,19 @@ __all__ = [
     "with_dialect",
 ]
 
-DIALECTS: Final[tuple[Dialect, ...]] = (
-    OPENINFERENCE,
-    OPENLLMETRY,
-    VERCEL_AI,
-    MLFLOW,
-    LOGFIRE,
-    LANGFUSE,
-    GENKIT,
-    SPRING_AI,
-    GOOGLE_ADK,
-    HAYSTACK,
-    DSPY,
-    CREWAI,
-    LLAMAINDEX,
-    AUTOGEN,
-    SMOLAGENTS,
-    BEEAI,
-)
+
+def _discovered() -> tuple[Dialect, ...]:
+    """The ``Dialect`` of every module of this package (``_record`` holds none), in increasing precedence:
+    a new convention is its module, found here, in the place its ``precedence`` says."""
+    found: list[Dialect] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "_record":
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            found.extend(value for value in vars(module).values() if isinstance(value, Dialect))
+    return tuple(sorted(found, key=lambda d: d.precedence))
+
+
+DIALECTS: Final[tuple[Dialect, ...]] = _discovered()
 
 _STATED: Final = tuple(d for d in DIALECTS if not d.recognised and (d.markers or d.span_names))
 _RECOGNISED: Final = tuple(d for d in DIALECTS if d.recognised)

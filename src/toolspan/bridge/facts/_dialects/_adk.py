@@ -62,6 +62,7 @@ def _responses(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 GOOGLE_ADK = Dialect(
+    precedence=90,
     name="Google ADK",
     markers=(sc.ADK_LLM_RESPONSE,),
     kind=_kind,

@@ -19,4 +19,4 @@ def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
     return reason if isinstance(reason, str) and reason else None
 
 
-AUTOGEN = Dialect(name="AutoGen", finish_reason_of=_finish_reason)
+AUTOGEN = Dialect(precedence=140, name="AutoGen", finish_reason_of=_finish_reason)

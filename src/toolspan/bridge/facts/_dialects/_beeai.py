@@ -73,6 +73,7 @@ def _explained_error(span: Span) -> str | None:
 
 
 BEEAI = Dialect(
+    precedence=160,
     name="BeeAI",
     arguments_of=_arguments,
     agent_text_of=_agent_text,

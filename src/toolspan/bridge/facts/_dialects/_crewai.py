@@ -24,4 +24,4 @@ def _agent_text(attrs: Mapping[str, Any], output: bool) -> str | None:
     return None
 
 
-CREWAI = Dialect(name="CrewAI", agent_text_of=_agent_text)
+CREWAI = Dialect(precedence=120, name="CrewAI", agent_text_of=_agent_text)

@@ -47,6 +47,7 @@ def _requests(attrs: Mapping[str, Any]) -> list[Requested]:
 
 
 DSPY = Dialect(
+    precedence=110,
     name="DSPy",
     index_keys=frozenset({sc.OPENINFERENCE_SPAN_KIND}),
     name_of_tool=_tool_name,

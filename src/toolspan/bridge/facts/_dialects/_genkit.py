@@ -143,6 +143,7 @@ def _read(span: Span) -> dict[str, Any]:
 
 
 GENKIT = Dialect(
+    precedence=70,
     name="Genkit",
     markers=(sc.GENKIT_TYPE,),
     kind=_kind,

@@ -54,6 +54,7 @@ def _model_facts(attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 HAYSTACK = Dialect(
+    precedence=100,
     name="Haystack",
     markers=(sc.HAYSTACK_TOOL_NAME,),
     span_names=(sc.HAYSTACK_TOOL_STEP, sc.HAYSTACK_AGENT_RUN, sc.HAYSTACK_LLM_STEP),

@@ -65,6 +65,7 @@ def _error(span: Span) -> str | None:
 
 
 LANGFUSE = Dialect(
+    precedence=60,
     name="Langfuse",
     markers=(sc.LANGFUSE_OBSERVATION_TYPE,),
     kind=_kind,

@@ -15,4 +15,4 @@ def _calls_model(span: Span) -> bool:
     return not span.name.endswith(sc.LLAMAINDEX_PREPARE_CHAT)
 
 
-LLAMAINDEX = Dialect(name="LlamaIndex", calls_model=_calls_model)
+LLAMAINDEX = Dialect(precedence=130, name="LlamaIndex", calls_model=_calls_model)

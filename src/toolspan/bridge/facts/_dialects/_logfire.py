@@ -60,6 +60,7 @@ def _error(span: Span) -> str | None:
 
 
 LOGFIRE = Dialect(
+    precedence=50,
     name="Logfire",
     markers=(sc.LOGFIRE_MSG_TEMPLATE,),
     kind=_kind,

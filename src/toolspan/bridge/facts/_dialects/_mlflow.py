@@ -68,6 +68,7 @@ def _read(span: Span) -> dict[str, Any]:
 
 
 MLFLOW = Dialect(
+    precedence=40,
     name="MLflow Tracing",
     markers=(sc.MLFLOW_SPAN_TYPE,),
     kind=_kind,

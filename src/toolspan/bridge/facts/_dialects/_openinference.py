@@ -57,6 +57,7 @@ def _requests(attrs: Mapping[str, Any]) -> list[Requested]:
 
 
 OPENINFERENCE = Dialect(
+    precedence=10,
     name="OpenInference",
     markers=(sc.OPENINFERENCE_SPAN_KIND,),
     kind=_kind,

@@ -53,6 +53,7 @@ def _requests(attrs: Mapping[str, Any]) -> list[Requested]:
 
 
 OPENLLMETRY = Dialect(
+    precedence=20,
     name="OpenLLMetry",
     markers=(sc.TRACELOOP_SPAN_KIND,),
     kind=_kind,

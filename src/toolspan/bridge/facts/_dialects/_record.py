@@ -51,6 +51,10 @@ class Dialect:
     """
 
     name: str
+    # Its place in ``DIALECTS``: conventions are asked in increasing ``precedence`` (each its own number;
+    # see the package's docstring for the bands), so where two conventions' keys are on one span, the one
+    # with the lower number is read first.
+    precedence: int
     # Keys whose presence marks a span as this convention's (and span names that do, for tracers that mark a
     # span only by its name). The first convention of ``DIALECTS`` that marks a span is the span's dialect.
     markers: tuple[str, ...] = ()

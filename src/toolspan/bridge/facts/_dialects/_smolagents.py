@@ -27,4 +27,4 @@ def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
-SMOLAGENTS = Dialect(name="smolagents", finish_reason_of=_finish_reason)
+SMOLAGENTS = Dialect(precedence=150, name="smolagents", finish_reason_of=_finish_reason)

@@ -62,6 +62,7 @@ def _asks_unrecorded_calls(span: Span) -> bool:
 
 
 SPRING_AI = Dialect(
+    precedence=80,
     name="Spring AI",
     markers=(sc.SPRING_AI_KIND,),
     kind=_kind,

@@ -96,6 +96,7 @@ def _read(span: Span) -> dict[str, Any]:
 
 
 VERCEL_AI = Dialect(
+    precedence=30,
     name="Vercel AI SDK",
     markers=(sc.VERCEL_OPERATION_ID,),
     kind=_kind,
