@@ -391,18 +391,3 @@ SPRING_AI_TOOL_CALL_RESULT: Final = "spring.ai.tool.call.result"
 SPRING_AI_MODEL_TOOL_NAMES: Final = "spring.ai.model.request.tool.names"
 # The finish reason (lower-cased) of a Spring AI model call that stopped to call tools.
 SPRING_AI_FINISH_TOOL_CALLS: Final = "tool_calls"
-
-# Acme Agents' own tracer: ``acme.span.type`` tool | model | agent.
-ACME_SPAN_TYPE: Final = "acme.span.type"
-ACME_TOOL_NAME: Final = "acme.tool.name"
-ACME_TOOL_CALL_ID: Final = "acme.tool.call_id"
-ACME_TOOL_ARGS: Final = "acme.tool.args"
-ACME_TOOL_RESULT: Final = "acme.tool.result"
-ACME_TOOL_ERROR: Final = "acme.tool.error"
-ACME_AGENT_NAME: Final = "acme.agent.name"
-ACME_INPUT: Final = "acme.input"
-ACME_OUTPUT: Final = "acme.output"
-ACME_MODEL: Final = "acme.model"
-ACME_USAGE_INPUT: Final = "acme.usage.input"
-ACME_USAGE_OUTPUT: Final = "acme.usage.output"
-ACME_FINISH: Final = "acme.finish"

@@ -160,7 +160,6 @@ FINISH_REASONS = {
     "haystack": ["tool_calls", "stop"],
     "crewai_openinference": ["tool_calls", "stop"],
     "autogen_agentchat": ["function_calls", "stop"],
-    "acme_agents": ["tool_calls", "stop"],
     "vercel_ai_generate": ["tool-calls", "stop"],  # the SDK's unified finish reasons
     "vercel_ai_stream": ["tool-calls", "stop"],
     "mlflow_native": ["tool_calls", "stop"],  # from the OpenAI client's span inside each generation
@@ -513,7 +512,6 @@ KINDS: dict[str, dict[str, int]] = {
     "google_adk_js": {"agent": 1, "llm": 2, "other": 2, "tool": 3},
     # The ChatClient (agent), its two advisors and the HTTP client's span (other), the model call, the tools.
     "spring_ai": {"agent": 1, "llm": 1, "other": 3, "tool": 3},
-    "acme_agents": {"agent": 1, "llm": 2, "tool": 3},
 }
 
 

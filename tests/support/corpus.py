@@ -55,7 +55,6 @@ SETUPS = (
     "beeai_openinference",
     "google_adk_js",
     "spring_ai",
-    "acme_agents",
 )
 ENCODINGS = ("traces.jsonl", "traces.pb")
 LOGS = {"traces.jsonl": "logs.jsonl", "traces.pb": "logs.pb"}
