@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.page_data import big_run  # noqa: E402
 
-from toolspan.bridge.readers._json import write_json_lines  # noqa: E402
+from toolspan.bridge import write_json_lines  # noqa: E402
 from toolspan.bridge.views import to_events, to_pages  # noqa: E402
 from toolspan.page import render_html  # noqa: E402
 

@@ -56,8 +56,9 @@ from bench_vs_jaeger import (  # noqa: E402
 )
 from tests.support.server import Server, free_port  # noqa: E402
 
-from toolspan.bridge.readers import Ctx, ReadReport  # noqa: E402
-from toolspan.bridge.readers import parse_trace_request as parse_request  # noqa: E402
+from toolspan.bridge.internal import Ctx  # noqa: E402
+from toolspan.bridge.internal import parse_trace_request as parse_request  # noqa: E402
+from toolspan.bridge.readers import ReadReport  # noqa: E402
 from toolspan.bridge.views import to_pages  # noqa: E402
 from toolspan.bridge.views.registry import VIEWS  # noqa: E402
 from toolspan.page import page_json  # noqa: E402

@@ -46,6 +46,9 @@ UI_BUILD=$!
 # TypeScript from tests/node's lock, and the node --test tests of its pure helpers.
 tests/node/node_modules/.bin/tsc -p tests/page/js/tsconfig.json
 node --test tests/page/js/*.test.mjs
+# Dead code: no name in src/ that nothing uses (vulture; its settings in pyproject's [tool.vulture], the
+# names used only where it cannot see listed with their reasons in scripts/vulture_whitelist.py).
+.venv/bin/vulture
 # The package as users get it: build the sdist and the wheel (pinned build backend, no network), check
 # what they hold, install the wheel alone into a fresh venv and use it from outside the source tree.
 rm -rf dist .wheel-venv

@@ -116,3 +116,76 @@ class ScriptedChat:
 
     def client(self) -> httpx.Client:
         return httpx.Client(transport=httpx.MockTransport(self))
+
+
+class _Request:
+    """What ``ScriptedChat`` reads of a request, for a request taken off a socket."""
+
+    class _Url:
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+    def __init__(self, path: str, content: bytes) -> None:
+        self.url = self._Url(path)
+        self.content = content
+
+
+class _Reply:
+    """The ``Response`` constructor ``ScriptedChat`` answers with, kept as status, headers and bytes."""
+
+    def __init__(
+        self,
+        status: int,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        content: bytes = b"",
+    ) -> None:
+        self.status = status
+        self.headers = dict(headers or {})
+        if json is not None:
+            content = _json_bytes(json)
+            self.headers["content-type"] = "application/json"
+        self.content = content
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+class LoopbackChat:
+    """The script as a real HTTP server on loopback, for a framework in another process (the JVM's): each
+    POST to ``.../chat/completions`` answered with the next turn, as the mock transport answers it.
+    ``base_url``: its address; ``chat``: the script (its turns and the requests it took)."""
+
+    def __init__(self, chat: ScriptedChat | None = None) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from types import SimpleNamespace
+
+        script = self.chat = chat or ScriptedChat()
+        lock = threading.Lock()
+        replies = SimpleNamespace(Response=_Reply)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with lock:
+                    reply = script._answer(_Request(self.path, body), replies)
+                self.send_response(reply.status)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(reply.content)))
+                self.end_headers()
+                self.wfile.write(reply.content)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()

@@ -4,6 +4,14 @@
 # scripted model (no network, no key). Usage: bash scripts/corpus/generate.sh [framework ...]
 # Environments go to $CORPUS_VENVS (default .corpus-venvs/, ignored by git); PYTHON picks the interpreter.
 # JavaScript frameworks (env "node") run with Node.js from scripts/corpus/node/, installed from its lock.
+# Go frameworks (env "go") run with Go (1.26 or newer) from scripts/corpus/go/, at the versions its go.mod and
+# go.sum pin (the modules come from the Go module proxy; the run itself is offline, against a scripted model
+# on loopback, its spans exported over OTLP/HTTP to a receiver on loopback). Only regenerating needs Go: the
+# tests read the recorded files.
+# JVM frameworks (env "jvm") need a JDK (17 or later) and Maven: the application in scripts/corpus/jvm/ is
+# built with Maven (its dependencies from Maven Central into the local repository, its build in
+# scripts/corpus/jvm/target/), then its runner, in the environment pinned by scripts/corpus/jvm.txt, serves
+# the scripted model and an OTLP receiver on loopback and runs it (offline: no network, no key).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
@@ -37,10 +45,14 @@ RUNS=(
   "dspy_react|dspy|run_dspy.py"
   "langfuse_openai|langfuse|run_langfuse.py"
   "agent_framework|agent_framework|run_agent_framework.py"
+  "beeai_openinference|beeai|run_beeai.py"
   "vercel_ai_generate|node|run_vercel_ai.mjs generate"
   "vercel_ai_stream|node|run_vercel_ai.mjs stream"
   "langgraph_js_openinference|node|run_langgraph_js.mjs"
   "openai_agents_js|node|run_openai_agents_js.mjs"
+  "genkit_go|go|genkit"
+  "google_adk_js|node|run_google_adk_js.mjs"
+  "spring_ai|jvm|run_spring_ai.py"
   "mcp_openllmetry|mcp_openllmetry|run_mcp_openllmetry.py"
   "openai_agents_openllmetry|openai_agents_openllmetry|run_openai_agents_openllmetry.py"
 )
@@ -55,6 +67,15 @@ for run in "${RUNS[@]}"; do
   fi
   rm -rf "${OUT:?}/$name"
   read -r script args <<<"$runner"
+  mkdir -p "$VENVS"
+  if [[ "$env" == go ]]; then
+    out_dir="$PWD/$OUT/$name"
+    # shellcheck disable=SC2086  # the runner's arguments are words
+    (cd scripts/corpus/go && go run "./$script" "$out_dir" $args) >/dev/null 2>"$VENVS/$name.log" ||
+      { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }
+    echo "$name: $(ls "$OUT/$name" | tr '\n' ' ')"
+    continue
+  fi
   if [[ "$env" == node ]]; then
     (cd scripts/corpus/node && npm ci --no-audit --no-fund --silent)
     # shellcheck disable=SC2086  # the runner's arguments are words
@@ -62,6 +83,10 @@ for run in "${RUNS[@]}"; do
       { echo "$name failed: see $VENVS/$name.log" >&2; exit 1; }
     echo "$name: $(ls "$OUT/$name" | tr '\n' ' ')"
     continue
+  fi
+  if [[ "$env" == jvm ]]; then
+    mvn -q -B -f scripts/corpus/jvm/pom.xml -DskipTests package >"$VENVS/$name.mvn.log" 2>&1 ||
+      { echo "$name: the Maven build failed: see $VENVS/$name.mvn.log" >&2; exit 1; }
   fi
   venv="$VENVS/$env"
   if [[ ! -x "$venv/bin/python" ]]; then

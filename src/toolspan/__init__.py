@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from toolspan._approvals.approval import Approval
     from toolspan._approvals.book import ApprovalBook
     from toolspan._approvals.cancel import check_cancelled
-    from toolspan._approvals.server import ServerApprover
+    from toolspan._approvals.server_client import ServerApprover
     from toolspan._decisions.replay import replay
     from toolspan._instrument.agent import agent, thought
     from toolspan._instrument.context import current_execution_id, current_tool_call_id, tool_call_id
@@ -59,7 +59,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "ReplaySealed": "toolspan.errors",
     "ReplayedToolError": "toolspan.errors",
     "Run": "toolspan._instrument.handle",
-    "ServerApprover": "toolspan._approvals.server",
+    "ServerApprover": "toolspan._approvals.server_client",
     "ToolCall": "toolspan._runner.run",
     "ToolCancelled": "toolspan.errors",
     "ToolDenied": "toolspan.errors",

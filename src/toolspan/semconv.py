@@ -30,7 +30,6 @@ GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 
@@ -42,7 +41,6 @@ OP_CHAT: Final = "chat"
 OP_TEXT_COMPLETION: Final = "text_completion"
 OP_GENERATE_CONTENT: Final = "generate_content"
 OP_EMBEDDINGS: Final = "embeddings"
-LLM_OPERATIONS: Final = frozenset({OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT})
 
 # Values of gen_ai.tool.type
 TOOL_TYPE_FUNCTION: Final = "function"
@@ -89,7 +87,6 @@ OI_KIND_AGENT: Final = "AGENT"
 OI_KIND_LLM: Final = "LLM"
 OI_KIND_CHAIN: Final = "CHAIN"
 MIME_JSON: Final = "application/json"
-MIME_TEXT: Final = "text/plain"
 
 # --- OpenLLMetry (Traceloop) ------------------------------------------------------------------------
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"  # workflow | task | agent | tool
@@ -104,7 +101,6 @@ TOOLSPAN_TOOL_STATE: Final = "toolspan.tool.state"
 TOOLSPAN_PLAN_NAME: Final = "toolspan.plan.name"
 TOOLSPAN_PARENT_EXECUTION_ID: Final = "toolspan.parent.execution_id"
 TOOLSPAN_PARENT_TOOL_CALL_ID: Final = "toolspan.parent.tool_call_id"
-TOOLSPAN_STEP_INDEX: Final = "toolspan.step.index"
 TOOLSPAN_STREAM_TEXT: Final = "toolspan.stream.text"  # aggregate of the text_delta chunks of a span
 TOOLSPAN_STREAM_TRUNCATED: Final = "toolspan.stream.truncated"  # true when the aggregate hit the budget
 TOOLSPAN_RESULT_ITEMS: Final = "toolspan.result.items"  # how many items a generator tool yielded
@@ -210,6 +206,10 @@ PLAN_SPAN_PREFIX: Final = "plan "
 
 # Instrumentation scope
 SCOPE_NAME: Final = "toolspan"
+# The semantic conventions toolspan's spans follow, declared on its tracer's instrumentation scope: the
+# schema of the ``opentelemetry-semantic-conventions`` release the project pins (0.66b1: schema 1.44.0; the
+# tests check it is that release's newest schema).
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.44.0"
 
 # --- Read by the bridge (toolspan.bridge.facts) ---------------------------------------------------
 OP_RETRIEVAL: Final = "retrieval"
@@ -331,7 +331,6 @@ VERCEL_MODEL_CALL_SUFFIXES: Final = (".doGenerate", ".doStream", ".doEmbed")
 MLFLOW_SPAN_TYPE: Final = "mlflow.spanType"
 MLFLOW_SPAN_INPUTS: Final = "mlflow.spanInputs"
 MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
-MLFLOW_MESSAGE_FORMAT: Final = "mlflow.message.format"
 MLFLOW_LLM_MODEL: Final = "mlflow.llm.model"
 MLFLOW_TOKEN_USAGE: Final = "mlflow.chat.tokenUsage"
 # Logfire: spans named by a message template; the OpenAI Agents integration's templates and attributes.
@@ -351,6 +350,13 @@ DSPY_TOOL_SUFFIXES: Final = (".__call__", ".acall")
 # DSPy's ReAct asks for a tool in the model's text, as the ChatAdapter's ``[[ ## <field> ## ]]`` fields.
 DSPY_NEXT_TOOL_NAME: Final = "next_tool_name"
 DSPY_NEXT_TOOL_ARGS: Final = "next_tool_args"
+# BeeAI Framework via OpenInference (openinference-instrumentation-beeai): an emitter event of a run (a tool's
+# ``error``) recorded as a child span of the run's span, of its kind, with the event's path and its trace's
+# run id; a run's input recorded as ``{"input": ..., "options": ...}``.
+BEEAI_EVENT_PATH: Final = "metadata.path"
+BEEAI_EVENT_RUN_ID: Final = "metadata.trace.run_id"
+BEEAI_RUN_INPUT: Final = "input"
+BEEAI_RUN_OPTIONS: Final = "options"
 # Langfuse's OpenTelemetry-based SDK: what an observation is, and its content (JSON text).
 LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"
 LANGFUSE_INPUT: Final = "langfuse.observation.input"
@@ -358,3 +364,34 @@ LANGFUSE_OUTPUT: Final = "langfuse.observation.output"
 LANGFUSE_MODEL_NAME: Final = "langfuse.observation.model.name"
 LANGFUSE_USAGE_DETAILS: Final = "langfuse.observation.usage_details"
 LANGFUSE_STATUS_MESSAGE: Final = "langfuse.observation.status_message"
+# Genkit (its built-in tracing; the Go SDK checked): every span of an action says its type, its action's
+# kind (the subtype) and name, and its input and output as JSON text.
+GENKIT_TYPE: Final = "genkit:type"
+GENKIT_SUBTYPE: Final = "genkit:metadata:subtype"
+GENKIT_NAME: Final = "genkit:name"
+GENKIT_INPUT: Final = "genkit:input"
+GENKIT_OUTPUT: Final = "genkit:output"
+# The subtypes of a tool action (``tool.v2`` records its output as ``{"output": ..., "content": [...]}``),
+# of a model call (and an embedder), a retriever and a flow; ``generate`` (type ``util``) runs the model
+# and tool loop; a flow's ``Run`` step is of type ``flowStep``.
+GENKIT_TOOL: Final = "tool"
+GENKIT_TOOL_V2: Final = "tool.v2"
+GENKIT_MODEL_SUBTYPES: Final = frozenset({"model", "background-model", "embedder"})
+GENKIT_RETRIEVER: Final = "retriever"
+GENKIT_FLOW: Final = "flow"
+GENKIT_FLOW_STEP: Final = "flowStep"
+GENKIT_UTIL: Final = "util"
+GENKIT_GENERATE: Final = "generate"
+# Spring AI (Micrometer Observations bridged to OpenTelemetry): what a span is (``spring.ai.kind``), a tool
+# call's definition and content (content with ``spring.ai.tools.observations.include-content``), and the
+# tools a model call offered (on its GenAI ``chat`` span, which records no messages).
+SPRING_AI_KIND: Final = "spring.ai.kind"
+SPRING_AI_KIND_TOOL_CALL: Final = "tool_call"
+SPRING_AI_KIND_CHAT_CLIENT: Final = "chat_client"
+SPRING_AI_TOOL_NAME: Final = "spring.ai.tool.definition.name"
+SPRING_AI_TOOL_CALL_ID: Final = "spring.ai.tool.call.id"
+SPRING_AI_TOOL_CALL_ARGUMENTS: Final = "spring.ai.tool.call.arguments"
+SPRING_AI_TOOL_CALL_RESULT: Final = "spring.ai.tool.call.result"
+SPRING_AI_MODEL_TOOL_NAMES: Final = "spring.ai.model.request.tool.names"
+# The finish reason (lower-cased) of a Spring AI model call that stopped to call tools.
+SPRING_AI_FINISH_TOOL_CALLS: Final = "tool_calls"

@@ -356,12 +356,12 @@ def test_the_approver_warns_when_nothing_exports_the_waiting_call(
     second = {**CALL, "id": "toolu_2"}
     with running_server(tmp_path) as server:
         approver = toolspan.ServerApprover(server.url)
-        with caplog.at_level("WARNING", logger="toolspan._approvals.server"):
+        with caplog.at_level("WARNING", logger="toolspan._approvals.server_client"):
             toolspan.run_tool_calls(
                 [CALL, second], [remove], approve=approver, approve_timeout=0.3, parallel=False
             )
         silent = _exported_run(server, remove)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "toolspan._approvals.server"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolspan._approvals.server_client"]
     assert len(warnings) == 1  # once per approver, not once per call
     assert warnings[0].startswith(
         "toolspan: ServerApprover: nothing exports a pending record of tool call 'toolu_1' (remove):"
@@ -389,7 +389,7 @@ def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
     said: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("toolspan._approvals.server").addHandler(handler)
+    logging.getLogger("toolspan._approvals.server_client").addHandler(handler)
     listed: list[str] = []
     try:
         with installed_tracer_provider(provider):
@@ -403,7 +403,7 @@ def _exported_run(server: Any, remove: Any) -> tuple[list[str], list[str]]:
             listed = [e["call_id"] for e in entries]
             waiter.join(10)
     finally:
-        logging.getLogger("toolspan._approvals.server").removeHandler(handler)
+        logging.getLogger("toolspan._approvals.server_client").removeHandler(handler)
         provider.shutdown()
     return listed, [m for m in said if "ServerApprover" in m]
 

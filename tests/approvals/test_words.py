@@ -108,7 +108,7 @@ class _Forging(BaseHTTPRequestHandler):
 def forging_server(request: pytest.FixtureRequest) -> Iterator[str]:
     handler = type("Handler", (_Forging,), {"resumed": getattr(request, "param", None)})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:

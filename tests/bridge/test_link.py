@@ -175,6 +175,8 @@ def test_a_model_call_without_tool_calls_requests_nothing() -> None:
         ({"input_str": "{'city': 'Paris'}", "tags": [], "metadata": {}}, {"city": "Paris"}),
         ({"input_str": '{"city": "Paris"}'}, {"city": "Paris"}),
         ({"args": ["Paris"], "kwargs": {}}, {"args": ["Paris"], "kwargs": {}}),
+        ({"input": {"city": "Paris"}, "options": None}, {"city": "Paris"}),  # BeeAI via OpenInference
+        ({"input": "Paris", "options": None}, {"input": "Paris", "options": None}),
         ("Paris", "Paris"),
     ],
 )
@@ -530,3 +532,91 @@ def test_an_open_record_without_id_or_arguments_does_not_use_up_a_request() -> N
     assert tokyo is not None
     assert paris is not None
     assert (tokyo.call_id, paris.call_id) == ("call_2", "call_1")
+
+
+def _adk_model_call(n: int, start: int, **attrs: Any) -> Span:
+    return span(n, 1, "call_llm", start, start + 1, {"gen_ai.system": "gcp.vertex.agent", **attrs})
+
+
+def test_a_tool_call_recorded_without_anything_takes_the_response_sent_back_to_the_model() -> None:
+    """Google ADK for JavaScript records a call only when its tool returns: a bare ``execute_tool`` span's
+    outcome is the response ADK sent the model for its id; a call that recorded its own keeps it."""
+    calls = [
+        {"functionCall": {"id": "call_1", "name": "get_weather", "args": {"city": "Paris"}}},
+        {"functionCall": {"id": "call_2", "name": "get_population", "args": {"city": "Atlantis"}}},
+    ]
+    sent = [
+        {"functionResponse": {"id": "call_1", "name": "get_weather", "response": {"other": True}}},
+        {"functionResponse": {"id": "call_2", "name": "get_population", "response": {"error": "boom"}}},
+    ]
+    asked = {sc.ADK_LLM_RESPONSE: json.dumps({"content": {"role": "model", "parts": calls}})}
+    answered = {
+        sc.ADK_LLM_REQUEST: json.dumps({"contents": [{"role": "user", "parts": sent}]}),
+        sc.ADK_LLM_RESPONSE: json.dumps({"content": {"role": "model", "parts": [{"text": "done"}]}}),
+    }
+    recorded = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: "get_weather",
+        sc.GEN_AI_TOOL_CALL_ID: "call_1",
+        sc.ADK_TOOL_CALL_ARGS: '{"city": "Paris"}',
+        sc.ADK_TOOL_RESPONSE: '{"temp_c": 18}',
+    }
+    found = _trace(
+        span(1, None, "invoke_agent a", 0, 20, AGENT_ATTRS),
+        _adk_model_call(2, 1, **asked),
+        span(3, 2, "execute_tool get_weather", 3, 4, recorded),
+        span(4, 2, "execute_tool get_population", 5, 6, {}),
+        _adk_model_call(5, 7, **answered),
+    )
+    assert [(c.call_id, c.input, c.output, c.error, c.is_error) for c in found.values()] == [
+        ("call_1", {"city": "Paris"}, {"temp_c": 18}, None, False),
+        ("call_2", {"city": "Atlantis"}, {"error": "boom"}, "boom", True),
+    ]
+
+
+def _spring_tool(n: int, start: int, call_id: str, city: str) -> Span:
+    attrs = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.SPRING_AI_KIND: sc.SPRING_AI_KIND_TOOL_CALL,
+        sc.SPRING_AI_TOOL_NAME: "get_weather",
+        sc.SPRING_AI_TOOL_CALL_ID: call_id,
+        sc.SPRING_AI_TOOL_CALL_ARGUMENTS: json.dumps({"city": city}),
+    }
+    return span(n, 1, "execute_tool get_weather", start, start + 1, attrs)
+
+
+def _spring_chat(n: int, start: int, reason: str) -> Span:
+    attrs = {
+        **CHAT,
+        sc.GEN_AI_RESPONSE_FINISH_REASONS: [reason],
+        sc.SPRING_AI_MODEL_TOOL_NAMES: ["get_weather"],
+    }
+    return span(n, 1, "chat m", start, start + 1, attrs)
+
+
+def test_a_model_call_that_records_no_requests_asked_for_the_tools_after_it() -> None:
+    """Spring AI's model call records none of the model's messages: each tool span, with the model's own id,
+    is requested by the latest such model call before it that stopped to call tools."""
+    client = span(1, None, "spring_ai chat_client", 0, 40, {sc.SPRING_AI_KIND: "chat_client"})
+    first = _spring_chat(2, 1, "TOOL_CALLS")
+    second = _spring_chat(5, 10, "TOOL_CALLS")
+    answer = _spring_chat(8, 20, "STOP")
+    calls = _trace(
+        client,
+        first,
+        _spring_tool(3, 3, "call_1", "Paris"),
+        _spring_tool(4, 4, "call_2", "Tokyo"),
+        second,
+        _spring_tool(6, 12, "call_3", "Rome"),
+        answer,
+    )
+    assert [(c.call_id, c.input, c.requested_by) for c in calls.values()] == [
+        ("call_1", {"city": "Paris"}, first.span_id),
+        ("call_2", {"city": "Tokyo"}, first.span_id),
+        ("call_3", {"city": "Rome"}, second.span_id),
+    ]
+    # A model call that records no requests and is not Spring AI's (or did not stop for tools) links none.
+    plain = span(2, 1, "chat m", 1, 2, {**CHAT, sc.GEN_AI_RESPONSE_FINISH_REASONS: ["tool_calls"]})
+    for model in (plain, _spring_chat(2, 1, "STOP")):
+        calls = _trace(client, model, _spring_tool(3, 3, "call_1", "Paris"))
+        assert [(c.call_id, c.requested_by) for c in calls.values()] == [("call_1", None)]

@@ -165,7 +165,7 @@ def nest(children: Any) -> Any:
 planted = st.recursive(secret_form() | plain | st.integers(), nest, max_leaves=8)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=planted, budget=st.integers(min_value=64, max_value=4096))
 def test_property_a_planted_secret_never_survives(value: Any, budget: int) -> None:
     text = dumps(value, Config(max_attribute_bytes=budget))

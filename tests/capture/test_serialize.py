@@ -386,7 +386,7 @@ json_values = st.recursive(
 budgets = st.integers(min_value=64, max_value=4096)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=json_values, budget=budgets)
 def test_property_valid_json_within_budget_and_exact_when_it_fits(value: Any, budget: int) -> None:
     config = small(budget)
@@ -427,7 +427,7 @@ odd_leaves = json_leaves | st.binary(max_size=20) | st.datetimes() | st.sets(st.
 secret_values = st.recursive(odd_leaves, with_secrets, max_leaves=30)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=secret_values, budget=budgets)
 def test_property_secrets_never_appear(value: Any, budget: int) -> None:
     config = small(budget)
@@ -462,7 +462,7 @@ words = st.text(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(word=words, key=secret_keys | safe_keys)
 def test_property_a_single_word_holds_no_secret_text(word: str, key: str) -> None:
     """The serializer passes one-word texts (``str.isalnum``) without the secret scan: no secret pattern

@@ -20,7 +20,7 @@ import pytest
 import toolspan
 from tests.support.formats import parity_trace, render
 from tests.support.paths import REPO, TESTS
-from toolspan.bridge import views
+from toolspan.bridge import facts, views
 from toolspan.bridge.link import LOOKAHEAD
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
@@ -318,7 +318,7 @@ def test_the_convert_benchmark_runs_end_to_end_on_a_tiny_input(tmp_path: Path) -
     spans, report = read_spans(data)
     assert len(spans) == 2000
     assert report.issues == []
-    kinds = {views.classify(s) for s in spans}
+    kinds = {facts.classify(s) for s in spans}
     assert {"tool", "agent", "llm"} <= kinds
 
 

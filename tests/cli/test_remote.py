@@ -58,7 +58,7 @@ def tempo() -> Iterator[StandIn]:
             pass
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     stand_in.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:

@@ -156,12 +156,30 @@ def test_a_python_literal_no_json_can_hold_is_kept_as_its_text(
     }
     source = tmp_path / "trace.json"
     source.write_text(_request(_otlp_span("execute_tool get_weather", attrs)))
-    documents = _documents(view, _convert(tmp_path, source, view))
+    out = _convert(tmp_path, source, view)
+    documents = _documents(view, out)
     if view == "events":
         act = next(e for e in documents if e["type"] == "act")
         observe = next(e for e in documents if e["type"] == "observe")
         assert act["tool_input"] == LITERALS[literal]
         assert observe["observation"] == LITERALS[literal]
+    elif view == "html":
+        assert json.dumps(LITERALS[literal])[1:-1] in out.decode("utf-8")
+    elif view == "plans":  # a tool call of no agent is in no plan: nothing to keep
+        assert [d["plans"] for d in documents] == [[]]
+    else:  # every other view carries the text whole, as a string
+        assert LITERALS[literal] in _strings(documents)
+
+
+def _strings(value: Any) -> set[str]:
+    """Every string inside a JSON value (keys too)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return {*value, *(s for v in value.values() for s in _strings(v))}
+    if isinstance(value, list):
+        return {s for v in value for s in _strings(v)}
+    return set()
 
 
 def _shape_spans(n: int) -> list[dict[str, Any]]:

@@ -334,7 +334,7 @@ def _server(location: str) -> tuple[http.server.ThreadingHTTPServer, list[str | 
     seen: list[str | None] = []
     handler = type("Handler", (_Recorder,), {"seen": seen, "location": location})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return server, seen
 
 

@@ -391,7 +391,7 @@ sys.addaudithook(_audit)
 
 def test_thousand_steps_three_hundred_side_effects_replayed_with_no_body_and_no_socket() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Orders)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/orders"
 

@@ -239,7 +239,7 @@ def test_a_replay_from_a_server_reads_a_bounded_body_in_bounded_time(
     handler = type("Handler", (_Endless,), {"drip": drip})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     monkeypatch.setattr(_replay_source, "MAX_BYTES", 1 << 20)
     monkeypatch.setattr(_replay_source, "DEADLINE_S", 0.5)
     url = f"http://127.0.0.1:{server.server_address[1]}/api/traces/{'a' * 32}"

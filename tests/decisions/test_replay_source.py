@@ -239,7 +239,7 @@ class _NotToolspan(http.server.BaseHTTPRequestHandler):
 
 def test_another_server_at_the_url_gives_a_one_line_reason() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotToolspan)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:

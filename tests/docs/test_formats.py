@@ -29,6 +29,7 @@ PAGES = {
     "tree": "execution-tree.md",
     "audit": "policy-audit.md",
     "page": "trace-page.md",
+    "page-delta": "page-delta.md",
     "ag-ui": "ag-ui.md",
     "ai-sdk": "ai-sdk.md",
 }

@@ -22,7 +22,8 @@ from tests.support.corpus import spans as corpus_spans
 from tests.support.server import running_server, sse_stream
 from toolspan._util import ids
 from toolspan.bridge._otlp_write import to_otlp_json
-from toolspan.bridge.facts import LLM, TOOL, classify, earlier_requests, requested_calls
+from toolspan.bridge.facts import LLM, TOOL, classify, requested_calls
+from toolspan.bridge.internal import earlier_requests
 from toolspan.bridge.link import StreamLinker
 from toolspan.bridge.views import act_event, observe_event
 

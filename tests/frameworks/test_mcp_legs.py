@@ -14,7 +14,6 @@ import dataclasses
 import itertools
 import json
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -229,7 +228,7 @@ def test_the_live_server_stream_sends_each_call_once_whichever_records_come_firs
                 toolspan_server.post_otlp(json.dumps(to_otlp_json(first)).encode(), "application/json")[0]
                 == 200
             )
-            time.sleep(0.3)  # the stream may read the first batch alone
+            # Stored (a 200 is a commit) before the others are sent: its own commit, read alone.
             for batch in later:
                 assert (
                     toolspan_server.post_otlp(json.dumps(to_otlp_json(batch)).encode(), "application/json")[0]

@@ -22,9 +22,9 @@ from playwright.sync_api import Browser, Page, expect
 
 import toolspan
 from tests.support.page_data import big_run, hostile_payloads, hostile_run
+from toolspan.bridge import write_json_lines
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.bridge.readers import from_readable_spans
-from toolspan.bridge.readers._json import write_json_lines
 from toolspan.bridge.views import to_events, to_pages
 from toolspan.page import WORDS, LiveOptions, page_json, render_html
 from toolspan.testing import capture_spans
@@ -790,3 +790,114 @@ def test_the_legend_shows_the_states_the_page_config_gives(
     completed = pages[0]["counts"]["COMPLETED"]
     assert page.locator(".legend button[data-state='COMPLETED']").inner_text() == f"COMPLETED {completed}"
     assert opened.errors == []
+
+
+class PageStreamServer:
+    """A small local server with the page stream's contract: the page, and a stream that sends what the
+    test queues (``event: page`` / ``event: delta``, each with its ``id``), noting each connection's
+    ``?version=`` and ``Last-Event-ID``."""
+
+    def __init__(self, doc: dict[str, Any], version: str) -> None:
+        self.queue: list[bytes] = []
+        self.connections: list[tuple[str | None, str | None]] = []
+        self.cond = threading.Condition()
+        self.closing = False
+        live = LiveOptions(
+            stream_url="/unused", data_url="/unused", page_stream_url="/pages", version=version
+        )
+        self.html = render_html(doc, live=live)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                path, _, query = self.path.partition("?")
+                if path == "/page":
+                    body = server.html.encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if path != "/pages":
+                    self.send_error(404)
+                    return
+                version = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("version")
+                with server.cond:
+                    server.connections.append((version, self.headers.get("Last-Event-ID")))
+                    mine = len(server.connections)
+                    server.cond.notify_all()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+
+                # Only the newest connection is sent what is queued (the page closed the others).
+                def newest() -> bool:
+                    return mine == len(server.connections)
+
+                while True:
+                    with server.cond:
+                        server.cond.wait_for(
+                            lambda: (server.queue and newest()) or server.closing, timeout=0.5
+                        )
+                        if server.closing:
+                            return
+                        chunk = server.queue.pop(0) if server.queue and newest() else b": keep-alive\n\n"
+                    try:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def send(self, event: str, tag: str, data: Any) -> None:
+        with self.cond:
+            self.queue.append(f"id: {tag}\nevent: {event}\ndata: {page_json(data)}\n\n".encode())
+            self.cond.notify_all()
+
+    def close(self) -> None:
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_page_stream_of_a_server_of_ones_own_deltas_then_a_whole_document(
+    open_page: Callable[..., Opened],
+) -> None:
+    """``LiveOptions.page_stream_url``: the page opens the stream with the version it embeds, applies each
+    delta, and when one does not apply to what it holds, opens the stream again without a version and
+    takes the whole document it is sent."""
+    from toolspan.bridge.views import page_delta, to_page
+
+    spans = demo_spans()
+    trace = [s for s in spans if s.trace_id == spans[0].trace_id]
+    first, second = to_page(trace[:2], live=True), to_page(trace, live=True)
+    server = PageStreamServer(first, "a" * 32)
+    try:
+        opened = open_page(url=f"http://127.0.0.1:{server.port}/page")
+        page = opened.page
+        expect(page.locator("#timeline .row")).to_have_count(len(first["steps"]))
+        server.send("delta", "b" * 32, page_delta(first, second))
+        expect(page.locator("#timeline .row")).to_have_count(len(second["steps"]))
+        wrong = page_delta(first, second)  # made against a document the page no longer holds
+        wrong["changed"] = [{"key": "0" * 16, "set": {"state": "FAILED"}, "unset": []}]
+        server.send("delta", "c" * 32, wrong)
+        with server.cond:  # the page opens the stream again
+            assert server.cond.wait_for(lambda: len(server.connections) == 2, timeout=10)
+        server.send("page", "d" * 32, first)
+        expect(page.locator("#live")).to_have_attribute("data-pages", "1")
+        expect(page.locator("#timeline .row")).to_have_count(len(first["steps"]))  # the document it was sent
+        assert server.connections == [("a" * 32, None), (None, None)]  # its version, then none
+        assert page.locator("#live").get_attribute("data-deltas") == "1"
+        assert opened.errors == []
+    finally:
+        server.close()

@@ -124,11 +124,12 @@ def test_page_is_self_contained_and_csp_allows_only_its_own_script_and_style() -
 
 
 def test_the_top_bar_asks_only_the_urls_it_is_given() -> None:
-    """The script holds no URL: what the top bar asks (whoami, the waiting calls) comes from the config."""
-    live = LiveOptions("/s", "/d", whoami_url="/who", waiting_url="/waiting", list_url="/l")
+    """The script holds no URL: what the top bar asks (whoami, the waiting calls) and where it leads (the
+    runs, the inbox) come from the config."""
+    live = LiveOptions("/s", "/d", whoami_url="/who", waiting_url="/waiting", list_url="/l", inbox_url="/i")
     doc = parse(render_html(small_pages(), live=live))
     config = json.loads(next(text for tag, attrs, text in doc.raw if attrs.get("id") == "ts-config"))
-    assert config["urls"] == {"whoami": "/who", "waiting": "/waiting"}
+    assert config["urls"] == {"whoami": "/who", "waiting": "/waiting", "list": "/l", "inbox": "/i"}
     app = parse(render_app("inbox", {"whoami": "/api/whoami", "waiting": "/api/control/waiting"}))
     config = json.loads(next(text for tag, attrs, text in app.raw if attrs.get("id") == "ts-config"))
     assert config["urls"] == {"whoami": "/api/whoami", "waiting": "/api/control/waiting"}

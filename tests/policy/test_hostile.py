@@ -185,7 +185,7 @@ FIELDS = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(["tools", "arguments", "approval", "budget", "order", "nope"]),
     fields=st.dictionaries(

@@ -25,7 +25,7 @@ from tests.support.paths import TESTS
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.cli import main
-from toolspan.server import ServerConfig, Store, build_app
+from toolspan.server import ServerConfig, SqliteStore, build_app
 
 JAEGER: Final = TESTS / "fixtures" / "jaeger"
 # The real Jaeger's v1 answers, as its search answers them for each service.
@@ -45,7 +45,7 @@ EVER: Final = "?from_ms=0"  # the recorded runs are years old: the list's defaul
 class Served:
     """``toolspan serve`` built in process over ``store``, given a backend; ``get`` answers a path."""
 
-    def __init__(self, store: Store, **backend: str) -> None:
+    def __init__(self, store: SqliteStore, **backend: str) -> None:
         app, _ = build_app(ServerConfig(db=store.path, parse_workers=0, **backend), store)
         self.client = AsgiClient(app)
         self.client.__enter__()
@@ -72,8 +72,8 @@ def jaeger() -> Iterator[Backend]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(str(tmp_path / "serve.db"))
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(str(tmp_path / "serve.db"))
     try:
         yield opened
     finally:
@@ -81,7 +81,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def served(store: Store, jaeger: Backend) -> Iterator[Served]:
+def served(store: SqliteStore, jaeger: Backend) -> Iterator[Served]:
     server = Served(store, jaeger_url=jaeger.url)
     try:
         yield server
@@ -120,7 +120,7 @@ def test_the_list_holds_jaegers_runs_newest_first_named_as_find_names_them(
 def test_each_jaeger_run_is_summarised_as_the_same_spans_held_here_are(
     served: Served, tmp_path: Path
 ) -> None:
-    local = Store(str(tmp_path / "local.db"))
+    local = SqliteStore(str(tmp_path / "local.db"))
     for answer in ANSWERS.values():
         local.ingest(recorded_spans(answer))
     here = Served(local)
@@ -172,7 +172,7 @@ def _moved(spans: list[Span], trace_id: str, by_ns: int) -> list[Span]:
 
 
 def test_pages_go_through_the_runs_held_here_and_jaegers_newest_first_each_once(
-    served: Served, store: Store
+    served: Served, store: SqliteStore
 ) -> None:
     # Held here: a run between Jaeger's (the changes trace, moved), and Jaeger's parity run itself.
     between = "ab" * 16
@@ -257,7 +257,7 @@ def test_a_jaeger_that_fails_is_a_502_in_one_line(
     assert "\n" not in body["error"]
 
 
-def test_an_unreachable_jaeger_is_a_502_in_one_line(store: Store) -> None:
+def test_an_unreachable_jaeger_is_a_502_in_one_line(store: SqliteStore) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -272,7 +272,7 @@ def test_an_unreachable_jaeger_is_a_502_in_one_line(store: Store) -> None:
 
 
 def test_with_tempo_only_the_list_holds_the_runs_held_here_and_says_why_in_one_line(
-    store: Store, jaeger: Backend
+    store: SqliteStore, jaeger: Backend
 ) -> None:
     store.ingest(recorded_spans(CHANGES))
     server = Served(store, tempo_url=jaeger.url)
@@ -289,7 +289,7 @@ def test_with_tempo_only_the_list_holds_the_runs_held_here_and_says_why_in_one_l
     assert jaeger.asked == []
 
 
-def test_without_a_backend_the_list_has_no_note(store: Store) -> None:
+def test_without_a_backend_the_list_has_no_note(store: SqliteStore) -> None:
     server = Served(store)
     try:
         status, body = server.get("/api/traces")

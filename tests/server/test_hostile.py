@@ -596,7 +596,7 @@ def test_another_origin_cannot_frame_the_trace_page_in_chromium(
 
     # Another origin on this machine (another port), as a page of a local dev server would be.
     attacker = http.server.ThreadingHTTPServer((HOST, 0), Attacker)
-    threading.Thread(target=attacker.serve_forever, daemon=True).start()
+    threading.Thread(target=attacker.serve_forever, args=(0.02,), daemon=True).start()
     context = browser.new_context()
     try:
         page = context.new_page()

@@ -7,22 +7,31 @@ the deadline (and sees the connection closed then); a trace neither backend hold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
-from tests.backends.test_hostile import ANSWERS, CAP, HUNG_UP_WITHIN_S, JAEGER_TRACE, TEMPO_TRACE, TIMED
+from tests.backends.test_hostile import (
+    ANSWERS,
+    CAP,
+    DEADLINE_S,
+    HUNG_UP_WITHIN_S,
+    JAEGER_TRACE,
+    TEMPO_TRACE,
+    TIMED,
+    TRICKLE_DEADLINE_S,
+)
 from tests.support.backend import Backend, backend_server, json_answer
 from tests.support.paths import TESTS
 from tests.support.server import HOST, wait_for
 from toolspan.backends import _client
-from toolspan.server import ServerConfig, Store, build_app
+from toolspan.server import ServerConfig, SqliteStore, build_app
 from toolspan.server._store import remote
 
 # The routes that read one trace (a view, OTLP JSON, the page's data, a job's tree, the trace page).
@@ -41,32 +50,48 @@ READS: Final = {
 }
 
 
-@pytest.fixture
-def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Backend]]:
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[float, tuple[str, Backend]]]:
     """``toolspan serve --tempo URL --jaeger URL`` in process over an empty store, both backends the one
-    hostile server (Tempo's and Jaeger's paths differ); answers come whole within 0.5 s."""
+    hostile server (Tempo's and Jaeger's paths differ), for each backend deadline a test asks for: started
+    once for the module (a test sets the answers it reads; the server keeps nothing a backend answers)."""
     import uvicorn
 
-    monkeypatch.setattr(_client, "MAX_RESPONSE_BYTES", CAP)
-    monkeypatch.setattr(remote, "BACKEND_TIMEOUT_S", 0.5)
-    with backend_server() as backend:
-        db = str(tmp_path / "serve.db")
-        config = ServerConfig(db=db, parse_workers=0, tempo_url=backend.url, jaeger_url=backend.url)
-        starlette, _ = build_app(config, Store(db))
-        server = uvicorn.Server(uvicorn.Config(starlette, host=HOST, port=0, log_level="critical"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        wait_for(lambda: server.started, "uvicorn to start", 20)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            yield f"http://{HOST}:{port}", backend
-        finally:
-            server.should_exit = True
-            thread.join(30)
+    started: dict[float, tuple[str, Backend]] = {}
+    with pytest.MonkeyPatch.context() as patch, contextlib.ExitStack() as stack:
+        patch.setattr(_client, "MAX_RESPONSE_BYTES", CAP)
+        for deadline in (DEADLINE_S, TRICKLE_DEADLINE_S):
+            patch.setattr(remote, "BACKEND_TIMEOUT_S", deadline)  # read as the app is built
+            backend = stack.enter_context(backend_server())
+            db = str(tmp_path_factory.mktemp("serve") / "serve.db")
+            config = ServerConfig(db=db, parse_workers=0, tempo_url=backend.url, jaeger_url=backend.url)
+            starlette, _ = build_app(config, SqliteStore(db))
+            server = uvicorn.Server(uvicorn.Config(starlette, host=HOST, port=0, log_level="critical"))
+            thread = threading.Thread(target=server.run, daemon=True)
+            thread.start()
+            stack.callback(thread.join, 30)
+            stack.callback(setattr, server, "should_exit", True)
+            wait_for(lambda server=server: server.started, "uvicorn to start", 20)  # type: ignore[misc]
+            port = server.servers[0].sockets[0].getsockname()[1]
+            started[deadline] = (f"http://{HOST}:{port}", backend)
+        yield started
+
+
+@pytest.fixture
+def serving(servers: dict[float, tuple[str, Backend]], request: pytest.FixtureRequest) -> tuple[str, Backend]:
+    """The module's server whose answers come whole within ``DEADLINE_S`` (a test of a trickle, which never
+    comes whole: ``TRICKLE_DEADLINE_S``), its backend answering nothing yet."""
+    kind = getattr(request.node, "callspec", None) and request.node.callspec.params.get("kind", "")
+    trickle = isinstance(kind, str) and kind.startswith("trickled")
+    base, backend = servers[TRICKLE_DEADLINE_S if trickle else DEADLINE_S]
+    backend.answers.clear()
+    backend.asked.clear()
+    backend.hung_up.clear()
+    return base, backend
 
 
 def get(url: str) -> tuple[int, Any]:
-    """The status and the JSON of ``GET url`` (generous time: the server's own deadline is 0.5 s)."""
+    """The status and the JSON of ``GET url`` (generous time: the server's own deadline is far shorter)."""
     try:
         with urllib.request.urlopen(url, timeout=60) as reply:
             return reply.status, reply.read()

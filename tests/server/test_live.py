@@ -166,10 +166,12 @@ def test_resume_across_sigkills_receives_exactly_the_full_sequence(tmp_path: Pat
     stop = threading.Event()
     received: list[tuple[str, str, str]] = []
 
+    pace = random.Random(11)  # the sender's own: the kills below draw from theirs in another thread
+
     def sender() -> None:
         for body in batches:
             _post_until_stored(server, body, stop)
-            time.sleep(random.uniform(0, 0.05))
+            time.sleep(pace.uniform(0, 0.05))
 
     failures: list[BaseException] = []
 

@@ -293,9 +293,9 @@ def test_store_keeps_unjoined_records_only_as_long_as_retention(tmp_path: Path) 
     from toolspan.bridge.readers import spans_from_document
     from toolspan.bridge.readers._logs import logs_from_bytes
     from toolspan.server._rows.cursor import Cursor
-    from toolspan.server._store.sqlite import Store
+    from toolspan.server._store.sqlite import SqliteStore
 
-    store = Store(str(tmp_path / "s.db"))
+    store = SqliteStore(str(tmp_path / "s.db"))
     try:
         records = logs_from_bytes((CORPUS / "logs.pb").read_bytes())
         assert store.ingest_logs(records).duplicates == 0

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 import toolspan
 from tests.support.server import HOST, Server, open_files_at_least, otlp_body, running_server, wait_for
 from toolspan.cli import _main as cli
-from toolspan.server import ServerConfig, Store, build_app
+from toolspan.server import ServerConfig, SqliteStore, build_app
 from toolspan.testing import capture_spans
 
 
@@ -48,7 +48,7 @@ def _tool_spans(count: int, size: int = 0) -> list[ReadableSpan]:
 
 
 def _good_store(path: Path) -> None:
-    store = Store(str(path))
+    store = SqliteStore(str(path))
     store.ingest_rows([])
     assert store.ingest(_spans_of(_tool_spans(40, 400))).accepted
     store.close()
@@ -144,7 +144,7 @@ def test_sigterm_runs_the_shutdown_path_and_leaves_no_wal(tmp_path: Path) -> Non
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
     log = server.log.read_text()
     assert "Traceback" not in log, log
-    store = Store(str(db))
+    store = SqliteStore(str(db))
     try:
         assert store.counts() == {"spans": 51, "traces": 1}
     finally:
@@ -383,7 +383,7 @@ def test_a_body_that_stops_coming_is_408(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def full_disk(tmp_path: Path) -> Iterator[tuple[str, Store, int]]:
+def full_disk(tmp_path: Path) -> Iterator[tuple[str, SqliteStore, int]]:
     """An in-process server (uvicorn in a thread, OTLP/gRPC beside it) over a store SQLite finds full:
     ``max_page_count`` is the size it has, as a full disk would leave it. Yields (base URL, store, gRPC
     port)."""
@@ -391,7 +391,7 @@ def full_disk(tmp_path: Path) -> Iterator[tuple[str, Store, int]]:
 
     from toolspan.server._ingest.grpc import start_grpc
 
-    store = Store(str(tmp_path / "full.db"))
+    store = SqliteStore(str(tmp_path / "full.db"))
     starlette, app = build_app(ServerConfig(db=str(tmp_path / "full.db"), parse_workers=0), store)
     uv = uvicorn.Server(uvicorn.Config(starlette, host=HOST, port=0, log_level="critical"))
     thread = threading.Thread(target=uv.run, daemon=True)
@@ -423,7 +423,7 @@ def _post(url: str, body: bytes, content_type: str) -> tuple[int, dict[str, str]
 
 
 def test_a_full_disk_is_a_retryable_503_with_the_real_error_and_the_retry_is_stored(
-    full_disk: tuple[str, Store, int],
+    full_disk: tuple[str, SqliteStore, int],
 ) -> None:
     from google.rpc.status_pb2 import Status
 
@@ -451,7 +451,9 @@ def test_a_full_disk_is_a_retryable_503_with_the_real_error_and_the_retry_is_sto
     assert store.counts() == {"spans": len(spans), "traces": 1}
 
 
-def test_a_store_failing_under_the_server_is_a_json_503_on_reads(full_disk: tuple[str, Store, int]) -> None:
+def test_a_store_failing_under_the_server_is_a_json_503_on_reads(
+    full_disk: tuple[str, SqliteStore, int],
+) -> None:
     import sqlite3
     import urllib.error
     import urllib.request

@@ -4,6 +4,7 @@ and, in real headless Chromium, a running tool that appears as RUNNING and turns
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import subprocess
@@ -19,10 +20,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 from playwright.sync_api import Browser, expect
 
 import toolspan
+from tests.support import bridge_data as bd
+from tests.support.bridge_data import scenario
+from tests.support.formats import otlp_proto_request
 from tests.support.paths import APPS
 from tests.support.server import Server, otlp_body, running_server, sdk_env, sse_stream, wait_for
+from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
-from toolspan.bridge.views import to_pages
+from toolspan.bridge.views import page_delta, to_pages
 from toolspan.page import page_json
 from toolspan.testing import capture_spans
 
@@ -345,6 +350,9 @@ def test_trace_list_in_chromium_searches_filters_and_follows_new_runs(
             page.locator("#nav-traces").click()  # the way back to the list
             page.wait_for_selector("#rows tr")
             assert page.url == f"{server.url}/traces"
+            page.locator("#nav-inbox").click()  # the bar's links, from the page's config
+            expect(page.locator("#empty h2")).to_have_text("No call waits for a decision")
+            assert page.url == f"{server.url}/inbox"
             assert problems == []
         finally:
             ctx.close()
@@ -645,3 +653,109 @@ def test_the_list_and_the_inbox_fit_a_phone_and_follow_the_dark_scheme(
             finally:
                 ctx.close()
             assert background == ("rgb(255, 255, 255)" if scheme == "light" else "rgb(13, 17, 23)")
+
+
+def _records(spans: list[Span]) -> list[Span]:
+    """The records of a run as an application with pending records exports them: each span's pending
+    record when it starts, its ended record when it ends."""
+    timed = [(s.start_ns, 0, dataclasses.replace(s, end_ns=None)) for s in spans]
+    timed += [(s.end_ns, 1, s) for s in spans if s.end_ns is not None]
+    return [record for _, _, record in sorted(timed, key=lambda t: (t[0], t[1]))]
+
+
+_ROWS = """() => [...document.querySelectorAll('#timeline .row, #tree .row')].map((r) => [
+  r.closest('#tree') ? 'tree' : 'timeline', r.className.replace(/ ?\\bsel\\b/, ''), r.title,
+  r.textContent])"""
+
+
+def test_the_live_page_applies_what_its_stream_sends_and_reads_its_data_once(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """A run exported record by record (each span's pending record when it starts, its end when it ends)
+    while its page is open: the page applies each delta its page stream sends, keeps the step selected, and
+    ends with the rows and states of a fresh load of the finished trace, having read ``/page`` once."""
+    spans = [s for s in scenario() if s.trace_id == scenario()[0].trace_id]
+    records = _records(spans)
+    trace_id = spans[0].trace_id
+    with running_server(tmp_path, "--token", "s3cret") as server:
+        server.headers["Authorization"] = "Bearer s3cret"
+
+        def export(record: Span) -> None:
+            assert server.post_otlp(bytes(otlp_proto_request([record]).SerializeToString()))[0] == 200
+
+        export(records[0])
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        fetched: list[str] = []  # every request the page makes, counted from before it loads
+        page.on("request", lambda r: fetched.append(urllib.parse.urlsplit(r.url).path))
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        try:
+            page.goto(f"{server.url}/traces/{trace_id}#access_token=s3cret")
+            page.wait_for_selector("#live[data-stream='open']", state="attached")
+            page.locator("#timeline .row").first.click()
+            chosen = page.evaluate("window.toolspanPage.selected()")
+            for record in records[1:]:
+                export(record)
+            fresh_ctx, fresh, _ = _page(browser, f"{server.url}/traces/{trace_id}#access_token=s3cret")
+            try:
+                fresh.wait_for_selector("#timeline .row")
+                fresh.evaluate("window.toolspanPage.expandAll()")
+                want = fresh.evaluate(_ROWS)
+            finally:
+                fresh_ctx.close()
+            assert len([r for r in want if r[0] == "timeline"]) == len(spans)
+            page.evaluate("window.toolspanPage.expandAll()")
+            wait_for(lambda: page.evaluate(_ROWS) == want, "the live page's rows to be the finished trace's")
+            assert page.evaluate("window.toolspanPage.selected()") == chosen  # the selection stayed
+            badge = page.locator("#live")
+            assert badge.get_attribute("data-pages") is None  # no whole document from its stream...
+            assert int(badge.get_attribute("data-deltas") or "0") >= 1  # ...only deltas, applied
+            # Its data read once, at the start (served without it: asked for without the token); since then
+            # only its stream.
+            assert fetched.count(f"/api/traces/{trace_id}/page") == 1
+            assert fetched.count(f"/api/traces/{trace_id}/page/stream") == 1
+            assert problems == []
+        finally:
+            ctx.close()
+
+
+def test_a_delta_keeps_the_collapsed_steps_and_the_details_of_an_untouched_step(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """A step arriving before the others (every index moves) and a call ending: the step collapsed in the
+    tree stays collapsed, and the details of the selected step, which the delta does not touch, are left as
+    drawn (the same elements: what the reader unfolded stays)."""
+    plan_attrs = {"openinference.span.kind": "CHAIN", "toolspan.plan.name": "the plan"}
+    root = bd.span(1, None, "invoke_agent a", 0, None, bd.agent_attrs("a", "go", None))
+    done = bd.span(2, 1, "execute_tool lookup", 20, 25, bd.tool_attrs(2, "lookup", {"q": 1}, 1))
+    plan = bd.span(3, 1, "plan", 30, None, plan_attrs)
+    inner = bd.span(4, 3, "execute_tool fetch", 31, None, bd.tool_attrs(4, "fetch", {"u": 1}))
+    early = bd.span(5, 1, "execute_tool first", 10, 12, bd.tool_attrs(5, "first", {"n": 0}, 0))
+    inner_done = dataclasses.replace(inner, end_ns=bd.T0 + 40 * bd.MS)
+    before = to_pages([root, done, plan, inner], live=True)[0]
+    after = to_pages([root, done, plan, inner_done, early], live=True)[0]
+    assert bd.sid(2) not in {c["key"] for c in page_delta(before, after)["changed"]}  # the selected one
+    with running_server(tmp_path) as server:
+        for record in (root, done, plan, inner):
+            assert server.post_otlp(bytes(otlp_proto_request([record]).SerializeToString()))[0] == 200
+        ctx, page, problems = _page(browser, f"{server.url}/traces/{root.trace_id}")
+        try:
+            page.wait_for_selector("#live[data-stream='open']", state="attached")
+            page.evaluate(f"window.toolspanPage.goTo({bd.sid(2)!r})")
+            page.locator("#detail h3").evaluate("(h) => { h.dataset.drawn = 'before'; }")
+            page.locator("#tree .row", has_text="the plan").locator("[data-twist]").click()
+            expect(page.locator("#tree .row", has_text="fetch")).to_have_count(0)
+            body = otlp_proto_request([early, inner_done]).SerializeToString()
+            assert server.post_otlp(bytes(body))[0] == 200
+            expect(page.locator("#tree .row", has_text="first")).to_have_count(1)  # the delta, applied
+            assert page.locator("#live").get_attribute("data-pages") is None
+            plan_row = page.locator("#tree .row", has_text="the plan")
+            expect(plan_row).to_have_attribute("aria-expanded", "false")  # still collapsed, one index on
+            expect(page.locator("#tree .row", has_text="fetch")).to_have_count(0)
+            assert page.evaluate("window.toolspanPage.selected()") == bd.sid(2)
+            assert page.locator("#detail h3").get_attribute("data-drawn") == "before"
+            assert problems == []
+        finally:
+            ctx.close()

@@ -29,6 +29,7 @@ from tests.support.paths import APPS
 from tests.support.postgres import Postgres
 from tests.support.server import HOST, Server, SseEvent, otlp_body, sdk_env, sse_stream, wait_for
 from toolspan.bridge.readers import from_readable_spans
+from toolspan.bridge.views import apply_page_delta
 from toolspan.exporters.pending import pending_record
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._store.postgres import PostgresStore
@@ -205,6 +206,24 @@ def test_a_progress_stream_on_one_replica_follows_a_trace_ingested_by_another(re
 
 
 @pytest.mark.processes
+def test_a_page_stream_on_one_replica_follows_a_trace_ingested_by_another(replicas: list[Server]) -> None:
+    a, b = replicas
+    [tool] = _tool_spans(1)
+    trace_id = f"{tool.context.trace_id:032x}"
+    assert a.post_otlp(otlp_body([pending_record(tool)]))[0] == 200
+    stream = sse_stream(b, f"/api/traces/{trace_id}/page/stream")
+    first = next(stream)
+    assert first.event == "page"
+    assert [s["state"] for s in first.json()["steps"]] == ["RUNNING"]
+    assert a.post_otlp(otlp_body([tool]))[0] == 200  # the ended record, to the other replica
+    delta = next(stream)
+    stream.close()
+    assert delta.event == "delta"
+    assert apply_page_delta(first.json(), delta.json()) == json.loads(b.get(f"/api/traces/{trace_id}/page"))
+    assert [s["state"] for s in apply_page_delta(first.json(), delta.json())["steps"]] == ["COMPLETED"]
+
+
+@pytest.mark.processes
 def test_text_with_nul_characters_is_stored_and_found(replicas: list[Server]) -> None:
     # OTLP strings may hold NUL; PostgreSQL's text cannot: stored (the record exactly), listed, found.
     from opentelemetry import trace
@@ -254,7 +273,7 @@ def test_text_deltas_reach_stream_clients_of_every_replica(tmp_path: Path, repli
 
 
 def test_a_delta_longer_than_a_notification_goes_in_pieces_that_join_to_it() -> None:
-    from toolspan.bridge.readers import LogRecord
+    from toolspan.bridge.internal import LogRecord
     from toolspan.server._store.changes import delta_payloads
 
     text = "é" * 3000 + "\\" * 2000 + "x" * 9000
@@ -289,7 +308,8 @@ def test_retention_keeps_the_newest_traces_of_the_cluster(tmp_path: Path, db: st
 
 @pytest.mark.processes
 def test_a_sweep_runs_on_one_replica_at_a_time_and_once_a_second_for_the_cluster(db: str) -> None:
-    stores = [PostgresStore(db, pool_size=2) for _ in range(3)]
+    # The third replica's interval has always passed; the first two's (an hour) never does.
+    stores = [PostgresStore(db, pool_size=2, prune_every_s=s) for s in (3600, 3600, 0)]
     try:
         for t in range(6):
             stores[t % 3].ingest(from_readable_spans(_tool_spans(5)))
@@ -308,9 +328,9 @@ def test_a_sweep_runs_on_one_replica_at_a_time_and_once_a_second_for_the_cluster
         # One replica swept (4 of 6 traces dropped); the others found it sweeping or just swept.
         assert sorted(dropped) == [0, 0, 4]
         stores[0].ingest(from_readable_spans(_tool_spans(5)))
-        assert stores[1].prune(max_age_ns=None, max_spans=10) == 0  # within a second of the last sweep
-        time.sleep(1.1)
-        assert stores[2].prune(max_age_ns=None, max_spans=10) == 1
+        # Within its interval of the last sweep, whichever replica swept: none now.
+        assert stores[1].prune(max_age_ns=None, max_spans=10) == 0
+        assert stores[2].prune(max_age_ns=None, max_spans=10) == 1  # past its interval: one now
         assert stores[0].counts() == {"spans": 10, "traces": 2}
     finally:
         for store in stores:

@@ -232,7 +232,8 @@ def test_reading_a_decision_decodes_no_waiting_call(tmp_path: Path, monkeypatch:
 
 def test_a_commit_wakes_only_the_streams_it_concerns() -> None:
     """Idle streams of other traces and conversations do not read the store again on a commit; the streams
-    of the trace, of its conversation and the all-traces stream do."""
+    of the trace, of its conversation and the all-traces stream do. A stream reads again only when the event
+    it waits on is set (or its 60 s heartbeat passes): the commit sets exactly the events of those three."""
     from toolspan.server._rows.cursor import Cursor
     from toolspan.server._streams.events import tail
     from toolspan.server._streams.wakeups import Notifier
@@ -240,14 +241,36 @@ def test_a_commit_wakes_only_the_streams_it_concerns() -> None:
     class Store:
         def __init__(self) -> None:
             self.reads: dict[str, int] = {}
+            self.changed = threading.Event()
 
         def events_after(self, cursor: Any, *, trace_id: Any, conversation_id: Any, limit: int) -> list[Any]:
             key = trace_id or conversation_id or "all"
             self.reads[key] = self.reads.get(key, 0) + 1
+            self.changed.set()
             return []
 
-    async def main() -> dict[str, int]:
-        notifier = Notifier()
+    class Recording(Notifier):
+        """Which stream waits on which event: the scope it asked for (``None``: every commit)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.events: list[tuple[str, asyncio.Event]] = []
+
+        def waiter(self, *, traces: Any = None, conversations: Any = ()) -> asyncio.Event:
+            traces, conversations = (None if traces is None else list(traces)), list(conversations)
+            event = super().waiter(traces=traces, conversations=conversations)
+            self.events.append(((traces or conversations or ["all"])[0], event))
+            return event
+
+    async def reads_reach(store: Store, want: dict[str, int]) -> None:
+        while True:
+            store.changed.clear()  # before the look, so no read after it is missed
+            if all(store.reads.get(k, 0) >= n for k, n in want.items()):
+                return
+            await asyncio.to_thread(store.changed.wait, 30)
+
+    async def main() -> tuple[dict[str, int], set[str]]:
+        notifier = Recording()
         store = Store()
         scopes = [("t1", None), ("t2", None), (None, "c1"), (None, "c2"), (None, None)]
         scopes += [(f"idle-{n}", None) for n in range(100)]
@@ -256,17 +279,20 @@ def test_a_commit_wakes_only_the_streams_it_concerns() -> None:
             for t, c in scopes
         ]
         tasks = [asyncio.ensure_future(anext(s, None)) for s in streams]
-        await asyncio.sleep(0.2)
-        before = dict(store.reads)
+        keys = [t or c or "all" for t, c in scopes]
+        await asyncio.wait_for(reads_reach(store, dict.fromkeys(keys, 1)), 60)
+        waiting = list(notifier.events)  # each stream's, taken before its read
         notifier.notify(["t1"], ["c1"])
-        await asyncio.sleep(0.2)
+        woken = {key for key, event in waiting if event.is_set()}
+        await asyncio.wait_for(reads_reach(store, dict.fromkeys(woken, 2)), 60)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        return {k: store.reads[k] - before.get(k, 0) for k in store.reads}
+        return store.reads, woken
 
-    again = asyncio.run(main())
-    assert {k for k, n in again.items() if n} == {"t1", "c1", "all"}
+    reads, woken = asyncio.run(main())
+    assert woken == {"t1", "c1", "all"}
+    assert {k for k, n in reads.items() if n > 1} == woken  # they read again; the others wait on
     # A commit that cannot say what it wrote (another replica's, too long to name) wakes every stream.
     notifier = Notifier()
     keyed = asyncio.run(_keyed_and_all(notifier))

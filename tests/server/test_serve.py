@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import toolspan
 from tests.support.paths import REPO, TESTS
-from tests.support.server import HOST, Server, otlp_body, running_server, sdk_env
+from tests.support.server import HOST, Server, otlp_body, running_server, sdk_env, sse_stream
 from toolspan.cli import _main as cli
 from toolspan.testing import capture_spans
 
@@ -365,7 +365,7 @@ def backends() -> Iterator[tuple[str, str, list[str]]]:
             pass
 
     httpd = http.server.ThreadingHTTPServer((HOST, 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     base = f"http://{HOST}:{httpd.server_address[1]}"
     try:
@@ -406,6 +406,23 @@ def test_traces_not_held_are_read_from_tempo_then_jaeger(
     for trace_id in (JAEGER_TRACE, missing):
         tempo_at = asked.index(f"/tempo/api/v2/traces/{trace_id}")
         assert asked[tempo_at + 1] == f"/jaeger/api/v3/traces/{trace_id}"
+
+
+def test_the_page_stream_of_a_trace_not_held_reads_it_from_tempo(
+    tmp_path: Path, backends: tuple[str, str, list[str]]
+) -> None:
+    """A replica that does not hold the trace streams its page from Tempo (polled): the whole document
+    first, the one ``/page`` answers, tagged as its ``ETag``; nothing stored."""
+    tempo, jaeger, _ = backends
+    with running_server(tmp_path, "--tempo", tempo, "--jaeger", jaeger) as srv:
+        status, headers, body = srv.request("GET", f"/api/traces/{TEMPO_TRACE}/page")
+        assert status == 200
+        stream = sse_stream(srv, f"/api/traces/{TEMPO_TRACE}/page/stream")
+        first = next(stream)
+        stream.close()
+        assert (first.event, first.json()) == ("page", json.loads(body))
+        assert {k.lower(): v for k, v in headers.items()}["etag"] == f'"{first.id}"'
+        assert srv.counts() == {"spans": 0, "traces": 0}
 
 
 def test_grpc_partial_success_and_size_limit(server: Server) -> None:

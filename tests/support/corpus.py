@@ -51,6 +51,10 @@ SETUPS = (
     "langgraph_js_openinference",
     "openai_agents_js",
     # issue 39
+    "genkit_go",
+    "beeai_openinference",
+    "google_adk_js",
+    "spring_ai",
     "mcp_openllmetry",
     "openai_agents_openllmetry",
 )
@@ -70,18 +74,23 @@ REDACTED_ERRORS = frozenset(
         "openai_agents_openllmetry",
     }
 )
+# Spring AI records no message on its spans (its log-prompt and log-completion options write application log
+# lines): neither the user's request nor the answer is in the trace, and no view makes one up.
+NO_MESSAGES = frozenset({"spring_ai"})
 # Setups whose trace holds no model call's output: OpenLLMetry's OpenAI Agents instrumentation records a
 # Chat Completions model call's input only (the model's call ids are read from the next call's input), so
 # the answer, the usage and the finish reasons are not in the trace.
 NO_OUTPUT = frozenset({"openai_agents_openllmetry"})
-# Frameworks whose every tool call has two tool spans, one inside the other (the inner one is not counted):
-# AutoGen's own inside OpenInference's; OpenLLMetry's MCP client span inside the OpenAI Agents SDK's (and the
-# MCP server's span of the same call under it, a transport leg).
-NESTED_TOOL_RECORDS = frozenset({"autogen_agentchat", "mcp_openllmetry"})
+# Frameworks whose tool calls have two tool spans, one inside the other (the inner one is not counted):
+# AutoGen's own span inside OpenInference's, for every call; BeeAI's record of a failing tool's ``error``
+# event; OpenLLMetry's MCP client span inside the OpenAI Agents SDK's (and the MCP server's span of the same
+# call under it, a transport leg).
+NESTED_TOOL_RECORDS = frozenset({"autogen_agentchat", "beeai_openinference", "mcp_openllmetry"})
 # Frameworks whose content arrives as OTLP logs (log-based events) tied to the spans.
 WITH_LOGS = frozenset({"openai_v2", "semantic_kernel"})
-# Frameworks whose model asks for one tool a step (DSPy's ReAct), where the others ask for three at once.
-SEQUENTIAL = frozenset({"dspy_react"})
+# Frameworks whose model asks for one tool a step (DSPy's ReAct; BeeAI's chat models by default), where the
+# others ask for three at once.
+SEQUENTIAL = frozenset({"dspy_react", "beeai_openinference"})
 
 
 def truth(setup: str) -> dict[str, Any]:

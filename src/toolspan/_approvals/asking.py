@@ -239,7 +239,7 @@ async def _decide_async(approval: ApprovalRequest) -> _Verdict:
         _ABANDONED.reset(token)
 
 
-def _record(decision: _Verdict, required_ns: int) -> dict[str, Any] | None:
+def _record(decision: _Verdict, required_ns: int) -> dict[str, object] | None:
     """Record the decision; raise ``ToolDenied`` for a denial; return the edited arguments, if any."""
     # The wait, from permission_required (or from the wait before a restart) to this event's time.
     since = required_ns if decision.required_ns is None else min(required_ns, decision.required_ns)
@@ -268,7 +268,7 @@ def claim() -> ApprovalRequest | None:
     return request
 
 
-def ask_sync(request: ApprovalRequest, parameters: str | None = None) -> dict[str, Any] | None:
+def ask_sync(request: ApprovalRequest, parameters: str | None = None) -> dict[str, object] | None:
     """Ask ``request``'s approver (sync code); ``ToolDenied`` unless allowed; the edited arguments, if any.
     ``parameters``: the JSON Schema of the tool's parameters, recorded with the request."""
     required_ns = time.time_ns()
@@ -276,7 +276,7 @@ def ask_sync(request: ApprovalRequest, parameters: str | None = None) -> dict[st
     return _record(_decide_sync(request), required_ns)
 
 
-async def ask_async(request: ApprovalRequest, parameters: str | None = None) -> dict[str, Any] | None:
+async def ask_async(request: ApprovalRequest, parameters: str | None = None) -> dict[str, object] | None:
     """``ask_sync`` for async code: an async approver is awaited, a sync one runs off the event loop."""
     required_ns = time.time_ns()
     _permissions.record_permission_required(timestamp=required_ns, parameters=parameters)

@@ -17,10 +17,12 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Awaitable, Iterator
+from typing import Any, Protocol, TypeVar
 
 from toolspan.errors import ToolCancelled
+
+T = TypeVar("T")
 
 __all__ = ["Supervision", "Supervisor", "check_cancelled", "current", "supervising"]
 
@@ -109,7 +111,7 @@ def supervising(supervisor: Supervisor | None, execution_id: str | None) -> Iter
             _CURRENT.reset(token)
 
 
-async def run_cancellable(supervision: Supervision, coro: Any) -> Any:
+async def run_cancellable(supervision: Supervision, coro: Awaitable[T]) -> T:
     """Await ``coro`` as a task of its own that a request cancels; ``ToolCancelled`` then."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(coro)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
-from typing import Any, Final, NamedTuple, Protocol
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable
+from typing import Final, NamedTuple, Protocol, cast
 
 from opentelemetry import context as context_api
 
@@ -44,6 +44,7 @@ from toolspan._instrument import hooks
 from toolspan._instrument import permissions as _permissions
 from toolspan._instrument.context import current_execution_id
 from toolspan._instrument.hooks import ACTIVE
+from toolspan._instrument.info import Arguments, Body, CallArgs, CallKind, CallKwargs, Serve, ToolInfo
 from toolspan._instrument.outcome import ToolDenied
 from toolspan._util import env as _env
 from toolspan._util.words import DENY
@@ -70,14 +71,21 @@ __all__ = [
 
 class Guard(Protocol):
     def check(
-        self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool, edited: Any = None
+        self,
+        name: str,
+        arguments: Arguments,
+        *,
+        approver: bool,
+        approved: bool,
+        final: bool,
+        edited: Arguments | None = None,
     ) -> None:
         """Raise ``ToolDenied`` when the call breaks the policy (see ``guard.PolicyGuard.check``)."""
         ...
 
 
 class Session(Protocol):
-    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+    def prepare(self, info: ToolInfo, arguments: Arguments) -> Serve | None:
         """What to give instead of running the body (``None``: run it), for the model's ``arguments``."""
         ...
 
@@ -137,7 +145,7 @@ class _Inherited:
     """The replay of the process that started this one: its records are not here, so a tool called in this
     process cannot be served from them, and its body does not run either."""
 
-    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+    def prepare(self, info: ToolInfo, arguments: Arguments) -> Serve | None:
         raise ReplayError(
             f"tool {info.name!r} was called in a process started while a replay ran (TOOLSPAN_REPLAYING): the"
             " replay's records are not in this process, so its body does not run (call it in the replaying"
@@ -158,18 +166,19 @@ def active_sessions() -> list[Session]:
 
 
 class _Plan(NamedTuple):
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    serve: Callable[[], Any] | None  # what stands in for the body (replay), else None
+    args: CallArgs
+    kwargs: CallKwargs
+    serve: Serve | None  # what stands in for the body (replay), else None
     supervisor: _cancel.Supervisor | None = None  # delivers cancel requests to the body, if any
 
 
-def arguments_of(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def arguments_of(info: ToolInfo, instance: object, args: CallArgs, kwargs: CallKwargs) -> Arguments:
     """The arguments the body receives, by parameter name, as whole JSON values at any depth (no budget, no
     redaction, no depth limit: ``serialize.whole_values``). Arguments that cannot be judged as the body will
     read them (a container that overrides its reads, a value that fails to convert) deny the call."""
     try:
-        return _serialize.whole_values(info.params.bind(instance, args, kwargs))
+        whole: Arguments = _serialize.whole_values(info.params.bind(instance, args, kwargs))
+        return whole
     except _serialize.Unjudgeable as e:
         note = f"the arguments of {info.name!r} cannot be judged: {e}"
         _permissions.record_permission_decided(DENY, note=note, by=UNJUDGED_BY)
@@ -177,8 +186,8 @@ def arguments_of(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
 
 
 def _first(
-    info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[ApprovalRequest | None, Any]:
+    info: ToolInfo, instance: object, args: CallArgs, kwargs: CallKwargs
+) -> tuple[ApprovalRequest | None, Arguments | None]:
     request = _approvals.claim()
     guard = GUARD[0]
     model = None
@@ -189,13 +198,13 @@ def _first(
 
 
 def _last(  # noqa: PLR0917
-    info: Any,
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    info: ToolInfo,
+    instance: object,
+    args: CallArgs,
+    kwargs: CallKwargs,
     request: ApprovalRequest | None,
-    model: Any,
-    edited: dict[str, Any] | None,
+    model: Arguments | None,
+    edited: CallKwargs | None,
 ) -> _Plan:
     run_args, run_kwargs = (args, kwargs) if edited is None else ((), edited)
     guard = GUARD[0]
@@ -211,9 +220,9 @@ def _last(  # noqa: PLR0917
         if model is None:
             model = arguments_of(info, instance, args, kwargs)
         serve = session.prepare(info, model)
-    supervisor: Any = None
+    supervisor: _cancel.Supervisor | None = None
     if request is not None and serve is None and callable(getattr(request.approve, "supervise", None)):
-        supervisor = request.approve
+        supervisor = cast(_cancel.Supervisor, request.approve)
     return _Plan(run_args, run_kwargs, serve, supervisor)
 
 
@@ -233,19 +242,18 @@ def _session() -> Session | None:
     )
 
 
-def _parameters(info: Any, instance: Any) -> str | None:
+def _parameters(info: ToolInfo, instance: object) -> str:
     """The JSON Schema of the tool's parameters, recorded with an approval request."""
-    schema = getattr(info.params, "schema", None)
-    return schema(instance is not None) if schema is not None else None
+    return info.params.schema(instance is not None)
 
 
-def _decide_sync(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan:
+def _decide_sync(info: ToolInfo, instance: object, args: CallArgs, kwargs: CallKwargs) -> _Plan:
     request, model = _first(info, instance, args, kwargs)
     edited = None if request is None else _approvals.ask_sync(request, _parameters(info, instance))
     return _last(info, instance, args, kwargs, request, model, edited)
 
 
-async def _decide_async(info: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan:
+async def _decide_async(info: ToolInfo, instance: object, args: CallArgs, kwargs: CallKwargs) -> _Plan:
     request, model = _first(info, instance, args, kwargs)
     edited = None if request is None else await _approvals.ask_async(request, _parameters(info, instance))
     return _last(info, instance, args, kwargs, request, model, edited)
@@ -257,9 +265,11 @@ def _supervised(plan: _Plan) -> contextlib.AbstractContextManager[_cancel.Superv
     return _cancel.supervising(plan.supervisor, current_execution_id())
 
 
-def _cancellable(supervision: _cancel.Supervision, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+def _cancellable(
+    supervision: _cancel.Supervision, gen: Generator[object, object, object]
+) -> Generator[object, object, object]:
     """``yield from gen``, throwing ``ToolCancelled`` into it at its next resume once cancelled."""
-    to_send: Any = None
+    to_send: object = None
     to_throw: BaseException | None = None
     try:
         while True:
@@ -281,8 +291,8 @@ def _cancellable(supervision: _cancel.Supervision, gen: Generator[Any, Any, Any]
 
 
 async def _acancellable(
-    supervision: _cancel.Supervision, agen: AsyncGenerator[Any, Any]
-) -> AsyncIterator[Any]:
+    supervision: _cancel.Supervision, agen: AsyncGenerator[object, object]
+) -> AsyncIterator[object]:
     try:
         while True:
             try:
@@ -297,51 +307,53 @@ async def _acancellable(
         await agen.aclose()
 
 
-def substitute(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
+def substitute(info: ToolInfo, wrapped: Body, instance: object, kind: CallKind) -> Body:
     """``wrapped`` behind the chain: a callable of its kind (``sync``, ``async``, ``gen``, ``agen``)."""
     if kind == "async":
+        run_async = cast(Callable[..., Awaitable[object]], wrapped)
 
-        async def call_async(*args: Any, **kwargs: Any) -> Any:
+        async def call_async(*args: object, **kwargs: object) -> object:
             plan = await _decide_async(info, instance, args, kwargs)
             if plan.serve is not None:
                 return plan.serve()
             with _supervised(plan) as supervision:
                 if supervision is None:
-                    return await wrapped(*plan.args, **plan.kwargs)
-                return await _cancel.run_cancellable(supervision, wrapped(*plan.args, **plan.kwargs))
+                    return await run_async(*plan.args, **plan.kwargs)
+                return await _cancel.run_cancellable(supervision, run_async(*plan.args, **plan.kwargs))
 
         return call_async
     if kind == "gen":
+        run_gen = cast(Callable[..., Generator[object, object, object]], wrapped)
 
-        def call_gen(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        def call_gen(*args: object, **kwargs: object) -> Generator[object, object, object]:
             plan = _decide_sync(info, instance, args, kwargs)
             if plan.serve is not None:
-                yield from plan.serve() or ()
+                yield from cast("Iterable[object] | None", plan.serve()) or ()
                 return None
             with _supervised(plan) as supervision:
                 if supervision is None:
-                    return (yield from wrapped(*plan.args, **plan.kwargs))
-                return (yield from _cancellable(supervision, wrapped(*plan.args, **plan.kwargs)))
+                    return (yield from run_gen(*plan.args, **plan.kwargs))
+                return (yield from _cancellable(supervision, run_gen(*plan.args, **plan.kwargs)))
 
         return call_gen
     if kind == "agen":
+        run_agen = cast(Callable[..., AsyncGenerator[object, object]], wrapped)
 
-        async def call_agen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        async def call_agen(*args: object, **kwargs: object) -> AsyncIterator[object]:
             plan = await _decide_async(info, instance, args, kwargs)
             if plan.serve is not None:
-                for item in plan.serve() or ():
+                for item in cast("Iterable[object] | None", plan.serve()) or ():
                     yield item
                 return
             with _supervised(plan) as supervision:
-                items = wrapped(*plan.args, **plan.kwargs)
-                if supervision is not None:
-                    items = _acancellable(supervision, items)
+                agen = run_agen(*plan.args, **plan.kwargs)
+                items = agen if supervision is None else _acancellable(supervision, agen)
                 async for item in items:
                     yield item
 
         return call_agen
 
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: object, **kwargs: object) -> object:
         plan = _decide_sync(info, instance, args, kwargs)
         if plan.serve is not None:
             return plan.serve()

@@ -23,12 +23,13 @@ import logging
 import threading
 from collections import OrderedDict
 from fnmatch import fnmatchcase
-from typing import Any, Final
+from typing import Final
 
 from opentelemetry import trace as trace_api
 
 from toolspan import semconv
 from toolspan._instrument.context import current_agents, own_tool_span
+from toolspan._instrument.info import Arguments
 from toolspan._instrument.outcome import ToolDenied
 from toolspan._instrument.permissions import record_permission_decided
 from toolspan._util.words import DENY
@@ -101,7 +102,14 @@ class PolicyGuard:
         return out
 
     def check(
-        self, name: str, arguments: Any, *, approver: bool, approved: bool, final: bool, edited: Any = None
+        self,
+        name: str,
+        arguments: Arguments,
+        *,
+        approver: bool,
+        approved: bool,
+        final: bool,
+        edited: Arguments | None = None,
     ) -> None:
         """Raise ``ToolDenied`` if the call of tool ``name`` with ``arguments`` breaks a rule.
 

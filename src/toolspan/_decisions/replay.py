@@ -68,6 +68,7 @@ from toolspan import semconv
 from toolspan._capture import serialize as _serialize
 from toolspan._decisions import chain
 from toolspan._instrument.context import TaskStack, own_tool_span, take_pending_call_id
+from toolspan._instrument.info import Arguments, Serve, ToolInfo
 from toolspan._util.ids import synthetic_call_id
 from toolspan._util.words import DENY
 from toolspan.errors import (
@@ -332,7 +333,7 @@ class _Session:
                 return rec, "arguments"
         return None, "arguments"
 
-    def _divergence(self, name: str, arguments: Any) -> ReplayError:
+    def _divergence(self, name: str, arguments: Arguments) -> ReplayError:
         blind = [r for r in self.player.by_name.get(name, ()) if r.index not in self.used and r.inexact]
         if blind:
             return ReplayError(
@@ -349,7 +350,9 @@ class _Session:
             f"replay diverged at call {self.calls}:\n  recorded: {expected}\n  actual:   {actual}"
         )
 
-    def decide(self, name: str, arguments: Any, model_id: str | None) -> tuple[Recorded | None, str, bool]:
+    def decide(
+        self, name: str, arguments: Arguments, model_id: str | None
+    ) -> tuple[Recorded | None, str, bool]:
         """``(record, match, serve)``: the matched record (or None) and whether to serve it."""
         key = _canonical(arguments)
         digest = _serialize.digest(arguments)
@@ -383,7 +386,7 @@ class _Session:
 
     # -- the stand-in ----------------------------------------------------------------------------
 
-    def prepare(self, info: Any, arguments: Any) -> Callable[[], Any] | None:
+    def prepare(self, info: ToolInfo, arguments: Arguments) -> Serve | None:
         """Step 4 of the decision chain: what to give instead of the body (``None``: run it), for the
         call of ``info`` with the model's whole ``arguments``."""
         own = own_tool_span()
@@ -396,7 +399,7 @@ class _Session:
             model_id = take_pending_call_id(context_api.get_current())
         rec, match, serve = self.decide(info.name, arguments, model_id)
         if own is not None and own[0].is_recording():
-            attrs: dict[str, Any] = {semconv.TOOLSPAN_REPLAY_SERVED: serve}
+            attrs: dict[str, str | bool] = {semconv.TOOLSPAN_REPLAY_SERVED: serve}
             if rec is not None:
                 attrs[semconv.TOOLSPAN_REPLAY_MATCH] = match
                 attrs[semconv.TOOLSPAN_REPLAY_SOURCE_TRACE_ID] = rec.trace_id

@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any, Final, Protocol
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Final, Protocol, TypeAlias
 
 from opentelemetry import trace as trace_api
 
+from toolspan._instrument.info import Body, CallKind, ToolInfo
 from toolspan._util import env as _env
 from toolspan.errors import ReplayError
 
@@ -45,15 +46,15 @@ __all__ = [
 _logger = logging.getLogger(__name__)
 
 # ``DECIDER[0](info, wrapped, instance, kind)``: ``wrapped`` behind the decision chain (once installed).
-Decider = Callable[[Any, Callable[..., Any], Any, str], Callable[..., Any]]
+Decider: TypeAlias = Callable[[ToolInfo, Body, object, CallKind], Body]
 
 
-def _undecided(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
+def _undecided(info: ToolInfo, wrapped: Body, instance: object, kind: CallKind) -> Body:
     """The decider while none is installed: the body as it is."""
     return wrapped
 
 
-def _replaying(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str) -> Callable[..., Any]:
+def _replaying(info: ToolInfo, wrapped: Body, instance: object, kind: CallKind) -> Body:
     """The decider of a process started while a replay ran (``TOOLSPAN_REPLAYING``), until the decision chain
     loads: the replay's records are not here, so no body runs (a ``ReplayError`` of the kind's own shape)."""
 
@@ -65,26 +66,26 @@ def _replaying(info: Any, wrapped: Callable[..., Any], instance: Any, kind: str)
 
     if kind == "async":
 
-        async def call_async(*args: Any, **kwargs: Any) -> Any:
+        async def call_async(*args: object, **kwargs: object) -> object:
             raise refuse()
 
         return call_async
     if kind == "gen":
 
-        def call_gen(*args: Any, **kwargs: Any) -> Any:
+        def call_gen(*args: object, **kwargs: object) -> Iterator[object]:
             raise refuse()
-            yield  # a generator function, as the tool is
+            yield  # noqa: V201 (unreachable on purpose: a generator function, as the tool is)
 
         return call_gen
     if kind == "agen":
 
-        async def call_agen(*args: Any, **kwargs: Any) -> Any:
+        async def call_agen(*args: object, **kwargs: object) -> AsyncIterator[object]:
             raise refuse()
-            yield  # an async generator function, as the tool is
+            yield  # noqa: V201 (unreachable on purpose: an async generator function, as the tool is)
 
         return call_agen
 
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: object, **kwargs: object) -> object:
         raise refuse()
 
     return call

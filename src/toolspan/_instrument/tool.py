@@ -50,8 +50,8 @@ from toolspan._instrument.context import (
 from toolspan._instrument.generators import drive_async, drive_sync
 from toolspan._instrument.hooks import ACTIVE as DECIDING
 from toolspan._instrument.hooks import DECIDER
+from toolspan._instrument.info import ToolInfo, template
 from toolspan._instrument.outcome import ToolDenied, end_span, record_outcome
-from toolspan._instrument.params import Parameters
 from toolspan._instrument.permissions import record_permission_decided, record_permission_required
 from toolspan._instrument.tracer import get_tracer
 from toolspan._instrument.wrappers import PicklableBound, PicklableWrapper, Rebuild
@@ -59,7 +59,6 @@ from toolspan._util import otel_internals as _otel_internals
 from toolspan._util.ids import tool_ids
 from toolspan._util.otel_internals import context_with, tracing_on
 from toolspan.config import (
-    CONVENTIONS,
     CONVENTIONS_BOTH,
     CONVENTIONS_GENAI,
     CONVENTIONS_OPENINFERENCE,
@@ -117,33 +116,6 @@ KEYS: dict[str, Keys] = {
     CONVENTIONS_OPENINFERENCE: Keys(False, True),
     CONVENTIONS_BOTH: Keys(True, True),
 }
-
-
-def template(name: str, description: str | None, tool_type: str, conventions: str) -> dict[str, Any]:
-    """The static start attributes of a tool span in ``conventions``."""
-    attrs: dict[str, Any] = {}
-    if conventions != CONVENTIONS_OPENINFERENCE:
-        attrs[semconv.GEN_AI_OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
-        attrs[semconv.GEN_AI_TOOL_NAME] = name
-        attrs[semconv.GEN_AI_TOOL_TYPE] = tool_type
-        if description:
-            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = description
-    if conventions == CONVENTIONS_OPENINFERENCE:
-        attrs.update(late_attributes(name, description, conventions))
-    return attrs
-
-
-def late_attributes(name: str, description: str | None, conventions: str) -> dict[str, Any]:
-    """OpenInference's span kind, tool name and description: at the start of an OpenInference-only span;
-    with both conventions, where they repeat the GenAI start attributes (``gen_ai.operation.name`` says
-    what ``openinference.span.kind`` says), written with the ids at the end (straight into the span: each
-    start attribute costs the SDK a validation)."""
-    if conventions == CONVENTIONS_GENAI:
-        return {}
-    attrs = {semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_TOOL, semconv.OI_TOOL_NAME: name}
-    if description:
-        attrs[semconv.OI_TOOL_DESCRIPTION] = description
-    return attrs
 
 
 def add_arguments(attrs: dict[str, Any], pending: tuple[Any, ...], keys: Keys) -> dict[str, Any] | None:
@@ -236,43 +208,6 @@ class StartAttributes(dict[str, Any]):
 # --- one call ----------------------------------------------------------------------------------------
 
 _new_frame = tuple.__new__
-
-
-class ToolInfo:
-    """What ``@tool`` computed once for a function."""
-
-    __slots__ = (
-        "base_attributes",
-        "description",
-        "func",
-        "late",
-        "name",
-        "params",
-        "span_name",
-        "templates",
-        "tool_type",
-        "tracer_provider",
-    )
-
-    def __init__(
-        self,
-        func: Any,
-        name: str,
-        description: str | None,
-        tool_type: str,
-        tracer_provider: trace_api.TracerProvider | None,
-    ) -> None:
-        self.func = func
-        self.name = name
-        self.description = description
-        self.tool_type = tool_type
-        self.tracer_provider = tracer_provider
-        self.span_name = semconv.TOOL_SPAN_PREFIX + name
-        self.params = Parameters.of(func)
-        # The static start attributes per conventions setting (the setting may change after decoration).
-        self.templates = {conv: template(name, description, tool_type, conv) for conv in CONVENTIONS}
-        self.base_attributes = self.templates[CONVENTIONS_BOTH]
-        self.late = late_attributes(name, description, CONVENTIONS_BOTH)
 
 
 class _CallSpan:

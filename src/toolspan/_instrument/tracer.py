@@ -1,4 +1,6 @@
-"""The tracer toolspan's spans come from, cached per provider, and the "tracing is off" fast path."""
+"""The tracer toolspan's spans come from, cached per provider, and the "tracing is off" fast path. Its
+instrumentation scope is ``toolspan`` at the package's version, with the schema URL of the semantic
+conventions its spans follow (``semconv.SCHEMA_URL``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from importlib import metadata
 from opentelemetry import trace as trace_api
 
 from toolspan._util.otel_internals import global_provider
-from toolspan.semconv import SCOPE_NAME
+from toolspan.semconv import SCHEMA_URL, SCOPE_NAME
 
 __all__ = ["VERSION", "get_tracer"]
 
@@ -34,15 +36,15 @@ def get_tracer(provider: trace_api.TracerProvider | None) -> trace_api.Tracer | 
         cached_provider, cached_tracer = _global
         if current is cached_provider and cached_tracer is not None:
             return cached_tracer
-        tracer = current.get_tracer(SCOPE_NAME, VERSION)
+        tracer = current.get_tracer(SCOPE_NAME, VERSION, schema_url=SCHEMA_URL)
         _global = (current, tracer)
         return tracer
     try:
         return _explicit[provider]
     except KeyError:
-        tracer = provider.get_tracer(SCOPE_NAME, VERSION)
+        tracer = provider.get_tracer(SCOPE_NAME, VERSION, schema_url=SCHEMA_URL)
         with contextlib.suppress(TypeError):  # a provider that cannot be weakly referenced: no caching
             _explicit[provider] = tracer
         return tracer
     except TypeError:
-        return provider.get_tracer(SCOPE_NAME, VERSION)
+        return provider.get_tracer(SCOPE_NAME, VERSION, schema_url=SCHEMA_URL)

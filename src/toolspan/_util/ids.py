@@ -26,6 +26,7 @@ __all__ = [
     "SPAN_ID_DIGITS",
     "TRACE_ID_DIGITS",
     "TRACE_ID_PATTERN",
+    "hex_pattern",
     "arguments_sha256",
     "execution_id",
     "hex_id",
@@ -44,6 +45,11 @@ SPAN_ID_DIGITS: Final = 16
 # As the OpenAPI document states them: an execution id exactly, a trace id a person may paste in any case.
 EXECUTION_ID_PATTERN: Final = f"^{EXECUTION_ID_PREFIX}[0-9a-f]{{{SPAN_ID_DIGITS}}}$"
 TRACE_ID_PATTERN: Final = f"^[0-9a-fA-F]{{{TRACE_ID_DIGITS}}}$"
+
+
+def hex_pattern(digits: int) -> str:
+    """The pattern (JSON Schema, OpenAPI) of ``digits`` lowercase hex digits: a value spelled as ids are."""
+    return f"^[0-9a-f]{{{digits}}}$"
 
 
 def hex_id(text: str, digits: int, *, short: bool = False, any_case: bool = False) -> str | None:

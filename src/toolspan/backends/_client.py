@@ -13,9 +13,10 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan._util.ids import parse_trace_id
 from toolspan.backends import _http
+from toolspan.bridge.internal import nonfinite_text
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans, nonfinite_text
-from toolspan.bridge.views import duration_ms, iso
+from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans
+from toolspan.bridge.views.internal import duration_ms, iso
 from toolspan.errors import BackendError
 
 __all__ = [

@@ -2,11 +2,12 @@
 it imports nothing of the instrumentation, the server or the CLI.
 
 Its public API, for applications and for toolspan's own server, CLI, exporters and replay (names load on
-first use):
+first use; ``docs/bridge.md`` documents each public module's names, and what toolspan's own packages read
+beyond them is ``toolspan.bridge.internal`` and ``toolspan.bridge.views.internal``, not public API):
 
 - **the model**: ``Span``, ``SpanEvent``, ``SpanLink`` (``toolspan.bridge.model``);
 - **reading** (``toolspan.bridge.readers``): ``read_spans``, ``iter_spans``, ``spans_from_document``,
-  ``from_readable_spans``, ``BridgeReadError``, ``ReadReport``; OTLP protobuf and log decoding;
+  ``from_readable_spans``, ``BridgeReadError``, ``ReadReport``;
 - **one span's facts** (``toolspan.bridge.facts``): ``classify``, ``tool_call``, ``approvals``, ...;
 - **views** (``toolspan.bridge.views``): ``to_events``, ``to_timelines``, ``to_trees``, ``to_plans``,
   ``to_progress``, ``to_pages``, ``audit``; and ``VIEWS``, the one registry of views (name, function,
@@ -24,17 +25,16 @@ from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
     from toolspan.bridge._coalesce import coalesce, duplicate_flags
+    from toolspan.bridge._json_write import dumps_document, write_json_lines
     from toolspan.bridge._otlp_write import to_otlp_json
     from toolspan.bridge.model import Span, SpanEvent, SpanLink
     from toolspan.bridge.readers import (
         BridgeReadError,
         ReadReport,
-        dumps_document,
         from_readable_spans,
         iter_spans,
         read_spans,
         spans_from_document,
-        write_json_lines,
     )
     from toolspan.bridge.views import (
         SCHEMA_VERSION,
@@ -61,17 +61,17 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "coalesce": "toolspan.bridge._coalesce",
     "duplicate_flags": "toolspan.bridge._coalesce",
     "to_otlp_json": "toolspan.bridge._otlp_write",
+    "dumps_document": "toolspan.bridge._json_write",
+    "write_json_lines": "toolspan.bridge._json_write",
     **dict.fromkeys(("Span", "SpanEvent", "SpanLink"), "toolspan.bridge.model"),
     **dict.fromkeys(
         (
             "BridgeReadError",
             "ReadReport",
-            "dumps_document",
             "from_readable_spans",
             "iter_spans",
             "read_spans",
             "spans_from_document",
-            "write_json_lines",
         ),
         _READERS,
     ),

@@ -2,10 +2,10 @@
 trace (``GET /api/traces/{id}/otlp``), so any OTLP reader, and ``toolspan.replay``, gets the trace as sent.
 
 Lossless for the bridge: reading the document back (``spans_from_document``) gives the same spans, field
-for field (``model.span_fields``). Spans are grouped by resource, then scope, in the order each first
-appears, and keep their input order within a group; an unended span has no ``endTimeUnixNano``; integers
-are ``intValue`` strings, ``None`` an empty AnyValue, lists ``arrayValue`` and dicts ``kvlistValue``, as the
-OTLP JSON encoding writes them.
+for field (``model.span_fields``, and the scope's schema URL). Spans are grouped by resource, then scope
+(its name and schema URL), in the order each first appears, and keep their input order within a group; an
+unended span has no ``endTimeUnixNano``; integers are ``intValue`` strings, ``None`` an empty AnyValue,
+lists ``arrayValue`` and dicts ``kvlistValue``, as the OTLP JSON encoding writes them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from toolspan.bridge._json_write import nonfinite_text
 from toolspan.bridge.model import SPAN_KINDS, STATUS_CODES, Span
-from toolspan.bridge.readers import nonfinite_text
 
 __all__ = ["to_otlp_json"]
 
@@ -87,18 +87,26 @@ def _span(span: Span) -> dict[str, Any]:
     return out
 
 
+def _scope_spans(name: str, schema_url: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``scopeSpans`` block; its ``schemaUrl`` when the spans' scope declared one."""
+    block: dict[str, Any] = {"scope": {"name": name}, "spans": items}
+    if schema_url:
+        block["schemaUrl"] = schema_url
+    return block
+
+
 def to_otlp_json(spans: Iterable[Span]) -> dict[str, Any]:
     """The OTLP JSON ``ExportTraceServiceRequest`` holding ``spans``, in their order (see the module doc)."""
     blocks: list[dict[str, Any]] = []
-    by_resource: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    by_resource: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
     for span in spans:
         key = json.dumps(span.resource, sort_keys=True, ensure_ascii=False, default=repr)
         scopes = by_resource.get(key)
         if scopes is None:
             scopes = by_resource[key] = {}
             blocks.append({"resource": {"attributes": _attributes(span.resource)}, "scopeSpans": scopes})
-        scopes.setdefault(span.scope, []).append(_span(span))
+        scopes.setdefault((span.scope, span.scope_schema_url), []).append(_span(span))
     for block in blocks:
         scopes = block["scopeSpans"]
-        block["scopeSpans"] = [{"scope": {"name": name}, "spans": items} for name, items in scopes.items()]
+        block["scopeSpans"] = [_scope_spans(name, url, items) for (name, url), items in scopes.items()]
     return {"resourceSpans": blocks}

@@ -16,7 +16,9 @@ A tool span is matched, in this order, to
 Candidates are requests of model calls that started before the tool span, under the same agent run (the
 nearest agent ancestor the index knows of; a stream that has not seen the agent span yet scopes to the
 trace), latest model call first. A match fills in the model's call id and the arguments as the model sent
-them when the span lacks them, and sets ``requested_by`` to the model call's span id.
+them when the span lacks them, and sets ``requested_by`` to the model call's span id. A tool span no request
+matches is requested by the latest model call before it, in the same scope, that stopped to call tools
+without recording them (Spring AI's: ``asks_unrecorded_calls``); that fills in nothing else.
 """
 
 from __future__ import annotations
@@ -36,19 +38,24 @@ from toolspan.bridge.facts import (
     Requested,
     ToolCallRecord,
     classify,
-    earlier_requests,
-    is_mcp_record,
-    normal_arguments,
-    normal_result,
     parse_json,
     requested_calls,
-    result_call_id,
     tool_call,
     tool_error,
     tool_name,
     tool_state,
 )
 from toolspan.bridge.facts import call_id as tool_call_id
+from toolspan.bridge.internal import (
+    asks_unrecorded_calls,
+    earlier_requests,
+    is_event_record,
+    is_mcp_record,
+    normal_arguments,
+    normal_result,
+    result_call_id,
+    sent_responses,
+)
 from toolspan.bridge.model import Span
 
 __all__ = ["RequestIndex", "StreamLinker", "link_stream", "link_tool_calls", "tool_legs"]
@@ -142,12 +149,16 @@ class RequestIndex:
 
     def __init__(self, max_requests: int | None = None, max_parents: int | None = None) -> None:
         self._requests: list[_Request] = []
+        # Model calls that asked for tools without recording the requests: (span id, start).
+        self._unrecorded: list[tuple[str, int]] = []
         self._parents: OrderedDict[str, tuple[str | None, bool]] = OrderedDict()
         self._dispatched: dict[str, str] = {}
         # Tool spans seen: name and parent; the failed ones' error (for a call recorded twice, nested).
         self._tools: dict[str, _ToolSeen] = {}
         self._tool_children: dict[str, list[str]] = {}
         self._tool_errors: dict[str, tuple[str, str]] = {}
+        # The tools' responses the model calls sent back to the model, by call id (``answered``).
+        self._responses: OrderedDict[str, Any] = OrderedDict()
         self._max_requests = max_requests
         self._max_parents = max_parents
         # The model calls indexed (span id, start) and the call ids their requests hold.
@@ -158,8 +169,9 @@ class RequestIndex:
         return len(self._requests)
 
     def size(self) -> int:
-        """Entries held: parent links and requests."""
-        return len(self._parents) + len(self._requests)
+        """Entries held: parent links, requests, responses and the model calls whose requests are
+        unrecorded."""
+        return len(self._parents) + len(self._requests) + len(self._responses) + len(self._unrecorded)
 
     def see(self, span: Span, kind: str) -> None:
         """Record ``span``'s parent link (and whether it is an agent), for the agent scope."""
@@ -241,7 +253,8 @@ class RequestIndex:
         """Index the requests of the model call ``span`` (an LLM span), and those of the model call before
         it (under the same agent) that only its input holds (``earlier_requests``: a tracer that recorded
         that call's input but not its output)."""
-        for order, req in enumerate(requested_calls(span)):
+        found = requested_calls(span)
+        for order, req in enumerate(found):
             self._requests.append(_Request(span.span_id, span.start_ns, order, req))
             self._asked_ids[req.id] = None
         earlier = [r for r in earlier_requests(span) if r.id not in self._asked_ids]
@@ -251,18 +264,47 @@ class RequestIndex:
                 self._requests.append(_Request(before[0], before[1], order, req))
                 self._asked_ids[req.id] = None
         self._model_calls.append((span.span_id, span.start_ns))
+        if not found and asks_unrecorded_calls(span):
+            self._unrecorded.append((span.span_id, span.start_ns))
+            if self._max_requests is not None and len(self._unrecorded) > self._max_requests:
+                del self._unrecorded[0]
         if self._max_requests is not None and len(self._requests) > self._max_requests:
             del self._requests[: len(self._requests) - self._max_requests]
         if self._max_requests is not None:
             while len(self._asked_ids) > self._max_requests:
                 self._asked_ids.popitem(last=False)
             del self._model_calls[: max(0, len(self._model_calls) - self._max_requests)]
+        for cid, response in sent_responses(span).items():
+            self._responses[cid] = response
+            self._responses.move_to_end(cid)
+        while self._max_requests is not None and len(self._responses) > self._max_requests:
+            self._responses.popitem(last=False)
 
     def _model_call_before(self, span: Span) -> tuple[str, int] | None:
         """The latest model call indexed that started before ``span``, under the same agent run."""
         agent = self._agents(span.span_id)[0]
         earlier = [m for m in self._model_calls if m[1] < span.start_ns and self._agents(m[0])[0] == agent]
         return max(earlier, key=lambda m: m[1], default=None)
+
+    def answered(self, recorded: ToolCallRecord, call: ToolCallRecord) -> ToolCallRecord:
+        """``call`` (``recorded`` linked), when its span recorded neither arguments nor an outcome (Google
+        ADK for JavaScript records a tool's call only when the tool returns), with the response sent back
+        to the model for its call id: ``{"error": ...}`` a failure, anything else its result."""
+        response = self._responses.get(call.call_id)
+        if (
+            response is None
+            or recorded.model_input is not None
+            or recorded.output is not None
+            or recorded.error is not None
+            or recorded.state != sc.STATE_COMPLETED
+        ):
+            return call
+        if isinstance(response, Mapping) and response.keys() == {"error"}:
+            error = str(response["error"])
+            return dataclasses.replace(
+                call, output=dict(response), error=error, is_error=True, state=sc.STATE_FAILED
+            )
+        return dataclasses.replace(call, output=normal_result(response))
 
     def _agents(self, span_id: str) -> list[str | None]:
         """The agent spans above ``span_id``, nearest first, ending with ``None`` (the trace itself)."""
@@ -305,9 +347,23 @@ class RequestIndex:
                 candidates.append(r)
         candidates.sort(key=lambda r: (-r.start_ns, r.order))
         match = _match(candidates, call.name, args, known_id)
-        if match is not None and consume:
+        if match is None:
+            # Never used up: a model call asks for any number of calls it does not record.
+            unrecorded = self._unrecorded_request(span, agent)
+            return self.answered(call, _applied(call, unrecorded, args, known_id)), None
+        if consume:
             self._requests.remove(match)
-        return _applied(call, match, args, known_id), match
+        return self.answered(call, _applied(call, match, args, known_id)), match
+
+    def _unrecorded_request(self, span: Span, agent: str | None) -> _Request | None:
+        """The latest model call started before ``span``, under ``agent``, whose requests are unrecorded, as
+        a request that fills in nothing but the link."""
+        found = None
+        for llm, start_ns in self._unrecorded:
+            later = found is None or start_ns >= found[1]
+            if start_ns <= span.start_ns and later and agent in self._agents(llm):
+                found = (llm, start_ns)
+        return None if found is None else _Request(found[0], found[1], 0, Requested(None, "", None))
 
 
 def _call_facts(call: ToolCallRecord, dispatched: str | None) -> tuple[Any, str | None]:
@@ -341,18 +397,20 @@ class _ToolSeen:
     name: str
     scope: str
     own_id: str | None
+    event_record: bool
 
 
 def _seen(span: Span) -> _ToolSeen:
     call_id = tool_call_id(span)
     own = None if call_id == ids.synthetic_call_id(span.span_id) else call_id
-    return _ToolSeen(span.parent_span_id, tool_name(span), span.scope, own)
+    return _ToolSeen(span.parent_span_id, tool_name(span), span.scope, own, is_event_record(span))
 
 
 def _same_call(inner: _ToolSeen, outer: _ToolSeen) -> bool:
     # Another instrumentation's record of the same call: same tool, another scope, no other id. (A tool
-    # that calls itself is traced by one instrumentation: both spans have its scope.)
-    return (
+    # that calls itself is traced by one instrumentation: both spans have its scope.) Or the record of an
+    # event of the call (BeeAI's ``error`` event inside its tool span).
+    return inner.event_record or (
         inner.name == outer.name
         and inner.scope != outer.scope
         and (inner.own_id is None or outer.own_id is None or inner.own_id == outer.own_id)
@@ -362,7 +420,8 @@ def _same_call(inner: _ToolSeen, outer: _ToolSeen) -> bool:
 def tool_legs(spans: Sequence[Span], kinds: Sequence[str], parent: Sequence[int | None]) -> dict[int, int]:
     """``{inner: outer}``: a tool span right under a tool span of the same tool, written by another
     instrumentation (another scope), with no other call id, is that call recorded a second time
-    (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call."""
+    (AutoGen's own ``execute_tool`` span inside OpenInference's span of the same call): one call. So is a
+    record of an event of the call (BeeAI's ``error`` event span inside its tool span)."""
     out = {}
     for i, kind in enumerate(kinds):
         p = parent[i]
@@ -563,7 +622,8 @@ class StreamLinker:
         done = linked.get(span.span_id)
         if done is not None:
             # Its open record was linked: the completion gets the same request, not another one.
-            return _with_leg_error(_applied(call, done, *_call_facts(call, None)), index.leg_error(span))
+            linked_again = index.answered(call, _applied(call, done, *_call_facts(call, None)))
+            return _with_leg_error(linked_again, index.leg_error(span))
         dispatched = index.dispatched(span)
         # An open record with neither the model's id nor its arguments yet (set later by some frameworks)
         # could only be matched by name: it gets that link provisionally, its completion the real one.

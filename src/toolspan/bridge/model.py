@@ -54,25 +54,18 @@ class Span:
     scope: str = ""
     # Where the span was read from, "file:line" (or "" for in-process spans); used in diagnostics.
     origin: str = ""
+    # The schema URL of the span's instrumentation scope (the semantic conventions it follows), "" if none.
+    scope_schema_url: str = ""
 
     @property
     def duration_ns(self) -> int | None:
         return None if self.end_ns is None else max(0, self.end_ns - self.start_ns)
 
 
-def pad_trace_id(hex_id: str) -> str:
-    """Lowercase and left-pad a hex trace id to 32 characters."""
-    return hex_id.lower().rjust(32, "0")
-
-
-def pad_span_id(hex_id: str) -> str:
-    """Lowercase and left-pad a hex span id to 16 characters."""
-    return hex_id.lower().rjust(16, "0")
-
-
 def span_fields(span: Span) -> list[Any]:
-    """A span as a list of plain values, every field but ``origin``, in a fixed order: the total order of
-    conflicting records (``bridge._coalesce``) and the stored form of a span (``toolspan serve``)."""
+    """A span as a list of plain values, every field but ``origin`` and ``scope_schema_url``, in a fixed
+    order: the total order of conflicting records (``bridge._coalesce``) and the stored form of a span
+    (``toolspan serve``, which keeps a scope's name only)."""
     return [
         span.trace_id,
         span.span_id,

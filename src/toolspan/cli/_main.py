@@ -33,15 +33,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
+from toolspan.bridge import dumps_document, write_json_lines
+from toolspan.bridge.internal import resolve_inputs
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import (
-    BridgeReadError,
-    ReadReport,
-    dumps_document,
-    iter_spans,
-    resolve_inputs,
-    write_json_lines,
-)
+from toolspan.bridge.readers import BridgeReadError, ReadReport, iter_spans
 from toolspan.bridge.views.registry import VIEWS
 from toolspan.cli import _audit as _cli_audit
 from toolspan.cli import _output as _outputs
@@ -51,7 +46,6 @@ from toolspan.cli._help import CommandParser, HelpFormatter, ToolspanParser, pla
 from toolspan.cli._options import Option, add_options
 
 TARGETS = tuple(VIEWS)
-STREAMS = frozenset(name for name, view in VIEWS.items() if view.lines)
 _PROGRESS_MIN_BYTES = 8 << 20  # show the bar (on a TTY) only for inputs at least this big
 _MAX_ISSUES_SHOWN = 10
 # Ended tool spans remembered by the streaming events path (an open record arriving after its completion).
@@ -219,7 +213,7 @@ def _total_bytes(paths: list[Path | str]) -> int:
 
 def _with_logs(spans: Iterator[Span], logs: list[str], err: IO[str]) -> Iterator[Span]:
     """The spans with the log records of ``logs`` joined to them as span events."""
-    from toolspan.bridge.readers import attach_logs, logs_from_bytes
+    from toolspan.bridge.internal import attach_logs, logs_from_bytes
 
     records = []
     for path in logs:

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from toolspan.bridge.readers import resolve_inputs
+from toolspan.bridge.internal import resolve_inputs
 from toolspan.errors import ToolspanError
 
 __all__ = ["AtomicOutput", "DirectOutput", "OutputClash", "checked_inputs", "is_special", "open_output"]

@@ -352,7 +352,7 @@ def _none_found(args: argparse.Namespace, query: Any) -> str:
 def run_find(args: argparse.Namespace, emit: Emit) -> int:
     """``toolspan find``; returns the exit status."""
     from toolspan.backends import BackendError
-    from toolspan.bridge.readers import write_json_lines
+    from toolspan.bridge import write_json_lines
 
     err = sys.stderr
     try:

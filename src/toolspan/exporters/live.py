@@ -34,11 +34,11 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 
 from toolspan._instrument import hooks
 from toolspan._instrument.deltas import text_delta
-from toolspan.bridge.facts import TOOL, ToolCallRecord
+from toolspan.bridge.facts import TOOL, ToolCallRecord, classify
 from toolspan.bridge.link import StreamLinker
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import from_readable_spans
-from toolspan.bridge.views import act_event, classify, observe_event
+from toolspan.bridge.views import act_event, observe_event
 from toolspan.exporters._durable import DurableLog
 from toolspan.exporters._livestream import LiveStream
 

@@ -123,7 +123,6 @@ class PendingSpanProcessor(SpanProcessor):
         max_queue_size: int = 2048,
         tools_only: bool = True,
     ) -> None:
-        self._owned = exporter is None
         target = _default_exporter() if exporter is None else _Borrowed(exporter)
         self._batch = BatchSpanProcessor(
             target,

@@ -38,10 +38,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from toolspan._util import env as _env
-from toolspan.bridge.facts import TOOL
+from toolspan.bridge.facts import TOOL, classify
+from toolspan.bridge.internal import finite
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import finite, from_readable_spans
-from toolspan.bridge.views import act_event, classify, observe_event, to_timelines, to_tree
+from toolspan.bridge.readers import from_readable_spans
+from toolspan.bridge.views import act_event, observe_event, to_timelines, to_tree
 from toolspan.exporters._files import append_whole, ends_mid_line, flush_to_disk, open_append
 
 __all__ = ["EVENTS_FILE", "TimelineJsonExporter"]

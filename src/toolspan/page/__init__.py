@@ -26,7 +26,15 @@ live=LiveOptions(stream_url=..., data_url=...))`` sets ``connect-src 'self'`` an
    timeline. ``fetch_first``: the page was served without its data and reads ``data_url`` first.
    ``list_url``: the list of runs the page belongs to; a bar across the top leads there and to the inbox,
    counting the calls ``waiting_url`` lists and saying whose token the tab holds (``whoami_url``). The
-   page's script holds no URL of its own: it asks only those given here.
+   page's script holds no URL of its own: it asks only those given here (``inbox_url``: where the bar's
+   inbox link leads).
+   With ``page_stream_url`` the page follows that stream instead of 1. and 2.: ``event: page`` (a whole
+   page document) and ``event: delta`` (``toolspan.bridge.views.page_delta`` of the document sent before,
+   schema ``page-delta``, applied to the shown trace), each with ``id:`` the tag of the document it gives;
+   it opens it with ``?version=<tag>`` of the document it holds (``version``, the embedded document's; or,
+   served without its data, the ``ETag`` of its one ``GET data_url``), and ``EventSource`` resumes with
+   ``Last-Event-ID``. A delta that does not apply to what the page holds reopens the stream without a
+   version (the whole document again).
 4. with ``decisions_url``, ``cancels_url`` and ``whoami_url`` (``toolspan serve --decider NAME=TOKEN``): the
    page asks ``whoami_url`` what its token may do, and to a token that may decide (a decider token) the
    details of a tool call that waits for its approval show Allow, Deny and Edit (a JSON editor of the
@@ -115,6 +123,15 @@ class LiveOptions:
     list_url: str | None = None
     # The calls waiting for a decision (``GET``, ``{"waiting": [...]}``): the top bar counts them.
     waiting_url: str | None = None
+    # The inbox page the top bar leads to (beside ``list_url``).
+    inbox_url: str | None = None
+    # The trace's page stream (``toolspan serve``'s ``/api/traces/{id}/page/stream``: ``event: page``, the
+    # whole document, then ``event: delta``, what changed, schema ``page-delta``; ``id:`` the tag of the
+    # document the client then holds, resumed from with ``?version=``). Given, the page follows it instead
+    # of ``stream_url`` and reads ``data_url`` only when served without its data. ``version``: the tag of
+    # the document embedded (``data_url``'s ``ETag``).
+    page_stream_url: str | None = None
+    version: str | None = None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -224,7 +241,15 @@ def render_html(
     }
     if live is not None and live.list_url:
         config["live"]["list_url"] = live.list_url
-    urls = _urls(whoami=live.whoami_url, waiting=live.waiting_url) if live is not None else {}
+    if live is not None and live.page_stream_url:
+        config["live"]["page_stream_url"] = live.page_stream_url
+        if live.version:
+            config["live"]["version"] = live.version
+    urls = (
+        _urls(whoami=live.whoami_url, waiting=live.waiting_url, list=live.list_url, inbox=live.inbox_url)
+        if live is not None
+        else {}
+    )
     if urls:
         config["urls"] = urls
     if live is not None and live.decisions_url and live.cancels_url and live.whoami_url:
@@ -255,15 +280,19 @@ APPS: Final = {"list": ("list.js", "Runs"), "inbox": ("inbox.js", "Inbox")}
 
 
 def _urls(**urls: str | None) -> dict[str, str]:
-    """The URLs common.js asks (``whoami``, ``waiting``): those given."""
+    """The URLs common.js asks or links to (``whoami``, ``waiting``, the top bar's ``list`` and ``inbox``),
+    and the list's and the inbox's (``runs``, ``stream``, ``trace``, ``decisions``): those given."""
     return {name: url for name, url in urls.items() if url}
 
 
 def render_app(app: str, urls: Mapping[str, str] | None = None) -> str:
     """The served page ``app`` (``"list"``: the trace list; ``"inbox"``: the calls waiting for a decision):
     one self-contained HTML file holding no data (the script reads it from the server's API with the tab's
-    token), so it is served to anyone, and asks for the token when the API wants one. ``urls``: where the
-    top bar asks what the tab's token may do (``whoami``) and counts the waiting calls (``waiting``)."""
+    token), so it is served to anyone, and asks for the token when the API wants one. ``urls``: every URL
+    its script asks or links to (it holds none): where the top bar asks what the tab's token may do
+    (``whoami``), counts the waiting calls (``waiting``) and leads (``list``, ``inbox``); the list of runs
+    (``runs``, JSON) and the all-traces stream (``stream``); a run's page (``trace``, ``{trace_id}`` in it
+    replaced); where a decision is sent (``decisions``)."""
     name, title = APPS[app]
     common = _asset("common.js")
     script = _asset(name)

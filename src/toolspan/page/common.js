@@ -8,7 +8,7 @@ const toolspanCommon = (function () {
   const config = (function () { const n = doc.getElementById("ts-config"); return n ? JSON.parse(n.textContent) : {}; })();
   /** @type {string | null} the token when this tab's storage is off */
   let memory = null;
-  /** @type {{whoami?: string, waiting?: string}} where the server says what a token may do, and which calls wait */
+  /** @type {{whoami?: string, waiting?: string, list?: string, inbox?: string}} where the server says what a token may do, and which calls wait; where the top bar leads */
   const URLS = config.urls || {};
 
   /**
@@ -66,12 +66,13 @@ const toolspanCommon = (function () {
     if (t) h.Authorization = "Bearer " + t;
     return h;
   }
-  // GET (or POST with a JSON body) to the server; resolves [status, body]; a 401 forgets the token and
-  // rejects with Unauthorized (the page then asks for it).
+  // GET (or POST with a JSON body) to the server; resolves [status, body, etag]; a 401 forgets the token
+  // and rejects with Unauthorized (the page then asks for it).
   /**
    * @param {string} url
    * @param {{method?: string, body?: unknown}} [options]
-   * @returns {Promise<[number, any]>} the status and the JSON body (any: what the server says)
+   * @returns {Promise<[number, any, string | null]>} the status, the JSON body (any: what the server says)
+   *   and the answer's ETag without its quotes (the live trace page's data: the tag its page stream resumes from)
    */
   function api(url, options) {
     const o = options || {};
@@ -88,7 +89,8 @@ const toolspanCommon = (function () {
         /** @type {any} */
         let body = null;
         try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text.slice(0, 300) }; }
-        return [r.status, body];
+        const etag = r.headers.get("etag");
+        return [r.status, body, etag ? etag.replace(/^(W\/)?"|"$/g, "") : null];
       });
     });
   }
@@ -190,6 +192,13 @@ const toolspanCommon = (function () {
     if (!barShown) {
       barShown = true;
       bar.hidden = false;
+      // Its links lead where the page's config says (urls.list: the runs, urls.inbox: the inbox).
+      /** @type {[string, string | undefined][]} */
+      const links = [["top-brand", URLS.list], ["nav-traces", URLS.list], ["nav-inbox", URLS.inbox]];
+      links.forEach(([id, href]) => {
+        const a = /** @type {HTMLAnchorElement | null} */ (doc.getElementById(id));
+        if (a && href) a.href = href;
+      });
       const link = doc.getElementById("nav-" + current);
       if (link) link.setAttribute("aria-current", "page");
       const theme = doc.getElementById("top-theme");

@@ -1,26 +1,57 @@
 "use strict";
-// The inbox of toolspan serve: every tool call waiting for a decision, across runs (GET
-// /api/control/waiting), each with Allow, Deny and Edit for a decider's token. A decision names the exact
+// The inbox of toolspan serve: every tool call waiting for a decision, across runs (the config's
+// urls.waiting), each with Allow, Deny and Edit for a decider's token (urls.decisions), linked to its run's
+// page (urls.trace, "{trace_id}" in it replaced). Every URL comes from the page's config. A decision names the exact
 // call (its execution id) and echoes the digest of the arguments shown, so it is given to that call only,
 // with the arguments the person saw. Data is only ever written through text nodes and DOM properties.
 (function () {
+  /**
+   * A decision as the server answers it.
+   * @typedef {{decision: string, by?: string | null, note?: string | null, arguments?: unknown, decided_at?: number | null}} Decision
+   * A waiting call as the inbox lists it.
+   * @typedef {{
+   *   execution_id: string, trace_id: string, call_id?: string | null, tool: string, arguments?: unknown,
+   *   arguments_sha256: string, agent?: string | null, service?: string | null, run?: string | null,
+   *   waiting_since: number, decision: Decision | null
+   * }} Entry
+   * What this tab holds of a call: its editor, its note, the answer to its request.
+   * @typedef {{editing: boolean, text: string, error: string | null, note: string, message: string | null, ok: boolean, denied: boolean, busy: boolean}} Local
+   * @typedef {{waiting: string, decisions: string, trace: string}} InboxUrls
+   */
   const C = window.toolspanCommon;
   const { el } = C;
   const doc = document;
-  const app = doc.getElementById("app");
+  /** @type {InboxUrls} */
+  const URLS = C.config.urls;
+  /**
+   * The element of the page with this id (the page or build() made it).
+   * @param {string} id
+   * @returns {HTMLElement}
+   */
+  const $ = (id) => /** @type {HTMLElement} */ (doc.getElementById(id));
+  const app = $("app");
   const POLL_MS = 2000;
   const KEEP_DECIDED_MS = 60000; // a call decided in this tab stays shown, with its answer, this long
 
+  /** @type {Entry[]} */
   let entries = [];
+  /** @type {{name: string | null, can: string[]}} */
   let who = { name: null, can: [] };
-  const local = new Map(); // execution id -> {editing, text, error, note, message, ok, denied, busy}
-  const decidedHere = new Map(); // execution id -> {entry, at, decision}: decided in this tab, maybe gone from the inbox
+  /** @type {Map<string, Local>} execution id -> what this tab holds of the call */
+  const local = new Map();
+  /** @type {Map<string, {entry: Entry, at: number, decision: Decision}>} decided in this tab, maybe gone from the inbox */
+  const decidedHere = new Map();
   let built = false;
   let timer = 0;
 
+  /**
+   * @param {string} id
+   * @returns {Local}
+   */
   function state(id) {
-    if (!local.has(id)) local.set(id, { editing: false, text: "", error: null, note: "", message: null, ok: true, denied: false, busy: false });
-    return local.get(id);
+    let s = local.get(id);
+    if (!s) { s = { editing: false, text: "", error: null, note: "", message: null, ok: true, denied: false, busy: false }; local.set(id, s); }
+    return s;
   }
 
   function build() {
@@ -52,6 +83,7 @@
   function canDecide() { return who.can.indexOf("decide") >= 0; }
 
   // To a token that may not decide: a field taking a decider's token (it reads too: it becomes the tab's).
+  /** @param {HTMLElement} box */
   function deciderField(box) {
     box.append(el("span", null, (C.token() ? "This tab's token may read, not decide. " : "") + "To Allow, Deny or Edit, give a decider's token (toolspan serve --decider NAME=TOKEN): "));
     box.append(C.tokenForm({ field: "decider-token", button: "decider-token-go" }, "A decider's token", "Use it", () => { box.textContent = ""; start(); }, "inline"));
@@ -60,27 +92,32 @@
   function render() {
     if (!built) build();
     const now = Date.now();
-    doc.getElementById("summary").textContent = entries.length
+    $("summary").textContent = entries.length
       ? entries.length + (entries.length === 1 ? " call waits" : " calls wait") + " for a decision, oldest first."
       : "Calls waiting for a decision show here, oldest first.";
-    const notice = doc.getElementById("notice");
+    const notice = $("notice");
     notice.hidden = canDecide() || !entries.length;
     if (!notice.hidden && !notice.firstChild) deciderField(notice);
-    doc.getElementById("empty").hidden = entries.length > 0;
-    const list = doc.getElementById("cards");
-    const focused = doc.activeElement && doc.activeElement.closest ? doc.activeElement.closest(".card") : null;
+    $("empty").hidden = entries.length > 0;
+    const list = $("cards");
+    const focused = doc.activeElement && doc.activeElement.closest ? /** @type {HTMLElement | null} */ (doc.activeElement.closest(".card")) : null;
     const keep = focused ? focused.dataset.execution : null;
     const keepId = doc.activeElement ? doc.activeElement.id : null;
     list.textContent = "";
     entries.forEach((e, i) => list.appendChild(card(e, i, now)));
     // What this tab decided stays in sight with its answer once the call leaves the inbox (it went on).
     const waitingIds = new Set(entries.map((x) => x.execution_id));
-    const done = doc.getElementById("decided-here");
+    const done = $("decided-here");
     done.textContent = "";
     decidedHere.forEach((d, id) => { if (!waitingIds.has(id)) done.appendChild(decidedCard(d.entry, d.decision)); });
     if (keep && keepId) { const again = doc.getElementById(keepId); if (again) again.focus(); }
   }
 
+  /**
+   * @param {Entry} e
+   * @param {number} i
+   * @param {number} now
+   */
   function card(e, i, now) {
     const s = state(e.execution_id);
     const box = el("article", "card");
@@ -107,15 +144,18 @@
 
   // The line naming the call's run as the trace list names it (what was asked, else its root's name),
   // linked to the run's page on this call, with the agent, service and model call id.
+  /** @param {Entry} e */
   function runOf(e) {
     const meta = el("div", "meta");
     const run = el("span", "kv run");
     const link = el("a", "iso", e.run || e.trace_id);
-    link.href = "/traces/" + encodeURIComponent(e.trace_id) + "#" + encodeURIComponent(e.execution_id);
+    link.href = URLS.trace.replace("{trace_id}", encodeURIComponent(e.trace_id)) + "#" + encodeURIComponent(e.execution_id);
     link.title = "Open its run";
     run.append(el("span", "k", "run "), link);
     meta.append(run);
-    [["agent", e.agent], ["service", e.service], ["call", e.call_id]].forEach(([k, v]) => {
+    /** @type {[string, string | null | undefined][]} */
+    const parts = [["agent", e.agent], ["service", e.service], ["call", e.call_id]];
+    parts.forEach(([k, v]) => {
       if (v === null || v === undefined || v === "") return;
       const part = el("span", "kv");
       part.append(el("span", "k", k + " "), el("span", "v iso", v));
@@ -125,6 +165,7 @@
   }
 
   // What this tab's request answered: a denial reads as one, a refusal as a problem.
+  /** @param {Local} s */
   function resultOf(s) {
     const m = el("p", "result " + (!s.ok ? "problem" : s.denied ? "denied" : "ok"), s.message);
     m.setAttribute("role", "status");
@@ -132,12 +173,21 @@
   }
 
   // A decision that allowed the call with other arguments than the model's.
+  /**
+   * @param {Decision | null} d
+   * @returns {Decision | null}
+   */
   function editOf(d) {
     return d && d.decision === "allow" && d.arguments !== null && d.arguments !== undefined ? d : null;
   }
 
   // The arguments a call has: the model's while it waits; once allowed with an edit, the edit the tool
   // receives, labelled edited (who decided, when), with the model's own beside it.
+  /**
+   * @param {HTMLElement} box
+   * @param {Entry} e
+   * @param {Decision | null} d
+   */
   function argumentsOf(box, e, d) {
     const model = JSON.stringify(e.arguments === undefined ? null : e.arguments, null, 2);
     const edit = editOf(d);
@@ -155,8 +205,13 @@
   }
 
   // How a decision reads: only "allow" lets a call run; "deny", or any other word, shows as what it is.
+  /** @param {string} word */
   function decided(word) { return word === "allow" ? "Allowed" : word === "deny" ? "Denied" : "Decided " + String(word); }
 
+  /**
+   * @param {Entry} e
+   * @param {Decision} d
+   */
   function decidedCard(e, d) {
     const s = state(e.execution_id);
     const denied = !!d && d.decision !== "allow";
@@ -176,6 +231,10 @@
     return box;
   }
 
+  /**
+   * @param {Entry} e
+   * @param {Local} s
+   */
   function controls(e, s) {
     const wrap = el("div", "decide");
     const note = el("input");
@@ -186,6 +245,7 @@
     note.setAttribute("aria-label", "Note for " + e.tool);
     note.value = s.note;
     note.addEventListener("input", () => { s.note = note.value; });
+    /** @type {(cls: string, text: string, act: () => void) => HTMLButtonElement} */
     const button = (cls, text, act) => { const b = el("button", cls, text); b.type = "button"; b.disabled = s.busy; b.addEventListener("click", act); return b; };
     const row = el("div", "buttons");
     row.append(
@@ -204,8 +264,9 @@
       area.setAttribute("aria-label", "Edited arguments of " + e.tool);
       area.addEventListener("input", () => { s.text = area.value; });
       const go = button("allow", "Allow with these arguments", () => {
+        /** @type {unknown} */
         let value;
-        try { value = JSON.parse(area.value); } catch (err) { s.error = "not JSON: " + err.message; render(); return; }
+        try { value = JSON.parse(area.value); } catch (err) { s.error = "not JSON: " + (err instanceof Error ? err.message : String(err)); render(); return; }
         if (value === null || typeof value !== "object" || Array.isArray(value)) { s.error = "the arguments must be a JSON object"; render(); return; }
         s.error = null;
         decide(e, s, "allow", value);
@@ -219,7 +280,14 @@
     return wrap;
   }
 
+  /**
+   * @param {Entry} e
+   * @param {Local} s
+   * @param {string} decision
+   * @param {unknown} [args]
+   */
   function decide(e, s, decision, args) {
+    /** @type {Record<string, unknown>} */
     const body = { execution_id: e.execution_id, trace_id: e.trace_id, decision: decision, shown: e.arguments_sha256 };
     if (args !== undefined) body.arguments = args;
     if (s.note.trim()) body.note = s.note.trim();
@@ -228,7 +296,7 @@
     s.ok = true;
     s.denied = false;
     render();
-    C.api("/api/control/decisions", { method: "POST", body: body }).then(([status, doc]) => {
+    C.api(URLS.decisions, { method: "POST", body: body }).then(([status, doc]) => {
       s.busy = false;
       if (status >= 200 && status < 300) {
         s.ok = true;
@@ -248,8 +316,8 @@
   function poll() {
     clearTimeout(timer);
     const mine = generation;
-    C.api("/api/control/waiting").then(([status, body]) => {
-      const p = doc.getElementById("problem");
+    C.api(URLS.waiting).then(([status, body]) => {
+      const p = $("problem");
       if (status !== 200) {
         if (!built) build();
         p.hidden = false;
@@ -259,7 +327,7 @@
       entries = body.waiting;
       C.showInboxCount(entries.length);
       if (!built) build();
-      doc.getElementById("problem").hidden = true;
+      $("problem").hidden = true;
       const live = new Set(entries.map((x) => x.execution_id));
       const now = Date.now();
       for (const [id, d] of Array.from(decidedHere)) if (now - d.at > KEEP_DECIDED_MS) decidedHere.delete(id);
@@ -278,7 +346,7 @@
 
   function tick() {
     const now = Date.now();
-    doc.querySelectorAll(".since").forEach((n) => { n.textContent = "waiting " + C.fmtMs(Math.max(0, now - Number(n.dataset.since))); });
+    doc.querySelectorAll(".since").forEach((n) => { n.textContent = "waiting " + C.fmtMs(Math.max(0, now - Number(/** @type {HTMLElement} */ (n).dataset.since))); });
   }
 
   function start() {

@@ -1,21 +1,48 @@
 "use strict";
-// The trace list of toolspan serve: every run, newest first, from GET /api/traces (the same rows as JSON),
-// kept live by the all-traces stream. Data is only ever written through text nodes and DOM properties.
+// The trace list of toolspan serve: every run, newest first, from the server's list of runs (the config's
+// urls.runs: the same rows as JSON), kept live by the all-traces stream (urls.stream); each run links to its
+// trace page (urls.trace, "{trace_id}" in it replaced). Every URL comes from the page's config. Data is only
+// ever written through text nodes and DOM properties.
 (function () {
+  /**
+   * A run as the server lists it.
+   * @typedef {{
+   *   trace_id: string, name: string | null, root_name: string | null, conversation_id: string | null,
+   *   service: string | null, start: number, duration_ms: number | null, state: string, tool_calls: number,
+   *   errors: number, denied: number, cancelled: number, waiting: number
+   * }} Run
+   * @typedef {{runs: string, stream: string, trace: string}} ListUrls
+   */
   const C = window.toolspanCommon;
   const { el } = C;
   const doc = document;
-  const app = doc.getElementById("app");
+  /** @type {ListUrls} */
+  const URLS = C.config.urls;
+  /**
+   * The element of the page with this id (the page or build() made it).
+   * @param {string} id
+   * @returns {HTMLElement}
+   */
+  const $ = (id) => /** @type {HTMLElement} */ (doc.getElementById(id));
+  const app = $("app");
   // The states from the server (semconv's one list of them): the live ones first, then the others.
+  /** @type {string[]} */
   const LIVE = C.config.words.live_states;
-  const STATES = [...LIVE, ...C.config.words.trace_states.filter((st) => LIVE.indexOf(st) < 0)];
+  /** @type {string[]} */
+  const TRACE_STATES = C.config.words.trace_states;
+  const STATES = [...LIVE, ...TRACE_STATES.filter((st) => LIVE.indexOf(st) < 0)];
+  /** @param {string} st */
   const label = (st) => String(st).charAt(0) + String(st).slice(1).toLowerCase().replace(/_/g, " "); // "Awaiting approval"
   const PASSED = ["q", "state", "service", "tool", "conversation_id", "from_ms", "to_ms", "limit"];
 
+  /** @type {Run[]} */
   let rows = [];
-  let older = []; // rows of the pages loaded with "Older runs"
+  /** @type {Run[]} rows of the pages loaded with "Older runs" */
+  let older = [];
+  /** @type {string | null} */
   let next = null;
   let built = false;
+  /** @type {EventSource | null} */
   let stream = null;
   let loading = false;
   let again = false;
@@ -26,6 +53,10 @@
     PASSED.forEach((k) => { const v = url.searchParams.get(k); if (v) out.set(k, v); });
     return out;
   }
+  /**
+   * @param {string} name
+   * @param {string} value
+   */
   function setParam(name, value) {
     const url = new URL(location.href);
     if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
@@ -99,26 +130,32 @@
     app.append(head, tools, chips, problem, table, empty, more);
   }
 
+  /** @param {string} state */
   function stateBadge(state) {
     const b = el("span", "badge s-" + state, label(state));
     b.dataset.state = state;
     return b;
   }
 
+  /**
+   * @param {string} cls
+   * @param {string} text
+   */
   function pill(cls, text) { return el("span", "pill " + cls, text); }
 
   function renderRows() {
-    const tbody = doc.getElementById("rows");
+    const tbody = $("rows");
     const all = rows.concat(older);
     const now = Date.now();
     // Bars to scale: the longest run of the page fills its cell (a running one: up to now).
+    /** @param {Run} r @returns {number | null} */
     const dur = (r) => (r.duration_ms !== null ? r.duration_ms : LIVE.indexOf(r.state) >= 0 ? Math.max(0, now - r.start) : null);
     const longest = Math.max(1, ...all.map((r) => dur(r) || 0));
     tbody.textContent = "";
     all.forEach((r) => {
       const tr = el("tr", "row s-" + r.state);
       tr.dataset.trace = r.trace_id;
-      const link = "/traces/" + encodeURIComponent(r.trace_id);
+      const link = URLS.trace.replace("{trace_id}", encodeURIComponent(r.trace_id));
       const run = el("td", "run");
       const a = el("a", "name iso", r.name || r.trace_id);
       a.href = link;
@@ -150,10 +187,13 @@
       if (r.cancelled) calls.append(pill("s-CANCELLED", r.cancelled + " cancelled"));
       const service = el("td", "service iso", r.service || "");
       tr.append(run, state, start, durCell, calls, service);
-      tr.addEventListener("click", (e) => { if (!e.target.closest("a") && !getSelection().toString()) location.href = link; });
+      tr.addEventListener("click", (e) => {
+        const target = /** @type {Element} */ (e.target);
+        if (!target.closest("a") && !String(getSelection() || "")) location.href = link;
+      });
       tbody.appendChild(tr);
     });
-    const empty = doc.getElementById("empty");
+    const empty = $("empty");
     empty.hidden = all.length > 0;
     empty.textContent = "";
     if (!all.length) {
@@ -166,12 +206,14 @@
         empty.append(pre);
       }
     }
-    doc.getElementById("older").hidden = !next;
+    $("older").hidden = !next;
     summary(all);
   }
 
+  /** @param {Run[]} all */
   function summary(all) {
-    const box = doc.getElementById("summary");
+    const box = $("summary");
+    /** @param {string} st */
     const count = (st) => all.filter((r) => r.state === st).length;
     const parts = [all.length + (all.length === 1 ? " run" : " runs") + (next ? " shown" : "")];
     const waiting = count("AWAITING_APPROVAL");
@@ -184,6 +226,7 @@
   }
 
   // ---------- data ----------
+  /** @param {Error} e */
   function fail(e) {
     if (e instanceof C.Unauthorized) { built = false; C.askToken(app, e, start); return; }
     const p = doc.getElementById("problem");
@@ -192,9 +235,9 @@
   function load() {
     if (loading) { again = true; return; }
     loading = true;
-    C.api("/api/traces?" + params().toString()).then(([status, body]) => {
+    C.api(URLS.runs + "?" + params().toString()).then(([status, body]) => {
       if (!built) build();
-      const p = doc.getElementById("problem");
+      const p = $("problem");
       if (status !== 200) { p.hidden = false; p.textContent = (body && body.error) || "HTTP " + status; rows = []; next = null; renderRows(); return; }
       p.hidden = !body.note; // why the trace backend's runs are not listed, in one line
       p.textContent = body.note || "";
@@ -213,7 +256,7 @@
     if (!next) return;
     const ps = params();
     ps.set("cursor", next);
-    C.api("/api/traces?" + ps.toString()).then(([status, body]) => {
+    C.api(URLS.runs + "?" + ps.toString()).then(([status, body]) => {
       if (status !== 200) return;
       older = older.concat(body.traces);
       next = body.next_cursor;
@@ -226,13 +269,14 @@
   let timer = 0;
   function follow() {
     if (stream) return;
-    const badge = doc.getElementById("top-live");
-    stream = new EventSource(C.streamUrl("/api/stream"));
-    stream.onopen = () => { badge.hidden = false; badge.className = "live on"; badge.textContent = "live"; };
-    stream.onerror = () => { badge.hidden = false; badge.className = "live"; badge.textContent = "reconnecting"; };
+    const badge = $("top-live");
+    const es = new EventSource(C.streamUrl(URLS.stream));
+    stream = es;
+    es.onopen = () => { badge.hidden = false; badge.className = "live on"; badge.textContent = "live"; };
+    es.onerror = () => { badge.hidden = false; badge.className = "live"; badge.textContent = "reconnecting"; };
     const soon = () => { if (!timer) timer = setTimeout(() => { timer = 0; if (!older.length) load(); }, 1000); };
-    ["message", "act", "observe", "span", "update", "done"].forEach((name) => stream.addEventListener(name, soon));
-    setInterval(() => { if (rows.some((r) => LIVE.indexOf(r.state) >= 0)) renderRows(); else doc.querySelectorAll("td.start").forEach((td) => { td.textContent = C.fmtAgo(Number(td.dataset.start)); }); }, 5000);
+    ["message", "act", "observe", "span", "update", "done"].forEach((name) => es.addEventListener(name, soon));
+    setInterval(() => { if (rows.some((r) => LIVE.indexOf(r.state) >= 0)) renderRows(); else doc.querySelectorAll("td.start").forEach((td) => { td.textContent = C.fmtAgo(Number(/** @type {HTMLElement} */ (td).dataset.start)); }); }, 5000);
   }
 
   function start() {

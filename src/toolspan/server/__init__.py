@@ -4,7 +4,7 @@ HTTP and SSE.
 Needs the ``server`` extra (in a checkout: ``pip install '.[server]'``; Starlette + uvicorn for HTTP/SSE,
 grpcio for OTLP/gRPC). ``build_app`` gives the ASGI application (to mount elsewhere or test) and the
 ``ServerState`` behind it (what its routes share); ``serve`` serves until a signal; ``open_store`` opens the
-store ``--db`` names (``Store`` on SQLite). Names load on first use.
+store ``--db`` names (``SqliteStore`` on SQLite). Names load on first use.
 
 The package is layered, each layer importing only those below it (``pyproject.toml``'s contracts):
 HTTP (``_http``: the table of routes, a module per resource, the state, auth, serving), streams
@@ -27,13 +27,13 @@ if TYPE_CHECKING:
     from toolspan.server._rows.cursor import Cursor
     from toolspan.server._store.api import StoreApi
     from toolspan.server._store.engines import open_store
-    from toolspan.server._store.sqlite import Store
+    from toolspan.server._store.sqlite import SqliteStore
 
 __all__ = [
     "Cursor",
     "ServerConfig",
     "ServerState",
-    "Store",
+    "SqliteStore",
     "StoreApi",
     "build_app",
     "open_store",
@@ -48,7 +48,7 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "Cursor": "toolspan.server._rows.cursor",
     "StoreApi": "toolspan.server._store.api",
     "open_store": "toolspan.server._store.engines",
-    "Store": "toolspan.server._store.sqlite",
+    "SqliteStore": "toolspan.server._store.sqlite",
 }
 
 

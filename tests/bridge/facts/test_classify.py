@@ -9,6 +9,7 @@ import pytest
 from tests.support.bridge_data import GENAI_FIXTURE, T0, sid, span, tool_attrs
 from toolspan import semconv as sc
 from toolspan.bridge import facts as cl
+from toolspan.bridge import internal
 from toolspan.bridge.model import Span, SpanEvent
 
 
@@ -59,8 +60,8 @@ def test_classify_recognises_each_convention(attrs: dict[str, object], name: str
 def test_an_llm_span_that_only_builds_a_request_calls_no_model() -> None:
     prepare = _span({sc.OPENINFERENCE_SPAN_KIND: "LLM"}, "OpenAI._prepare_chat_with_tools")
     achat = _span({sc.OPENINFERENCE_SPAN_KIND: "LLM"}, "OpenAI.achat")
-    assert (cl.classify(prepare), cl.calls_model(prepare)) == (cl.LLM, False)
-    assert (cl.classify(achat), cl.calls_model(achat)) == (cl.LLM, True)
+    assert (cl.classify(prepare), internal.calls_model(prepare)) == (cl.LLM, False)
+    assert (cl.classify(achat), internal.calls_model(achat)) == (cl.LLM, True)
 
 
 def test_jaeger_agent_fixture_classification() -> None:
@@ -246,8 +247,8 @@ def test_agent_messages_genai_parts_and_legacy_content() -> None:
             sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "content": "answer"}]),
         }
     )
-    assert cl.agent_input_text(agent) == "second\nline"
-    assert cl.agent_output_text(agent) == "answer"
+    assert internal.agent_input_text(agent) == "second\nline"
+    assert internal.agent_output_text(agent) == "answer"
     oi = _span(
         {
             sc.OI_INPUT_VALUE: "plain question",
@@ -256,8 +257,8 @@ def test_agent_messages_genai_parts_and_legacy_content() -> None:
             ),
         }
     )
-    assert (cl.agent_input_text(oi), cl.agent_output_text(oi)) == ("plain question", "hi")
-    assert (cl.agent_input_text(_span({})), cl.agent_output_text(_span({}))) == (None, None)
+    assert (internal.agent_input_text(oi), internal.agent_output_text(oi)) == ("plain question", "hi")
+    assert (internal.agent_input_text(_span({})), internal.agent_output_text(_span({}))) == (None, None)
 
 
 def test_thoughts_and_approvals() -> None:
@@ -291,7 +292,7 @@ def test_parent_tool_ids_and_names() -> None:
             sc.TOOLSPAN_PARENT_TOOL_CALL_ID: "c1",
         }
     )
-    assert cl.parent_tool_ids(plan) == ("exec_1", "c1")
+    assert internal.parent_tool_ids(plan) == ("exec_1", "c1")
     assert cl.plan_name(plan) == "sub"
     assert cl.plan_name(_span({}, name="plan fallback")) == "fallback"
     assert cl.agent_name(_span({}, name="invoke_agent bob")) == "bob"

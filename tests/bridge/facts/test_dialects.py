@@ -41,6 +41,10 @@ def _span(name: str, attrs: dict[str, Any], span_id: str = "00000000000000a1", *
         ({"langfuse.observation.type": "tool"}, TOOL),
         ({"langfuse.observation.type": "generation"}, LLM),
         ({"langfuse.observation.type": "span"}, OTHER),
+        ({"gen_ai.operation.name": "framework", "spring.ai.kind": "chat_client"}, AGENT),
+        ({"gen_ai.operation.name": "framework", "spring.ai.kind": "advisor"}, OTHER),
+        ({"gen_ai.operation.name": "execute_tool", "spring.ai.kind": "tool_call"}, TOOL),
+        ({"spring.ai.kind": "tool_call"}, TOOL),
         # A convention's own kind wins over a framework's marker.
         ({"gen_ai.operation.name": "chat", "ai.operationId": "ai.toolCall"}, LLM),
         ({"openinference.span.kind": "CHAIN", "mlflow.spanType": '"AGENT"'}, CHAIN),
@@ -58,6 +62,7 @@ def test_each_marker_gives_its_kind(attrs: dict[str, Any], kind: str) -> None:
         {"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": "[[[", "mlflow.spanOutputs": None},
         {"logfire.msg_template": "Function: {name}", "name": None, "error": "[1, 2"},
         {"langfuse.observation.type": "tool", "langfuse.observation.status_message": 5},
+        {"spring.ai.kind": "tool_call", "spring.ai.tool.call.arguments": "{not", "spring.ai.tool.call.id": 3},
     ],
 )
 def test_malformed_tool_values_read_as_what_they_are(attrs: dict[str, Any]) -> None:
@@ -77,6 +82,16 @@ def test_malformed_tool_values_read_as_what_they_are(attrs: dict[str, Any]) -> N
         {"mlflow.spanType": '"CHAT_MODEL"', "mlflow.spanOutputs": '{"choices": [1, {"message": 2}]}'},
         {"logfire.msg_template": "Chat completion with {gen_ai.request.model!r}", "output": "{"},
         {"langfuse.observation.type": "generation", "langfuse.observation.usage_details": "[]"},
+        {
+            "gen_ai.operation.name": "chat",
+            "spring.ai.model.request.tool.names": "[",
+            "gen_ai.response.finish_reasons": 5,
+        },
+        {
+            "gen_ai.operation.name": "chat",
+            "spring.ai.model.request.tool.names": 1,
+            "gen_ai.response.finish_reasons": "[1]",
+        },
     ],
 )
 def test_malformed_model_calls_request_nothing(attrs: dict[str, Any]) -> None:

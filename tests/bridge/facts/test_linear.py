@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.adversarial import SHAPES, shape
 from toolspan import semconv
-from toolspan.bridge import facts
+from toolspan.bridge import facts, internal
 from toolspan.bridge.model import Span
 
 SMALL = 8192  # both sizes past the integer limit (4,300 digits), under the literal limit (100,000)
@@ -65,11 +65,11 @@ def _mlflow(text: str) -> Span:
 # Every reader step, each from one attribute text to what it reads.
 STEPS: dict[str, Callable[[str], Any]] = {
     "parse_json": facts.parse_json,
-    "normal_arguments (a literal)": lambda text: facts.normal_arguments({"input_str": text}),
-    "normal_result": facts.normal_result,
+    "normal_arguments (a literal)": lambda text: internal.normal_arguments({"input_str": text}),
+    "normal_result": internal.normal_result,
     "classify": lambda text: facts.classify(_span(text)),
     "classify (mlflow.spanType)": lambda text: facts.classify(_mlflow(text)),
-    "content_attributes": lambda text: facts.content_attributes(_span(text), is_tool=True),
+    "content_attributes": lambda text: internal.content_attributes(_span(text), is_tool=True),
     "tool_call": lambda text: facts.tool_call(_span(text)),
     "requested_calls": lambda text: facts.requested_calls(_span(text)),
     "model_call": lambda text: facts.model_call(_span(text)),

@@ -292,7 +292,7 @@ def structurally_damaged(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_documents())
 def test_random_span_damage_strict_raises_only_bridge_errors_and_lenient_accounts_for_every_record(
     case: tuple[dict[str, Any], int],

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from tests.support.paths import TESTS
+from toolspan.bridge.internal import describe
 from toolspan.bridge.model import Span, SpanEvent
-from toolspan.bridge.readers import BridgeReadError, describe, read_spans, spans_from_document
+from toolspan.bridge.readers import BridgeReadError, read_spans, spans_from_document
 from toolspan.bridge.readers._phoenix import looks_like_phoenix, spans_from_phoenix
 
 CAPTURES = TESTS / "e2e" / "captures"

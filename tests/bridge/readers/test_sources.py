@@ -20,15 +20,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.formats import otlp_proto_request, parity_trace, render
+from toolspan.bridge.internal import resolve_inputs
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
-from toolspan.bridge.readers import (
-    BridgeReadError,
-    ReadReport,
-    from_readable_spans,
-    iter_spans,
-    read_spans,
-    resolve_inputs,
-)
+from toolspan.bridge.readers import BridgeReadError, ReadReport, from_readable_spans, iter_spans, read_spans
 from toolspan.testing import SequentialIdGenerator
 
 
@@ -206,7 +200,7 @@ def test_sdk_readable_spans_ended_and_not_ended() -> None:
 
 @pytest.mark.parametrize("backend", ["stdlib", "auto"])
 def test_both_json_backends_read_the_same_spans(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
-    from toolspan.bridge.readers._json import backend as current
+    from toolspan.bridge._json_write import backend as current
 
     monkeypatch.setenv("TOOLSPAN_JSON", backend)
     if backend == "stdlib":

@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolspan import semconv
+from toolspan.bridge import dumps_document, write_json_lines
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import dumps_document, from_readable_spans, read_spans, write_json_lines
+from toolspan.bridge.readers import from_readable_spans, read_spans
 from toolspan.bridge.views.registry import VIEWS
 from toolspan.page import render_html
 

@@ -23,9 +23,11 @@ from toolspan.bridge.model import Span
 from toolspan.bridge.views import (
     audit,
     mark_pages,
+    page_delta,
     to_ag_ui,
     to_ai_sdk,
     to_events,
+    to_page,
     to_pages,
     to_plans,
     to_progress,
@@ -68,6 +70,18 @@ def _no_stacks(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return pages
 
 
+def _last_deltas(spans: list[Span]) -> list[dict[str, Any]]:
+    """Per trace, what its live page stream sends when its last span to end arrives (stacks replaced)."""
+    out = []
+    for page in to_pages(spans):
+        trace = sorted(
+            (s for s in spans if s.trace_id == page["trace_id"]), key=lambda s: s.end_ns or s.start_ns
+        )
+        old, new = to_page(trace[:-1], live=True), to_page(trace, live=True)
+        out.append(page_delta(*_no_stacks([old, new])))
+    return out
+
+
 VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "events": ("events", to_events),
     "timeline": ("timeline", to_timelines),
@@ -78,6 +92,7 @@ VIEWS: dict[str, tuple[str, Callable[[list[Span]], Any]]] = {
     "ag-ui": ("ag-ui", to_ag_ui),
     "ai-sdk": ("ai-sdk", to_ai_sdk),
     "page": ("page", lambda spans: _no_stacks(to_pages(spans))),
+    "page-delta": ("page-delta", _last_deltas),
     "audit_page": (
         "page",
         lambda spans: _no_stacks(mark_pages(to_pages(spans), audit(spans, GOLDEN_POLICY))),

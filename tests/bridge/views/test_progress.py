@@ -20,7 +20,8 @@ from tests.support.bridge_data import (
 from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
 from toolspan.bridge.facts import TOOL, classify
-from toolspan.bridge.views import AUTO_SEAL_RESULT, SCHEMA_VERSION, to_progress
+from toolspan.bridge.views import SCHEMA_VERSION, to_progress
+from toolspan.bridge.views.internal import AUTO_SEAL_RESULT
 
 MS0 = T0 // 1_000_000
 

@@ -350,7 +350,7 @@ def _count(node: dict[str, Any]) -> int:
     return len(_nodes(node))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(span_forests())
 def test_random_forests_every_record_is_one_node(data: tuple[list[Any], int]) -> None:
     spans, expected = data

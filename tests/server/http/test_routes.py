@@ -321,6 +321,8 @@ def _refusals(endpoint: Endpoint, sse: bool) -> list[tuple[int, str, Send]]:
         out.append((400, "not an execution id", _get(_path(endpoint, "exec_zz"), h, sse=False)))
     if sse:
         resume = "cursor=zz" if endpoint.path.endswith(("}/stream", "/api/stream")) else "since=-1"
+        if endpoint.path.endswith("/page/stream"):
+            resume = "version=zz"
         out.append((400, f"?{resume}", _get(f"{path}?{resume}", h, sse=True)))
         out.append(
             (400, "a Last-Event-ID it did not send", _get(path, {**h, "Last-Event-ID": "garbage!"}, sse=True))

@@ -21,7 +21,7 @@ from toolspan.server._ingest import protobuf
 from toolspan.server._ingest.protobuf import rows_of_body, rows_of_request
 from toolspan.server._rows.codec import decode, encode
 from toolspan.server._rows.spans import Row, row_of_span
-from toolspan.server._store.sqlite import Store
+from toolspan.server._store.sqlite import SqliteStore
 from toolspan.server._store.summaries import recompute_summaries
 
 CORPUS = TESTS / "corpus"
@@ -129,7 +129,7 @@ def test_a_json_row_holds_the_span_as_json() -> None:
     assert decode(row.data) == replace(span, origin="")
 
 
-def _summaries(store: Store) -> list[tuple[object, ...]]:
+def _summaries(store: SqliteStore) -> list[tuple[object, ...]]:
     """Every trace summary but ``last_seen_ns`` (the commit clock)."""
     rows = store._db.execute("SELECT * FROM traces ORDER BY trace_id").fetchall()
     return [r[:7] + r[8:] for r in rows]
@@ -142,7 +142,7 @@ def test_incremental_summaries_equal_the_ones_recomputed_from_all_spans(tmp_path
     # Some spans first arrive as pending records (no end), then ended; batches in shuffled order.
     records = [replace(s, end_ns=None) for s in rng.sample(spans, len(spans) // 4)] + spans
     rng.shuffle(records)
-    store = Store(str(tmp_path / "s.db"))
+    store = SqliteStore(str(tmp_path / "s.db"))
     try:
         for i in range(0, len(records), 37):
             store.ingest(records[i : i + 37])
@@ -161,7 +161,7 @@ def test_a_second_root_that_starts_earlier_becomes_the_trace_root(tmp_path: Path
     late = Span(trace, "1" * 16, None, "second", 2_000, 3_000)
     child = Span(trace, "3" * 16, "1" * 16, "child", 2_100, None)
     early = Span(trace, "2" * 16, None, "first", 1_000, None)
-    store = Store(str(tmp_path / "r.db"))
+    store = SqliteStore(str(tmp_path / "r.db"))
     try:
         store.ingest([late, child])
         store.ingest([early])
@@ -203,7 +203,7 @@ def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: 
 
     tool = next(s for s in scenario() if row_of_span(s).is_tool and s.end_ns is not None)
     pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})
-    store = Store(str(tmp_path / "m.db"))
+    store = SqliteStore(str(tmp_path / "m.db"))
     try:
         first = store.ingest_rows(_proto_rows([pending]))
         again = store.ingest_rows(_proto_rows([pending]))

@@ -3,7 +3,6 @@ log and its cursors, retention and its horizon, the stored form round trip."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.server._rows.codec import decode, encode
 from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
-from toolspan.server._store.api import StoreApi
+from toolspan.server._store.api import StoreApi, is_postgres_url
 from toolspan.server._store.engines import open_store
 
 TRACE = "0" * 31 + "a"
@@ -35,17 +34,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def store(store_url: str) -> Iterator[StoreApi]:
-    db = open_store(store_url)
+    if is_postgres_url(store_url):
+        from toolspan.server._store.postgres import PostgresStore
+
+        # Its replicas sweep at most once a second for the cluster: here every sweep asked for runs.
+        db: StoreApi = PostgresStore(store_url, prune_every_s=0)
+    else:
+        db = open_store(store_url)
     yield db
     db.close()
-
-
-def _prune(store: StoreApi, *, max_age_ns: int | None, max_spans: int | None) -> int:
-    """One retention sweep (PostgreSQL's replicas sweep at most once a second for the cluster: a test's
-    second sweep waits that second out)."""
-    if store.engine == "postgres":
-        time.sleep(1.05)
-    return store.prune(max_age_ns=max_age_ns, max_spans=max_spans)
 
 
 def _log(store: StoreApi) -> list[tuple[str, int, int | None]]:
@@ -124,22 +121,22 @@ def test_retention_drops_oldest_traces_and_moves_the_horizon(store: StoreApi) ->
     [first_act, first_observe, *_] = [
         c for c, _, _ in store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
     ]
-    assert _prune(store, max_age_ns=None, max_spans=1) == 1
+    assert store.prune(max_age_ns=None, max_spans=1) == 1
     assert store.counts() == {"spans": 1, "traces": 1}
     assert store.horizon() == first_observe
     assert first_act < store.horizon()  # a client that saw only the act missed something: reset
-    assert _prune(store, max_age_ns=None, max_spans=1) == 0
+    assert store.prune(max_age_ns=None, max_spans=1) == 0
 
 
 def test_retention_by_age_drops_traces_not_updated_within_it(store: StoreApi) -> None:
     store.ingest([_tool("8" * 16, 2_000)])
-    assert _prune(store, max_age_ns=3600 * 10**9, max_spans=None) == 0
-    assert _prune(store, max_age_ns=0, max_spans=None) == 1
+    assert store.prune(max_age_ns=3600 * 10**9, max_spans=None) == 0
+    assert store.prune(max_age_ns=0, max_spans=None) == 1
     assert store.counts() == {"spans": 0, "traces": 0}
 
 
 def test_an_open_tool_is_running_until_its_root_ended_then_sealed(store: StoreApi) -> None:
-    from toolspan.server._store.query import list_traces
+    from toolspan.server._http.trace_list import list_traces
 
     root = Span(
         TRACE,

@@ -15,10 +15,10 @@ import pytest
 from tests.support.bridge_data import CONVERSATION, MS, T0, TRACE_1, TRACE_2, scenario
 from tests.support.postgres import Postgres
 from toolspan import semconv as sc
+from toolspan.bridge.internal import LogRecord
 from toolspan.bridge.model import Span, SpanEvent
-from toolspan.bridge.readers import LogRecord
+from toolspan.server._http import trace_list
 from toolspan.server._rows.cursor import Cursor
-from toolspan.server._store import query
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.dialect import DIALECTS, POSTGRES, SQLITE
 from toolspan.server._store.engines import open_store
@@ -155,7 +155,7 @@ def test_the_trace_list_filters_and_searches_the_same_on_both_engines(stores: di
         {"q": "wire"},
         {"conversation_id": CONVERSATION, "limit": "1"},
     ):
-        page = _both(stores, lambda s, p=params: query.list_traces(s, dict(p), 3600.0))
+        page = _both(stores, lambda s, p=params: trace_list.list_traces(s, dict(p), 3600.0))
         assert page["traces"] or params.get("state") == "DENIED", params
 
 

@@ -64,7 +64,7 @@ def tempo() -> Iterator[tuple[str, _Tempo]]:
             pass
 
     httpd = http.server.ThreadingHTTPServer((HOST, 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield f"http://{HOST}:{httpd.server_address[1]}", backend

@@ -1,21 +1,27 @@
 """One span's facts: recognise tool, agent, plan and LLM spans whatever wrote them, and read out of a span
 its tool call, its approvals, its agent, its model call and the tool calls that model call asked for.
 
-Conventions read (first match wins, in this order):
+Conventions read (first match wins, in this order; each framework's convention is one module of
+``_dialects``, a ``Dialect`` record, and its place in ``DIALECTS`` is its place in this order):
 
 1. toolspan plans: ``toolspan.plan.name`` present -> ``plan``.
 2. OTel GenAI: ``gen_ai.operation.name`` = ``execute_tool`` -> ``tool``; ``invoke_agent`` / ``create_agent``
    -> ``agent``; ``chat`` / ``text_completion`` / ``generate_content`` / ``embeddings`` -> ``llm``;
    ``retrieval`` / ``search_memory`` -> ``retriever``; ``invoke_workflow`` / ``plan`` -> ``chain``.
-3. OpenInference: ``openinference.span.kind`` TOOL / AGENT / LLM / EMBEDDING / CHAIN / RETRIEVER.
-4. OpenLLMetry: ``traceloop.span.kind`` tool / agent / workflow / task (the last two -> ``chain``).
-5. Older GenAI spans with only ``gen_ai.tool.name``, or a span named ``execute_tool {name}`` -> ``tool``.
-6. Frameworks' own tracers (``docs/frameworks.md``): Haystack's ``haystack.agent.run`` / ``.step.llm`` /
-   ``.step.tool`` -> ``agent`` / ``llm`` / ``tool``; Google ADK's legacy ``call_llm`` (with
-   ``gcp.vertex.agent.llm_response``) -> ``llm``. ADK's ``execute_tool (merged)`` span, named
-   ``(merged tools)``, runs no tool (each call has its own span): ``other``. A model call recorded inside
-   another (ADK's ``generate_content`` under its ``call_llm``) is counted once, by the outer one (the
-   views' ``TraceIndex``).
+3. The conventions whose tracers state a kind (``Dialect.recognised`` false): OpenInference's
+   ``openinference.span.kind`` TOOL / AGENT / LLM / EMBEDDING / CHAIN / RETRIEVER; OpenLLMetry's
+   ``traceloop.span.kind`` tool / agent / workflow / task (the last two -> ``chain``); the Vercel AI SDK's
+   ``ai.operationId``, MLflow's ``mlflow.spanType``, Logfire's ``logfire.msg_template``, Langfuse's
+   ``langfuse.observation.type`` (whose own attributes are read as GenAI ones).
+4. Older GenAI spans with only ``gen_ai.tool.name``, or a span named ``execute_tool {name}`` -> ``tool``.
+5. The conventions recognised by names or content (``docs/frameworks.md``): Haystack's
+   ``haystack.agent.run`` / ``.step.llm`` / ``.step.tool`` -> ``agent`` / ``llm`` / ``tool``; Google ADK's
+   legacy ``call_llm`` (with ``gcp.vertex.agent.llm_response``) -> ``llm``.
+
+A span a convention says records no call (``Dialect.other``: ADK's ``execute_tool (merged)`` span, named
+``(merged tools)``; each call has its own span) is ``other`` before all of these. A model call recorded
+inside another (ADK's ``generate_content`` under its ``call_llm``) is counted once, by the outer one (the
+views' ``TraceIndex``).
 
 A kind stated by a tracer (2-4) is the span's kind, never re-guessed from its name or place in the tree. An
 ``llm`` span that calls no model (``calls_model``: LlamaIndex's ``…_prepare_chat_with_tools``, which only
@@ -26,11 +32,12 @@ no tool attributes: they are the HTTP leg of the ``execute_tool`` span above the
 (counting them as tool calls would report every MCP call twice).
 
 Ids follow the instrumentation contract whatever wrote the span: ``execution_id`` = ``exec_`` + span id;
-``call_id`` = the model's id (``gen_ai.tool.call.id``, OpenInference ``tool_call.id`` or ``tool.id``), else
-``toolspan.tool_call_id``, else ``call_`` + span id.
+``call_id`` = the model's id (``gen_ai.tool.call.id``, else a convention's: OpenInference ``tool_call.id`` or
+``tool.id``), else ``toolspan.tool_call_id``, else ``call_`` + span id.
 
 This package is the bridge's reading of one span, whatever wrote it; its modules: ``_kinds`` (the kinds),
-``_classify`` (roles), ``_dialects`` (frameworks' own attributes read as GenAI ones), ``_event_content``
+``_classify`` (roles), ``_dialects`` (one module per framework convention, ``DIALECTS`` their registry),
+``_index`` (``INDEX_KEYS``: what a store keeps to index a span unread), ``_event_content``
 (content recorded as span events or joined logs), ``_tools`` (tool calls, approvals), ``_agents`` (agents,
 plans, messages), ``_model_calls`` (a model call's model, usage and finish reason), ``_requests`` (the tool
 calls a model call asked for), ``_json`` and ``_pyliteral`` (JSON, and Python literals, held as text).
@@ -38,41 +45,19 @@ calls a model call asked for), ``_json`` and ``_pyliteral`` (JSON, and Python li
 
 from __future__ import annotations
 
-from toolspan.bridge.facts._agents import (
-    agent_input_text,
-    agent_name,
-    agent_output_text,
-    plan_name,
-    thoughts,
-)
-from toolspan.bridge.facts._classify import calls_model, classify
-from toolspan.bridge.facts._event_content import content_attributes
+from toolspan.bridge.facts._agents import agent_name, plan_name, thoughts
+from toolspan.bridge.facts._classify import classify
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, OTHER, PLAN, RETRIEVER, TOOL
-from toolspan.bridge.facts._model_calls import ModelCall, Usage, completed, model_call, total_usage
-from toolspan.bridge.facts._requests import (
-    Requested,
-    earlier_requests,
-    normal_arguments,
-    normal_result,
-    requested_calls,
-    result_call_id,
-)
+from toolspan.bridge.facts._model_calls import ModelCall, Usage, model_call
+from toolspan.bridge.facts._requests import Requested, requested_calls
 from toolspan.bridge.facts._tools import (
-    ACT_AWAITING_APPROVAL,
     ApprovalEvent,
     ArgumentsEdit,
     ToolCallRecord,
-    act_status,
     approvals,
-    arguments_edit,
-    arguments_text,
     call_id,
-    edited_input,
     execution_id,
-    is_cancellation,
-    is_mcp_record,
-    parent_tool_ids,
     tool_call,
     tool_error,
     tool_input,
@@ -81,8 +66,9 @@ from toolspan.bridge.facts._tools import (
     tool_state,
 )
 
+# Exactly what docs/bridge.md documents (its test holds them to it); the facts the views and toolspan's own
+# server read beyond these are ``toolspan.bridge.internal``.
 __all__ = [
-    "ACT_AWAITING_APPROVAL",
     "AGENT",
     "CHAIN",
     "LLM",
@@ -96,31 +82,15 @@ __all__ = [
     "Requested",
     "ToolCallRecord",
     "Usage",
-    "act_status",
-    "agent_input_text",
     "agent_name",
-    "agent_output_text",
     "approvals",
-    "arguments_edit",
-    "arguments_text",
     "call_id",
-    "calls_model",
     "classify",
-    "completed",
-    "content_attributes",
-    "earlier_requests",
-    "edited_input",
     "execution_id",
-    "is_cancellation",
-    "is_mcp_record",
     "model_call",
-    "normal_arguments",
-    "normal_result",
-    "parent_tool_ids",
     "parse_json",
     "plan_name",
     "requested_calls",
-    "result_call_id",
     "thoughts",
     "tool_call",
     "tool_error",
@@ -128,5 +98,4 @@ __all__ = [
     "tool_name",
     "tool_output",
     "tool_state",
-    "total_usage",
 ]

@@ -7,17 +7,25 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts._dialects import with_dialect
+from toolspan.bridge.facts._dialects import first, hooks, keys, with_dialect
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
 
 __all__ = ["agent_input_text", "agent_name", "agent_output_text", "plan_name", "thoughts"]
 
+# The keys each reader reads: GenAI's, then every convention's (``_dialects``), in their order.
+_NAME_KEYS: Final = (sc.GEN_AI_AGENT_NAME, *keys(lambda d: d.agent_name_keys))
+_INPUT_KEYS: Final = (sc.GEN_AI_INPUT_MESSAGES, *keys(lambda d: d.agent_input_keys))
+_OUTPUT_KEYS: Final = (sc.GEN_AI_OUTPUT_MESSAGES, *keys(lambda d: d.agent_output_keys))
+# An agent's input or answer a convention recorded in a record of its own (CrewAI's ``TaskOutput``).
+_text_of: Final = first(hooks(lambda d: d.agent_text_of))
+_MESSAGE_HOOKS: Final = hooks(lambda d: d.messages_of)
+
 
 def agent_name(span: Span) -> str:
     attrs = with_dialect(span)
-    for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME, sc.TRACELOOP_ENTITY_NAME):
+    for key in _NAME_KEYS:
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)
@@ -166,53 +174,30 @@ def _messages_text(value: Any, role: str, *, last_only: bool) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _oi_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] | None:
-    """OpenInference's flattened ``<prefix>.<i>.message.{role,content}`` as message dicts."""
-    found: dict[int, dict[str, Any]] = {}
-    head = prefix + "."
-    for key, value in attrs.items():
-        if not key.startswith(head):
-            continue
-        index, _, field = key[len(head) :].partition(".message.")
-        if index.isdigit() and field in ("role", "content"):
-            found.setdefault(int(index), {})[field] = value
-    return [found[i] for i in sorted(found)] or None
-
-
-_CREWAI_TASK_OUTPUT: Final = frozenset({"description", "raw", "expected_output", "agent"})
-
-
-def _crewai_task(attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """CrewAI's ``TaskOutput`` an agent span recorded as its output (via OpenInference): the task it was
-    given (``description``) and its answer (``raw``). Its input is CrewAI's own record of the agent's
-    configuration, no message."""
-    value = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
-    if isinstance(value, dict) and value.keys() >= _CREWAI_TASK_OUTPUT:
-        return value
+def _flat_messages(attrs: Mapping[str, Any], output: bool) -> list[dict[str, Any]] | None:
+    """A model call's own messages in a convention's flattened keys, unless GenAI's are there."""
+    if (sc.GEN_AI_OUTPUT_MESSAGES if output else sc.GEN_AI_INPUT_MESSAGES) in attrs:
+        return None
+    for hook in _MESSAGE_HOOKS:
+        messages = hook(attrs, output)
+        if messages is not None:
+            return messages
     return None
 
 
 def agent_input_text(span: Span) -> str | None:
     """What the user asked this agent (the last user message of its input), if recorded."""
     attrs = content_attributes(span, is_tool=False)
-    task = _crewai_task(attrs)
-    if task is not None and isinstance(task["description"], str):
-        return str(task["description"])
-    messages = (
-        _oi_messages(attrs, sc.OI_LLM_INPUT_MESSAGES) if sc.GEN_AI_INPUT_MESSAGES not in attrs else None
-    )
+    task = _text_of(attrs, False)
+    if task is not None:
+        return task
+    messages = _flat_messages(attrs, False)
     if messages is not None and any(m.get("content") for m in messages):
         # A model call's own messages (LlamaIndex's input.value holds Python reprs of its messages).
         text = _messages_text(messages, "user", last_only=True)
         if text:
             return text
-    for key in (
-        sc.GEN_AI_INPUT_MESSAGES,
-        sc.OI_INPUT_VALUE,
-        sc.TRACELOOP_ENTITY_INPUT,
-        sc.ADK_LLM_REQUEST,
-        sc.HAYSTACK_AGENT_INPUT,
-    ):
+    for key in _INPUT_KEYS:
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "user", last_only=True)
@@ -222,23 +207,14 @@ def agent_input_text(span: Span) -> str | None:
 def agent_output_text(span: Span) -> str | None:
     """What this agent answered (the text of its assistant output messages), if recorded."""
     attrs = content_attributes(span, is_tool=False)
-    task = _crewai_task(attrs)
-    if task is not None and isinstance(task["raw"], str):
-        return str(task["raw"])
-    messages = (
-        _oi_messages(attrs, sc.OI_LLM_OUTPUT_MESSAGES) if sc.GEN_AI_OUTPUT_MESSAGES not in attrs else None
-    )
+    task = _text_of(attrs, True)
+    if task is not None:
+        return task
+    messages = _flat_messages(attrs, True)
     if messages is not None and any(m.get("content") for m in messages):
         # A model call's own messages (LlamaIndex's output.value is a text rendering: "assistant: ...").
         return _messages_text(messages, "assistant", last_only=False)
-    for key in (
-        sc.GEN_AI_OUTPUT_MESSAGES,
-        sc.OI_OUTPUT_VALUE,
-        sc.TRACELOOP_ENTITY_OUTPUT,
-        sc.ADK_LLM_RESPONSE,
-        sc.HAYSTACK_AGENT_OUTPUT,
-        sc.HAYSTACK_LLM_OUTPUT,
-    ):
+    for key in _OUTPUT_KEYS:
         value = attrs.get(key)
         if value is not None:
             return _messages_text(value, "assistant", last_only=False)

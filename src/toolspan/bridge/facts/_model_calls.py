@@ -2,18 +2,19 @@
 
 Conventions read: OTel GenAI (``gen_ai.response.model`` / ``gen_ai.request.model``, ``gen_ai.usage.*`` and
 their older ``prompt_tokens`` / ``completion_tokens`` names, ``gen_ai.response.finish_reasons`` or the
-output messages' ``finish_reason``), OpenInference (``llm.model_name``, ``llm.token_count.*``,
-``llm.finish_reason``) and OpenLLMetry (GenAI names). Content in span events and joined logs counts too.
+output messages' ``finish_reason``), and every framework convention's keys and hooks (``_dialects``:
+OpenInference's ``llm.model_name``, ``llm.token_count.*``, ``llm.finish_reason``; Haystack's replies' meta;
+...). Content in span events and joined logs counts too.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge.facts._dialects import first, hooks, int_value, keys
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
@@ -48,21 +49,26 @@ class ModelCall:
         return {"model": self.model, **self.usage.as_dict(), "finish_reason": self.finish_reason}
 
 
-def _int(attrs: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = attrs.get(key)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
-    return None
-
-
-_RAW_FINISH: Final = re.compile(r"\bfinish_reason='([a-z_]{1,40})'")
+_int = int_value
+# The keys each field is read from: GenAI's, then every convention's (``_dialects``), in their order.
+_MODEL_KEYS: Final = (sc.GEN_AI_RESPONSE_MODEL, *keys(lambda d: d.model_keys), sc.GEN_AI_REQUEST_MODEL)
+_INPUT_TOKENS: Final = (
+    sc.GEN_AI_USAGE_INPUT_TOKENS,
+    sc.GEN_AI_USAGE_PROMPT_TOKENS,
+    *keys(lambda d: d.input_tokens_keys),
+)
+_OUTPUT_TOKENS: Final = (
+    sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+    sc.GEN_AI_USAGE_COMPLETION_TOKENS,
+    *keys(lambda d: d.output_tokens_keys),
+)
+_CACHED_TOKENS: Final = (sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, *keys(lambda d: d.cached_tokens_keys))
+_REASONING_TOKENS: Final = (sc.GEN_AI_USAGE_REASONING_TOKENS, *keys(lambda d: d.reasoning_tokens_keys))
+_FINISH_KEYS: Final = keys(lambda d: d.finish_reason_keys)
+_FINISH_HOOKS: Final = hooks(lambda d: d.finish_reason_of)
+# What a convention recorded of the call in a shape of its own (Haystack's replies' ``meta``).
+_model_facts: Final = first(hooks(lambda d: d.model_facts_of))
+_OUTPUT_KEYS: Final = keys(lambda d: d.output_keys)
 
 
 def _finish(attrs: Mapping[str, Any]) -> str | None:
@@ -71,25 +77,19 @@ def _finish(attrs: Mapping[str, Any]) -> str | None:
         return str(value[-1])
     if isinstance(value, str) and value:
         return value
-    value = attrs.get(sc.OI_LLM_FINISH_REASON)
-    if isinstance(value, str) and value:
-        return value
+    for key in _FINISH_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
     messages = parse_json(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
     if isinstance(messages, list):
         for message in reversed(messages):
             if isinstance(message, Mapping) and message.get("finish_reason"):
                 return str(message["finish_reason"])
-    # smolagents records the provider's response only as the text of the SDK object (``raw``) in its
-    # output message: read the one field the OpenAI SDK prints in a fixed form, ``finish_reason='...'``.
-    output = parse_json(attrs.get(sc.OI_OUTPUT_VALUE))
-    reason = output.get("finish_reason") if isinstance(output, Mapping) else None
-    if isinstance(reason, str) and reason:  # a model client's result object (AutoGen's CreateResult)
-        return reason
-    raw = output.get("raw") if isinstance(output, Mapping) else None
-    if isinstance(raw, str):
-        found = _RAW_FINISH.findall(raw)
-        if found:
-            return str(found[-1])
+    for hook in _FINISH_HOOKS:  # in a convention's recorded output (AutoGen's, smolagents')
+        reason = hook(attrs)
+        if reason is not None:
+            return reason
     return None
 
 
@@ -111,20 +111,9 @@ def _response_metadata(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
             for value in node:
                 walk(value, depth + 1)
 
-    for key in (sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT):
+    for key in _OUTPUT_KEYS:
         walk(parse_json(attrs.get(key)), 0)
     return found
-
-
-def _haystack_meta(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The ``meta`` of the last reply a Haystack agent's llm step recorded (model, finish reason, usage)."""
-    output = parse_json(attrs.get(sc.HAYSTACK_LLM_OUTPUT))
-    replies = output.get("replies") if isinstance(output, Mapping) else None
-    if isinstance(replies, list) and replies and isinstance(replies[-1], Mapping):
-        meta = replies[-1].get("meta")
-        if isinstance(meta, Mapping):
-            return meta
-    return {}
 
 
 def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:
@@ -136,42 +125,30 @@ def model_call(span: Span, enclosing: Sequence[Span] = ()) -> ModelCall:
     """
     attrs = content_attributes(span, is_tool=False)
     model = None
-    for key in (sc.GEN_AI_RESPONSE_MODEL, sc.OI_LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL):
+    for key in _MODEL_KEYS:
         value = attrs.get(key)
         if isinstance(value, str) and value and value != "unknown":
             model = value
             break
     usage = Usage(
-        input_tokens=_int(
-            attrs, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OI_TOKEN_COUNT_PROMPT
-        ),
-        output_tokens=_int(
-            attrs,
-            sc.GEN_AI_USAGE_OUTPUT_TOKENS,
-            sc.GEN_AI_USAGE_COMPLETION_TOKENS,
-            sc.OI_TOKEN_COUNT_COMPLETION,
-        ),
-        cached_tokens=_int(attrs, sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, sc.OI_TOKEN_COUNT_CACHE_READ),
-        reasoning_tokens=_int(attrs, sc.GEN_AI_USAGE_REASONING_TOKENS, sc.OI_TOKEN_COUNT_REASONING),
+        input_tokens=_int(attrs, *_INPUT_TOKENS),
+        output_tokens=_int(attrs, *_OUTPUT_TOKENS),
+        cached_tokens=_int(attrs, *_CACHED_TOKENS),
+        reasoning_tokens=_int(attrs, *_REASONING_TOKENS),
     )
     finish = _finish(attrs)
-    haystack = _haystack_meta(attrs) if sc.HAYSTACK_LLM_OUTPUT in attrs else {}
-    if haystack:
-        found = haystack.get("usage")
-        counts: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    facts = _model_facts(attrs)
+    if facts:
         usage = Usage(
-            input_tokens=usage.input_tokens
-            if usage.input_tokens is not None
-            else _int(counts, "prompt_tokens", "input_tokens"),
+            input_tokens=usage.input_tokens if usage.input_tokens is not None else facts.get("input_tokens"),
             output_tokens=usage.output_tokens
             if usage.output_tokens is not None
-            else _int(counts, "completion_tokens", "output_tokens"),
+            else facts.get("output_tokens"),
             cached_tokens=usage.cached_tokens,
             reasoning_tokens=usage.reasoning_tokens,
         )
-        name, reason = haystack.get("model"), haystack.get("finish_reason")
-        model = model or (name if isinstance(name, str) and name else None)
-        finish = finish or (reason if isinstance(reason, str) and reason else None)
+        model = model or facts.get("model")
+        finish = finish or facts.get("finish_reason")
     for source in (span, *enclosing):
         if model is not None and finish is not None:
             break

@@ -7,20 +7,21 @@ Requests are read from (first that has any wins):
 3. OpenLLMetry ``gen_ai.completion.<i>.tool_calls.<j>.{id,name,arguments}``;
 4. message shapes in the output messages or ``output.value``: OpenAI ``tool_calls`` (``function``),
    LangChain message dicts (``tool_calls`` with ``args``, serialised or not), Bedrock / Strands ``toolUse``;
-5. DSPy's ReAct: the ``next_tool_name`` and ``next_tool_args`` fields of the model's text (its ChatAdapter
-   writes each field under a ``[[ ## <field> ## ]]`` header), with no call id.
+5. a convention's reading of the model's text (DSPy's ReAct: ``next_tool_name`` and ``next_tool_args``),
+   with no call id.
 
-The Vercel AI SDK's, MLflow's and Logfire's own attributes are read as GenAI ones (``_dialects``).
+2, 3 and 5 are the conventions' own (``Dialect.requests_of``, ``Dialect.text_requests_of``), and 4 reads
+their keys (``Dialect.request_keys``); the Vercel AI SDK's, MLflow's, Logfire's and Langfuse's own
+attributes are read as GenAI ones (``_dialects``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from toolspan import semconv as sc
+from toolspan.bridge.facts._dialects import Requested, hooks, keys
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._pyliteral import NotALiteral, python_literal
@@ -35,21 +36,12 @@ __all__ = [
     "result_call_id",
 ]
 
-_OI_CALL: Final = re.compile(
-    re.escape(sc.OI_LLM_OUTPUT_MESSAGES) + r"\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)"
-)
-_TL_CALL: Final = re.compile(re.escape(sc.TRACELOOP_COMPLETION_PREFIX) + r"(\d+)\.tool_calls\.(\d+)\.(.+)")
 _MAX_DEPTH: Final = 8
-_DSPY_FIELD: Final = re.compile(r"\[\[ ## (\w{1,100}) ## \]\]")
-
-
-@dataclass(frozen=True, slots=True)
-class Requested:
-    """One tool call a model asked for: the model's id (if any), the tool's name and its arguments."""
-
-    id: str | None
-    name: str
-    arguments: Any
+# Every convention's flattened calls, then the keys its message shapes are in, then its reading of text.
+_FLAT_HOOKS: Final = hooks(lambda d: d.requests_of)
+_ARGUMENT_HOOKS: Final = hooks(lambda d: d.arguments_of)
+_SOURCE_KEYS: Final = keys(lambda d: d.request_keys)
+_TEXT_HOOKS: Final = hooks(lambda d: d.text_requests_of)
 
 
 def _args(value: Any) -> Any:
@@ -73,31 +65,12 @@ def _from_parts(messages: Any) -> list[Requested]:
     return out
 
 
-def _flattened(
-    attrs: Mapping[str, Any], pattern: re.Pattern[str], name_key: str, args_key: str
-) -> list[Requested]:
-    found: dict[tuple[int, int], dict[str, Any]] = {}
-    for key, value in attrs.items():
-        match = pattern.fullmatch(key)
-        if match:
-            found.setdefault((int(match[1]), int(match[2])), {})[match[3]] = value
-    out = []
-    for _, fields in sorted(found.items()):
-        name = fields.get(name_key)
-        if name:
-            cid = fields.get("id")
-            out.append(
-                Requested(None if cid in (None, "") else str(cid), str(name), _args(fields.get(args_key)))
-            )
-    return out
-
-
 def _one_call(call: Mapping[str, Any]) -> Requested | None:
     use = call.get("toolUse")
     if isinstance(use, Mapping):  # Bedrock / Strands
         call = {"id": use.get("toolUseId"), "name": use.get("name"), "args": use.get("input")}
-    gemini = call.get("function_call")
-    if isinstance(gemini, Mapping):  # Gemini parts (Google ADK)
+    gemini = call.get("function_call", call.get("functionCall"))
+    if isinstance(gemini, Mapping):  # Python's SDK, JavaScript's camelCase  # Gemini parts (Google ADK)
         call = gemini
     haystack = call.get("tool_call")
     if isinstance(haystack, Mapping) and "tool_name" in haystack:  # Haystack ChatMessage content
@@ -122,6 +95,7 @@ def _walk_calls(value: Any, depth: int = 0) -> Iterator[Requested]:
         if (
             isinstance(value.get("toolUse"), Mapping)
             or isinstance(value.get("function_call"), Mapping)
+            or isinstance(value.get("functionCall"), Mapping)
             or (isinstance(value.get("tool_call"), Mapping) and "tool_name" in value["tool_call"])
         ):
             found = _one_call(value)
@@ -150,22 +124,19 @@ def requested_calls(span: Span) -> list[Requested]:
     attrs = content_attributes(span, is_tool=False)
     outputs = parse_json(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
     found = _from_parts(outputs)
+    for hook in _FLAT_HOOKS:
+        if found:
+            return found
+        found = hook(attrs)
     if not found:
-        found = _flattened(attrs, _OI_CALL, "function.name", "function.arguments")
-    if not found:
-        found = _flattened(attrs, _TL_CALL, "name", "arguments")
-    if not found:
-        for source in (
-            outputs,
-            parse_json(attrs.get(sc.OI_OUTPUT_VALUE)),
-            parse_json(attrs.get(sc.ADK_LLM_RESPONSE)),
-            parse_json(attrs.get(sc.HAYSTACK_LLM_OUTPUT)),
-        ):
+        for source in (outputs, *(parse_json(attrs.get(key)) for key in _SOURCE_KEYS)):
             found = list(_walk_calls(source, 1))
             if found:
                 break
-    if not found:
-        found = _dspy_request(attrs)
+    for hook in _TEXT_HOOKS:
+        if found:
+            return found
+        found = hook(attrs)
     return found
 
 
@@ -179,27 +150,6 @@ def earlier_requests(span: Span) -> list[Requested]:
         return []
     assistant = [m for m in inputs if isinstance(m, dict) and m.get("role") == "assistant"]
     return [r for r in _from_parts(assistant) if r.id is not None]
-
-
-def _dspy_fields(text: str) -> dict[str, str]:
-    fields = {}
-    heads = list(_DSPY_FIELD.finditer(text))
-    for n, head in enumerate(heads):
-        end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
-        fields[head[1]] = text[head.end() : end].strip()
-    return fields
-
-
-def _dspy_request(attrs: Mapping[str, Any]) -> list[Requested]:
-    """DSPy ReAct's next tool, from the model's text (OpenInference's first output message)."""
-    text = attrs.get(f"{sc.OI_LLM_OUTPUT_MESSAGES}.0.message.content")
-    if not isinstance(text, str) or sc.DSPY_NEXT_TOOL_NAME not in text:
-        return []
-    fields = _dspy_fields(text[:100_000])
-    name = fields.get(sc.DSPY_NEXT_TOOL_NAME)
-    if not name:
-        return []
-    return [Requested(None, name, parse_json(fields.get(sc.DSPY_NEXT_TOOL_ARGS)))]
 
 
 # --- what a tool span recorded, in the frameworks' wrappers ----------------------------------------
@@ -219,8 +169,12 @@ def normal_arguments(value: Any) -> Any:
 
     smolagents: ``{"args": [], "kwargs": {...}, "sanitize_inputs_outputs": ...}``; LangChain callbacks via
     OpenLLMetry: ``{"input_str": "{'city': 'Paris'}", "tags": ..., "metadata": ...}``; LlamaIndex via
-    OpenInference: ``{"kwargs": {...}}``.
+    OpenInference: ``{"kwargs": {...}}``; a convention's own wrapper (``Dialect.arguments_of``).
     """
+    for hook in _ARGUMENT_HOOKS:
+        found = hook(value)
+        if found is not None:
+            return found
     if isinstance(value, dict):
         if "input_str" in value and isinstance(value["input_str"], str):
             inner = parse_json(value["input_str"])

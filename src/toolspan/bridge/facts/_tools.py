@@ -10,7 +10,15 @@ from typing import Any, Final, cast
 from toolspan import semconv as sc
 from toolspan._util import ids
 from toolspan._util.words import ALLOW, DECISIONS, DENY, Decision
-from toolspan.bridge.facts._dialects import dialect_error, with_dialect
+from toolspan.bridge.facts._dialects import (
+    DIALECTS,
+    dialect_error,
+    dialect_failed,
+    first,
+    hooks,
+    keys,
+    with_dialect,
+)
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.model import Span
@@ -29,6 +37,7 @@ __all__ = [
     "call_id",
     "edited_input",
     "execution_id",
+    "is_mcp_record",
     "parent_tool_ids",
     "tool_call",
     "tool_error",
@@ -53,7 +62,21 @@ def execution_id(span: Span) -> str:
 
 
 # Values frameworks write where they have none (Google ADK's failure path): taken as absent.
-_PLACEHOLDERS: Final = frozenset({sc.ADK_NOT_SPECIFIED})
+_PLACEHOLDERS: Final = frozenset().union(*(d.absent_values for d in DIALECTS))
+# The keys each reader reads: GenAI's, then every convention's (``_dialects``), then toolspan's.
+_CALL_ID_KEYS: Final = (
+    sc.GEN_AI_TOOL_CALL_ID,
+    *keys(lambda d: d.call_id_keys),
+    sc.TOOLSPAN_TOOL_CALL_ID,
+)
+_NAME_KEYS: Final = (sc.GEN_AI_TOOL_NAME, *keys(lambda d: d.tool_name_keys))
+_NAME_HOOKS: Final = hooks(lambda d: d.name_of_tool)
+_INPUT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, *keys(lambda d: d.tool_input_keys))
+# Where the arguments are the JSON text the model sent, exactly (what a person deciding the call sees).
+_TEXT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, *keys(lambda d: d.arguments_text_keys))
+_INPUT_HOOKS: Final = hooks(lambda d: d.tool_input_of)
+_explained_error: Final = first(hooks(lambda d: d.explained_error))
+_OUTPUT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_RESULT, *keys(lambda d: d.tool_output_keys))
 
 
 def _placeholder(value: Any) -> bool:
@@ -67,7 +90,7 @@ def _absent(value: Any) -> bool:
 
 def call_id(span: Span) -> str:
     attrs = content_attributes(span, is_tool=True)
-    for key in (sc.GEN_AI_TOOL_CALL_ID, sc.OI_TOOL_CALL_ID, sc.OI_TOOL_ID, sc.TOOLSPAN_TOOL_CALL_ID):
+    for key in _CALL_ID_KEYS:
         value = attrs.get(key)
         if not _absent(value) and value != "":
             return str(value)
@@ -76,16 +99,17 @@ def call_id(span: Span) -> str:
 
 def tool_name(span: Span) -> str:
     attrs = with_dialect(span)
-    for key in (sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME, sc.TRACELOOP_ENTITY_NAME, sc.HAYSTACK_TOOL_NAME):
+    for key in _NAME_KEYS:
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)
     name = span.name
     if name.startswith(sc.TOOL_SPAN_PREFIX):
         return name[len(sc.TOOL_SPAN_PREFIX) :]
-    if name.endswith(sc.DSPY_TOOL_SUFFIXES) and sc.OPENINFERENCE_SPAN_KIND in attrs:
-        # DSPy via OpenInference names a tool span after the method that ran it: ``get_weather.__call__``.
-        return name.rsplit(".", 1)[0]
+    for hook in _NAME_HOOKS:  # a convention's name from the span's (DSPy's ``get_weather.__call__``)
+        found = hook(span, attrs)
+        if found is not None:
+            return str(found)
     return name
 
 
@@ -96,47 +120,27 @@ def is_mcp_record(span: Span) -> bool:
     return sc.MCP_METHOD_NAME in span.attributes or span.scope.startswith(sc.TRACELOOP_MCP_SCOPE)
 
 
-def _unwrap_traceloop_input(value: Any) -> Any:
-    # OpenLLMetry's MCP instrumentation records a call as {"tool_name": ..., "arguments": {...}}.
-    if (
-        isinstance(value, dict)
-        and value.keys() == {"tool_name", "arguments"}
-        and isinstance(value["arguments"], dict)
-    ):
-        return value["arguments"]
-    # OpenLLMetry records a call as {"args": [...], "kwargs": {...}}; keyword-only calls become the kwargs.
-    if isinstance(value, dict) and value and value.keys() <= {"args", "kwargs"}:
-        args = value.get("args")
-        kwargs = value.get("kwargs")
-        if not args and isinstance(kwargs, dict):
-            return kwargs
-    return value
-
-
 def tool_input(span: Span) -> Any:
     """The tool's arguments as a value (``None`` when the span has none)."""
     attrs = content_attributes(span, is_tool=True)
-    for key in (
-        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
-        sc.ADK_TOOL_CALL_ARGS,
-        sc.OI_INPUT_VALUE,
-        sc.HAYSTACK_TOOL_INPUT,
-    ):
+    for key in _INPUT_KEYS:
         value = attrs.get(key)
         if not _absent(value):
             return parse_json(value)
-    value = attrs.get(sc.TRACELOOP_ENTITY_INPUT)
-    if value is not None:
-        return _unwrap_traceloop_input(parse_json(value))
+    for hook in _INPUT_HOOKS:  # a convention's own shape of a call (OpenLLMetry's ``{"args", "kwargs"}``)
+        found = hook(attrs)
+        if found is not None:
+            return found
     return None
 
 
 def arguments_text(span: Span) -> str | None:
-    """The arguments' JSON text exactly as the tool span recorded it (``gen_ai.tool.call.arguments``, else
-    OpenInference's ``input.value``), ``None`` when it recorded none: what a person deciding the call sees,
-    and what the control channel's ``shown`` digest covers (``toolspan._util.ids.arguments_sha256``)."""
+    """The arguments' JSON text exactly as the tool span recorded it (``gen_ai.tool.call.arguments``, else a
+    convention's key of the same text: OpenInference's ``input.value``), ``None`` when it recorded none: what
+    a person deciding the call sees, and what the control channel's ``shown`` digest covers
+    (``toolspan._util.ids.arguments_sha256``)."""
     attrs = span.attributes
-    for key in (sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.OI_INPUT_VALUE):
+    for key in _TEXT_KEYS:
         value = attrs.get(key)
         if isinstance(value, str):
             return value
@@ -187,17 +191,11 @@ def arguments_edit(span: Span) -> tuple[Any, ArgumentsEdit | None]:
 def tool_output(span: Span) -> Any:
     """The tool's result as a value (``None`` when the span has none)."""
     attrs = content_attributes(span, is_tool=True)
-    for key in (
-        sc.GEN_AI_TOOL_CALL_RESULT,
-        sc.ADK_TOOL_RESPONSE,
-        sc.OI_OUTPUT_VALUE,
-        sc.TRACELOOP_ENTITY_OUTPUT,
-        sc.HAYSTACK_TOOL_OUTPUT,
-    ):
+    for key in _OUTPUT_KEYS:
         value = attrs.get(key)
         if not _absent(value):
             value = parse_json(value)
-            # ADK's failure path: {"result": "<not specified>"} where no response was made.
+            # A placeholder response (ADK's failure path: {"result": "<not specified>"}): none was made.
             if isinstance(value, dict) and len(value) == 1 and _placeholder(value.get("result")):
                 return None
             if key == sc.TRACELOOP_ENTITY_OUTPUT and is_mcp_record(span):
@@ -248,7 +246,7 @@ def tool_state(span: Span) -> str:
         return sc.STATE_CANCELLED
     if span.events and _decision(span) == DENY:
         return sc.STATE_DENIED
-    if span.status == "ERROR" or _legacy_error(attrs) or attrs.get(sc.HAYSTACK_TOOL_ERROR):
+    if span.status == "ERROR" or _legacy_error(attrs) or dialect_failed(attrs):
         return sc.STATE_FAILED
     return sc.STATE_COMPLETED
 
@@ -258,6 +256,9 @@ def tool_error(span: Span, state: str | None = None) -> str | None:
     state = tool_state(span) if state is None else state
     if state in (sc.STATE_COMPLETED, sc.STATE_RUNNING, sc.STATE_PENDING, sc.STATE_AWAITING_APPROVAL):
         return None
+    explained = _explained_error(span)
+    if explained is not None:
+        return explained
     for event in span.events:
         if event.name == sc.EXCEPTION_EVENT:
             etype = event.attributes.get(sc.EXCEPTION_TYPE)

@@ -23,7 +23,7 @@ records each in ``ReadReport.issues`` and counts them in ``records_skipped``. Tw
 errors, only reported issues: a JSON Lines last line (or framed message) cut off mid-write, and a
 backend's ``PARTIAL`` trace. Missing or empty ids (``""``) read as all-zero ids; a missing or zero
 end time reads as ``end_ns=None`` (a started span whose end was not recorded). Bytes values become
-their base64 text. JSON is parsed with orjson when it is installed (``_json``; ``TOOLSPAN_JSON=stdlib``
+their base64 text. JSON is parsed with orjson when it is installed (``_json_parse``; ``TOOLSPAN_JSON=stdlib``
 turns it off), with the standard library's acceptance and error messages either way.
 """
 
@@ -31,90 +31,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from toolspan._util.lazy import lazy
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers._detect import describe, iter_document
-from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadIssue, ReadReport
-
-if TYPE_CHECKING:
-    from toolspan.bridge.readers._json import dumps_document, finite, nonfinite_text, write_json_lines
-    from toolspan.bridge.readers._logs import (
-        LogRecord,
-        attach_logs,
-        is_logs_document,
-        logs_from_bytes,
-        logs_from_json,
-        logs_from_proto,
-    )
-    from toolspan.bridge.readers._otlp_proto import attributes as proto_attributes
-    from toolspan.bridge.readers._otlp_proto import bad_times
-    from toolspan.bridge.readers._otlp_proto import parse_request as parse_trace_request
-    from toolspan.bridge.readers._otlp_proto import resource_attributes as proto_resource_attributes
-    from toolspan.bridge.readers._otlp_proto import span_of as proto_span
-    from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
+from toolspan.bridge.readers._detect import iter_document
 from toolspan.bridge.readers._readable import from_readable_span, from_readable_spans
-from toolspan.bridge.readers._sources import TRACE_SUFFIXES, Source, Sources, iter_source, resolve_inputs
+from toolspan.bridge.readers._report import BridgeReadError, Ctx, ReadIssue, ReadReport
+from toolspan.bridge.readers._sources import Sources, iter_source
 
+# Exactly what docs/bridge.md documents (its test holds them to it); what toolspan's own server, CLI and
+# exporters read beyond these is ``toolspan.bridge.internal``.
 __all__ = [
-    "TRACE_SUFFIXES",
-    "ZERO_SPAN",
-    "ZERO_TRACE",
     "BridgeReadError",
-    "Ctx",
-    "LogRecord",
     "ReadIssue",
     "ReadReport",
-    "Source",
     "Sources",
-    "attach_logs",
-    "bad_times",
-    "describe",
-    "dumps_document",
-    "finite",
     "from_readable_span",
     "from_readable_spans",
-    "is_logs_document",
     "iter_spans",
-    "logs_from_bytes",
-    "logs_from_json",
-    "logs_from_proto",
-    "nonfinite_text",
-    "parse_trace_request",
-    "proto_attributes",
-    "proto_resource_attributes",
-    "proto_span",
     "read_spans",
-    "resolve_inputs",
     "spans_from_document",
-    "write_json_lines",
 ]
-
-# OTLP protobuf and log decoding, and the JSON toolspan writes everything with: for toolspan's server,
-# CLI and exporters, and for anyone reading OTLP request bodies (loaded on first use).
-_MORE: dict[str, str | tuple[str, str]] = {
-    "ZERO_SPAN": "toolspan.bridge.readers._values",
-    "ZERO_TRACE": "toolspan.bridge.readers._values",
-    "LogRecord": "toolspan.bridge.readers._logs",
-    "attach_logs": "toolspan.bridge.readers._logs",
-    "is_logs_document": "toolspan.bridge.readers._logs",
-    "logs_from_bytes": "toolspan.bridge.readers._logs",
-    "logs_from_json": "toolspan.bridge.readers._logs",
-    "logs_from_proto": "toolspan.bridge.readers._logs",
-    "bad_times": "toolspan.bridge.readers._otlp_proto",
-    "parse_trace_request": ("toolspan.bridge.readers._otlp_proto", "parse_request"),
-    "proto_attributes": ("toolspan.bridge.readers._otlp_proto", "attributes"),
-    "proto_resource_attributes": ("toolspan.bridge.readers._otlp_proto", "resource_attributes"),
-    "proto_span": ("toolspan.bridge.readers._otlp_proto", "span_of"),
-    "dumps_document": "toolspan.bridge.readers._json",
-    "finite": "toolspan.bridge.readers._json",
-    "nonfinite_text": "toolspan.bridge.readers._json",
-    "write_json_lines": "toolspan.bridge.readers._json",
-}
-
-
-__getattr__, __dir__ = lazy(globals(), _MORE)
 
 
 def iter_spans(

@@ -78,7 +78,7 @@ def _links(items: Any) -> tuple[SpanLink, ...]:
     return tuple(out)
 
 
-def span_from_json(raw: Any, resource: dict[str, Any], scope: str, origin: str) -> Span:
+def span_from_json(raw: Any, resource: dict[str, Any], scope: str, origin: str, schema_url: str = "") -> Span:
     """One OTLP JSON span object as a ``Span``; raises ``FieldError`` naming the bad field.
 
     Common shapes take inline fast paths; anything else goes through the careful helpers.
@@ -137,7 +137,22 @@ def span_from_json(raw: Any, resource: dict[str, Any], scope: str, origin: str) 
             raise FieldError("", f"not a span object: {_short(raw)}") from None
         raise FieldError(where, f"malformed: {e}") from None
     return Span(
-        tid, sid, pid, name, start, end, kname, code, message, attrs, events, links, resource, scope, origin
+        tid,
+        sid,
+        pid,
+        name,
+        start,
+        end,
+        kname,
+        code,
+        message,
+        attrs,
+        events,
+        links,
+        resource,
+        scope,
+        origin,
+        schema_url,
     )
 
 
@@ -208,9 +223,13 @@ def iter_request(doc: dict[str, Any], ctx: Ctx, prefix: str = "") -> Iterator[Sp
             if type(spans) is not list:
                 ctx.fail(f"{spath}.spans", f"not a list: {_short(spans)}")
                 continue
+            schema_url = sblock.get("schemaUrl", "")
+            if type(schema_url) is not str:
+                ctx.fail(f"{spath}.schemaUrl", f"not a string: {_short(schema_url)}", len(spans))
+                continue
             for i, raw in enumerate(spans):
                 try:
-                    span = span_from_json(raw, resource, scope_name, origin)
+                    span = span_from_json(raw, resource, scope_name, origin, schema_url)
                 except FieldError as e:
                     ctx.fail(_sub(f"{spath}.spans[{i}]", e.path), e.message)
                     continue

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import IO, Any
 
+from toolspan.bridge._json_write import nonfinite_text
 from toolspan.bridge.model import SPAN_KINDS, Span, SpanEvent, SpanLink
-from toolspan.bridge.readers._json import nonfinite_text
 from toolspan.bridge.readers._report import Ctx
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 
@@ -59,7 +59,13 @@ def _hex(raw: bytes, zero: str) -> str:
 
 
 def span_of(
-    sp: Any, resource: Mapping[str, Any], scope: str, origin: str, keys: frozenset[str] | None = None
+    sp: Any,
+    resource: Mapping[str, Any],
+    scope: str,
+    origin: str,
+    keys: frozenset[str] | None = None,
+    *,
+    schema_url: str = "",
 ) -> Span:
     """The neutral span of one protobuf ``Span`` (its end time already checked). With ``keys``, a partial
     span for indexing: only those attributes, no links (what the span's role and state are read from)."""
@@ -100,6 +106,7 @@ def span_of(
         resource,
         scope,
         origin,
+        schema_url,
     )
 
 
@@ -138,13 +145,13 @@ def iter_proto_request(data: bytes, ctx: Ctx, what: str = "protobuf request") ->
     for r, rs in enumerate(request.resource_spans):
         resource = resource_attributes(rs)
         for s, ss in enumerate(rs.scope_spans):
-            scope = ss.scope.name
+            scope, schema_url = ss.scope.name, ss.schema_url
             for i, sp in enumerate(ss.spans):
                 bad = bad_times(sp, r, s, i)
                 if bad is not None:
                     ctx.fail(*bad)
                     continue
-                yield span_of(sp, resource, scope, origin)
+                yield span_of(sp, resource, scope, origin, schema_url=schema_url)
 
 
 def read_upto(stream: IO[bytes], n: int) -> bytes:
@@ -189,7 +196,7 @@ def iter_length_prefixed(stream: IO[bytes], ctx: Ctx, on_bytes: Any, limit: int)
     followed by something that is not a request) is a read error at its byte offset; the messages
     after it cannot be found, so the rest of the input is skipped (counted as one record).
     """
-    from toolspan.bridge.readers._json import loads_function
+    from toolspan.bridge.readers._json_parse import loads_function
     from toolspan.bridge.readers._otlp_json import iter_request
 
     loads = loads_function()

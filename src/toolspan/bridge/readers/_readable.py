@@ -12,9 +12,9 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from toolspan.bridge._json_write import nonfinite_text, writable_int
 from toolspan.bridge.model import Span, SpanEvent, SpanLink
-from toolspan.bridge.readers._json import nonfinite_text
-from toolspan.bridge.readers._writable import writable_int, writable_text
+from toolspan.bridge.readers._writable import writable_text
 
 
 def _plain(value: Any) -> Any:
@@ -44,7 +44,8 @@ def from_readable_span(span: ReadableSpan) -> Span:
         raise ValueError(f"span {span.name!r} has no span context")
     parent = span.parent
     resource = _attrs(span.resource.attributes) if span.resource is not None else {}
-    scope = span.instrumentation_scope.name if span.instrumentation_scope is not None else ""
+    scope_of = span.instrumentation_scope
+    scope, schema_url = ("", "") if scope_of is None else (scope_of.name, scope_of.schema_url or "")
     return Span(
         trace_id=f"{ctx.trace_id:032x}",
         span_id=f"{ctx.span_id:016x}",
@@ -66,6 +67,7 @@ def from_readable_span(span: ReadableSpan) -> Span:
         resource=resource,
         scope=scope,
         origin="",
+        scope_schema_url=writable_text(schema_url),
     )
 
 

@@ -20,7 +20,7 @@ from typing import IO, Any, Final, TypeAlias, cast
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers._detect import iter_document
-from toolspan.bridge.readers._json import loads_function
+from toolspan.bridge.readers._json_parse import loads_function
 from toolspan.bridge.readers._otlp_json import iter_request
 from toolspan.bridge.readers._otlp_proto import (
     iter_length_prefixed,

@@ -15,8 +15,8 @@ import math
 from typing import Any, Final
 
 from toolspan._util import ids
+from toolspan.bridge._json_write import nonfinite_text
 from toolspan.bridge.model import SPAN_KINDS
-from toolspan.bridge.readers._json import nonfinite_text
 from toolspan.errors import ToolspanError
 
 HEX: Final = ids.HEX_DIGITS  # the alphabet of ids, for the readers' inlined fast paths

@@ -5,8 +5,8 @@ bytes ``ED A0 80``, which ``json.loads`` reads with ``surrogatepass``), in a spa
 result, a status message, any attribute or key. The readers write each one as the text of its escape
 (``\\ud800``, six characters, as ``toolspan audit`` and the server's JSON answers write it), so nothing of it
 is lost and no view meets text it cannot write. An in-process span can also hold an integer too long for
-decimal text (over ``sys.get_int_max_str_digits``): it becomes its hex text (``0x...``), as the capture of
-a tool's arguments writes it.
+decimal text (over ``sys.get_int_max_str_digits``): it becomes its hex text (``0x...``, the writer's
+``writable_int``), as the capture of a tool's arguments writes it.
 
 The JSON readers check the text they parse (``may_hold_surrogates``, one scan that finds nothing in almost
 every file) and mend only a document that may hold one (``writable_document``, in place, iterative: any
@@ -23,7 +23,6 @@ __all__ = [
     "may_hold_surrogates",
     "writable_copy",
     "writable_document",
-    "writable_int",
     "writable_text",
 ]
 
@@ -32,8 +31,6 @@ _ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 _ESCAPE_BYTES: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 # A surrogate's bytes as ``surrogatepass`` reads them (``ED A0 80`` to ``ED BF BF``).
 _LONE_BYTES: Final = re.compile(rb"\xed[\xa0-\xbf]")
-# Below this many bits an integer always has a decimal text (``sys.get_int_max_str_digits`` is 640 at least).
-_SHORT_INT_BITS: Final = 2000
 
 
 def escaped(text: str) -> str:
@@ -46,16 +43,6 @@ def writable_text(text: str) -> str:
     if text.isascii() or _LONE.search(text) is None:
         return text
     return escaped(text)
-
-
-def writable_int(value: int) -> int | str:
-    """``value`` as it is, or its hex text when it is too long for decimal text."""
-    if value.bit_length() > _SHORT_INT_BITS:
-        try:
-            int.__repr__(value)
-        except ValueError:  # over sys.get_int_max_str_digits()
-            return hex(value)
-    return value
 
 
 def may_hold_surrogates(text: str | bytes) -> bool:

@@ -11,6 +11,8 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 - ``to_progress``: the progress stream (progress/control/monitor envelopes), schema ``progress`` (one
   envelope);
 - ``to_page`` / ``to_pages``: everything the HTML trace page shows of a trace, schema ``page``;
+  ``page_delta`` / ``apply_page_delta``: what changed between two page documents of a trace, keyed by span
+  id (``step_keys``), schema ``page-delta``: what the server's live page stream sends;
   ``run_name``: the one name of a run (its ``title``, the server's trace list and inbox), ``request_text``:
   what the user asked, as a span recorded it;
 - ``to_ag_ui``: AG-UI events (the Agent-User Interaction Protocol), schema ``ag-ui`` (one event);
@@ -38,49 +40,27 @@ from typing import TYPE_CHECKING, Any, Final
 from toolspan._util.lazy import lazy
 
 if TYPE_CHECKING:
-    from toolspan.bridge.facts import classify
-    from toolspan.bridge.views._agui import ag_ui_run_events, messages_snapshot, to_ag_ui
-    from toolspan.bridge.views._aisdk import AI_SDK_HEADER, ai_sdk_run_chunks, to_ai_sdk
+    from toolspan.bridge.views._agui import messages_snapshot, to_ag_ui
+    from toolspan.bridge.views._aisdk import to_ai_sdk
     from toolspan.bridge.views._audit import audit, mark_pages
-    from toolspan.bridge.views._common import (
-        NS_PER_MS,
-        SCHEMA_VERSION,
-        TraceIndex,
-        duration_ms,
-        group_traces,
-        iso,
-    )
+    from toolspan.bridge.views._common import SCHEMA_VERSION
     from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
     from toolspan.bridge.views._names import request_text, run_name
     from toolspan.bridge.views._page import to_page, to_pages
+    from toolspan.bridge.views._page_delta import apply_page_delta, page_delta, step_keys
     from toolspan.bridge.views._plans import to_plans
-    from toolspan.bridge.views._progress import AUTO_SEAL_RESULT, to_progress
-    from toolspan.bridge.views._runs import Item as TurnItem
-    from toolspan.bridge.views._runs import Run as Turn
-    from toolspan.bridge.views._runs import to_runs as to_turns
+    from toolspan.bridge.views._progress import to_progress
     from toolspan.bridge.views._timeline import to_timelines
     from toolspan.bridge.views._tree import to_tree, to_trees
     from toolspan.bridge.views.registry import VIEWS, View
 
 _WHERE: dict[str, str | tuple[str, str]] = {
-    "classify": "toolspan.bridge.facts",
     "messages_snapshot": "toolspan.bridge.views._agui",
-    "ag_ui_run_events": "toolspan.bridge.views._agui",
-    "AI_SDK_HEADER": "toolspan.bridge.views._aisdk",
-    "ai_sdk_run_chunks": "toolspan.bridge.views._aisdk",
-    "Turn": ("toolspan.bridge.views._runs", "Run"),
-    "TurnItem": ("toolspan.bridge.views._runs", "Item"),
-    "to_turns": ("toolspan.bridge.views._runs", "to_runs"),
     "to_ag_ui": "toolspan.bridge.views._agui",
     "to_ai_sdk": "toolspan.bridge.views._aisdk",
     "audit": "toolspan.bridge.views._audit",
     "mark_pages": "toolspan.bridge.views._audit",
     "SCHEMA_VERSION": "toolspan.bridge.views._common",
-    "NS_PER_MS": "toolspan.bridge.views._common",
-    "TraceIndex": "toolspan.bridge.views._common",
-    "group_traces": "toolspan.bridge.views._common",
-    "iso": "toolspan.bridge.views._common",
-    "duration_ms": "toolspan.bridge.views._common",
     "act_event": "toolspan.bridge.views._events",
     "match_observe": "toolspan.bridge.views._events",
     "observe_event": "toolspan.bridge.views._events",
@@ -89,8 +69,10 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "run_name": "toolspan.bridge.views._names",
     "to_page": "toolspan.bridge.views._page",
     "to_pages": "toolspan.bridge.views._page",
+    "page_delta": "toolspan.bridge.views._page_delta",
+    "apply_page_delta": "toolspan.bridge.views._page_delta",
+    "step_keys": "toolspan.bridge.views._page_delta",
     "to_plans": "toolspan.bridge.views._plans",
-    "AUTO_SEAL_RESULT": "toolspan.bridge.views._progress",
     "to_progress": "toolspan.bridge.views._progress",
     "to_timelines": "toolspan.bridge.views._timeline",
     "to_tree": "toolspan.bridge.views._tree",
@@ -99,33 +81,25 @@ _WHERE: dict[str, str | tuple[str, str]] = {
     "View": "toolspan.bridge.views.registry",
 }
 
+# Exactly what docs/bridge.md documents (its test holds them to it); what toolspan's own server and backends
+# read beyond these is ``toolspan.bridge.views.internal``.
 __all__ = [
-    "AI_SDK_HEADER",
-    "Turn",
-    "TurnItem",
-    "ag_ui_run_events",
-    "ai_sdk_run_chunks",
-    "to_turns",
-    "NS_PER_MS",
-    "AUTO_SEAL_RESULT",
     "SCHEMA_NAMES",
     "SCHEMA_VERSION",
-    "TraceIndex",
     "VIEWS",
     "View",
     "act_event",
+    "apply_page_delta",
     "audit",
-    "classify",
-    "group_traces",
-    "duration_ms",
-    "iso",
     "load_schema",
     "mark_pages",
     "match_observe",
     "messages_snapshot",
     "observe_event",
+    "page_delta",
     "request_text",
     "run_name",
+    "step_keys",
     "to_ag_ui",
     "to_ai_sdk",
     "to_events",
@@ -145,6 +119,7 @@ SCHEMA_NAMES: Final = (
     "plans",
     "progress",
     "page",
+    "page-delta",
     "audit",
     "ag-ui",
     "ai-sdk",

@@ -37,7 +37,8 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan._util.words import ALLOW, DENY
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge.facts import AGENT, TOOL, ToolCallRecord, agent_name, approvals, edited_input, tool_call
+from toolspan.bridge.facts import AGENT, TOOL, ToolCallRecord, agent_name, approvals, tool_call
+from toolspan.bridge.internal import edited_input
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces
 from toolspan.bridge.views._tree import _trace_doc as trace_doc

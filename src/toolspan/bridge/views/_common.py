@@ -17,14 +17,16 @@ from toolspan.bridge.facts import (
     TOOL,
     ModelCall,
     ToolCallRecord,
+    classify,
+    model_call,
+    tool_name,
+)
+from toolspan.bridge.internal import (
     agent_input_text,
     agent_output_text,
     calls_model,
-    classify,
     completed,
     is_mcp_record,
-    model_call,
-    tool_name,
 )
 from toolspan.bridge.link import link_tool_calls, tool_legs
 from toolspan.bridge.model import Span
@@ -292,8 +294,6 @@ class TraceIndex:
 AGENTS: Final = frozenset({AGENT})
 PLANS: Final = frozenset({PLAN})
 TOOLS: Final = frozenset({TOOL})
-PLANS_TOOLS: Final = frozenset({PLAN, TOOL})
-AGENTS_LLMS: Final = frozenset({AGENT, LLM})
 
 
 def turn_messages(index: TraceIndex, agent: int) -> tuple[str | None, str | None]:

@@ -23,13 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import (
-    TOOL,
-    ToolCallRecord,
-    act_status,
-    classify,
-    tool_call,
-)
+from toolspan.bridge.facts import TOOL, ToolCallRecord, classify, tool_call
+from toolspan.bridge.internal import act_status
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import NS_PER_MS, SCHEMA_VERSION, TraceIndex, duration_ms

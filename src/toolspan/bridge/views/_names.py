@@ -19,16 +19,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts import (
-    AGENT,
-    PLAN,
-    TOOL,
-    agent_input_text,
-    agent_name,
-    classify,
-    plan_name,
-    tool_name,
-)
+from toolspan.bridge.facts import AGENT, PLAN, TOOL, agent_name, classify, plan_name, tool_name
+from toolspan.bridge.internal import agent_input_text
 from toolspan.bridge.model import Span
 
 __all__ = ["NAME_CHARS", "request_text", "run_name"]

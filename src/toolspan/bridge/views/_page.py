@@ -52,17 +52,20 @@ from toolspan.bridge.facts import (
     PLAN,
     TOOL,
     ToolCallRecord,
-    agent_input_text,
     agent_name,
-    agent_output_text,
     approvals,
-    arguments_text,
-    is_cancellation,
-    parent_tool_ids,
     parse_json,
     plan_name,
     thoughts,
     tool_call,
+)
+from toolspan.bridge.internal import (
+    CONVERSATION_KEYS,
+    agent_input_text,
+    agent_output_text,
+    arguments_text,
+    is_cancellation,
+    parent_tool_ids,
 )
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_traces, iso, ms
@@ -222,7 +225,7 @@ def _step_state(span: Span, tc: ToolCallRecord | None, live: bool, waiting: bool
 
 
 def _conversation_id(trace: Sequence[Span]) -> str | None:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":

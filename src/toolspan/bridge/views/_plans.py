@@ -33,17 +33,8 @@ from typing import Any
 from toolspan import semconv as sc
 from toolspan._util.ids import plan_id
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import (
-    AGENT,
-    PLAN,
-    TOOL,
-    ToolCallRecord,
-    agent_name,
-    parent_tool_ids,
-    plan_name,
-    thoughts,
-    total_usage,
-)
+from toolspan.bridge.facts import AGENT, PLAN, TOOL, ToolCallRecord, agent_name, plan_name, thoughts
+from toolspan.bridge.internal import parent_tool_ids, total_usage
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,

@@ -43,7 +43,8 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan._util.words import ALLOW
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import AGENT, TOOL, ApprovalEvent, ToolCallRecord, approvals, edited_input
+from toolspan.bridge.facts import AGENT, TOOL, ApprovalEvent, ToolCallRecord, approvals
+from toolspan.bridge.internal import edited_input
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,

@@ -48,11 +48,10 @@ from toolspan.bridge.facts import (
     Usage,
     agent_name,
     approvals,
-    edited_input,
     plan_name,
     thoughts,
-    total_usage,
 )
+from toolspan.bridge.internal import CONVERSATION_KEYS, edited_input, total_usage
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import AGENTS, TraceIndex, group_traces, turn_messages
 from toolspan.bridge.views._progress import AUTO_SEAL_RESULT
@@ -95,7 +94,7 @@ class Run:
 
 def conversation_id(trace: list[Span]) -> str:
     """The conversation of a trace: ``gen_ai.conversation.id``, ``session.id``, else the trace id."""
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":

@@ -22,15 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from toolspan import semconv as sc
 from toolspan.bridge._coalesce import coalesce
-from toolspan.bridge.facts import (
-    AGENT,
-    TOOL,
-    ToolCallRecord,
-    thoughts,
-    total_usage,
-)
+from toolspan.bridge.facts import AGENT, TOOL, ToolCallRecord, thoughts
+from toolspan.bridge.internal import CONVERSATION_KEYS, total_usage
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,
@@ -48,7 +42,7 @@ _Item = tuple[int, int, int, int, dict[str, Any]]
 
 
 def _conversation_id(trace: list[Span]) -> str:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         for span in trace:
             value = span.attributes.get(key)
             if value is not None and value != "":

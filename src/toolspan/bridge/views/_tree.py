@@ -32,17 +32,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolspan.bridge._coalesce import coalesce, duplicate_flags
-from toolspan.bridge.facts import (
-    AGENT,
-    LLM,
-    PLAN,
-    TOOL,
-    agent_input_text,
-    agent_output_text,
-    plan_name,
-    tool_output,
-    total_usage,
-)
+from toolspan.bridge.facts import AGENT, LLM, PLAN, TOOL, plan_name, tool_output
+from toolspan.bridge.internal import agent_input_text, agent_output_text, total_usage
 from toolspan.bridge.model import Span
 from toolspan.bridge.views._common import (
     AGENTS,

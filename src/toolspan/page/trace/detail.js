@@ -137,8 +137,18 @@ function kv(box, rows) {
 }
 
 /** The details panel, for the selected step. */
+/** @type {[Step | null, Step | null]} the step the details show and its parent (a live update leaves the
+ * details as they are while both are the same objects) */
+let detailShown = [null, null];
+/** Set while a live update is applied: the details are drawn again only if their step or its parent changed. */
+let detailKept = false;
+
 function detail() {
   const box = $("detail");
+  const shown = sel >= 0 && sel < steps.length ? steps[sel] : null;
+  const up = shown && shown.parent !== null && shown.parent !== undefined ? steps[shown.parent] || null : null;
+  if (detailKept && shown !== null && shown === detailShown[0] && up === detailShown[1]) return; // (folds, scroll and answers stay)
+  detailShown = [shown, up];
   box.textContent = "";
   if (sel < 0 || sel >= steps.length) {
     box.appendChild(el("p", "empty", steps.length ? "Select a step (click, or arrow keys in the timeline) to see its details." : "This trace has no spans."));

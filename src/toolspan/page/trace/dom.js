@@ -2,7 +2,7 @@
 // through text nodes and DOM properties, never as HTML).
 
 /**
- * @typedef {{stream_url: string, data_url: string, fetch_first?: boolean, list_url?: string}} LiveConfig
+ * @typedef {{stream_url: string, data_url: string, fetch_first?: boolean, list_url?: string, page_stream_url?: string, version?: string}} LiveConfig
  * @typedef {{decisions_url: string, cancels_url: string, whoami_url: string}} ControlConfig
  * @typedef {{tool_states: string[], trace_states: string[], live_states: string[], decisions: string[]}} Words
  * @typedef {{live: LiveConfig | null, control?: ControlConfig, words: Words}} TraceConfig

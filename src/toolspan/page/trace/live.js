@@ -1,9 +1,14 @@
-// live.js: a served page follows its trace: it listens to the trace's event stream (the config's
-// stream_url) and, on each burst of events, reads the trace's data again (data_url: one fetch at a time),
-// keeping the selection and the scroll positions. "live" says the run is still running (a step has not
+// live.js: a served page follows its trace. With the config's page_stream_url (toolspan serve), it listens
+// to the trace's page stream: event "page" is the whole document (at the start, or when the stream cannot
+// resume from the document the page holds), event "delta" what changed (model.js's applyDelta), each named
+// by the tag of the document it gives, which the stream resumes from (the page reads data_url only when it
+// was served without its data, once). Else it listens to the trace's event stream (stream_url) and, on each
+// burst of events, reads the trace's data again (data_url: one fetch at a time). Either way the selection,
+// the collapsed steps and the scroll positions stay. "live" says the run is still running (a step has not
 // ended) and the page follows it; a run that ended says nothing (the page still follows its trace: a late
 // span shows). A failed update always says so. The stream's state is also in the badge's data-stream (open,
-// reconnecting, failed), and the number of updates applied in its data-updates.
+// reconnecting, failed), and the number of updates applied in its data-updates (of which, from a page
+// stream, whole documents in data-pages and deltas in data-deltas).
 
 /** The events that change a trace: unnamed ones, and the names a trace's event stream uses (act/observe,
  * the progress stream). */
@@ -56,8 +61,80 @@ function live() {
     stream.onerror = () => { streamState = "reconnecting"; liveBadge(); };
   };
   setInterval(() => { if (running.length) clockTick(true); }, 1000);
+  if (l.page_stream_url) { followPages(l, l.page_stream_url); return; }
   // A page served without its data (asked for without the token) reads it first, with the tab's token.
   if (l.fetch_first) refresh(); else follow();
+}
+
+/**
+ * Follow the trace's page stream: the whole document, then what changes, applied to the shown trace.
+ * @param {LiveConfig} l
+ * @param {string} url the page stream
+ */
+function followPages(l, url) {
+  const badge = $("live");
+  /** the tag of the document the page holds (null: none the stream knows) */
+  let tag = l.version || null;
+  /** @type {EventSource | null} */
+  let es = null;
+  const updated = () => {
+    badge.dataset.updates = String(Number(badge.dataset.updates || "0") + 1);
+    if (streamState === "failed") streamState = "open";
+    liveBadge();
+    if (l.list_url) C.refreshInboxCount(); // the run changed: maybe a call began or stopped waiting
+  };
+  const open = () => {
+    const stream = new EventSource(C.streamUrl(tag ? url + (url.indexOf("?") >= 0 ? "&" : "?") + "version=" + tag : url));
+    es = stream;
+    stream.onopen = () => { streamState = "open"; liveBadge(); };
+    stream.addEventListener("page", (e) => {
+      setData(/** @type {PageDoc} */ (JSON.parse(e.data)), true);
+      tag = e.lastEventId;
+      badge.dataset.pages = String(Number(badge.dataset.pages || "0") + 1);
+      updated();
+    });
+    stream.addEventListener("delta", (e) => {
+      performance.mark("toolspan-delta-start");
+      /** @type {PageDoc} */
+      let next;
+      try {
+        next = applyDelta(P, /** @type {PageDelta} */ (JSON.parse(e.data)));
+      } catch (err) {
+        // Not a delta of what the page holds: the whole document again, from a new stream.
+        streamState = "failed";
+        streamProblem = err instanceof Error ? err.message : String(err);
+        liveBadge();
+        stream.close();
+        tag = null;
+        open();
+        return;
+      }
+      pages[cur] = next;
+      detailKept = true; // a step the delta did not touch is the same object: its details stay as drawn
+      try { setData(pages.length === 1 ? next : pages, true); } finally { detailKept = false; }
+      tag = e.lastEventId;
+      badge.dataset.deltas = String(Number(badge.dataset.deltas || "0") + 1);
+      updated();
+      performance.measure("toolspan-delta", "toolspan-delta-start"); // applied and drawn: what a delta costs
+      performance.clearMarks("toolspan-delta-start");
+    });
+    stream.onerror = () => { if (es === stream) { streamState = "reconnecting"; liveBadge(); } };
+  };
+  if (!l.fetch_first) { open(); return; }
+  // Served without its data (asked for without the token): read it once, with the tab's token.
+  const load = () => {
+    C.api(l.data_url)
+      .then(([status, data, etag]) => {
+        if (status !== 200) throw new Error("HTTP " + status + ((data && data.error) ? ": " + data.error : ""));
+        ungate();
+        setData(/** @type {PageDoc | PageDoc[]} */ (data), true);
+        tag = etag;
+        updated();
+        open();
+      })
+      .catch((e) => { if (e instanceof C.Unauthorized) gate(load, e); else { streamState = "failed"; streamProblem = e.message; liveBadge(); } });
+  };
+  load();
 }
 
 /**

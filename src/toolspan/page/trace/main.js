@@ -11,6 +11,8 @@
 function setData(data, keep) {
   const keepId = keep && sel >= 0 ? steps[sel].id : null;
   const keepTrace = keep && P !== EMPTY_PAGE ? P.trace_id : null;
+  // The collapsed steps by span id: a step inserted before them moves their index.
+  const shutIds = keep ? Array.from(collapsed, (k) => (steps[k] ? steps[k].id : "")) : [];
   pages = Array.isArray(data) ? data : [data];
   byId = idIndex(pages);
   const picker = field("trace");
@@ -22,8 +24,16 @@ function setData(data, keep) {
   });
   picker.hidden = pages.length < 2;
   auditPanel();
-  const t = keepTrace ? pages.findIndex((p) => p.trace_id === keepTrace) : 0;
-  showTrace(Math.max(0, t), keep);
+  const t = Math.max(0, keepTrace ? pages.findIndex((p) => p.trace_id === keepTrace) : 0);
+  if (keep) {
+    /** @type {Set<number>} */
+    const shut = new Set();
+    shutIds.forEach((id) => { const at = byId.get(id); if (at && at[0] === t) shut.add(at[1]); });
+    collapsed = shut;
+    const at = keepId ? byId.get(keepId) : undefined;
+    sel = at && at[0] === t ? at[1] : -1; // the selection by span id too, before anything is drawn
+  }
+  showTrace(t, keep);
   const kept = keepId ? byId.get(keepId) : undefined;
   if (kept) select(kept[1], false);
   autoSelect();

@@ -22,6 +22,15 @@
  *   live?: boolean, conversation_id?: string | null, counts?: Record<string, number>, steps: Step[],
  *   audit?: Audit, conversation?: Turn[]
  * }} PageDoc
+ * @typedef {{key: string, after: string | null, step: KeyedStep}} AddedStep
+ * @typedef {{key: string, set: Partial<KeyedStep>, unset: string[]}} ChangedStep
+ * @typedef {Omit<Step, "parent"> & {parent: string | null}} KeyedStep
+ * @typedef {Omit<Turn, "step"> & {step?: string | null}} KeyedTurn
+ * @typedef {{
+ *   schema_version: string, trace_id: string, set?: Partial<PageDoc>, unset?: string[], added?: AddedStep[],
+ *   changed?: ChangedStep[], removed?: string[], order?: string[], conversation?: {keep: number, items: KeyedTurn[]},
+ *   page?: PageDoc
+ * }} PageDelta
  * @typedef {{text: string, states: Set<string>, tool: string, flagged: boolean}} Filter
  * @typedef {{kids: number[][], depth: number[], end: number[], order: number[], running: number[]}} Shape
  */
@@ -170,6 +179,106 @@ function marks(s) {
 }
 
 // ---------- the page's state ----------
+/**
+ * Each step's key (schema "page-delta"): its span id, "<span id>#<n>" for the n-th record of that id (n >= 2).
+ * @param {Step[]} list
+ * @returns {string[]}
+ */
+function stepKeys(list) {
+  /** @type {Map<string, number>} */
+  const seen = new Map();
+  return list.map((s) => {
+    const n = (seen.get(s.id) || 0) + 1;
+    seen.set(s.id, n);
+    return n === 1 ? s.id : s.id + "#" + n;
+  });
+}
+
+/**
+ * A page delta (schema "page-delta": what toolspan serve's page stream sends) applied to the document it was
+ * made from: the new document (the old one is left as it is; steps that did not change are the same
+ * objects). Steps are found by key, never by position.
+ * @param {PageDoc} doc
+ * @param {PageDelta} delta
+ * @returns {PageDoc}
+ */
+function applyDelta(doc, delta) {
+  if (delta.page) return delta.page;
+  const oldKeys = stepKeys(doc.steps);
+  /** @type {Map<string, Step | KeyedStep>} steps by key; a changed or added one with its parent as a key */
+  const byKey = new Map();
+  /** @type {Set<string>} the keys whose step holds its parent as a key */
+  const keyed = new Set();
+  oldKeys.forEach((k, i) => byKey.set(k, doc.steps[i]));
+  const removed = new Set(delta.removed || []);
+  removed.forEach((k) => byKey.delete(k));
+  /** @param {Step | KeyedStep} s @param {string} k @returns {KeyedStep} */
+  const asKeyed = (s, k) => {
+    if (keyed.has(k)) return /** @type {KeyedStep} */ (s);
+    const p = /** @type {Step} */ (s).parent;
+    return Object.assign({}, s, { parent: p === null || p === undefined ? null : oldKeys[p] });
+  };
+  for (const c of delta.changed || []) {
+    const was = byKey.get(c.key);
+    if (!was) throw new Error("page delta: no step " + c.key);
+    /** @type {Record<string, unknown>} */
+    const s = Object.assign({}, asKeyed(was, c.key));
+    c.unset.forEach((f) => { delete s[f]; });
+    Object.assign(s, c.set);
+    byKey.set(c.key, /** @type {KeyedStep} */ (/** @type {unknown} */ (s)));
+    keyed.add(c.key);
+  }
+  const added = delta.added || [];
+  for (const a of added) { byKey.set(a.key, a.step); keyed.add(a.key); }
+  /** @type {string[]} */
+  let keys;
+  if (delta.order) keys = delta.order;
+  else {
+    /** @type {Map<string | null, string>} */
+    const follows = new Map(added.map((a) => /** @type {[string | null, string]} */ ([a.after, a.key])));
+    keys = [];
+    /** @param {string | null} k */
+    const chain = (k) => {
+      let next = follows.get(k);
+      while (next !== undefined) { follows.delete(k); keys.push(next); k = next; next = follows.get(k); }
+    };
+    chain(null);
+    oldKeys.forEach((k) => { if (!removed.has(k)) { keys.push(k); chain(k); } });
+  }
+  /** @type {Map<string, number>} */
+  const position = new Map(keys.map((k, i) => [k, i]));
+  /** @param {string | null | undefined} k @returns {number | null} */
+  const at = (k) => {
+    if (k === null || k === undefined) return null;
+    const i = position.get(k);
+    if (i === undefined) throw new Error("page delta: no step " + k);
+    return i;
+  };
+  // A step kept as it was, whose parent did not move, stays the same object.
+  const steps = keys.map((k) => {
+    const s = byKey.get(k);
+    if (!s) throw new Error("page delta: no step " + k);
+    if (!keyed.has(k)) {
+      const old = /** @type {Step} */ (s);
+      const p = old.parent === null ? null : at(oldKeys[old.parent]);
+      return p === old.parent ? old : Object.assign({}, old, { parent: p });
+    }
+    return /** @type {Step} */ (Object.assign({}, s, { parent: at(/** @type {KeyedStep} */ (s).parent) }));
+  });
+  /** @type {Record<string, unknown>} */
+  const out = Object.assign({}, doc);
+  (delta.unset || []).forEach((f) => { delete out[f]; });
+  Object.assign(out, delta.set || {});
+  out.steps = steps;
+  let conversation = doc.conversation || [];
+  if (delta.conversation) {
+    const turns = delta.conversation.items.map((t) => /** @type {Turn} */ ("step" in t ? Object.assign({}, t, { step: at(t.step) }) : t));
+    conversation = conversation.slice(0, delta.conversation.keep).concat(turns);
+  }
+  out.conversation = conversation;
+  return /** @type {PageDoc} */ (/** @type {unknown} */ (out));
+}
+
 /** @type {PageDoc[]} every trace the page holds */
 let pages = [];
 /** index of the shown trace */

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from toolspan._util.ids import hex_pattern
 from toolspan.server._http.auth import ANY_TOKEN, DECIDE, INGEST, PUBLIC
 from toolspan.server._http.endpoints import HTML, LINES, SSE, Endpoint, query
 from toolspan.server._http.routes import ingest, openapi, pages, streams, traces, views
 from toolspan.server._http.routes.control import queries, writes
-from toolspan.server._store.query import PARAMETERS
+from toolspan.server._http.trace_list import PARAMETERS
+from toolspan.server._streams.page import TAG_DIGITS
 
 __all__ = ["ROUTES"]
 
@@ -225,6 +227,16 @@ ROUTES: tuple[Endpoint, ...] = (
         "/traces/{trace_id:str}", "GET", pages.trace_page, "The live trace page (HTML)", HTML, page=True
     ),
     Endpoint(f"{_TRACE}/page", "GET", pages.trace_data, "The trace page's data, live (page schema)"),
+    Endpoint(
+        f"{_TRACE}/page/stream",
+        "GET",
+        pages.page_stream,
+        "The live trace page's stream (SSE): event page, the whole document, then event delta, what changed"
+        " (page-delta schema); id = the document's tag, resume with Last-Event-ID or ?version=",
+        SSE,
+        _TRACE_STREAM | {"400": "a Last-Event-ID or version that is not a page version: {error, status}"},
+        (query("version", {"type": "string", "pattern": hex_pattern(TAG_DIGITS)}),),
+    ),
     # --- one trace ---
     Endpoint(
         f"{_TRACE}/otlp",

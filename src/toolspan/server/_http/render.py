@@ -9,8 +9,8 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from toolspan.bridge import dumps_document, write_json_lines
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import dumps_document, write_json_lines
 from toolspan.bridge.views.registry import VIEWS
 
 __all__ = ["document_bytes", "render", "tree_document"]

@@ -1,6 +1,6 @@
 """Run the server: uvicorn for HTTP and SSE, grpcio for OTLP/gRPC, one store, until a signal.
 
-- The store is opened and checked first (``Store``): a file that cannot serve is one line on stderr
+- The store is opened and checked first (``SqliteStore``): a file that cannot serve is one line on stderr
   and exit status 2, before anything listens.
 - SIGINT and SIGTERM both run the shutdown path: streams and requests end, the parse workers exit, the
   store is checkpointed and closed (no WAL left behind), status 0, no traceback. A second SIGINT

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 
-from toolspan.bridge.readers import LogRecord
+from toolspan.bridge.internal import LogRecord
 from toolspan.server._http.auth import FailureThrottle
 from toolspan.server._http.config import ServerConfig
 from toolspan.server._http.renders import Renders
@@ -20,6 +20,7 @@ from toolspan.server._rows.spans import IngestResult, Row
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.remote import TraceSource
 from toolspan.server._streams.deltas import DeltaHub, split_deltas
+from toolspan.server._streams.page import PageDocs
 from toolspan.server._streams.sse import EventStreamResponse
 from toolspan.server._streams.wakeups import Changes, Notifier
 
@@ -38,6 +39,7 @@ class ServerState:
         # The views of stored traces, kept for the next read of a trace that has not changed.
         self.renders = Renders(config.render_cache_bytes)
         self.notifier = Notifier()  # streams, after a commit
+        self.pages = PageDocs()  # the live pages' documents, built once per version of a trace
         self.decisions = Changes()  # the control channel's long polls, after a decision or cancel request
         self.deltas = DeltaHub(config.delta_buffer, self._drop)
         self.parsers = Parsers(config.parse_workers)

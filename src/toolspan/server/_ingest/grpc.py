@@ -15,7 +15,8 @@ import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from toolspan.bridge.readers import BridgeReadError, Ctx, LogRecord, ReadReport
+from toolspan.bridge.internal import Ctx, LogRecord
+from toolspan.bridge.readers import BridgeReadError, ReadReport
 from toolspan.server._ingest.otlp import parse_logs_request
 from toolspan.server._ingest.protobuf import rows_of_request
 from toolspan.server._rows.errors import STORE_BUSY

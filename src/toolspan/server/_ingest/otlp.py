@@ -14,18 +14,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolspan.bridge.readers import (
-    ZERO_SPAN,
-    ZERO_TRACE,
-    BridgeReadError,
-    Ctx,
-    LogRecord,
-    ReadReport,
-    is_logs_document,
-    spans_from_document,
-)
-from toolspan.bridge.readers import logs_from_json as _from_json
-from toolspan.bridge.readers import logs_from_proto as _from_proto
+from toolspan.bridge.internal import ZERO_SPAN, ZERO_TRACE, Ctx, LogRecord, is_logs_document
+from toolspan.bridge.internal import logs_from_json as _from_json
+from toolspan.bridge.internal import logs_from_proto as _from_proto
+from toolspan.bridge.readers import BridgeReadError, ReadReport, spans_from_document
 from toolspan.errors import ToolspanError
 from toolspan.server._ingest.protobuf import rows_of_body
 from toolspan.server._rows.spans import MAX_STORED_NS, Row, row_of_span

@@ -26,9 +26,9 @@ from functools import cache
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.readers import ZERO_SPAN, ZERO_TRACE, Ctx, bad_times, parse_trace_request
-from toolspan.bridge.readers import proto_resource_attributes as resource_attributes
-from toolspan.bridge.readers import proto_span as span_of
+from toolspan.bridge.internal import ZERO_SPAN, ZERO_TRACE, Ctx, bad_times, parse_trace_request
+from toolspan.bridge.internal import proto_resource_attributes as resource_attributes
+from toolspan.bridge.internal import proto_span as span_of
 from toolspan.server._rows.codec import proto_header
 from toolspan.server._rows.spans import INDEX_KEYS, MAX_STORED_NS, Row, row_of
 

@@ -17,9 +17,9 @@ import struct
 from functools import cache, lru_cache
 from typing import Any, Final
 
+from toolspan.bridge.internal import proto_attributes as attributes
+from toolspan.bridge.internal import proto_span as span_of
 from toolspan.bridge.model import Span, span_fields, span_from_fields
-from toolspan.bridge.readers import proto_attributes as attributes
-from toolspan.bridge.readers import proto_span as span_of
 
 __all__ = ["decode", "encode", "proto_header"]
 

@@ -4,8 +4,10 @@ whether it waits for an approval) and its stored form (``codec``); and what stor
 
 A span received as OTLP protobuf is not turned into a full neutral span at ingest: its columns are read
 from a partial span (only the attributes in ``INDEX_KEYS``, its events, no links) through the same bridge
-functions (``row_of``), and the span itself is stored as the protobuf bytes it came in; it becomes a full
-neutral span only when it is read.
+functions (``row_of``; ``INDEX_KEYS`` is the bridge's, every attribute they read, computed from its
+framework conventions; tests/server/ingest/test_protobuf.py checks partial and full spans give the same
+columns on the whole corpus), and the span itself is stored as the protobuf bytes it came in; it becomes a
+full neutral span only when it is read.
 """
 
 from __future__ import annotations
@@ -16,15 +18,8 @@ from typing import Any, Final, NamedTuple
 
 from toolspan import semconv as sc
 from toolspan.bridge import coalesce
-from toolspan.bridge.facts import (
-    ACT_AWAITING_APPROVAL,
-    TOOL,
-    act_status,
-    classify,
-    tool_error,
-    tool_name,
-    tool_state,
-)
+from toolspan.bridge.facts import TOOL, classify, tool_error, tool_name, tool_state
+from toolspan.bridge.internal import ACT_AWAITING_APPROVAL, CONVERSATION_KEYS, INDEX_KEYS, act_status
 from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import encode
 from toolspan.server._rows.columns import Id, Int8, Record
@@ -33,38 +28,6 @@ __all__ = ["INDEX_KEYS", "MAX_STORED_NS", "IngestResult", "Row", "merge", "row_o
 
 # SQLite integers are signed 64-bit: times from 2**63 ns on (the year 2262) cannot be stored.
 MAX_STORED_NS: Final = (1 << 63) - 1
-
-# Every attribute ``classify``, ``tool_name``, ``tool_state``, ``tool_error`` and the conversation id read
-# (tests/server/ingest/test_protobuf.py checks the columns of partial and full spans agree on the whole
-# corpus).
-INDEX_KEYS: Final = frozenset(
-    {
-        sc.TOOLSPAN_PLAN_NAME,
-        sc.GEN_AI_OPERATION_NAME,
-        sc.OPENINFERENCE_SPAN_KIND,
-        sc.TRACELOOP_SPAN_KIND,
-        sc.GEN_AI_TOOL_NAME,
-        sc.OI_TOOL_NAME,
-        sc.TRACELOOP_ENTITY_NAME,
-        sc.TOOLSPAN_TOOL_STATE,
-        sc.ERROR_TYPE,
-        sc.LEGACY_ERROR_TAG,
-        sc.GEN_AI_CONVERSATION_ID,
-        sc.OI_SESSION_ID,
-        sc.HAYSTACK_TOOL_NAME,
-        sc.HAYSTACK_TOOL_ERROR,
-        sc.ADK_LLM_RESPONSE,
-        # The frameworks' own markers and tool names (toolspan.bridge.facts._dialects, tool_name's DSPy rule).
-        sc.VERCEL_OPERATION_ID,
-        sc.VERCEL_TOOL_CALL_NAME,
-        sc.MLFLOW_SPAN_TYPE,
-        sc.LOGFIRE_MSG_TEMPLATE,
-        sc.LOGFIRE_NAME,
-        sc.LOGFIRE_ERROR,
-        sc.LANGFUSE_OBSERVATION_TYPE,
-        sc.LANGFUSE_STATUS_MESSAGE,
-    }
-)
 
 
 @dataclass(slots=True)
@@ -98,7 +61,7 @@ class Row(NamedTuple):
 
 
 def _conversation(attrs: Mapping[str, Any]) -> str | None:
-    for key in (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID):
+    for key in CONVERSATION_KEYS:
         value = attrs.get(key)
         if value is not None and value != "":
             return str(value)

@@ -28,6 +28,6 @@ def shown(db: str) -> str:
     return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
 
 
-# The one store API: ``Storage``, which both engines implement (``sqlite.Store`` on SQLite,
+# The one store API: ``Storage``, which both engines implement (``sqlite.SqliteStore`` on SQLite,
 # ``postgres.PostgresStore`` on PostgreSQL); a method is written there once, for both.
 StoreApi: TypeAlias = Storage

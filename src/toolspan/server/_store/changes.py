@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
-from toolspan.bridge.readers import LogRecord
+from toolspan.bridge.internal import LogRecord
 from toolspan.server._store.sql.engines import LISTEN
 
 __all__ = [

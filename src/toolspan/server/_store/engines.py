@@ -4,7 +4,7 @@ URL opens the PostgreSQL store (``toolspan[postgres]``), anything else is an SQL
 from __future__ import annotations
 
 from toolspan.server._store.api import StoreApi, is_postgres_url
-from toolspan.server._store.sqlite import Store
+from toolspan.server._store.sqlite import SqliteStore
 
 __all__ = ["open_store"]
 
@@ -15,4 +15,4 @@ def open_store(db: str) -> StoreApi:
         from toolspan.server._store.postgres import PostgresStore  # psycopg only for such a URL
 
         return PostgresStore(db)
-    return Store(db)
+    return SqliteStore(db)

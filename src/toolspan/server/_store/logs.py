@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from toolspan.bridge.readers import LogRecord
+from toolspan.bridge.internal import LogRecord
 
 __all__ = ["log_record", "log_rows"]
 

@@ -63,7 +63,7 @@ _PRUNE_LOCK: Final = _SCHEMA_LOCK + 1
 _POOL_SIZE: Final = 8
 _CONNECT_TIMEOUT_S: Final = 10.0
 _WAIT_S: Final = 3.0  # a request waits this long for a connection (the database down: then a 503)
-_PRUNE_EVERY_NS: Final = 1_000_000_000
+_PRUNE_EVERY_S: Final = 1.0  # the cluster sweeps at most this often, whichever replica asks
 
 
 def trace_lock_key(trace_id: str) -> int:
@@ -89,8 +89,11 @@ class PostgresStore(Storage):
 
     dialect = DIALECTS[POSTGRES]
 
-    def __init__(self, url: str, *, pool_size: int = _POOL_SIZE) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = _POOL_SIZE, prune_every_s: float = _PRUNE_EVERY_S
+    ) -> None:
         self.path = shown(url)
+        self._prune_every_ns = int(prune_every_s * 1e9)
         self._url = url
         try:
             import psycopg
@@ -190,15 +193,15 @@ class PostgresStore(Storage):
         return self._run(lambda conn: work(_Tx(conn, time.time_ns())), write=True)
 
     def _sweep(self, work: Callable[[Connection, int], int]) -> int:
-        """``work`` once for the cluster: one replica at a time, and not again within a second of the last
-        sweep of any replica."""
+        """``work`` once for the cluster: one replica at a time, and not again within ``prune_every_s`` (a
+        second) of the last sweep of any replica."""
 
         def sweep(conn: Connection) -> int:
             if not conn.execute(engines.TRY_LOCK, (_PRUNE_LOCK,)).fetchone()[0]:
                 return 0  # another replica is sweeping
             now = time.time_ns()
             last = conn.execute(engines.PRUNED_AT).fetchone()
-            if last is not None and now - int(last[0]) < _PRUNE_EVERY_NS:
+            if last is not None and now - int(last[0]) < self._prune_every_ns:
                 return 0
             conn.execute(sql.META_PUT, MetaRow("pruned_at", str(now)))
             return work(conn, now)

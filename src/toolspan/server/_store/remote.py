@@ -12,8 +12,8 @@ from typing import Final
 from starlette.concurrency import run_in_threadpool
 
 from toolspan.backends import Backend, BackendError, Jaeger, Tempo
+from toolspan.bridge.internal import attach_logs
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import attach_logs
 from toolspan.errors import ToolspanError
 from toolspan.server._store.api import StoreApi
 

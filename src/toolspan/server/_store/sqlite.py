@@ -1,4 +1,4 @@
-"""The server's embedded store: one SQLite file in WAL mode (``Store``), the storage of ``storage`` on it.
+"""The server's embedded store: one SQLite file in WAL mode (``SqliteStore``), ``storage``'s storage on it.
 
 What is SQLite's own: one connection and one lock (SQLite has one writer), so a write transaction
 (``BEGIN IMMEDIATE``) takes the next tick of the commit clock, kept in memory and stored with the data; the
@@ -31,7 +31,7 @@ from toolspan.server._store.sql.tables import MetaRow
 from toolspan.server._store.storage import Storage
 from toolspan.server._store.tx import Tx
 
-__all__ = ["Store"]
+__all__ = ["SqliteStore"]
 
 _logger = logging.getLogger(__name__)
 _CHECKPOINT_S: Final = 1.0
@@ -45,7 +45,7 @@ sqlite3.register_adapter(bytes, bytes)
 sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
 
 
-class Store(Storage):
+class SqliteStore(Storage):
     """Thread-safe access to one SQLite database (one connection, one lock: SQLite has one writer)."""
 
     dialect = DIALECTS[SQLITE]

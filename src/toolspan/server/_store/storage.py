@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
+from toolspan.bridge.internal import LogRecord, attach_logs
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import LogRecord, attach_logs
 from toolspan.server._rows.codec import decode
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._rows.spans import IngestResult, Row, row_of_span

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from toolspan.bridge.facts import act_status
+from toolspan.bridge.internal import act_status
 from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import decode, encode
 from toolspan.server._rows.cursor import ACT, OBSERVE

@@ -26,7 +26,7 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan._util.ids import execution_id
-from toolspan.bridge.readers import LogRecord
+from toolspan.bridge.internal import LogRecord
 from toolspan.bridge.views import SCHEMA_VERSION
 from toolspan.errors import ToolspanError
 

@@ -26,7 +26,8 @@ from toolspan.bridge import coalesce
 from toolspan.bridge.facts import TOOL, ToolCallRecord, classify, tool_call
 from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import TraceIndex, act_event, group_traces, observe_event
+from toolspan.bridge.views import act_event, observe_event
+from toolspan.bridge.views.internal import TraceIndex, group_traces
 from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
 from toolspan.server._store.api import StoreApi
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, format_event, reset_event, within

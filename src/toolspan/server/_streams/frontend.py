@@ -44,10 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import AI_SDK_HEADER, ag_ui_run_events, ai_sdk_run_chunks, messages_snapshot
-from toolspan.bridge.views import Turn as Run
-from toolspan.bridge.views import TurnItem as Item
-from toolspan.bridge.views import to_turns as to_runs
+from toolspan.bridge.views import messages_snapshot
+from toolspan.bridge.views.internal import AI_SDK_HEADER, ag_ui_run_events, ai_sdk_run_chunks
+from toolspan.bridge.views.internal import Turn as Run
+from toolspan.bridge.views.internal import TurnItem as Item
+from toolspan.bridge.views.internal import to_turns as to_runs
 from toolspan.server._streams.deltas import DeltaDropped, Subscription, relay_until_commit
 from toolspan.server._streams.readers import Reader, complete
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT
@@ -58,8 +59,8 @@ __all__ = [
     "AI_SDK",
     "LINGER_S",
     "PROTOCOLS",
-    "Protocol",
     "StreamTimes",
+    "UiProtocol",
     "input_problem",
     "settled_events",
     "stream_chunks",
@@ -74,7 +75,9 @@ Entry = tuple[dict[str, Any], Item | None, Run, bool]  # event, its item, its ru
 
 
 @dataclass(frozen=True, slots=True)
-class Protocol:
+class UiProtocol:
+    """A frontend's stream: AG-UI's events or the AI SDK UI message stream (its framing, headers, end)."""
+
     name: str
     run_events: Callable[[Run], list[tuple[dict[str, Any], Item | None]]]
     headers: dict[str, str] = field(default_factory=dict)
@@ -88,14 +91,14 @@ class Protocol:
         return bool(event["type"] == ("RUN_STARTED" if self.name == "ag-ui" else "start"))
 
 
-AG_UI: Final = Protocol("ag-ui", ag_ui_run_events)
-AI_SDK: Final = Protocol(
+AG_UI: Final = UiProtocol("ag-ui", ag_ui_run_events)
+AI_SDK: Final = UiProtocol(
     "ai-sdk", ai_sdk_run_chunks, {AI_SDK_HEADER[0]: AI_SDK_HEADER[1]}, b"data: [DONE]\n\n"
 )
 PROTOCOLS: Final = {"ag-ui": AG_UI, "ai-sdk": AI_SDK}
 
 
-def _entries(protocol: Protocol, runs: list[Run]) -> list[Entry]:
+def _entries(protocol: UiProtocol, runs: list[Run]) -> list[Entry]:
     out: list[Entry] = []
     for run in runs:
         events = protocol.run_events(run)
@@ -104,7 +107,7 @@ def _entries(protocol: Protocol, runs: list[Run]) -> list[Entry]:
     return out
 
 
-def settled_events(protocol: Protocol, spans: Sequence[Span], *, final: bool) -> list[Entry]:
+def settled_events(protocol: UiProtocol, spans: Sequence[Span], *, final: bool) -> list[Entry]:
     """The events of the view that later spans cannot change (all of them when ``final``)."""
     runs = to_runs(spans)
     entries = _entries(protocol, runs)
@@ -146,7 +149,7 @@ def _frame(seq: int | None, event: dict[str, Any]) -> bytes:
 class _Live:
     """What one connection relayed of the text deltas, to fit the recorded text after them."""
 
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: UiProtocol) -> None:
         self.protocol = protocol
         self.relayed: dict[str, str] = {}  # message id -> text relayed
         self.open: list[str] = []  # messages started by deltas, not yet ended
@@ -226,7 +229,7 @@ def _delta_data(chunk: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _run_message_ids(protocol: Protocol, run: Run) -> set[str]:
+def _run_message_ids(protocol: UiProtocol, run: Run) -> set[str]:
     ids = set()
     for event, _item in protocol.run_events(run):
         for key in ("messageId",):
@@ -240,7 +243,7 @@ class _View:
     """What one connection sent of a view: its events from ``since + 1`` on, the runs it skipped (a client
     that runs again holds them), the text deltas it relayed (``_Live``)."""
 
-    def __init__(self, protocol: Protocol, since: int, known: frozenset[str], with_ids: bool) -> None:
+    def __init__(self, protocol: UiProtocol, since: int, known: frozenset[str], with_ids: bool) -> None:
         self.protocol = protocol
         self.since = since
         self.known = known
@@ -341,7 +344,7 @@ class StreamTimes:
 
 
 async def stream_chunks(
-    protocol: Protocol,
+    protocol: UiProtocol,
     read: Reader,
     notifier: Notifier,
     since: int,

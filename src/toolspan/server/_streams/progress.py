@@ -34,11 +34,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge import coalesce
+from toolspan.bridge import coalesce, write_json_lines
 from toolspan.bridge.facts import TOOL, classify, execution_id
 from toolspan.bridge.model import Span
-from toolspan.bridge.readers import write_json_lines
-from toolspan.bridge.views import TraceIndex, group_traces, to_progress
+from toolspan.bridge.views import to_progress
+from toolspan.bridge.views.internal import TraceIndex, group_traces
 from toolspan.server._streams.deltas import DeltaDropped, DeltaHub, Subscription, relay_until_commit
 from toolspan.server._streams.readers import Reader, complete
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, reset_event

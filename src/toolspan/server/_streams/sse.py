@@ -19,7 +19,7 @@ from typing import Any, Final
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from toolspan.bridge.readers import finite
+from toolspan.bridge.internal import finite
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._rows.errors import StoreUnavailable
 

@@ -7,8 +7,9 @@ live trace page of one run (``toolspan.page``).
   token, so they are served to anyone and ask for the token when the server wants one (kept in the tab
   only, never in a cookie or a URL).
 - ``/traces/{id}`` and ``/api/jobs/{id}/trace/page``: the trace page in live mode. It follows
-  ``/api/traces/{id}/stream`` and re-fetches ``/api/traces/{id}/page`` (``to_pages(spans, live=True)``), so
-  running tools appear and finish while you watch; Allow, Deny, Edit and Cancel show to a decider's token.
+  ``/api/traces/{id}/page/stream``, which sends what changes in its data (``/api/traces/{id}/page``,
+  ``to_pages(spans, live=True)``) as page deltas (``_streams.page``), so running tools appear and finish
+  while you watch; Allow, Deny, Edit and Cancel show to a decider's token.
   Asked for without the token (a browser opening the address the banner printed), it is served without its
   data, and asks for the token.
 - ``/`` leads to ``/traces``.
@@ -20,6 +21,7 @@ server only; values are written as text, never as HTML.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Final
 
@@ -33,16 +35,31 @@ from toolspan.page import LiveOptions, page_json, render_app, render_html
 from toolspan.server._http.auth import WITHOUT_TOKEN
 from toolspan.server._http.jsonio import error
 from toolspan.server._http.params import trace_id_param
+from toolspan.server._http.renders import Version
 from toolspan.server._http.routes.traces import rendered
 from toolspan.server._http.state import ServerState
+from toolspan.server._streams.page import PageVersion, page_chunks, page_tag, valid_tag, version_of
 
-__all__ = ["home", "inbox", "trace_data", "trace_list", "trace_page"]
+__all__ = ["home", "inbox", "page_stream", "trace_data", "trace_list", "trace_page"]
 
 
 # What the top bar of every page asks: what the tab's token may do, how many calls wait for a decision.
 _WHOAMI: Final = "/api/whoami"
 _WAITING: Final = "/api/control/waiting"
-_APP_URLS: Final = {"whoami": _WHOAMI, "waiting": _WAITING}
+_LIST: Final = "/traces"
+_INBOX: Final = "/inbox"
+# Every URL the list and the inbox ask or link to (their scripts hold none): the top bar's, the list of runs
+# and the all-traces stream, a run's page ("{trace_id}" replaced), where a decision is sent.
+_APP_URLS: Final = {
+    "whoami": _WHOAMI,
+    "waiting": _WAITING,
+    "list": _LIST,
+    "inbox": _INBOX,
+    "runs": "/api/traces",
+    "stream": "/api/stream",
+    "trace": "/traces/{trace_id}",
+    "decisions": "/api/control/decisions",
+}
 
 
 def _page_data(spans: Sequence[Span]) -> str:
@@ -61,18 +78,22 @@ def _trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool 
     decider tokens), with the buttons that decide and cancel tool calls (``_http.routes.control``), shown to a
     token that may decide."""
     docs = to_pages(list(spans), live=True) if spans is not None else []
+    data = docs[0] if len(docs) == 1 else docs
     live = LiveOptions(
         stream_url=f"/api/traces/{trace_id}/stream",
         data_url=f"/api/traces/{trace_id}/page",
+        page_stream_url=f"/api/traces/{trace_id}/page/stream",
+        version=page_tag(page_json(data).encode("utf-8")) if spans is not None else None,
         decisions_url="/api/control/decisions" if control else None,
         cancels_url="/api/control/cancels" if control else None,
         whoami_url=_WHOAMI,
         fetch_first=spans is None,
-        list_url="/traces",
+        list_url=_LIST,
+        inbox_url=_INBOX,
         waiting_url=_WAITING,
     )
     title = None if spans is not None else "trace " + trace_id
-    return render_html(docs[0] if len(docs) == 1 else docs, live=live, title=title)
+    return render_html(data, live=live, title=title)
 
 
 def _trace_page_bytes(spans: Sequence[Span], control: bool) -> bytes:
@@ -93,7 +114,7 @@ def _inbox_html() -> str:
 async def home(state: ServerState, request: Request) -> Response:
     """``/``: the trace list (a browser pointed at the server's address lands on it)."""
     query = request.url.query
-    return RedirectResponse("/traces" + (f"?{query}" if query else ""), status_code=307)
+    return RedirectResponse(_LIST + (f"?{query}" if query else ""), status_code=307)
 
 
 async def trace_list(state: ServerState, request: Request) -> Response:
@@ -127,8 +148,78 @@ async def trace_page(state: ServerState, request: Request) -> Response:
 
 
 async def trace_data(state: ServerState, request: Request) -> Response:
-    """``/api/traces/{id}/page``: the live page's data."""
-    made = await rendered(state, request, "trace_id", "page", _page_bytes)
-    if isinstance(made, Response):
-        return made
-    return Response(made[1], media_type="application/json", headers={"cache-control": "no-store"})
+    """``/api/traces/{id}/page``: the live page's data, its tag as its ``ETag`` (what the page stream
+    resumes from: ``?version=``). A stored trace's document is the one its page streams send from (built
+    once per version for both, and kept to resume from)."""
+    trace_id = trace_id_param(request.path_params["trace_id"])
+    page = None
+    if trace_id is not None:
+        version = await run_in_threadpool(state.store.trace_version, trace_id)
+        if version is not None:
+            page = await _stored_page(state, trace_id, version)
+    if page is None:  # a trace read from Tempo/Jaeger, or none: as every view of a trace is read
+        made = await rendered(state, request, "trace_id", "page", _page_bytes)
+        if isinstance(made, Response):
+            return made
+        page = PageVersion(page_tag(made[1]), {}, made[1])
+    headers = {"cache-control": "no-store", "etag": f'"{page.tag}"'}
+    return Response(page.body, media_type="application/json", headers=headers)
+
+
+def _version_of(spans: Sequence[Span]) -> PageVersion:
+    """The page version of one trace's spans, its document read back from its JSON text (as a client holds
+    it: the deltas between two versions compare what the pages hold)."""
+    body = _page_bytes(spans)
+    return version_of(json.loads(body), body)
+
+
+async def _current_page(state: ServerState, trace_id: str) -> tuple[PageVersion | None, bool]:
+    """The trace's page document now (``None``: not held yet), and whether it is held here (else it was
+    read from Tempo/Jaeger: polled)."""
+    version = await run_in_threadpool(state.store.trace_version, trace_id)
+    if version is None:
+        remote = state.traces.remote(trace_id)
+        if remote is None:
+            return None, True
+        spans = [s for s in (await remote()) or [] if s.trace_id == trace_id]
+        return (await run_in_threadpool(_version_of, spans) if spans else None), False
+    return await _stored_page(state, trace_id, version), True
+
+
+async def _stored_page(state: ServerState, trace_id: str, version: Version) -> PageVersion | None:
+    """The page document of a trace the store holds, at ``version``: built once for every reader (the
+    render cache's bytes read back when it holds them)."""
+
+    async def build() -> PageVersion | None:
+        kept = state.renders.get((trace_id, "page"), version)
+        if kept is not None:
+            return await run_in_threadpool(lambda: version_of(json.loads(kept), kept))
+        spans = await run_in_threadpool(state.store.trace_spans, trace_id)
+        if not spans:
+            return None
+        page = await run_in_threadpool(_version_of, spans)
+        state.renders.put((trace_id, "page"), version, page.body)
+        return page
+
+    return await state.pages.current(trace_id, version, build)
+
+
+async def page_stream(state: ServerState, request: Request) -> Response:
+    """``/api/traces/{id}/page/stream``: the live page's document, then its deltas (``_streams.page``)."""
+    raw = request.path_params["trace_id"]
+    trace_id = trace_id_param(raw)
+    if trace_id is None:
+        return error(404, f"no trace {raw!r}")
+    header = request.headers.get("last-event-id")
+    field, since = ("Last-Event-ID", header) if header else ("version", request.query_params.get("version"))
+    if since is not None and not valid_tag(since):
+        return error(400, f"{field}: not a page version (32 hex digits): {since[:80]!r}")
+    chunks = page_chunks(
+        state.pages,
+        functools.partial(_current_page, state, trace_id),
+        state.notifier,
+        trace_id,
+        since,
+        heartbeat_s=state.config.heartbeat_s,
+    )
+    return state.stream_response(chunks)

@@ -22,8 +22,8 @@ from toolspan.server._streams.frontend import (
     AG_UI,
     LINGER_S,
     PROTOCOLS,
-    Protocol,
     StreamTimes,
+    UiProtocol,
     input_problem,
     stream_chunks,
 )
@@ -141,7 +141,7 @@ def _times(state: ServerState) -> StreamTimes:
     return StreamTimes(state.config.heartbeat_s, idle_s, min(LINGER_S, idle_s))
 
 
-def _frontend_response(state: ServerState, protocol: Protocol, chunks: AsyncIterator[bytes]) -> Response:
+def _frontend_response(state: ServerState, protocol: UiProtocol, chunks: AsyncIterator[bytes]) -> Response:
     # The stream ends when its chunks do, and so does its connection.
     return state.stream_response(chunks, {**protocol.headers, "connection": "close"})
 

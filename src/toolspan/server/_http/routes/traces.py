@@ -1,8 +1,8 @@
-"""The read API of stored traces: ``/api/traces`` (the list, ``_store.query``), a conversation's timeline and
-progress, a job's trace and its read-only replay document, a trace's spans as OTLP JSON (what
+"""The read API of stored traces: ``/api/traces`` (the list, ``_http.trace_list``), a conversation's
+timeline and progress, a job's trace and its read-only replay document, a trace's spans as OTLP JSON (what
 ``toolspan.replay`` reads), and ``/healthz``. A trace this replica does not hold is read from Tempo or Jaeger
 when the server names one (``--tempo``, ``--jaeger``); the list then holds Jaeger's recent runs too
-(``_store.backend_list``)."""
+(``_http.backend_list``)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from starlette.responses import Response
 
 from toolspan.bridge import to_otlp_json
 from toolspan.bridge.model import Span
+from toolspan.server._http import backend_list, trace_list
 from toolspan.server._http.endpoints import JSON, LINES
 from toolspan.server._http.jsonio import JSONResponse, error
 from toolspan.server._http.params import trace_id_param
 from toolspan.server._http.render import document_bytes, render, tree_document
 from toolspan.server._http.state import ServerState
-from toolspan.server._store import backend_list, query
 from toolspan.server._store.remote import RemoteError
 
 __all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp", "rendered"]
@@ -96,8 +96,8 @@ async def listing(state: ServerState, request: Request) -> Response:
                 config.jaeger_url,
             )
         else:
-            page = await run_in_threadpool(query.list_traces, state.store, params, config.idle_timeout_s)
-    except query.QueryError as e:
+            page = await run_in_threadpool(trace_list.list_traces, state.store, params, config.idle_timeout_s)
+    except trace_list.QueryError as e:
         return error(400, str(e))
     except RemoteError as e:
         return error(502, f"the runs of the trace backend: {e}")

@@ -11,7 +11,8 @@ from typing import Any, Final
 from starlette.requests import Request
 
 from toolspan._util.ids import parse_trace_id
-from toolspan.bridge.facts import ACT_AWAITING_APPROVAL, act_status, approvals
+from toolspan.bridge.facts import approvals
+from toolspan.bridge.internal import ACT_AWAITING_APPROVAL, act_status
 from toolspan.bridge.model import Span
 from toolspan.server._http.jsonio import Refused
 from toolspan.server._rows.control import CancelRow, DecisionRow

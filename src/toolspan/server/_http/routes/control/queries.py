@@ -18,7 +18,8 @@ from starlette.responses import Response
 
 from toolspan import semconv as sc
 from toolspan._util.ids import arguments_sha256, parse_execution_id, parse_span_id, parse_trace_id
-from toolspan.bridge.facts import AGENT, TOOL, agent_name, arguments_text, classify, parse_json, tool_call
+from toolspan.bridge.facts import AGENT, TOOL, agent_name, classify, parse_json, tool_call
+from toolspan.bridge.internal import arguments_text
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import run_name
 from toolspan.server._http.auth import access_of

@@ -17,7 +17,8 @@ from starlette.responses import Response
 
 from toolspan._util.ids import EXECUTION_ID_PATTERN, TRACE_ID_PATTERN, arguments_sha256, parse_execution_id
 from toolspan._util.words import ALLOW, DECISIONS, Decision, parse_decision
-from toolspan.bridge.facts import TOOL, arguments_text, classify, tool_call, tool_state
+from toolspan.bridge.facts import TOOL, classify, tool_call, tool_state
+from toolspan.bridge.internal import arguments_text
 from toolspan.bridge.model import Span
 from toolspan.errors import DecisionError
 from toolspan.server._http.auth import decider

@@ -28,7 +28,8 @@ from typing import Any, Final
 from toolspan import semconv as sc
 from toolspan._util.ids import parse_trace_id
 from toolspan.bridge.model import Span
-from toolspan.bridge.views import NS_PER_MS, request_text, run_name
+from toolspan.bridge.views import request_text, run_name
+from toolspan.bridge.views.internal import NS_PER_MS
 from toolspan.errors import ToolspanError
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.sql import listing as sql

@@ -1,22 +1,15 @@
-"""The JSON library of the readers and the CLI: orjson when installed (an optional extra), else the stdlib.
+"""The JSON every output of toolspan is written with (the CLI's, the server's, the exporters'): orjson when
+installed (an optional extra), else the stdlib; ``TOOLSPAN_JSON=stdlib`` turns orjson off, for the readers'
+parser too (``readers._json_parse``).
 
-orjson parses and writes several times faster. Every document the standard library accepts is still
-accepted: input orjson rejects (``NaN``, ``Infinity``, lone surrogates, ...) is parsed again with
-``json.loads``, so error messages are the standard library's. Known difference with orjson: integers
-beyond 64 bits parse as floats (OTLP and Jaeger carry at most int64). ``TOOLSPAN_JSON=stdlib`` turns
-orjson off.
-
-Non-finite numbers: the readers read them (``NaN``/``Infinity`` literals, numbers beyond a double such
-as ``1e999``, ``doubleValue: "NaN"``, protobuf and Jaeger doubles) as the strings ``"NaN"``,
-``"Infinity"`` and ``"-Infinity"``, as OTLP/JSON (proto3 JSON) encodes non-finite doubles. Output is
-always strict JSON: with the standard library a non-finite float a view computed is written as those
-strings too; orjson writes it as ``null`` (it cannot do otherwise without a slow second pass). The
-only such values are the ones the views parse out of JSON text inside attributes (a tool's arguments
+Output is always strict JSON: with the standard library a non-finite float a view computed is written as
+the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (as OTLP/JSON encodes non-finite doubles, and as
+the readers read them); orjson writes it as ``null`` (it cannot do otherwise without a slow second pass).
+The only such values are the ones the views parse out of JSON text inside attributes (a tool's arguments
 written with ``NaN``).
 
-Text no UTF-8 can carry: the readers read a lone surrogate as the text of its escape (``_writable``), so a
-span holds none. The writers are strict UTF-8 whatever they are given: a lone surrogate a caller's own span
-holds is written as its JSON escape (``"\\ud800"``), an integer too long for decimal text as its hex text.
+The writers are strict UTF-8 whatever they are given: a lone surrogate a caller's own span holds is written
+as its JSON escape (``"\\ud800"``), an integer too long for decimal text as its hex text (``writable_int``).
 """
 
 from __future__ import annotations
@@ -24,16 +17,31 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from types import ModuleType
+from typing import IO, Any, Final
 
 from toolspan._util import env as _env
-from toolspan.bridge.readers._writable import may_hold_surrogates, writable_document, writable_int
 
-Loads = Callable[[Any], Any]
+__all__ = [
+    "Dumps",
+    "backend",
+    "dumps_document",
+    "dumps_function",
+    "finite",
+    "nonfinite_text",
+    "orjson_module",
+    "writable_int",
+    "write_json_lines",
+]
+
 Dumps = Callable[[Any], bytes]
 
+# Below this many bits an integer always has a decimal text (``sys.get_int_max_str_digits`` is 640 at least).
+_SHORT_INT_BITS: Final = 2000
 
-def _orjson() -> Any:
+
+def orjson_module() -> ModuleType | None:
+    """orjson, unless it is not installed or ``TOOLSPAN_JSON=stdlib`` turns it off."""
     if (_env.get(_env.TOOLSPAN_JSON) or "auto").lower() == "stdlib":
         return None
     try:
@@ -44,45 +52,18 @@ def _orjson() -> Any:
 
 
 def backend() -> str:
-    """``"orjson"`` or ``"stdlib"``: what ``loads_function`` and ``dumps_function`` use now."""
-    return "stdlib" if _orjson() is None else "orjson"
+    """``"orjson"`` or ``"stdlib"``: what the readers' parser and ``dumps_function`` use now."""
+    return "stdlib" if orjson_module() is None else "orjson"
 
 
-def _finite_float(text: str) -> float | str:
-    number = float(text)
-    return number if math.isfinite(number) else nonfinite_text(number)
-
-
-# The standard library's parser, reading ``NaN``/``Infinity``/``-Infinity`` literals and numbers too
-# large for a double (``1e999``) as the strings OTLP/JSON uses for non-finite doubles.
-_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_float)
-
-
-def stdlib_loads(data: Any) -> Any:
-    """``json.loads`` (same acceptance, same errors) with non-finite numbers read as strings and every lone
-    surrogate (``"\\ud800"``, which orjson refuses) as the text of its escape (``_writable``)."""
-    if isinstance(data, (bytes, bytearray)):
-        data = data.decode(json.detect_encoding(data), "surrogatepass")
-    elif not isinstance(data, str):
-        raise TypeError(f"the JSON object must be str or bytes, not {type(data).__name__}")
-    doc = _DECODER.decode(data)
-    return writable_document(doc) if may_hold_surrogates(data) else doc
-
-
-def loads_function() -> Loads:
-    """A ``loads(bytes | str)`` with the standard library's acceptance and errors."""
-    fast = _orjson()
-    if fast is None:
-        return stdlib_loads
-    fast_loads, slow_loads, fast_error = fast.loads, stdlib_loads, fast.JSONDecodeError
-
-    def loads(data: Any) -> Any:
+def writable_int(value: int) -> int | str:
+    """``value`` as it is, or its hex text when it is too long for decimal text."""
+    if value.bit_length() > _SHORT_INT_BITS:
         try:
-            return fast_loads(data)
-        except fast_error:
-            return slow_loads(data)
-
-    return loads
+            int.__repr__(value)
+        except ValueError:  # over sys.get_int_max_str_digits()
+            return hex(value)
+    return value
 
 
 def nonfinite_text(value: float) -> str:
@@ -94,7 +75,7 @@ def nonfinite_text(value: float) -> str:
 
 def finite(value: Any) -> Any:
     """``value`` with every non-finite float (nested in lists, tuples and dicts) as ``nonfinite_text``, and
-    every integer too long for decimal text as its hex text (``_writable.writable_int``)."""
+    every integer too long for decimal text as its hex text (``writable_int``)."""
     if type(value) is float:
         return value if math.isfinite(value) else nonfinite_text(value)
     if type(value) is int:
@@ -154,7 +135,7 @@ def _stdlib_text_dumps() -> Callable[[Any], str]:
 def dumps_function() -> Dumps:
     """Compact UTF-8 JSON of one value; falls back to the standard library for what orjson refuses."""
     text = _stdlib_text_dumps()
-    fast = _orjson()
+    fast = orjson_module()
     if fast is None:
         return lambda value: text(value).encode("utf-8", "backslashreplace")
     fast_dumps = fast.dumps
@@ -172,7 +153,7 @@ def write_json_lines(items: Iterable[Any], out: IO[bytes], batch: int = 4096) ->
     """Write each item as one line of compact JSON; returns how many were written."""
     n = 0
     buf: list[Any] = []
-    fast = _orjson()
+    fast = orjson_module()
     if fast is None:  # join text, encode once per batch
         text = _stdlib_text_dumps()
         for item in items:

@@ -26,8 +26,9 @@ from toolspan import semconv as sc
 from toolspan.backends import BackendError, Jaeger, RunQuery, run_of
 from toolspan.bridge import coalesce
 from toolspan.bridge.model import Span
+from toolspan.server._http import trace_list
 from toolspan.server._rows.spans import Row, row_of
-from toolspan.server._store import query, remote
+from toolspan.server._store import remote
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.listing import LISTED_TOOL_STATES
 from toolspan.server._store.summaries import summary_rows
@@ -43,7 +44,7 @@ _TEMPO_NOTE: Final = (
     " open one at /traces/TRACE_ID, or list them with toolspan find --tempo {url}"
 )
 
-Entry = tuple[query.Key, dict[str, Any]]
+Entry = tuple[trace_list.Key, dict[str, Any]]
 
 
 def list_traces(
@@ -55,8 +56,8 @@ def list_traces(
 ) -> dict[str, Any]:
     """One page: ``{"traces": [...], "next_cursor": ...}``, and ``note`` (one line) when the backend's runs
     are not listed; ``QueryError`` on a bad parameter, ``RemoteError`` when Jaeger failed."""
-    local, local_more = query.list_page(store, params, idle_timeout_s)
-    limit = query.page_limit(params)
+    local, local_more = trace_list.list_page(store, params, idle_timeout_s)
+    limit = trace_list.page_limit(params)
     if jaeger_url is None:
         page = _merged(local, local_more, [], None, limit)
         return {**page, "note": _TEMPO_NOTE.format(url=tempo_url)}
@@ -70,7 +71,7 @@ def list_traces(
 
 
 def _merged(
-    local: list[Entry], local_more: bool, found: list[Entry], boundary: query.Key | None, limit: int
+    local: list[Entry], local_more: bool, found: list[Entry], boundary: trace_list.Key | None, limit: int
 ) -> dict[str, Any]:
     """The page of both lists: the rows down to where either one's next page would begin (``cut``: below
     it, a list may hold rows not read yet), at most ``limit`` of them."""
@@ -85,20 +86,20 @@ def _merged(
         next_key = rows[-1][0]
     return {
         "traces": [row for _, row in rows],
-        "next_cursor": None if next_key is None else query.cursor_of(next_key),
+        "next_cursor": None if next_key is None else trace_list.cursor_of(next_key),
     }
 
 
 def _jaeger_page(
     jaeger: Jaeger, store: StoreApi, params: dict[str, str], idle_timeout_s: float, limit: int
-) -> tuple[list[Entry], query.Key | None, str | None]:
+) -> tuple[list[Entry], trace_list.Key | None, str | None]:
     """Jaeger's runs of the page (those held here left out), the key below which it may hold more, and
     the one line saying why there are none (a Jaeger with no service)."""
     now = time.time_ns()
-    start_from, start_to = query.start_bounds(params)
+    start_from, start_to = trace_list.start_bounds(params)
     start = now - LOOKBACK_NS if start_from is None else start_from
     end = now if start_to is None else start_to
-    cursor = query.parse_cursor(params["cursor"]) if params.get("cursor") else None
+    cursor = trace_list.parse_cursor(params["cursor"]) if params.get("cursor") else None
     if cursor is not None:
         end = min(end, cursor[0] + 1)
     if start >= end:
@@ -140,7 +141,7 @@ def _entry(trace_id: str, records: Sequence[Span], idle_cut: int) -> tuple[Entry
         if row.is_tool and state in LISTED_TOOL_STATES:
             calls[str(state)] = calls.get(str(state), 0) + 1
     run = run_of(trace_id, records)
-    listed = {**query.summary(summarised, idle_cut, calls, spans), "name": run.name}
+    listed = {**trace_list.summary(summarised, idle_cut, calls, spans), "name": run.name}
     listed["service"] = run.service or None
     return ((summarised.start_ns, trace_id), listed), rows
 
@@ -164,8 +165,8 @@ def _matches(row: dict[str, Any], rows: Sequence[Row], params: dict[str, str]) -
             row["conversation_id"],
             *tools,
         )
-        texts = [query.ascii_lower(f) for f in fields if f]
+        texts = [trace_list.ascii_lower(f) for f in fields if f]
         if row["input"] and len(needle.encode("utf-8", "surrogatepass")) >= 3:
-            texts.append(query.ascii_lower(row["input"]))
-        return any(query.ascii_lower(needle) in text for text in texts)
+            texts.append(trace_list.ascii_lower(row["input"]))
+        return any(trace_list.ascii_lower(needle) in text for text in texts)
     return True
