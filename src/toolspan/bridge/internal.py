@@ -12,7 +12,12 @@ from __future__ import annotations
 from toolspan.bridge._json_write import finite, nonfinite_text
 from toolspan.bridge.facts._agents import agent_input_text, agent_output_text
 from toolspan.bridge.facts._classify import calls_model
-from toolspan.bridge.facts._dialects import asks_unrecorded_calls, is_event_record, sent_responses
+from toolspan.bridge.facts._dialects import (
+    asks_unrecorded_calls,
+    is_event_record,
+    is_transport_record,
+    sent_responses,
+)
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._index import CONVERSATION_KEYS, INDEX_KEYS
 from toolspan.bridge.facts._model_calls import completed, total_usage
@@ -28,7 +33,6 @@ from toolspan.bridge.facts._tools import (
     arguments_text,
     edited_input,
     is_cancellation,
-    is_mcp_record,
     parent_tool_ids,
 )
 from toolspan.bridge.readers._detect import describe
@@ -74,7 +78,7 @@ __all__ = [
     "is_cancellation",
     "is_event_record",
     "is_logs_document",
-    "is_mcp_record",
+    "is_transport_record",
     "logs_from_bytes",
     "logs_from_json",
     "logs_from_proto",

@@ -50,7 +50,7 @@ from toolspan.bridge.internal import (
     asks_unrecorded_calls,
     earlier_requests,
     is_event_record,
-    is_mcp_record,
+    is_transport_record,
     normal_arguments,
     normal_result,
     result_call_id,
@@ -209,12 +209,13 @@ class RequestIndex:
         return parent is not None and own is not None and _same_call(own, parent)
 
     def leg_state(self, span: Span) -> bool | None:
-        """Whether tool span ``span`` records a call another tool span above it makes (``is_leg``, or an MCP
-        library's record under a tool span of the same tool, as ``TraceIndex`` reads it): ``None`` while an
-        MCP record's line of parents is cut by a span not seen yet (it may be a leg or the call)."""
+        """Whether tool span ``span`` records a call another tool span above it makes (``is_leg``, or a
+        transport record, ``is_transport_record``: an MCP library's, under a tool span of the same tool, as
+        ``TraceIndex`` reads it): ``None`` while such a record's line of parents is cut by a span not seen
+        yet (it may be a leg or the call)."""
         if self.is_leg(span):
             return True
-        if not is_mcp_record(span):
+        if not is_transport_record(span):
             return False
         name = tool_name(span)
         pid = span.parent_span_id

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts._dialects import Requested, hooks, keys
+from toolspan.bridge.facts._dialects import Requested, first, hooks, keys
 from toolspan.bridge.facts._event_content import content_attributes
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._pyliteral import NotALiteral, python_literal
@@ -42,6 +42,8 @@ _FLAT_HOOKS: Final = hooks(lambda d: d.requests_of)
 _ARGUMENT_HOOKS: Final = hooks(lambda d: d.arguments_of)
 _SOURCE_KEYS: Final = keys(lambda d: d.request_keys)
 _TEXT_HOOKS: Final = hooks(lambda d: d.text_requests_of)
+# Every convention's wrapper of a tool's result, asked before the shared unwrapping.
+_result_hook: Final = first(hooks(lambda d: d.results_of))
 
 
 def _args(value: Any) -> Any:
@@ -224,19 +226,21 @@ def _text_block(value: Mapping[str, Any]) -> bool:
 def normal_result(value: Any) -> Any:
     """A tool's result out of a framework's wrapper: a ToolMessage's content; ``[{"text": ...}]`` blocks;
     LlamaIndex's ``ToolOutput`` (its ``raw_output``, the value the function returned); an MCP text content
-    block (``{"type": "text", "text": ...}``, as the OpenAI Agents SDK records an MCP tool's result, or
-    ``[{"type": "text", "content": ...}]``, OpenLLMetry's MCP server span), its text read as JSON."""
+    block alone (``{"type": "text", "text": ...}``, as the OpenAI Agents SDK records an MCP tool's result);
+    a convention's own wrapper (``Dialect.results_of``: OpenLLMetry's MCP server's ``[{"type": "text",
+    "content": ...}]``); its text read as JSON."""
     if isinstance(value, Mapping) and value.keys() >= _TOOL_OUTPUT:
         return value["raw_output"]
     message = _tool_message(value)
     if message is not None:
         value = message.get("content")
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
+    found = _result_hook(value)
+    if found is not None:
+        value = found
+    elif isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
         block = value[0]
         if set(block) == {"text"} or _text_block(block):
             value = block["text"]
-        elif set(block) == {"type", "content"} and block.get("type") == "text":
-            value = block["content"]
     elif isinstance(value, Mapping) and _text_block(value):
         value = value["text"]
     value = parse_json(value)

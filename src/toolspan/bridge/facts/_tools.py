@@ -37,7 +37,6 @@ __all__ = [
     "call_id",
     "edited_input",
     "execution_id",
-    "is_mcp_record",
     "parent_tool_ids",
     "tool_call",
     "tool_error",
@@ -77,6 +76,7 @@ _TEXT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, *keys(lambda d: d.arguments_
 _INPUT_HOOKS: Final = hooks(lambda d: d.tool_input_of)
 _explained_error: Final = first(hooks(lambda d: d.explained_error))
 _OUTPUT_KEYS: Final = (sc.GEN_AI_TOOL_CALL_RESULT, *keys(lambda d: d.tool_output_keys))
+_OUTPUT_HOOKS: Final = hooks(lambda d: d.tool_output_of)
 
 
 def _placeholder(value: Any) -> bool:
@@ -111,13 +111,6 @@ def tool_name(span: Span) -> str:
         if found is not None:
             return str(found)
     return name
-
-
-def is_mcp_record(span: Span) -> bool:
-    """Whether ``span`` is an MCP library's record of a tool call (the ``mcp`` SDK's ``tools/call`` spans,
-    OpenLLMetry's MCP instrumentation's client and server ``{name}.tool`` spans): a transport leg of the
-    call when a tool span of the same tool is above it."""
-    return sc.MCP_METHOD_NAME in span.attributes or span.scope.startswith(sc.TRACELOOP_MCP_SCOPE)
 
 
 def tool_input(span: Span) -> Any:
@@ -198,17 +191,10 @@ def tool_output(span: Span) -> Any:
             # A placeholder response (ADK's failure path: {"result": "<not specified>"}): none was made.
             if isinstance(value, dict) and len(value) == 1 and _placeholder(value.get("result")):
                 return None
-            if key == sc.TRACELOOP_ENTITY_OUTPUT and is_mcp_record(span):
-                return _unwrap_mcp_output(value)
+            for hook in _OUTPUT_HOOKS:  # a convention's wrapper of a result (OpenLLMetry's MCP client's)
+                value = hook(span, value)
             return value
     return None
-
-
-def _unwrap_mcp_output(value: Any) -> Any:
-    # OpenLLMetry's MCP client span: {"result": "<the first content block's text>", "is_error": true}.
-    if isinstance(value, dict) and "result" in value and value.keys() <= {"result", "is_error"}:
-        return parse_json(value["result"])
-    return value
 
 
 def _is_cancel(error_type: Any) -> bool:

@@ -26,7 +26,7 @@ from toolspan.bridge.internal import (
     agent_output_text,
     calls_model,
     completed,
-    is_mcp_record,
+    is_transport_record,
 )
 from toolspan.bridge.link import link_tool_calls, tool_legs
 from toolspan.bridge.model import Span
@@ -150,16 +150,16 @@ class TraceIndex:
         self._models: dict[int, ModelCall] | None = None
 
     def _demote_mcp_legs(self) -> None:
-        """An MCP library's record of a tool call (``is_mcp_record``: the ``mcp`` SDK's ``tools/call``
-        server span, OpenLLMetry's MCP client and server ``{name}.tool`` spans) under a tool span of the
-        same tool is a transport leg of that call (the call is counted once, by the tool that made it): it
+        """A transport library's record of a tool call (``is_transport_record``, a convention's
+        ``Dialect.transport_record``: an MCP client's or server's) under a tool span of the same tool is a
+        transport leg of that call (the call is counted once, by the tool that made it): it
         becomes ``other``. Alone (a client that traces nothing), the record stays the tool call.
         ``undecided``: the records with no such tool above them whose line of parents is cut by a span
         not (yet) in the trace (a live stream withholds their events until that span arrives)."""
         kinds = list(self.kinds)
         undecided = set()
         for i, span in enumerate(self.spans):
-            if kinds[i] != TOOL or not is_mcp_record(span):
+            if kinds[i] != TOOL or not is_transport_record(span):
                 continue
             above = self.nearest(i, TOOLS, kinds)
             if above is not None and tool_name(self.spans[above]) == tool_name(span):

@@ -10,8 +10,9 @@ framework: they ask the conventions of ``DIALECTS``, in its order, through the f
 the conventions whose tracers state a kind (OpenInference 10, OpenLLMetry 20); 30 to 89 those whose own
 attributes are read as GenAI ones (the Vercel AI SDK, MLflow, Logfire, Langfuse, Genkit, Spring AI: the first
 whose marker a span carries is the span's dialect, read once per span); 90 to 109 those recognised by names
-or content (Google ADK, Haystack); from 110 the frameworks read through another's instrumentation (DSPy,
-CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI: no markers, hooks only). Where two conventions' keys are on
+or content (Google ADK, Haystack); from 110 the conventions with no markers, hooks only: the frameworks
+read through another's instrumentation (DSPy, CrewAI, LlamaIndex, AutoGen, smolagents, BeeAI), then the
+MCP SDK's records of its calls (MCP 170). Where two conventions' keys are on
 one span, the earlier one's are read first.
 
 **Adding a convention** (a new framework's tracer, say ``acme``):
@@ -56,6 +57,7 @@ __all__ = [
     "first",
     "hooks",
     "is_event_record",
+    "is_transport_record",
     "int_value",
     "keys",
     "recognised_kind",
@@ -175,6 +177,15 @@ def sent_responses(span: Span) -> dict[str, Any]:
     for hook in _RESPONSES:
         out.update(hook(span.attributes))
     return out
+
+
+_TRANSPORT_RECORDS: Final = hooks(lambda d: d.transport_record)
+
+
+def is_transport_record(span: Span) -> bool:
+    """Whether a convention says tool span ``span`` is a transport library's record of a call (an MCP
+    client's or server's): a leg of the call when a tool span of the same tool is above it."""
+    return any(test(span) for test in _TRANSPORT_RECORDS)
 
 
 _ASKS_UNRECORDED: Final = hooks(lambda d: d.asks_unrecorded_calls)

@@ -4,6 +4,13 @@ task (the last two a chain).
 Its keys: ``traceloop.entity.name`` (a tool's or an agent's name), ``traceloop.entity.input`` /
 ``.output`` (a call recorded as ``{"args": [...], "kwargs": {...}}``, a result, a chain's output), and the
 tool calls a model asked for in ``gen_ai.completion.<i>.tool_calls.<j>.{id,name,arguments}``.
+
+Its MCP instrumentation (``opentelemetry-instrumentation-mcp``, the scope
+``opentelemetry.instrumentation.mcp``) records both sides of an MCP call: the client's ``{name}.tool`` span
+(input ``{"tool_name", "arguments"}``, output ``{"result", "is_error"}``, the result the first content
+block's text) and the server's ``{name}.tool`` span (output ``[{"type": "text", "content": ...}]``). Each
+is a transport record (``transport_record``): a leg of the call a tool span of the same tool above it made
+(the OpenAI Agents SDK's), the call itself alone.
 """
 
 from __future__ import annotations
@@ -55,6 +62,32 @@ def _tool_input(attrs: Mapping[str, Any]) -> Any:
     return value
 
 
+def _transport_record(span: Span) -> bool:
+    return span.scope.startswith(sc.TRACELOOP_MCP_SCOPE)
+
+
+def _tool_output(span: Span, value: Any) -> Any:
+    """The MCP client's result: ``{"result": "<the first content block's text>", "is_error": true}``."""
+    if (
+        _transport_record(span)
+        and sc.TRACELOOP_ENTITY_OUTPUT in span.attributes
+        and isinstance(value, dict)
+        and "result" in value
+        and value.keys() <= {"result", "is_error"}
+    ):
+        return parse_json(value["result"])
+    return value
+
+
+def _results(value: Any) -> Any:
+    """The MCP server's result: ``[{"type": "text", "content": ...}]`` (``None``: no such list)."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
+        block = value[0]
+        if set(block) == {"type", "content"} and block.get("type") == "text":
+            return block["content"]
+    return None
+
+
 def _requests(attrs: Mapping[str, Any]) -> list[Requested]:
     return flattened_calls(attrs, _CALL, "name", "arguments")
 
@@ -73,4 +106,7 @@ OPENLLMETRY = Dialect(
     output_keys=(sc.TRACELOOP_ENTITY_OUTPUT,),
     tool_input_of=_tool_input,
     requests_of=_requests,
+    transport_record=_transport_record,
+    tool_output_of=_tool_output,
+    results_of=_results,
 )

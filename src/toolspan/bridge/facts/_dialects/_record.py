@@ -137,6 +137,16 @@ class Dialect:
     # Whether a model call (an ``llm`` span) asked for tool calls it does not record (Spring AI's: no model
     # message on any span): a tool span no request matches is linked to the latest such call before it.
     asks_unrecorded_calls: Callable[[Span], bool] | None = None
+    # Whether a tool span is a transport library's record of a call (an MCP client's or server's): the
+    # transport leg of the call a tool span of the same tool above it made, the call itself alone.
+    transport_record: Callable[[Span], bool] | None = None
+    # A tool's result out of a wrapper its span records one in (OpenLLMetry's MCP client's ``{"result",
+    # "is_error"}``), given the value its output key holds: unwrapped, or given back as it is.
+    tool_output_of: Callable[[Span, Any], Any] | None = None
+    # A tool's result out of a wrapper it records results in wherever they are read (OpenLLMetry's MCP
+    # server's ``[{"type": "text", "content": ...}]``), ``None`` where the value is no such wrapper (asked
+    # before the shared unwrapping, which then reads what it gives).
+    results_of: Callable[[Any], Any] | None = None
 
     def marks(self, span: Span) -> bool:
         """Whether ``span`` carries one of this convention's markers (a key, or its name)."""
