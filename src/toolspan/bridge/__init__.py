@@ -23,6 +23,10 @@ from typing import TYPE_CHECKING
 
 from toolspan._util.lazy import lazy
 
+# The one facade of the bridge that loads on first use, so each name is written three times here (for the
+# type checker, for the loader, in ``__all__``): Python runs this file for every import below it, and
+# ``import toolspan.bridge.model`` must load the model alone. The readers', facts' and views' facades import
+# what they export (each name twice: its import and ``__all__``).
 if TYPE_CHECKING:
     from toolspan.bridge._coalesce import coalesce, duplicate_flags
     from toolspan.bridge._json_write import dumps_document, write_json_lines

@@ -23,8 +23,7 @@ Every output carries ``schema_version`` and has a JSON Schema (draft 2020-12) in
 
 ``VIEWS`` (``registry``) is the one list of the views a trace can be converted to: its name, what it does,
 its function, whether it is JSON Lines or one document, its schema. ``toolspan convert --to``, the
-server's ``/api/traces/{id}/{view}`` routes and its OpenAPI document are all made from it. Names load on
-first use.
+server's ``/api/traces/{id}/{view}`` routes and its OpenAPI document are all made from it.
 
 Input spans may come in any order, with duplicates, orphans, cycles and spans that never ended: every view
 coalesces them first (``toolspan.bridge._coalesce``) and never drops a span record.
@@ -35,51 +34,21 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from toolspan._util.lazy import lazy
-
-if TYPE_CHECKING:
-    from toolspan.bridge.views._agui import messages_snapshot, to_ag_ui
-    from toolspan.bridge.views._aisdk import to_ai_sdk
-    from toolspan.bridge.views._audit import audit, mark_pages
-    from toolspan.bridge.views._common import SCHEMA_VERSION
-    from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
-    from toolspan.bridge.views._names import request_text, run_name
-    from toolspan.bridge.views._page import to_page, to_pages
-    from toolspan.bridge.views._page_delta import apply_page_delta, page_delta, step_keys
-    from toolspan.bridge.views._plans import to_plans
-    from toolspan.bridge.views._progress import to_progress
-    from toolspan.bridge.views._timeline import to_timelines
-    from toolspan.bridge.views._tree import to_tree, to_trees
-    from toolspan.bridge.views.registry import VIEWS, View
-
-_WHERE: dict[str, str | tuple[str, str]] = {
-    "messages_snapshot": "toolspan.bridge.views._agui",
-    "to_ag_ui": "toolspan.bridge.views._agui",
-    "to_ai_sdk": "toolspan.bridge.views._aisdk",
-    "audit": "toolspan.bridge.views._audit",
-    "mark_pages": "toolspan.bridge.views._audit",
-    "SCHEMA_VERSION": "toolspan.bridge.views._common",
-    "act_event": "toolspan.bridge.views._events",
-    "match_observe": "toolspan.bridge.views._events",
-    "observe_event": "toolspan.bridge.views._events",
-    "to_events": "toolspan.bridge.views._events",
-    "request_text": "toolspan.bridge.views._names",
-    "run_name": "toolspan.bridge.views._names",
-    "to_page": "toolspan.bridge.views._page",
-    "to_pages": "toolspan.bridge.views._page",
-    "page_delta": "toolspan.bridge.views._page_delta",
-    "apply_page_delta": "toolspan.bridge.views._page_delta",
-    "step_keys": "toolspan.bridge.views._page_delta",
-    "to_plans": "toolspan.bridge.views._plans",
-    "to_progress": "toolspan.bridge.views._progress",
-    "to_timelines": "toolspan.bridge.views._timeline",
-    "to_tree": "toolspan.bridge.views._tree",
-    "to_trees": "toolspan.bridge.views._tree",
-    "VIEWS": "toolspan.bridge.views.registry",
-    "View": "toolspan.bridge.views.registry",
-}
+from toolspan.bridge.views._agui import messages_snapshot, to_ag_ui
+from toolspan.bridge.views._aisdk import to_ai_sdk
+from toolspan.bridge.views._audit import audit, mark_pages
+from toolspan.bridge.views._common import SCHEMA_VERSION
+from toolspan.bridge.views._events import act_event, match_observe, observe_event, to_events
+from toolspan.bridge.views._names import request_text, run_name
+from toolspan.bridge.views._page import to_page, to_pages
+from toolspan.bridge.views._page_delta import apply_page_delta, page_delta, step_keys
+from toolspan.bridge.views._plans import to_plans
+from toolspan.bridge.views._progress import to_progress
+from toolspan.bridge.views._timeline import to_timelines
+from toolspan.bridge.views._tree import to_tree, to_trees
+from toolspan.bridge.views.registry import VIEWS, View
 
 # Exactly what docs/bridge.md documents (its test holds them to it); what toolspan's own server and backends
 # read beyond these is ``toolspan.bridge.views.internal``.
@@ -124,9 +93,6 @@ SCHEMA_NAMES: Final = (
     "ag-ui",
     "ai-sdk",
 )
-
-
-__getattr__, __dir__ = lazy(globals(), _WHERE)
 
 
 @cache
