@@ -14,6 +14,7 @@ from toolspan.bridge.facts._agents import agent_input_text, agent_output_text
 from toolspan.bridge.facts._classify import calls_model
 from toolspan.bridge.facts._dialects import (
     asks_unrecorded_calls,
+    dispatched_id,
     is_event_record,
     is_transport_record,
     sent_responses,
@@ -54,6 +55,7 @@ from toolspan.bridge.readers._sources import resolve_inputs
 from toolspan.bridge.readers._values import ZERO_SPAN, ZERO_TRACE
 
 __all__ = [
+    "dispatched_id",
     "ACT_AWAITING_APPROVAL",
     "CONVERSATION_KEYS",
     "INDEX_KEYS",

@@ -24,10 +24,9 @@ without recording them (Spring AI's: ``asks_unrecorded_calls``); that fills in n
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from toolspan import semconv as sc
 from toolspan._util import ids
@@ -38,7 +37,6 @@ from toolspan.bridge.facts import (
     Requested,
     ToolCallRecord,
     classify,
-    parse_json,
     requested_calls,
     tool_call,
     tool_error,
@@ -48,6 +46,7 @@ from toolspan.bridge.facts import (
 from toolspan.bridge.facts import call_id as tool_call_id
 from toolspan.bridge.internal import (
     asks_unrecorded_calls,
+    dispatched_id,
     earlier_requests,
     is_event_record,
     is_transport_record,
@@ -76,30 +75,10 @@ def _own_id(call: ToolCallRecord) -> str | None:
     return None if call.call_id == ids.synthetic_call_id(call.span.span_id) else call.call_id
 
 
-# LlamaIndex's ``call_tool`` step records its event as a Python repr: ``ToolCall(..., tool_id='call_1')``.
-_LLAMAINDEX_TOOL_ID: Final = re.compile(r"^ToolCall\(.*?\btool_id='([^'\\]{1,256})'", re.DOTALL)
-
-
 def dispatch_id(parent: Span | None) -> str | None:
-    """The model's call id recorded by the span that dispatched a tool: LangGraph's ``tools`` task,
-    LlamaIndex's ``call_tool`` workflow step."""
-    if parent is None:
-        return None
-    for key in (sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT):
-        raw = parent.attributes.get(key)
-        if not isinstance(raw, str) or ("tool_call" not in raw and "ToolCall(" not in raw):
-            continue  # parsed only when it may hold a call (most spans' inputs hold none)
-        value = parse_json(raw)
-        if isinstance(value, Mapping) and isinstance(value.get("ev"), str):
-            found = _LLAMAINDEX_TOOL_ID.match(value["ev"][:4096])
-            if found:
-                return found[1]
-        if isinstance(value, Mapping) and isinstance(value.get("inputs"), Mapping):
-            value = value["inputs"]
-        call = value.get("tool_call") if isinstance(value, Mapping) else None
-        if isinstance(call, Mapping) and call.get("id"):
-            return str(call["id"])
-    return None
+    """The model's call id recorded by the span that dispatched a tool (LangGraph's ``tools`` task,
+    LlamaIndex's ``call_tool`` workflow step: each convention's ``dispatched_id_of``)."""
+    return None if parent is None else dispatched_id(parent.attributes)
 
 
 def _same_args(tool_args: Any, requested: Any) -> bool:

@@ -53,6 +53,7 @@ __all__ = [
     "asks_unrecorded_calls",
     "dialect_error",
     "dialect_failed",
+    "dispatched_id",
     "every",
     "first",
     "hooks",
@@ -160,6 +161,8 @@ unrecorded: Final = _either(hooks(lambda d: d.other))
 # Whether a convention's own attributes say the call failed.
 dialect_failed: Final = _either(hooks(lambda d: d.failed))
 _ERRORS: Final = hooks(lambda d: d.error)
+# The model's id for the call a dispatching span records for the tool span under it (``None``: none).
+dispatched_id: Final = first(hooks(lambda d: d.dispatched_id_of))
 _EVENT_RECORDS: Final = _either(hooks(lambda d: d.event_record))
 _RESPONSES: Final = hooks(lambda d: d.responses_of)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts._dialects._record import Dialect, Requested, flattened_calls
+from toolspan.bridge.facts._dialects._record import Dialect, Requested, dispatched_call_id, flattened_calls
 from toolspan.bridge.facts._kinds import AGENT, CHAIN, LLM, RETRIEVER, TOOL
 from toolspan.bridge.model import Span
 
@@ -56,6 +56,10 @@ def _requests(attrs: Mapping[str, Any]) -> list[Requested]:
     return flattened_calls(attrs, _CALL, "function.name", "function.arguments")
 
 
+def _dispatched_id(attrs: Mapping[str, Any]) -> str | None:
+    return dispatched_call_id(attrs, sc.OI_INPUT_VALUE)
+
+
 OPENINFERENCE = Dialect(
     precedence=10,
     name="OpenInference",
@@ -67,6 +71,7 @@ OPENINFERENCE = Dialect(
     tool_input_keys=(sc.OI_INPUT_VALUE,),
     tool_output_keys=(sc.OI_OUTPUT_VALUE,),
     arguments_text_keys=(sc.OI_INPUT_VALUE,),
+    dispatched_id_of=_dispatched_id,
     agent_name_keys=(sc.OI_AGENT_NAME,),
     agent_input_keys=(sc.OI_INPUT_VALUE,),
     agent_output_keys=(sc.OI_OUTPUT_VALUE,),

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolspan import semconv as sc
-from toolspan.bridge.facts._dialects._record import Dialect, Requested, flattened_calls
+from toolspan.bridge.facts._dialects._record import Dialect, Requested, dispatched_call_id, flattened_calls
 from toolspan.bridge.facts._json import parse_json
 from toolspan.bridge.facts._kinds import AGENT, CHAIN, TOOL
 from toolspan.bridge.model import Span
@@ -92,6 +92,10 @@ def _requests(attrs: Mapping[str, Any]) -> list[Requested]:
     return flattened_calls(attrs, _CALL, "name", "arguments")
 
 
+def _dispatched_id(attrs: Mapping[str, Any]) -> str | None:
+    return dispatched_call_id(attrs, sc.TRACELOOP_ENTITY_INPUT)
+
+
 OPENLLMETRY = Dialect(
     precedence=20,
     name="OpenLLMetry",
@@ -105,6 +109,7 @@ OPENLLMETRY = Dialect(
     agent_output_keys=(sc.TRACELOOP_ENTITY_OUTPUT,),
     output_keys=(sc.TRACELOOP_ENTITY_OUTPUT,),
     tool_input_of=_tool_input,
+    dispatched_id_of=_dispatched_id,
     requests_of=_requests,
     transport_record=_transport_record,
     tool_output_of=_tool_output,

@@ -16,6 +16,7 @@ __all__ = [
     "Requested",
     "assistant",
     "chat_messages",
+    "dispatched_call_id",
     "flattened_calls",
     "int_value",
     "tool_attributes",
@@ -147,6 +148,10 @@ class Dialect:
     # server's ``[{"type": "text", "content": ...}]``), ``None`` where the value is no such wrapper (asked
     # before the shared unwrapping, which then reads what it gives).
     results_of: Callable[[Any], Any] | None = None
+    # The model's id for the call a span that dispatches a tool records in its own input (LangGraph's
+    # ``tools`` task: ``{"tool_call": {"id": ...}}``; LlamaIndex's ``call_tool`` step: ``ToolCall(...,
+    # tool_id=...)``), given the dispatching span's attributes: the id of the tool span under it.
+    dispatched_id_of: Callable[[Attrs], str | None] | None = None
 
     def marks(self, span: Span) -> bool:
         """Whether ``span`` carries one of this convention's markers (a key, or its name)."""
@@ -155,6 +160,21 @@ class Dialect:
             if key in attrs:
                 return True
         return span.name in self.span_names
+
+
+def dispatched_call_id(attrs: Attrs, key: str) -> str | None:
+    """The id of the ``tool_call`` a dispatching span's input (``key``, JSON text) holds: LangGraph's
+    ``tools`` task, ``{"tool_call": {"id": ...}}``, alone or under ``inputs``."""
+    raw = attrs.get(key)
+    if not isinstance(raw, str) or "tool_call" not in raw:
+        return None  # parsed only when it may hold a call (most spans' inputs hold none)
+    value = parse_json(raw)
+    if isinstance(value, Mapping) and isinstance(value.get("inputs"), Mapping):
+        value = value["inputs"]
+    call = value.get("tool_call") if isinstance(value, Mapping) else None
+    if isinstance(call, Mapping) and call.get("id"):
+        return str(call["id"])
+    return None
 
 
 def int_value(attrs: Attrs, *keys: str) -> int | None:
