@@ -2,7 +2,7 @@
 its tool call, its approvals, its agent, its model call and the tool calls that model call asked for.
 
 Conventions read (first match wins, in this order; each framework's convention is one module of
-``_dialects``, a ``Dialect`` record, and its place in ``DIALECTS`` is its place in this order):
+``_dialects``, a ``Dialect`` record, and its ``precedence`` is its place in this order):
 
 1. toolspan plans: ``toolspan.plan.name`` present -> ``plan``.
 2. OTel GenAI: ``gen_ai.operation.name`` = ``execute_tool`` -> ``tool``; ``invoke_agent`` / ``create_agent``
@@ -36,11 +36,12 @@ Ids follow the instrumentation contract whatever wrote the span: ``execution_id`
 ``tool.id``), else ``toolspan.tool_call_id``, else ``call_`` + span id.
 
 This package is the bridge's reading of one span, whatever wrote it; its modules: ``_kinds`` (the kinds),
-``_classify`` (roles), ``_dialects`` (one module per framework convention, ``DIALECTS`` their registry),
-``_index`` (``INDEX_KEYS``: what a store keeps to index a span unread), ``_event_content``
-(content recorded as span events or joined logs), ``_tools`` (tool calls, approvals), ``_agents`` (agents,
-plans, messages), ``_model_calls`` (a model call's model, usage and finish reason), ``_requests`` (the tool
-calls a model call asked for), ``_json`` and ``_pyliteral`` (JSON, and Python literals, held as text).
+``_classify`` (roles), ``_dialects`` (one module per framework convention; ``DIALECTS``, all of them, found,
+in the precedence each states), ``_index`` (``INDEX_KEYS``: what a store keeps to index a span unread),
+``_event_content`` (content recorded as span events or joined logs), ``_tools`` (tool calls, approvals),
+``_agents`` (agents, plans, messages), ``_model_calls`` (a model call's model, usage and finish reason),
+``_requests`` (the tool calls a model call asked for), ``_json`` and ``_pyliteral`` (JSON, and Python
+literals, held as text).
 """
 
 from __future__ import annotations
