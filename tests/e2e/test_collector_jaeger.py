@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.losses import ARRAYS, LINK_ATTRS, SUB_US, jaeger_v1, losses
+from tests.e2e.losses import ARRAYS, LINK_ATTRS, SCHEMA_URL, SUB_US, jaeger_v1, jaeger_v3, losses
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env, validate
 from tests.support.server import running_server, wait_for
 from toolspan.bridge.model import Span
@@ -119,7 +119,7 @@ def test_jaeger_yaml_ships_every_span_of_a_run_to_jaeger_unchanged(
         assert len(sent) == RUN_SPANS
         jaeger.wait_for_trace(trace_id, RUN_SPANS)
         got = read(jaeger.trace_v3(trace_id))
-        assert normal(got) == normal(sent)
+        assert normal(got) == normal([jaeger_v3(s) for s in sent])
         link = next(s for s in got if s.links).links[0]
         assert (link.trace_id, link.attributes) == (result["link_trace_id"], {"link.reason": "source"})
     finally:
@@ -157,13 +157,13 @@ def test_fanout_file_yaml_writes_the_file_and_jaeger_gives_it_back_with_only_the
         v1 = read(jaeger.trace_v1(trace_id))
     finally:
         collector.stop()
-    assert normal(v3) == normal(exported)
-    assert losses(exported, v3) == {}
+    assert normal(v3) == normal([jaeger_v3(s) for s in exported])
+    assert losses(exported, v3) == {SCHEMA_URL: len(exported)}
     assert normal(v1) == normal([jaeger_v1(s) for s in exported])
     measured = losses(exported, v1)
     # Every span's end (or start) moves below the microsecond; the search tool's two list attributes
     # become JSON text; the agent's link to the ingest trace keeps its ids but loses its attribute.
-    assert set(measured) == {SUB_US, ARRAYS, LINK_ATTRS}
+    assert set(measured) == {SUB_US, ARRAYS, LINK_ATTRS, SCHEMA_URL}
     assert (measured[ARRAYS], measured[LINK_ATTRS]) == (1, 1)
     long_value = next(s for s in v1 if s.name == "execute_tool read_file").attributes[
         "gen_ai.tool.call.result"

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.losses import jaeger_v1, losses
+from tests.e2e.losses import jaeger_v1, jaeger_v3, losses
 from tests.e2e.otel_stack import CONFIG_DIR, Collector, Jaeger, app_env
 from tests.support.server import wait_for
 from toolspan.bridge.model import Span
@@ -125,7 +125,7 @@ def check(name: str, sent: list[Span], v1: list[Span], v3: list[Span], results: 
 
         (results / f"readback-{name}.pickle").write_bytes(pickle.dumps((sent, v1, v3)))
     assert views(v3) == expected, (name, differences(expected, views(v3))[:10])
-    assert losses(sent, v3) == {}, name
+    assert losses([jaeger_v3(s) for s in sent], v3) == {}, name
     assert views(v1) == ruled, (name, differences(ruled, views(v1))[:10])
     # Measured: where API v1's views differ from the file's, every one a time below the microsecond.
     changed = differences(expected, views(v1))
