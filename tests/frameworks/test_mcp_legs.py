@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -131,16 +131,22 @@ def _can_end_in(order: list[Span]) -> bool:
     return True
 
 
-def _every_path(order: list[Span], *, live: bool = True) -> bool:
-    """``live``: the order is one a live stream can see (``_can_end_in``; each model call before the calls
-    it asked for), so the paths that link each span as it comes are checked too."""
-    assert _event_calls(_events_stream(iter(order))) == EXPECTED  # toolspan convert --to events
-    assert _event_calls(to_events(order)) == EXPECTED  # --sorted
+WHOLE_INPUT: Final = ("convert --to events", "--sorted")
+LIVE: Final = (*WHOLE_INPUT, "linked as each span is read", "a live processor")
+
+
+def _every_path(order: list[Span], *, live: bool = True) -> dict[str, Any]:
+    """The calls each path gives of ``order``, by path: those that read the whole input, and, when ``live``
+    and the order is one a live stream can see (``_can_end_in``; each model call before the calls it asked
+    for), those that link each span as it comes too."""
+    found = {
+        "convert --to events": _event_calls(_events_stream(iter(order))),
+        "--sorted": _event_calls(to_events(order)),
+    }
     if live and _can_end_in(order):
-        assert _event_calls(_stream_events(order, 0)) == EXPECTED  # linked as each span is read
-        assert _event_calls(_linker_events(order)) == EXPECTED  # a live processor
-        return True
-    return False
+        found["linked as each span is read"] = _event_calls(_stream_events(order, 0))
+        found["a live processor"] = _event_calls(_linker_events(order))
+    return found
 
 
 def test_the_run_holds_each_call_four_times() -> None:
@@ -174,10 +180,12 @@ def test_every_arrival_order_of_one_calls_records(call: int) -> None:
     records = _records(SDK_CALLS[call])
     at = min(RUN.index(r) for r in records)
     rest = [s for s in RUN if s not in records]
-    live = sum(_every_path(rest[:at] + list(perm) + rest[at:]) for perm in itertools.permutations(records))
+    found = [_every_path(rest[:at] + list(perm) + rest[at:]) for perm in itertools.permutations(records)]
+    # Each path, in every order, gives exactly the calls that ran.
+    assert all(calls == EXPECTED for paths in found for calls in paths.values())
     # Those a live stream can see: the MCP client's span before the SDK's (inside it, same process), the
     # server's span of the call before its mcp.server span; the rest in any order: 5! / (2 * 2).
-    assert live == 30
+    assert sum(tuple(paths) == LIVE for paths in found) == 30
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -185,14 +193,16 @@ def test_every_arrival_order_of_one_calls_records(call: int) -> None:
 def test_any_arrival_order_of_the_legs(order: list[Span]) -> None:
     """The MCP client's and server's records anywhere (the rest of the run in its order): every path."""
     others = iter(s for s in RUN if s not in LEGS)
-    _every_path([s if s in LEGS else next(others) for s in order])
+    found = _every_path([s if s in LEGS else next(others) for s in order])
+    assert set(WHOLE_INPUT) <= set(found)
+    assert all(calls == EXPECTED for calls in found.values()), found
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.permutations(RUN))
 def test_any_arrival_order_of_the_run(order: list[Span]) -> None:
     """Every span anywhere: the paths that read the whole input (or a read-ahead as long)."""
-    _every_path(list(order), live=False)
+    assert _every_path(list(order), live=False) == dict.fromkeys(WHOLE_INPUT, EXPECTED)
 
 
 def _retraced(spans: list[Span], n: int) -> list[Span]:
