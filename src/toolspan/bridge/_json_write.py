@@ -106,26 +106,41 @@ def _json_ready(value: Any) -> Any:
 
 # Where orjson's text of a float is not ``repr``'s: below 1e-4, ``0.0000...`` or an exponent of one digit.
 _SMALL: Final = b".0000"
-_EXPONENT: Final = b"e-"
+_EXPONENT: Final = re.compile(rb"e-[0-9](?![0-9])")
 _DIFFERENT_FLOAT: Final = re.compile(rb"-?(?:0\.0000|[0-9]+(?:\.[0-9]+)?e-[0-9](?:[,\]}]|$))")
 _NUMBER_BYTES: Final = frozenset(b"0123456789.-")
 _LONGEST_FLOAT: Final = 32  # bytes of orjson's text of a float (``-1.2345678901234567e-308``), and more
 _VALUE_STARTS: Final = frozenset(b",:[")
+# Past this many places to look at, the standard library writes the document (a bound on the search).
+_MAX_CANDIDATES: Final = 64
+
+
+def _float_at(data: bytes, at: int) -> bool:
+    """Whether the number around ``at`` (a mark found inside it) is a float orjson writes otherwise."""
+    start, floor = at, max(0, at - _LONGEST_FLOAT)
+    while start > floor and data[start - 1] in _NUMBER_BYTES:
+        start -= 1
+    return (start == 0 or data[start - 1] in _VALUE_STARTS) and _DIFFERENT_FLOAT.match(
+        data, start
+    ) is not None
 
 
 def _floats_differ(data: bytes) -> bool:
-    """Whether orjson's compact ``data`` holds a float whose text is not Python's ``repr`` of it. A float
-    starts after ``,``, ``:`` or ``[`` (or at the start); the same text inside a string (rare) answers
-    ``True`` too, which only costs the standard library's slower, identical encoding."""
-    for mark in (_SMALL, _EXPONENT):
-        at = data.find(mark)
-        while at >= 0:
-            start, floor = at, max(0, at - _LONGEST_FLOAT)
-            while start > floor and data[start - 1] in _NUMBER_BYTES:
-                start -= 1
-            if (start == 0 or data[start - 1] in _VALUE_STARTS) and _DIFFERENT_FLOAT.match(data, start):
-                return True
-            at = data.find(mark, at + 1)
+    """Whether orjson's compact ``data`` holds a float whose text is not Python's ``repr`` of it (or more
+    than ``_MAX_CANDIDATES`` places that look like one). A float starts after ``,``, ``:`` or ``[`` (or at
+    the start); the same text inside a string (rare) answers ``True`` too, which only costs the standard
+    library's slower, identical encoding."""
+    seen = 0
+    at = data.find(_SMALL)
+    while at >= 0:
+        seen += 1
+        if seen > _MAX_CANDIDATES or _float_at(data, at):
+            return True
+        at = data.find(_SMALL, at + 1)
+    for found in _EXPONENT.finditer(data):
+        seen += 1
+        if seen > _MAX_CANDIDATES or _float_at(data, found.start()):
+            return True
     return False
 
 
