@@ -368,7 +368,12 @@ def _applied(call: ToolCallRecord, match: _Request | None, args: Any, known_id: 
         changes["input"] = args
     else:
         changes["edit"] = dataclasses.replace(call.edit, model_input=args)
-    return dataclasses.replace(call, **changes)
+    return ToolCallRecord(*[changes[f] if f in changes else getattr(call, f) for f in _CALL_FIELDS])
+
+
+# ``ToolCallRecord``'s fields in order (``_applied`` copies a record without ``dataclasses.replace``'s look-up
+# of them, once per call of a trace).
+_CALL_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCallRecord) if f.init)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

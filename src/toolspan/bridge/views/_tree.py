@@ -157,10 +157,10 @@ class _TraceDoc:
                 events.append((self.last_end, "job_failed", end))
             else:
                 events.append((self.last_end, "job_completed", {"goal": goal, "parent_span_id": "root"}))
-        timeline = [
-            {"type": etype, "created_at": iso(time_ns), "payload": {**payload, "step_index": step}}
-            for step, (time_ns, etype, payload) in enumerate(events, start=1)
-        ]
+        timeline = []
+        for step, (time_ns, etype, payload) in enumerate(events, start=1):
+            payload["step_index"] = step  # each payload is the event's own dict, made above
+            timeline.append({"type": etype, "created_at": iso(time_ns), "payload": payload})
         return timeline, step_of
 
     def node(self, i: int, step: int, duplicate: bool) -> dict[str, Any]:
