@@ -461,7 +461,7 @@ def figures(results: dict[str, list[dict[str, Any]]], big_calls: int) -> list[di
     # rendering kept yet); the reads after it are served from the one kept.
     t_path, j_path = ts[0]["query_1k"]["tree"]["path"], jg[0]["query_1k"]["v3"]["path"]
     row(
-        f"1k-span trace as JSON, first read after the ingest (ms): `{t_path}` vs `{j_path}`",
+        f"1k-span trace as JSON, first read (ms): `{t_path}` vs `{j_path}`",
         [r["query_1k"]["tree"]["ms"][0] for r in ts],
         [r["query_1k"]["v3"]["ms"][0] for r in jg],
         [r["query_1k"]["tree"]["load"][0] for r in ts] + [r["query_1k"]["v3"]["load"][0] for r in jg],

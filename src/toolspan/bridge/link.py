@@ -314,6 +314,8 @@ class RequestIndex:
         but left for a later call."""
         args, known_id = _call_facts(call, dispatched)
         span = call.span
+        if not self._requests and not self._unrecorded:  # a trace with no model call's requests
+            return self.answered(call, _applied(call, None, args, known_id)), None
         agent = self._agents(span.span_id)[0]
         scopes: dict[str, list[str | None]] = {}
         candidates = []
@@ -451,9 +453,12 @@ def link_tool_calls(
         if error is not None:
             errors.setdefault(outer, (error, state))
     out: dict[int, ToolCallRecord] = {}
+    dispatched: dict[int, str | None] = {}  # by parent: the calls of one agent share theirs
     for i in sorted((i for i, k in enumerate(kinds) if k == TOOL), key=lambda i: (spans[i].start_ns, i)):
         p = parent[i]
-        call = index.link(tool_call(spans[i]), None if p is None else dispatch_id(spans[p]))
+        if p is not None and p not in dispatched:
+            dispatched[p] = dispatch_id(spans[p])
+        call = index.link(tool_call(spans[i]), None if p is None else dispatched[p])
         out[i] = _with_leg_error(call, errors.get(i))
     return out
 
