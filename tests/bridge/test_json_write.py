@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.support import corpus
 from toolspan.bridge import dumps_document, to_otlp_json
-from toolspan.bridge._json_write import dumps_function
+from toolspan.bridge._json_write import _writes_alike, dumps_function
 from toolspan.bridge.views.registry import VIEWS
 
 orjson = pytest.importorskip("orjson")
@@ -112,3 +112,25 @@ def test_non_finite_floats_and_what_orjson_refuses_give_the_same_bytes(
         "subclass": "t",
         "tuple": [1, 2.5],
     }
+
+
+def test_the_installed_orjson_writes_the_probes_alike_and_one_that_writes_otherwise_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _writes_alike(orjson)
+
+    class ExponentsWithoutSign:
+        """orjson writing ``1e16`` where ``repr`` writes ``1e+16`` (as a writer on the Ryu algorithm can)."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(orjson, name)
+
+        @staticmethod
+        def dumps(value: Any, option: int = 0) -> bytes:
+            return bytes(orjson.dumps(value, option=option)).replace(b"e+", b"e")
+
+    other = ExponentsWithoutSign()
+    assert not _writes_alike(other)  # type: ignore[arg-type]
+    monkeypatch.setattr("toolspan.bridge._json_write.orjson_module", lambda: other)
+    assert dumps_document({"x": 1e16}) == b'{"x":1e+16}'
+    assert dumps_function()([1e16]) == b"[1e+16]"

@@ -18,6 +18,7 @@ as its JSON escape (``"\\ud800"``), an integer too long for decimal text as its 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -158,7 +159,7 @@ def dumps_document(value: Any, indent: int | None = None) -> bytes:
     """One JSON document as strict UTF-8 JSON: compact, or indented by ``indent`` spaces; the same bytes
     with orjson as with the standard library (see the module's docstring)."""
     fast = orjson_module() if indent is None else None
-    if fast is not None:
+    if fast is not None and _writes_alike(fast):
         try:
             data: bytes = fast.dumps(value, option=_options(fast))
         except TypeError:  # a lone surrogate, an integer beyond 64 bits, a non-string key, a subclass, ...
@@ -167,6 +168,31 @@ def dumps_document(value: Any, indent: int | None = None) -> bytes:
             if not _floats_differ(data):
                 return data
     return _stdlib_document(value, indent)
+
+
+# What the installed orjson is checked on once: floats either side of every change of form, every character
+# the standard library escapes or leaves (ensure_ascii=False), nesting and the other scalars.
+_PROBES: Final = (
+    *(0.0, -0.0, 0.1, 1.5, 1e-4, 1e-5, 1.5e-5, 1e-6, 2.5e-7, 1e-10, 5e-324, 2.2250738585072014e-308),
+    *(1e15, 999999999999999.9, 1e16, 1.2345678901234568e17, 1e21, 1e22, 1.5e300, 1.7976931348623157e308),
+    *(-1e16, -2.5e-7, 12345.678, 1 / 3, 2**63 - 1, -(2**63), 2**64 - 1, True, False, None),
+    "".join(map(chr, range(0x21))) + '"\\\x7f\u2028\u2029\u00e9\u20ac\U0001f600',
+    {"a": [[], {}, [1]]},
+)
+
+
+@functools.cache
+def _writes_alike(fast: ModuleType) -> bool:
+    """Whether this orjson writes the probes as the standard library does, each float that differs found
+    by ``_floats_differ`` (an orjson release that writes any otherwise is not used)."""
+    for probe in _PROBES:
+        try:
+            data = fast.dumps([probe, {"k": probe}], option=_options(fast))
+        except TypeError:
+            return False
+        if data != _stdlib_document([probe, {"k": probe}], None) and not _floats_differ(data):
+            return False
+    return True
 
 
 def _options(fast: ModuleType) -> int:
@@ -215,6 +241,8 @@ def dumps_function() -> Dumps:
     text = _stdlib_text_dumps()
     fast = orjson_module()
     if fast is None:
+        return lambda value: text(value).encode("utf-8", "backslashreplace")
+    if not _writes_alike(fast):
         return lambda value: text(value).encode("utf-8", "backslashreplace")
     fast_dumps, options = fast.dumps, _options(fast)
 
