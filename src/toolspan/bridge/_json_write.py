@@ -106,7 +106,7 @@ def _json_ready(value: Any) -> Any:
 
 
 # Where orjson's text of a float is not ``repr``'s: below 1e-4, ``0.0000...`` or an exponent of one digit.
-_SMALL: Final = b".0000"
+_SMALL: Final = re.compile(rb"\.0000")
 _EXPONENT: Final = re.compile(rb"e-[0-9](?![0-9])")
 _DIFFERENT_FLOAT: Final = re.compile(rb"-?(?:0\.0000|[0-9]+(?:\.[0-9]+)?e-[0-9](?:[,\]}]|$))")
 _NUMBER_BYTES: Final = frozenset(b"0123456789.-")
@@ -132,16 +132,11 @@ def _floats_differ(data: bytes) -> bool:
     the start); the same text inside a string (rare) answers ``True`` too, which only costs the standard
     library's slower, identical encoding."""
     seen = 0
-    at = data.find(_SMALL)
-    while at >= 0:
-        seen += 1
-        if seen > _MAX_CANDIDATES or _float_at(data, at):
-            return True
-        at = data.find(_SMALL, at + 1)
-    for found in _EXPONENT.finditer(data):
-        seen += 1
-        if seen > _MAX_CANDIDATES or _float_at(data, found.start()):
-            return True
+    for mark in (_SMALL, _EXPONENT):
+        for found in mark.finditer(data):
+            seen += 1
+            if seen > _MAX_CANDIDATES or _float_at(data, found.start()):
+                return True
     return False
 
 
