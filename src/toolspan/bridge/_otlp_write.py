@@ -22,6 +22,7 @@ __all__ = ["to_otlp_json"]
 
 _KIND_NUMBERS: Final = {name: number for number, name in enumerate(SPAN_KINDS)}
 _STATUS_NUMBERS: Final = {name: number for number, name in enumerate(STATUS_CODES)}
+_NO_RESOURCE: Final = object()
 
 
 def _any(value: Any) -> dict[str, Any]:
@@ -56,7 +57,19 @@ def _any(value: Any) -> dict[str, Any]:
 
 
 def _attributes(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": _any(v)} for k, v in attrs.items()]
+    out = []
+    for k, v in attrs.items():
+        t = type(v)  # the common scalars here, the rest (and their subclasses) by ``_any``
+        if t is str:
+            value: dict[str, Any] = {"stringValue": v}
+        elif t is int:
+            value = {"intValue": str(v)}
+        elif t is bool:
+            value = {"boolValue": v}
+        else:
+            value = _any(v)
+        out.append({"key": k, "value": value})
+    return out
 
 
 def _span(span: Span) -> dict[str, Any]:
@@ -99,8 +112,12 @@ def to_otlp_json(spans: Iterable[Span]) -> dict[str, Any]:
     """The OTLP JSON ``ExportTraceServiceRequest`` holding ``spans``, in their order (see the module doc)."""
     blocks: list[dict[str, Any]] = []
     by_resource: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
+    last_resource: object = _NO_RESOURCE
+    key = ""
     for span in spans:
-        key = json.dumps(span.resource, sort_keys=True, ensure_ascii=False, default=repr)
+        if span.resource is not last_resource:  # spans of one request or one stored header share the dict
+            last_resource = span.resource
+            key = json.dumps(span.resource, sort_keys=True, ensure_ascii=False, default=repr)
         scopes = by_resource.get(key)
         if scopes is None:
             scopes = by_resource[key] = {}

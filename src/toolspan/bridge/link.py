@@ -314,6 +314,8 @@ class RequestIndex:
         but left for a later call."""
         args, known_id = _call_facts(call, dispatched)
         span = call.span
+        if not self._requests and not self._unrecorded:  # a trace with no model call's requests
+            return self.answered(call, _applied(call, None, args, known_id)), None
         agent = self._agents(span.span_id)[0]
         scopes: dict[str, list[str | None]] = {}
         candidates = []
@@ -368,7 +370,12 @@ def _applied(call: ToolCallRecord, match: _Request | None, args: Any, known_id: 
         changes["input"] = args
     else:
         changes["edit"] = dataclasses.replace(call.edit, model_input=args)
-    return dataclasses.replace(call, **changes)
+    return ToolCallRecord(*[changes[f] if f in changes else getattr(call, f) for f in _CALL_FIELDS])
+
+
+# ``ToolCallRecord``'s fields in order (``_applied`` copies a record without ``dataclasses.replace``'s look-up
+# of them, once per call of a trace).
+_CALL_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCallRecord) if f.init)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -446,9 +453,12 @@ def link_tool_calls(
         if error is not None:
             errors.setdefault(outer, (error, state))
     out: dict[int, ToolCallRecord] = {}
+    dispatched: dict[int, str | None] = {}  # by parent: the calls of one agent share theirs
     for i in sorted((i for i, k in enumerate(kinds) if k == TOOL), key=lambda i: (spans[i].start_ns, i)):
         p = parent[i]
-        call = index.link(tool_call(spans[i]), None if p is None else dispatch_id(spans[p]))
+        if p is not None and p not in dispatched:
+            dispatched[p] = dispatch_id(spans[p])
+        call = index.link(tool_call(spans[i]), None if p is None else dispatched[p])
         out[i] = _with_leg_error(call, errors.get(i))
     return out
 

@@ -48,7 +48,17 @@ def _value(v: Any) -> Any:
 
 def attributes(items: Any) -> dict[str, Any]:
     """A protobuf ``KeyValue`` list as a dict of plain values."""
-    return {kv.key: _value(kv.value) for kv in items}
+    out = {}
+    for kv in items:
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which == "string_value":  # most attributes: read here, without ``_value``'s call
+            out[kv.key] = value.string_value
+        elif which == "int_value":
+            out[kv.key] = value.int_value
+        else:
+            out[kv.key] = _value(value)
+    return out
 
 
 _attrs = attributes

@@ -79,21 +79,28 @@ class _TraceDoc:
         self.first_start = min((s.start_ns for s in trace), default=0)
         self.all_ended = bool(trace) and all(s.end_ns is not None for s in trace)
         self.last_end = max((s.end_ns or 0 for s in trace), default=self.first_start)
+        self._node_ids: dict[int, str | None] = {}
 
     def parent_ref(self, i: int) -> str:
         p = self.index.parent[i]
         return "root" if p is None else self.trace[p].span_id
 
     def node_id(self, i: int) -> str | None:
+        """The span id of node ``i``, or of the closest node above tool ``i``; ``None`` otherwise (each
+        found once: a tool's is read by its events and its tree node)."""
+        if i in self._node_ids:
+            return self._node_ids[i]
         types, parent = self.types, self.index.parent
+        node_id = None
         if types[i] == "node":
-            return self.trace[i].span_id
-        if types[i] == "tool":
+            node_id = self.trace[i].span_id
+        elif types[i] == "tool":
             p = parent[i]
             while p is not None and types[p] != "node":
                 p = parent[p]
-            return None if p is None else self.trace[p].span_id
-        return None
+            node_id = None if p is None else self.trace[p].span_id
+        self._node_ids[i] = node_id
+        return node_id
 
     def tool_ids(self, i: int) -> dict[str, Any]:
         tc = self.calls[i]
@@ -157,10 +164,10 @@ class _TraceDoc:
                 events.append((self.last_end, "job_failed", end))
             else:
                 events.append((self.last_end, "job_completed", {"goal": goal, "parent_span_id": "root"}))
-        timeline = [
-            {"type": etype, "created_at": iso(time_ns), "payload": {**payload, "step_index": step}}
-            for step, (time_ns, etype, payload) in enumerate(events, start=1)
-        ]
+        timeline = []
+        for step, (time_ns, etype, payload) in enumerate(events, start=1):
+            payload["step_index"] = step  # each payload is the event's own dict, made above
+            timeline.append({"type": etype, "created_at": iso(time_ns), "payload": payload})
         return timeline, step_of
 
     def node(self, i: int, step: int, duplicate: bool) -> dict[str, Any]:
