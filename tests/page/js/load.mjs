@@ -11,7 +11,7 @@ export function load(files, names) {
 }
 
 export const page = load(["format.js", "model.js"], [
-  "ROW", "LABEL_MAX", "clip", "fmtUs", "stepsText", "countText", "pickerText", "metaText",
+  "ROW", "LABEL_MAX", "clip", "fmtUs", "stepsText", "countText", "loadingText", "pickerText", "metaText",
   "EMPTY_PAGE", "shapeOf", "visibleTree", "haystackOf", "stepMatches", "idIndex", "toolNames", "scaleUs", "marks",
 ]);
 

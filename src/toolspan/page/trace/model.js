@@ -20,7 +20,7 @@
  * @typedef {{
  *   trace_id: string, title: string, start_time?: string | null, start_ms?: number, duration_us: number,
  *   live?: boolean, conversation_id?: string | null, counts?: Record<string, number>, steps: Step[],
- *   audit?: Audit, conversation?: Turn[]
+ *   audit?: Audit, conversation?: Turn[], partial?: true
  * }} PageDoc
  * @typedef {{key: string, after: string | null, step: KeyedStep}} AddedStep
  * @typedef {{key: string, set: Partial<KeyedStep>, unset: string[]}} ChangedStep
