@@ -12,7 +12,7 @@ export function load(files, names) {
 
 export const page = load(["format.js", "model.js"], [
   "ROW", "LABEL_MAX", "clip", "fmtUs", "stepsText", "countText", "loadingText", "pickerText", "metaText",
-  "EMPTY_PAGE", "shapeOf", "visibleTree", "haystackOf", "stepMatches", "idIndex", "toolNames", "scaleUs", "marks",
+  "EMPTY_PAGE", "shapeOf", "visibleTree", "haystackOf", "stepMatches", "idIndex", "findStep", "toolNames", "scaleUs", "marks",
 ]);
 
 // A step of a page document with the fields every step has (schema "page"), and these.

@@ -14,7 +14,7 @@ function setData(data, keep) {
   // The collapsed steps by span id: a step inserted before them moves their index.
   const shutIds = keep ? Array.from(collapsed, (k) => (steps[k] ? steps[k].id : "")) : [];
   pages = Array.isArray(data) ? data : [data];
-  byId = idIndex(pages);
+  byId = null; // made again when first asked (whereIs)
   const picker = field("trace");
   picker.textContent = "";
   pages.forEach((p, i) => {
@@ -28,13 +28,13 @@ function setData(data, keep) {
   if (keep) {
     /** @type {Set<number>} */
     const shut = new Set();
-    shutIds.forEach((id) => { const at = byId.get(id); if (at && at[0] === t) shut.add(at[1]); });
+    shutIds.forEach((id) => { const at = whereIs(id); if (at && at[0] === t) shut.add(at[1]); });
     collapsed = shut;
-    const at = keepId ? byId.get(keepId) : undefined;
+    const at = keepId ? findStep(pages, keepId) : undefined;
     sel = at && at[0] === t ? at[1] : -1; // the selection by span id too, before anything is drawn
   }
   showTrace(t, keep);
-  const kept = keepId ? byId.get(keepId) : undefined;
+  const kept = keepId ? findStep(pages, keepId) : undefined;
   if (kept) select(kept[1], false);
   autoSelect();
 }

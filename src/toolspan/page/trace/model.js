@@ -142,6 +142,21 @@ function idIndex(docs) {
 }
 
 /**
+ * Where the first step with this span or execution id is, [page, step], as idIndex finds it, without an
+ * index (one id: one pass).
+ * @param {PageDoc[]} docs
+ * @param {string} id
+ * @returns {[number, number] | undefined}
+ */
+function findStep(docs, id) {
+  for (let pi = 0; pi < docs.length; pi++) {
+    const list = docs[pi].steps;
+    for (let si = 0; si < list.length; si++) if (list[si].id === id || list[si].execution_id === id) return [pi, si];
+  }
+  return undefined;
+}
+
+/**
  * The names of a trace's tools, sorted (at most 500, for the tool filter).
  * @param {Step[]} list
  * @returns {string[]}
@@ -311,5 +326,16 @@ let sel = -1;
 let hay = null;
 /** @type {Filter} */
 const filter = { text: "", states: new Set(), tool: "", flagged: false };
-/** @type {Map<string, [number, number]>} span id / execution id -> [page, step] */
-let byId = new Map();
+/** @type {Map<string, [number, number]> | null} span id / execution id -> [page, step]: made when first
+ * asked (whereIs), not for every document the page is given (a run of 100,000 steps has 200,000 ids) */
+let byId = null;
+
+/**
+ * Where the step with this span or execution id is, [page, step] (idIndex's, made on first use).
+ * @param {string} id
+ * @returns {[number, number] | undefined}
+ */
+function whereIs(id) {
+  if (!byId) byId = idIndex(pages);
+  return byId.get(id);
+}
