@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
@@ -47,8 +47,8 @@ from toolspan.server._streams.page import PageVersion, page_chunks, page_tag, va
 __all__ = ["home", "inbox", "page_stream", "trace_data", "trace_list", "trace_page"]
 
 
-# A stored trace of more spans than this is served with its first screen of this many steps first (a window
-# of rows is about 50): its whole document follows on the page stream.
+# A stored trace of more spans than this is served with its first screen of this many steps first (a screen
+# shows about 40 rows): its whole document follows on the page stream.
 HEAD_STEPS: Final = 100
 # What the top bar of every page asks: what the tab's token may do, how many calls wait for a decision.
 _WHOAMI: Final = "/api/whoami"
@@ -104,7 +104,13 @@ def _head_page_html(state: ServerState, trace_id: str, control: bool) -> str | N
     return _live_page_html(trace_id, head, None, control, fetch_first=False)
 
 
-def _live_page_html(trace_id: str, data: Any, version: str | None, control: bool, fetch_first: bool) -> str:
+def _live_page_html(
+    trace_id: str,
+    data: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    version: str | None,
+    control: bool,
+    fetch_first: bool,
+) -> str:
     """The live trace page of ``trace_id`` showing ``data`` (``version``: its tag)."""
     live = LiveOptions(
         stream_url=f"/api/traces/{trace_id}/stream",
