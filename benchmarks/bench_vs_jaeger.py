@@ -363,7 +363,7 @@ def page_load(browser: Any, side: Side, trace_id: str, name: str) -> dict[str, A
         page = context.new_page()
         page.add_init_script(f"({ROWS_SEEN})({json.dumps(side.row_selector)})")
         page.goto(side.page(trace_id))
-        page.wait_for_function("window.__rows && window.__rows.frame !== undefined", timeout=120_000)
+        page.wait_for_function("() => window.__rows && window.__rows.frame !== undefined", timeout=120_000)
         rows = page.evaluate("window.__rows")
         shown = page.locator(side.row_selector).filter(has_text=name).count()
         if shown == 0:

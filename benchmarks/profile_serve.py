@@ -338,7 +338,7 @@ def page_phases(run_big: list[bytes], spans: int, work: Path) -> dict[str, Any]:
             cdp.send("Profiler.start")
             page.goto(f"{server.url}/traces/{TRACE_BIG}")
             page.wait_for_function(
-                "performance.getEntriesByName('toolspan-frame').length > 0", timeout=120_000
+                "() => performance.getEntriesByName('toolspan-frame').length > 0", timeout=120_000
             )
             profile = cdp.send("Profiler.stop")["profile"]
             timings = page.evaluate(TIMINGS)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.bridge_data import (
     MS,
@@ -27,6 +28,7 @@ from tests.support.bridge_data import (
 from toolspan import semconv as sc
 from toolspan.bridge.model import SpanEvent
 from toolspan.bridge.views import SCHEMA_VERSION, to_page, to_pages
+from toolspan.bridge.views.internal import page_head
 
 
 def _by_label(page: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -314,3 +316,53 @@ def test_approvals_say_who_decided_when_recorded() -> None:
         {"t_us": 1000, "decision": None, "note": None, "wait_us": None},
         {"t_us": 3000, "decision": "deny", "note": "no", "wait_us": 2000, "by": "policy"},
     ]
+
+
+# What only the whole trace says of a step: a first screen (``page_head``) leaves it out.
+_WHOLE_TRACE_FLAGS = ("critical", "orphan", "cycle", "subplans", "from")
+
+
+def _stored(spans: list[Any]) -> list[Any]:
+    """The records of one trace as a store holds them (one per span id), in start order (the store's)."""
+    kept = {s.span_id: s for s in spans if s.trace_id == TRACE_1}
+    return sorted(kept.values(), key=lambda s: (s.start_ns, s.span_id))
+
+
+@settings(max_examples=100, deadline=None)
+@given(span_forests(), st.integers(min_value=1, max_value=20))
+def test_a_first_screen_is_the_first_steps_of_the_whole_page(data: tuple[list[Any], int], cut: int) -> None:
+    """``page_head`` of a trace's first records gives the whole document's first steps, each with the fields
+    its own span gives (a parent among those records at the same index), and leaves out what only the
+    whole trace says; in any order of its input."""
+    records = _stored(data[0])
+    if not records:
+        return
+    whole = to_page(records, live=True)
+    first = records[:cut]
+    # The trace's last recorded time (an end before its start counts as the start), as its summary holds it.
+    last = max(max(s.start_ns, s.end_ns or 0) for s in records)
+    head = page_head(first, live=True, end_ns=last)
+    shuffled = list(first)
+    random.Random(3).shuffle(shuffled)
+    assert page_head(shuffled, live=True, end_ns=last) == head
+    validate("page", head)
+    assert head["partial"] is True
+    assert (head["counts"], head["conversation_id"], head["conversation"]) == ({}, None, [])
+    assert head["duration_us"] == whole["duration_us"]
+    assert len(head["steps"]) == len(first)
+    for i, (shown, step) in enumerate(zip(head["steps"], whole["steps"], strict=False)):
+        expected = {k: v for k, v in step.items() if k not in _WHOLE_TRACE_FLAGS}
+        # A parent that starts after its child is not among the first records yet: no parent so far.
+        p = step["parent"]
+        expected["parent"] = p if p is None or p < len(first) else None
+        assert shown == expected, i
+        assert not set(_WHOLE_TRACE_FLAGS) & set(shown)
+
+
+def test_page_head_takes_the_first_records_of_one_trace_only() -> None:
+    with pytest.raises(ValueError, match="2 traces"):
+        page_head([span(1, None, "a", 0, 1, {}), span(2, None, "b", 0, 1, {}, trace=TRACE_2)])
+    empty = page_head([])
+    validate("page", empty)
+    assert empty["steps"] == []
+    assert empty["partial"] is True

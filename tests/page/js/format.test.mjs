@@ -44,3 +44,11 @@ test("the picker and the line under the title name the trace, when, how long, ho
   assert.equal(metaText(doc, true, 2.5e6), "2026-01-02 03:04:05 UTC \u00b7 2.50s so far \u00b7 2 steps \u00b7 trace ab");
   assert.equal(metaText({ ...doc, start_ms: 0, steps: [] }, false, 0), "1.5ms \u00b7 0 steps \u00b7 trace ab");
 });
+
+test("a first screen says it holds the first steps and that the rest and the run's length are loading", () => {
+  assert.equal(page.loadingText(200, 200), "the first 200 steps, loading the rest\u2026");
+  assert.equal(page.loadingText(3, 200), "3 of the first 200 steps, loading the rest\u2026");
+  const first = { trace_id: "ab", title: "t", start_ms: 0, duration_us: 5e6, steps: [step("1", null)], partial: /** @type {true} */ (true) };
+  assert.equal(metaText(first, false, 0), "loading the whole run\u2026 \u00b7 trace ab");
+  assert.equal(metaText({ ...first, partial: undefined }, false, 0), "5.00s \u00b7 1 step \u00b7 trace ab");
+});

@@ -11,8 +11,8 @@ export function load(files, names) {
 }
 
 export const page = load(["format.js", "model.js"], [
-  "ROW", "LABEL_MAX", "clip", "fmtUs", "stepsText", "countText", "pickerText", "metaText",
-  "EMPTY_PAGE", "shapeOf", "visibleTree", "haystackOf", "stepMatches", "idIndex", "toolNames", "scaleUs", "marks",
+  "ROW", "LABEL_MAX", "clip", "fmtUs", "stepsText", "countText", "loadingText", "pickerText", "metaText",
+  "EMPTY_PAGE", "shapeOf", "visibleTree", "haystackOf", "stepMatches", "idIndex", "findStep", "toolNames", "scaleUs", "marks",
 ]);
 
 // A step of a page document with the fields every step has (schema "page"), and these.

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { page, step } from "./load.mjs";
 
-const { shapeOf, visibleTree, haystackOf, stepMatches, idIndex, toolNames, scaleUs, marks } = page;
+const { shapeOf, visibleTree, haystackOf, stepMatches, idIndex, findStep, toolNames, scaleUs, marks } = page;
 
 // agent(0) > plan(1) > tools 2 and 3; tool 4 under the agent; step 5 names a parent out of range: a root.
 const STEPS = [
@@ -75,6 +75,15 @@ test("idIndex finds steps by span id and execution id across traces, the first o
   assert.deepEqual(index.get("t0"), [1, 0]);
   assert.deepEqual(index.get("s0"), [0, 0]);
   assert.equal(index.get("nope"), undefined);
+});
+
+test("findStep finds the step idIndex finds, for every id and for none", () => {
+  const docs = [{ steps: STEPS }, { steps: [step("t0", null, { execution_id: "exec_4" }), step("s0", null, { execution_id: "s4" })] }];
+  const index = idIndex(docs);
+  const ids = ["nope", ...docs.flatMap((d) => d.steps.flatMap((s) => [s.id, s.execution_id || "nope"]))];
+  for (const id of ids) assert.deepEqual(findStep(docs, id), index.get(id), id);
+  assert.deepEqual(findStep(docs, "s4"), [0, 4]);
+  assert.equal(findStep(docs, "nope"), undefined);
 });
 
 test("toolNames lists the tools' names once each, sorted, and nothing else", () => {

@@ -36,6 +36,15 @@ spans of one trace. Schema ``page``. A document:
   for ``tool_call`` / ``tool_result``), else ``[]``.
 
 Deterministic: the same spans in any order give the same documents.
+
+``page_head(spans, live=False, end_ns=None)``: the first screen of a long trace's page, before its whole
+document is built: the page document of ``spans``, the first records of one trace in start order (as a store
+holds them: one record per span), with ``partial: true``. Its steps are the first steps of the whole document,
+each with the fields its own span gives; what only the whole trace says is left out: ``counts`` is ``{}``,
+``conversation_id`` ``null``, ``conversation`` ``[]``, and no step has ``critical``, ``orphan``, ``cycle``,
+``subplans`` or ``from`` (a parent not among ``spans`` is ``null``); ``duration_us`` runs to ``end_ns`` (the
+trace's last recorded time, when known) or the last time of ``spans``. The page shows it marked as loading
+until the whole document replaces it.
 """
 
 from __future__ import annotations
@@ -72,7 +81,7 @@ from toolspan.bridge.views._common import SCHEMA_VERSION, TraceIndex, group_trac
 from toolspan.bridge.views._names import run_name
 from toolspan.bridge.views._timeline import trace_items
 
-__all__ = ["to_page", "to_pages"]
+__all__ = ["page_head", "to_page", "to_pages"]
 
 TRUNCATION_MARK: Final = "...[truncated"
 _STATES: Final = (
@@ -354,7 +363,8 @@ def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str
     return step
 
 
-def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
+def _trace_page(trace: Sequence[Span], live: bool, whole: bool = True) -> dict[str, Any]:
+    """The page document of one trace (``whole=False``: its conversation not read, ``page_head``'s)."""
     index = TraceIndex(trace)
     dup = duplicate_flags(trace)
     t0 = min((s.start_ns for s in trace), default=0)
@@ -391,7 +401,9 @@ def _trace_page(trace: Sequence[Span], live: bool) -> dict[str, Any]:
         "conversation_id": conversation_id,
         "counts": {k: v for k, v in counts.items() if v},
         "steps": steps,
-        "conversation": [] if conversation_id is None else _conversation(trace, index, by_exec, start_ms),
+        "conversation": []
+        if conversation_id is None or not whole
+        else _conversation(trace, index, by_exec, start_ms),
     }
 
 
@@ -433,3 +445,27 @@ def to_page(spans: Iterable[Span], live: bool = False) -> dict[str, Any]:
     if len(pages) > 1:
         raise ValueError(f"to_page got {len(pages)} traces; use to_pages for several traces")
     return pages[0] if pages else _trace_page([], live)
+
+
+# What only the whole trace says of a step: left out of the first screen (``page_head``).
+_WHOLE_TRACE_FLAGS: Final = ("critical", "orphan", "cycle", "subplans", "from")
+
+
+def page_head(spans: Iterable[Span], live: bool = False, end_ns: int | None = None) -> dict[str, Any]:
+    """The first screen of one trace's page (see the module doc): ``spans`` are its first records by start."""
+    traces = group_traces(coalesce(spans))
+    if len(traces) > 1:
+        raise ValueError(f"page_head got {len(traces)} traces; it shows the first records of one trace")
+    trace = traces[0] if traces else []
+    page = _trace_page(trace, live, whole=False)
+    for step in page["steps"]:
+        for flag in _WHOLE_TRACE_FLAGS:
+            step.pop(flag, None)
+    if trace and end_ns is not None:
+        t0 = trace[0].start_ns
+        page["duration_us"] = max(page["duration_us"], _us(end_ns, t0))
+    page["counts"] = {}
+    page["conversation_id"] = None
+    page["conversation"] = []
+    page["partial"] = True
+    return page

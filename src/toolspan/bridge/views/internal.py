@@ -9,6 +9,7 @@ from __future__ import annotations
 from toolspan.bridge.views._agui import ag_ui_run_events
 from toolspan.bridge.views._aisdk import AI_SDK_HEADER, ai_sdk_run_chunks
 from toolspan.bridge.views._common import NS_PER_MS, TraceIndex, duration_ms, group_traces, iso
+from toolspan.bridge.views._page import page_head
 from toolspan.bridge.views._progress import AUTO_SEAL_RESULT
 from toolspan.bridge.views._runs import Item as TurnItem
 from toolspan.bridge.views._runs import Run as Turn
@@ -26,5 +27,6 @@ __all__ = [
     "duration_ms",
     "group_traces",
     "iso",
+    "page_head",
     "to_turns",
 ]

@@ -186,11 +186,11 @@ function detail() {
     section(box, "Links");
     const links = el("div", "links");
     if (s.from) {
-      const t = byId.get(s.from);
+      const t = whereIs(s.from);
       links.appendChild(t ? stepLink("\u2191 started by " + clip(pages[t[0]].steps[t[1]].label), s.from) : el("span", "iso", "started by " + s.from + " (not in this file)"));
     }
     (s.subplans || []).forEach((id) => {
-      const t = byId.get(id);
+      const t = whereIs(id);
       if (t) links.appendChild(stepLink("\u2193 sub-plan " + clip(pages[t[0]].steps[t[1]].label), id));
     });
     box.appendChild(links);

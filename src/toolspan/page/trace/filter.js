@@ -8,12 +8,13 @@ function legend() {
   STATES.forEach((st) => {
     const c = (P.counts || {})[st] || 0;
     if (!c && st === "PENDING") return;
-    const b = el("button", c ? null : "zero");
+    const b = el("button", c || P.partial ? null : "zero");
     b.type = "button";
     b.dataset.state = st;
     b.setAttribute("aria-pressed", filter.states.has(st) ? "true" : "false");
     b.title = "Show only " + st + " steps";
-    b.append(el("span", "dot s-" + st), el("span", null, st + " " + c));
+    // A first screen counts nothing yet: the whole run's counts come with its whole document.
+    b.append(el("span", "dot s-" + st), el("span", null, st + " " + (P.partial ? "\u2026" : c)));
     b.addEventListener("click", () => {
       if (filter.states.has(st)) filter.states.delete(st); else filter.states.add(st);
       b.setAttribute("aria-pressed", filter.states.has(st) ? "true" : "false");
@@ -52,7 +53,7 @@ function haystack(k) {
 function applyFilter() {
   tlRows = [];
   for (let k = 0; k < steps.length; k++) if (stepMatches(steps[k], filter, () => haystack(k))) tlRows.push(k);
-  $("count").textContent = countText(tlRows.length, steps.length);
+  $("count").textContent = P.partial ? loadingText(tlRows.length, steps.length) : countText(tlRows.length, steps.length);
   timeline.set(tlRows.length);
   $("timeline-empty").hidden = tlRows.length > 0;
   fitHeights();

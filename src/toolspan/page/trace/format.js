@@ -52,6 +52,17 @@ function countText(shown, total) {
 }
 
 /**
+ * The timeline's count while the page shows a first screen (a document with ``partial``): the first steps
+ * only, the rest loading.
+ * @param {number} shown
+ * @param {number} total the steps the first screen holds
+ * @returns {string}
+ */
+function loadingText(shown, total) {
+  return (shown === total ? "the first " + stepsText(total) : shown + " of the first " + stepsText(total)) + ", loading the rest\u2026";
+}
+
+/**
  * What the trace picker says of a trace.
  * @param {PageDoc} p
  * @returns {string}
@@ -69,6 +80,7 @@ function pickerText(p) {
  */
 function metaText(p, ongoing, spanUs) {
   const when = p.start_ms ? new Date(p.start_ms).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
+  if (p.partial) return [when, "loading the whole run\u2026", "trace " + p.trace_id].filter(Boolean).join(" \u00b7 ");
   const took = ongoing ? fmtUs(spanUs) + " so far" : fmtUs(p.duration_us);
   return [when, took, stepsText(p.steps.length), "trace " + p.trace_id].filter(Boolean).join(" \u00b7 ");
 }

@@ -14,7 +14,7 @@ function setData(data, keep) {
   // The collapsed steps by span id: a step inserted before them moves their index.
   const shutIds = keep ? Array.from(collapsed, (k) => (steps[k] ? steps[k].id : "")) : [];
   pages = Array.isArray(data) ? data : [data];
-  byId = idIndex(pages);
+  byId = null; // made again when first asked (whereIs)
   const picker = field("trace");
   picker.textContent = "";
   pages.forEach((p, i) => {
@@ -28,13 +28,13 @@ function setData(data, keep) {
   if (keep) {
     /** @type {Set<number>} */
     const shut = new Set();
-    shutIds.forEach((id) => { const at = byId.get(id); if (at && at[0] === t) shut.add(at[1]); });
+    shutIds.forEach((id) => { const at = whereIs(id); if (at && at[0] === t) shut.add(at[1]); });
     collapsed = shut;
-    const at = keepId ? byId.get(keepId) : undefined;
+    const at = keepId ? findStep(pages, keepId) : undefined;
     sel = at && at[0] === t ? at[1] : -1; // the selection by span id too, before anything is drawn
   }
   showTrace(t, keep);
-  const kept = keepId ? byId.get(keepId) : undefined;
+  const kept = keepId ? findStep(pages, keepId) : undefined;
   if (kept) select(kept[1], false);
   autoSelect();
 }
@@ -48,6 +48,7 @@ function showTrace(i, keep) {
   cur = i;
   P = pages[i] || EMPTY_PAGE;
   steps = P.steps;
+  loading(Boolean(P.partial));
   field("trace").value = String(i);
   const shape = shapeOf(steps, P.duration_us);
   kids = shape.kids;
@@ -74,6 +75,18 @@ function showTrace(i, keep) {
   if (config.live) liveBadge();
 }
 
+/**
+ * A first screen (a document with ``partial``: the first steps, the whole document on its way): the rows,
+ * the tree and the details are marked as loading (dimmed, ``aria-busy``) and there is nothing to download
+ * yet, until the whole document replaces it.
+ * @param {boolean} on
+ */
+function loading(on) {
+  doc.body.classList.toggle("partial", on);
+  ["timeline", "tree", "detail"].forEach((id) => { if (on) $(id).setAttribute("aria-busy", "true"); else $(id).removeAttribute("aria-busy"); });
+  field("download").disabled = on;
+}
+
 /** The line under the title. */
 function meta() {
   $("meta").textContent = metaText(P, Boolean(running.length && P.live), spanUs);
@@ -87,7 +100,9 @@ function notice() {
   const waiting = P.live ? steps.map((s, k) => /** @type {[Step, number]} */ ([s, k])).filter(([s]) => s.state === "AWAITING_APPROVAL") : [];
   box.hidden = !waiting.length;
   if (!waiting.length) return;
-  box.append(el("span", "dot s-AWAITING_APPROVAL"), el("span", null, waiting.length === 1 ? "1 call waits for approval: " : waiting.length + " calls wait for approval: "));
+  const said = waiting.length === 1 ? "1 call waits for approval: " : waiting.length + " calls wait for approval: ";
+  // A first screen knows its own steps only: the whole run may hold more waiting calls.
+  box.append(el("span", "dot s-AWAITING_APPROVAL"), el("span", null, (P.partial ? "Among the first steps, " : "") + said));
   waiting.slice(0, 5).forEach(([s, k], i) => {
     if (i) box.append(", ");
     box.append(actionLink(clip(s.label), () => { select(k, true); $("detail").focus(); }));

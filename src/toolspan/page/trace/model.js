@@ -20,7 +20,7 @@
  * @typedef {{
  *   trace_id: string, title: string, start_time?: string | null, start_ms?: number, duration_us: number,
  *   live?: boolean, conversation_id?: string | null, counts?: Record<string, number>, steps: Step[],
- *   audit?: Audit, conversation?: Turn[]
+ *   audit?: Audit, conversation?: Turn[], partial?: true
  * }} PageDoc
  * @typedef {{key: string, after: string | null, step: KeyedStep}} AddedStep
  * @typedef {{key: string, set: Partial<KeyedStep>, unset: string[]}} ChangedStep
@@ -139,6 +139,21 @@ function idIndex(docs) {
     if (s.execution_id && !index.has(s.execution_id)) index.set(s.execution_id, [pi, si]);
   }));
   return index;
+}
+
+/**
+ * Where the first step with this span or execution id is, [page, step], as idIndex finds it, without an
+ * index (one id: one pass).
+ * @param {PageDoc[]} docs
+ * @param {string} id
+ * @returns {[number, number] | undefined}
+ */
+function findStep(docs, id) {
+  for (let pi = 0; pi < docs.length; pi++) {
+    const list = docs[pi].steps;
+    for (let si = 0; si < list.length; si++) if (list[si].id === id || list[si].execution_id === id) return [pi, si];
+  }
+  return undefined;
 }
 
 /**
@@ -311,5 +326,16 @@ let sel = -1;
 let hay = null;
 /** @type {Filter} */
 const filter = { text: "", states: new Set(), tool: "", flagged: false };
-/** @type {Map<string, [number, number]>} span id / execution id -> [page, step] */
-let byId = new Map();
+/** @type {Map<string, [number, number]> | null} span id / execution id -> [page, step]: made when first
+ * asked (whereIs), not for every document the page is given (a run of 100,000 steps has 200,000 ids) */
+let byId = null;
+
+/**
+ * Where the step with this span or execution id is, [page, step] (idIndex's, made on first use).
+ * @param {string} id
+ * @returns {[number, number] | undefined}
+ */
+function whereIs(id) {
+  if (!byId) byId = idIndex(pages);
+  return byId.get(id);
+}

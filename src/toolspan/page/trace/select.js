@@ -45,7 +45,7 @@ function hashId() {
  * @returns {boolean} whether the page holds it
  */
 function goTo(id) {
-  const hit = byId.get(id);
+  const hit = whereIs(id);
   if (!hit) return false;
   if (hit[0] !== cur) showTrace(hit[0], false);
   select(hit[1], true);

@@ -189,6 +189,11 @@ class Storage(ABC):
     def trace_spans(self, trace_id: str) -> list[Span]:
         return self._spans(sql.SPANS_OF_TRACE, (trace_id,))
 
+    def first_spans(self, trace_id: str, limit: int) -> list[Span]:
+        """The first ``limit`` spans of a trace by start time (then span id), in no order: the first steps of
+        its views (a view sorts them)."""
+        return self._spans(sql.SPANS_OF_TRACE_FIRST, (trace_id, trace_id, limit))
+
     def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
         """``trace_spans`` of each of ``trace_ids``, in one read (a stream page's traces)."""
         out: dict[str, list[Span]] = {trace_id: [] for trace_id in trace_ids}

@@ -11,7 +11,10 @@ live trace page of one run (``toolspan.page``).
   ``to_pages(spans, live=True)``) as page deltas (``_streams.page``), so running tools appear and finish
   while you watch; Allow, Deny, Edit and Cancel show to a decider's token.
   Asked for without the token (a browser opening the address the banner printed), it is served without its
-  data, and asks for the token.
+  data, and asks for the token. A stored trace of more than ``HEAD_STEPS`` spans is served at once with its
+  first screen (``page_head`` of its first ``HEAD_STEPS`` spans by start, shown marked as loading), without
+  waiting for its whole document: the page stream, opened without a version, sends that next (``event:
+  page``), and it replaces the first screen, the selection and the scroll kept.
 - ``/`` leads to ``/traces``.
 
 Every page's Content-Security-Policy allows its own scripts and style (by hash) and requests to this
@@ -22,8 +25,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -31,6 +34,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import to_pages
+from toolspan.bridge.views.internal import page_head
 from toolspan.page import LiveOptions, page_json, render_app, render_html
 from toolspan.server._http.auth import WITHOUT_TOKEN
 from toolspan.server._http.jsonio import error
@@ -43,6 +47,9 @@ from toolspan.server._streams.page import PageVersion, page_chunks, page_tag, va
 __all__ = ["home", "inbox", "page_stream", "trace_data", "trace_list", "trace_page"]
 
 
+# A stored trace of more spans than this is served with its first screen of this many steps first (a screen
+# shows about 40 rows): its whole document follows on the page stream.
+HEAD_STEPS: Final = 100
 # What the top bar of every page asks: what the tab's token may do, how many calls wait for a decision.
 _WHOAMI: Final = "/api/whoami"
 _WAITING: Final = "/api/control/waiting"
@@ -79,20 +86,46 @@ def _trace_page_html(trace_id: str, spans: Sequence[Span] | None, control: bool 
     token that may decide."""
     docs = to_pages(list(spans), live=True) if spans is not None else []
     data = docs[0] if len(docs) == 1 else docs
+    version = page_tag(page_json(data).encode("utf-8")) if spans is not None else None
+    return _live_page_html(trace_id, data, version, control, fetch_first=spans is None)
+
+
+def _head_page_html(state: ServerState, trace_id: str, control: bool) -> str | None:
+    """The live trace page of a stored trace of more than ``HEAD_STEPS`` spans, with its first screen only
+    (``page_head``); ``None`` for any other trace (it is served whole)."""
+    row = state.store.trace_row(trace_id)
+    if row is None or row.spans <= HEAD_STEPS:
+        return None
+    spans = state.store.first_spans(trace_id, HEAD_STEPS)
+    if not spans:
+        return None
+    head = page_head(spans, live=True, end_ns=row.end_ns)
+    # No version: the page stream sends the whole document first.
+    return _live_page_html(trace_id, head, None, control, fetch_first=False)
+
+
+def _live_page_html(
+    trace_id: str,
+    data: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    version: str | None,
+    control: bool,
+    fetch_first: bool,
+) -> str:
+    """The live trace page of ``trace_id`` showing ``data`` (``version``: its tag)."""
     live = LiveOptions(
         stream_url=f"/api/traces/{trace_id}/stream",
         data_url=f"/api/traces/{trace_id}/page",
         page_stream_url=f"/api/traces/{trace_id}/page/stream",
-        version=page_tag(page_json(data).encode("utf-8")) if spans is not None else None,
+        version=version,
         decisions_url="/api/control/decisions" if control else None,
         cancels_url="/api/control/cancels" if control else None,
         whoami_url=_WHOAMI,
-        fetch_first=spans is None,
+        fetch_first=fetch_first,
         list_url=_LIST,
         inbox_url=_INBOX,
         waiting_url=_WAITING,
     )
-    title = None if spans is not None else "trace " + trace_id
+    title = "trace " + trace_id if fetch_first else None
     return render_html(data, live=live, title=title)
 
 
@@ -139,6 +172,11 @@ async def trace_page(state: ServerState, request: Request) -> Response:
         if trace_id is None:
             return error(404, f"no trace {request.path_params[param]!r}")
         return HTMLResponse(await run_in_threadpool(_trace_page_html, trace_id, None, control))
+    trace_id = trace_id_param(request.path_params[param])
+    if trace_id is not None:
+        head = await run_in_threadpool(_head_page_html, state, trace_id, control)
+        if head is not None:
+            return HTMLResponse(head, headers={"cache-control": "no-store"})
     made = await rendered(
         state, request, param, ("page.html", control), functools.partial(_trace_page_bytes, control=control)
     )

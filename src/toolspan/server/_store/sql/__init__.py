@@ -34,6 +34,7 @@ __all__ = [
     "SPAN",
     "SPANS_OF_CONVERSATION",
     "SPANS_OF_TRACE",
+    "SPANS_OF_TRACE_FIRST",
     "SPANS_OF_TRACES",
     "SPANS_HELD",
     "SPAN_ANY_TRACE",
@@ -55,6 +56,12 @@ KEYS: Final = "(SELECT substr(j.value, 1, 32) AS t, substr(j.value, 33) AS sp FR
 # --- spans (each read with its trace id: the log records of those traces are joined to them) ------------
 
 SPANS_OF_TRACE: Final = "SELECT data, trace_id FROM spans WHERE trace_id = ?"
+# The first spans of a trace by start (``Storage.first_spans``: a page's first screen), in no order: the ids
+# sorted first, the records read after (a sort carrying every record's data would cost a whole read).
+SPANS_OF_TRACE_FIRST: Final = (
+    "SELECT data, trace_id FROM spans WHERE trace_id = ? AND span_id IN"
+    " (SELECT span_id FROM spans WHERE trace_id = ? ORDER BY start_ns, span_id LIMIT ?)"
+)
 SPANS_OF_TRACES: Final = "SELECT s.data, s.trace_id FROM {ids} {join} spans AS s ON s.trace_id = j.value"
 SPANS_OF_CONVERSATION: Final = (
     "SELECT data, trace_id FROM spans WHERE trace_id IN"

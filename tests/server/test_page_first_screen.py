@@ -1,0 +1,135 @@
+"""A long run's trace page served by a real ``toolspan serve`` in headless Chromium: the first screen (its
+first ``HEAD_STEPS`` steps, marked as loading) at once, then the whole document from the page stream, which
+replaces it and keeps what the person selected and where they scrolled."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from playwright.sync_api import Browser, Route
+
+import toolspan
+from tests.support.server import otlp_body, running_server, wait_for
+from toolspan.bridge.readers import read_spans
+from toolspan.bridge.views import to_pages
+from toolspan.server._http.routes.pages import HEAD_STEPS
+
+pytestmark = pytest.mark.processes
+
+CALLS = HEAD_STEPS + 40  # more steps than a first screen holds
+
+
+def _long_run() -> list[ReadableSpan]:
+    @toolspan.tool
+    def lookup(city: str) -> dict[str, Any]:
+        return {"city": city}
+
+    with toolspan.testing.capture_spans() as finished:
+        with toolspan.agent("tour", input="every city"):
+            for i in range(CALLS):
+                lookup(f"city-{i}")
+        return list(finished())
+
+
+_SCROLL_TOP = "document.getElementById('timeline').scrollTop"
+_WHOLE = "!document.body.classList.contains('partial')"
+
+
+def _embedded(html: str) -> Any:
+    found = re.search(r'<script id="ts-data" type="application/json">(.*?)</script>', html, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def test_a_long_run_is_served_with_its_first_screen_then_its_whole_document(
+    tmp_path: Path, browser: Browser
+) -> None:
+    spans = _long_run()
+    body = otlp_body(spans)
+    trace_id = format(spans[0].context.trace_id, "032x")
+    (whole,) = to_pages(read_spans(body)[0], live=True)
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(body)[0] == 200
+        status, headers, raw = server.request("GET", f"/traces/{trace_id}")
+        html = raw.decode("utf-8")
+        # The HTML holds the first screen only: the first steps of the whole document, marked partial.
+        assert status == 200
+        assert {k.lower(): v for k, v in headers.items()}["cache-control"] == "no-store"
+        head = _embedded(html)
+        assert head["partial"] is True
+        assert [s["id"] for s in head["steps"]] == [s["id"] for s in whole["steps"][:HEAD_STEPS]]
+        assert '"version"' not in html  # no tag: the page stream sends the whole document first
+
+        held: list[Route] = []
+        released = threading.Event()
+
+        def hold(route: Route) -> None:
+            if released.is_set():
+                route.continue_()
+            else:
+                held.append(route)
+
+        ctx = browser.new_context(viewport={"width": 1200, "height": 800})
+        page = ctx.new_page()
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.route(re.compile(r".*/page/stream.*"), hold)
+        try:
+            page.goto(f"{server.url}/traces/{trace_id}")
+            page.wait_for_selector("body[data-ready='1']")
+            wait_for(lambda: page.locator("#timeline .row").count(), "the first rows")
+            # The first screen: its rows drawn, marked as loading, nothing claimed of the whole run yet.
+            assert not page.evaluate(_WHOLE)
+            assert page.get_attribute("#timeline", "aria-busy") == "true"
+            assert page.get_attribute("#tree", "aria-busy") == "true"
+            assert page.text_content("#count") == f"the first {HEAD_STEPS} steps, loading the rest\u2026"
+            assert "loading the whole run" in (page.text_content("#meta") or "")
+            assert page.is_disabled("#download")
+            assert page.locator("#timeline .row", has_text="lookup").count() > 0
+            # The person selects a step and scrolls while the rest loads.
+            chosen = whole["steps"][HEAD_STEPS - 10]["id"]  # below the first rows in view
+            page.evaluate("(id) => window.toolspanPage.goTo(id)", chosen)
+            wait_for(lambda: page.evaluate(_SCROLL_TOP), "the timeline scrolled to the step")
+            scrolled = page.evaluate(_SCROLL_TOP)
+            assert page.evaluate("window.toolspanPage.selected()") == chosen
+            # The whole document arrives: it replaces the first screen, the selection and the scroll kept.
+            while not held:  # (each call into the browser lets the route's handler run)
+                page.evaluate("0")
+            released.set()
+            held.pop().continue_()
+            wait_for(lambda: page.evaluate(_WHOLE), "the whole document")
+            assert page.text_content("#count") == f"{len(whole['steps'])} steps"
+            assert page.get_attribute("#timeline", "aria-busy") is None
+            assert not page.is_disabled("#download")
+            assert page.evaluate("window.toolspanPage.selected()") == chosen
+            assert page.evaluate(_SCROLL_TOP) == scrolled
+            assert page.get_attribute("#live", "data-pages") == "1"
+            assert problems == []
+        finally:
+            ctx.close()
+
+
+def test_a_short_run_is_served_whole(tmp_path: Path) -> None:
+    @toolspan.tool
+    def lookup(city: str) -> str:
+        return city
+
+    with toolspan.testing.capture_spans() as finished:
+        with toolspan.agent("short", input="one city"):
+            lookup("Paris")
+        spans = list(finished())
+    body = otlp_body(spans)
+    trace_id = format(spans[0].context.trace_id, "032x")
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(body)[0] == 200
+        html = server.request("GET", f"/traces/{trace_id}")[2].decode("utf-8")
+    (whole,) = to_pages(read_spans(body)[0], live=True)
+    assert _embedded(html) == whole
+    assert '"version"' in html
