@@ -15,7 +15,7 @@ from tests.support.formats import otlp_proto_request, parity_trace
 from tests.support.paths import TESTS
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
-from toolspan.bridge.readers._otlp_proto import iter_proto_request
+from toolspan.bridge.readers._otlp_proto import iter_proto_request, parse_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
 from toolspan.server._ingest import protobuf
 from toolspan.server._ingest.protobuf import rows_of_body, rows_of_request
@@ -191,6 +191,27 @@ def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_doe
     assert from_server.value.status == 400
     assert from_server.value.message == str(from_reader.value)
     assert "spans[1].end_time_unix_nano: before the start time (5 < 10)" in from_server.value.message
+
+
+def test_an_event_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_types_message() -> None:
+    # The twin reads a span's events as bytes; an event whose name is no UTF-8 is refused when the span
+    # is read from its bytes, with the message the OTLP type gives the whole body.
+    from toolspan.bridge.readers import BridgeReadError
+    from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
+
+    request = otlp_proto_request(SETS["scenario"][:2])
+    rs = request.resource_spans[0]
+    ss = rs.scope_spans[0]
+    bad = ss.spans[1].SerializeToString() + _field(11, _field(2, b"\xff\xfe not UTF-8"))
+    scope = _field(1, ss.scope.SerializeToString()) + _field(2, ss.spans[0].SerializeToString())
+    body = _field(1, _field(1, rs.resource.SerializeToString()) + _field(2, scope + _field(2, bad)))
+    with pytest.raises(BridgeReadError) as from_reader:
+        parse_request(body, Ctx("request body", False, ReadReport()))
+    with pytest.raises(IngestError) as from_server:
+        parse_body(body, PROTOBUF)
+    assert from_server.value.status == 400
+    assert from_server.value.message == str(from_reader.value).replace("\n", " ")
+    assert "not a valid OTLP protobuf request" in from_server.value.message
 
 
 def _proto_rows(spans: list[Span]) -> list[Row]:

@@ -53,15 +53,9 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=_orphaned, args=(parent,), daemon=True, name="toolspan-parent-watch").start()
 
 
-def _parse_plain(body: bytes, kind: str) -> list[tuple[Any, ...]]:
-    """In a worker: the rows of ``body`` as plain tuples, which pickle in C (a ``Row`` pickles through a
-    Python call of its own: twice the CPU of the tuple); made ``Row`` again in the server (``_rows``)."""
-    return [tuple(row) for row in _ingest.parse_body(body, kind)]
-
-
 def _rows(plain: list[tuple[Any, ...]]) -> list[Row]:
     new = tuple.__new__
-    return [new(Row, values) for values in plain]
+    return [new(Row, values) for values in plain]  # made ``Row`` again, as parsed in-process
 
 
 def _ready() -> int:
@@ -109,7 +103,7 @@ class Parsers:
         pool = self._pool
         if pool is not None:
             try:
-                return _rows(await asyncio.wrap_future(pool.submit(_parse_plain, body, kind)))
+                return _rows(await asyncio.wrap_future(pool.submit(_ingest.parse_body_plain, body, kind)))
             except BrokenProcessPool:
                 _logger.warning("toolspan serve: a parse worker stopped; starting it again")
                 if self._pool is pool:
