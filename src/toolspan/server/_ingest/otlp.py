@@ -19,8 +19,9 @@ from toolspan.bridge.internal import logs_from_json as _from_json
 from toolspan.bridge.internal import logs_from_proto as _from_proto
 from toolspan.bridge.readers import BridgeReadError, ReadReport, spans_from_document
 from toolspan.errors import ToolspanError
-from toolspan.server._ingest.protobuf import plain_rows_of_body
+from toolspan.server._ingest.protobuf import rows_of_body
 from toolspan.server._rows.spans import MAX_STORED_NS, Row, row_of_span
+from toolspan.server._store.writes import Prepared, prepare
 
 __all__ = [
     "JSON",
@@ -33,7 +34,7 @@ __all__ = [
     "parse_logs",
     "parse_logs_request",
     "parse_body",
-    "parse_body_plain",
+    "prepare_body",
     "response_body",
     "split_valid",
     "status_body",
@@ -138,22 +139,23 @@ def _json_rows(doc: Any) -> list[Row]:
 
 def parse_body(body: bytes, kind: str) -> list[Row]:
     """The span rows of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
-    new = tuple.__new__
-    return [new(Row, values) for values in parse_body_plain(body, kind)]
-
-
-def parse_body_plain(body: bytes, kind: str) -> list[tuple[Any, ...]]:
-    """``parse_body`` as plain tuples (``Row``'s fields, in order): what a parse worker hands back, which
-    pickles in C (a ``Row`` pickles through a Python call of its own)."""
     try:
         if kind == PROTOBUF:
-            return plain_rows_of_body(body, Ctx("request body", False, ReadReport()))
+            return rows_of_body(body, Ctx("request body", False, ReadReport()))
         doc = load_json(body)
         if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
             raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")
-        return [tuple(row) for row in _json_rows(doc)]
+        return _json_rows(doc)
     except BridgeReadError as e:
         raise IngestError(400, str(e).replace("\n", " ")) from None
+
+
+def prepare_body(body: bytes, kind: str) -> Prepared:
+    """The span rows of one ``ExportTraceServiceRequest`` body made ready to store (``writes.prepare``): its
+    usable rows, with the rejected count and message of the others (``split_valid``); what a parse worker
+    hands back. 400 as ``parse_body``."""
+    good, rejected, message = split_valid(parse_body(body, kind))
+    return prepare(good, rejected, message)
 
 
 def _tied(records: Sequence[LogRecord], total: int) -> tuple[list[LogRecord], int, str]:

@@ -3,8 +3,10 @@
 Parsing a request (protobuf to the store's rows) is pure Python work of the same size as storing it, and
 one process runs Python on one core at a time. With ``parse_workers`` > 0 (``--parse-workers``; by default
 one when the machine has two cores or more) bodies are parsed in that many worker processes while the
-server process stores the previous request, so ingest uses two cores. The rows come back as they would
-from ``_ingest.parse_body`` in-process (the same function runs in the worker), so nothing else changes:
+server process stores the previous request, so ingest uses two cores. The worker hands back the rows made
+ready to store (``_ingest.prepare_body``: merged, their events and trace summaries folded, as the store's
+parameters), so the server process, which bounds the rate, only runs the statements; in-process the same
+function runs in the thread pool, so nothing else changes:
 a malformed body is the same 400. A worker that dies while parsing (the OOM killer, a crash) fails only
 that request, with a 503 that OTLP exporters retry (never parsed again in the server process: if the body
 itself killed the worker it would kill the server), and the workers are started again.
@@ -25,12 +27,12 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Final
+from typing import Final
 
 from starlette.concurrency import run_in_threadpool
 
 from toolspan.server._ingest import otlp as _ingest
-from toolspan.server._rows.spans import Row
+from toolspan.server._store.writes import Prepared
 
 __all__ = ["Parsers"]
 
@@ -51,11 +53,6 @@ def _watch_parent(parent: int) -> None:
     process group: a worker leaves it to the server, which shuts the workers down."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_orphaned, args=(parent,), daemon=True, name="toolspan-parent-watch").start()
-
-
-def _rows(plain: list[tuple[Any, ...]]) -> list[Row]:
-    new = tuple.__new__
-    return [new(Row, values) for values in plain]  # made ``Row`` again, as parsed in-process
 
 
 def _ready() -> int:
@@ -98,12 +95,13 @@ class Parsers:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    async def parse(self, body: bytes, kind: str) -> list[Row]:
-        """The rows of one ``ExportTraceServiceRequest`` body (``_ingest.IngestError`` when refused)."""
+    async def prepare(self, body: bytes, kind: str) -> Prepared:
+        """The rows of one ``ExportTraceServiceRequest`` body, made ready to store (``_ingest.prepare_body``;
+        ``_ingest.IngestError`` when refused)."""
         pool = self._pool
         if pool is not None:
             try:
-                return _rows(await asyncio.wrap_future(pool.submit(_ingest.parse_body_plain, body, kind)))
+                return await asyncio.wrap_future(pool.submit(_ingest.prepare_body, body, kind))
             except BrokenProcessPool:
                 _logger.warning("toolspan serve: a parse worker stopped; starting it again")
                 if self._pool is pool:
@@ -114,4 +112,4 @@ class Parsers:
                 raise _ingest.IngestError(
                     503, "the parse worker stopped while parsing this request: retry"
                 ) from None
-        return await run_in_threadpool(_ingest.parse_body, body, kind)
+        return await run_in_threadpool(_ingest.prepare_body, body, kind)

@@ -10,8 +10,7 @@ The twin reads exactly the bytes the OTLP type reads (a map field is on the wire
 one), so a body it refuses is refused with the OTLP type's own message; a span whose events the OTLP type
 refuses (when it is read from its bytes) sends the whole body to the OTLP type, for that message. Each
 span is stored as the bytes it came in (``_span_bytes`` finds them in the body), never encoded again. A
-request parsed already (gRPC) is read the same way, its attributes walked (``rows_of_request``). A parse
-worker takes the rows as plain tuples (``plain_rows_of_body``), which pickle in C.
+request parsed already (gRPC) is read the same way, its attributes walked (``rows_of_request``).
 
 Most spans of an agent share their shape: the same name, kind, status and index attributes, only ids and
 times differ. The columns that depend on the shape alone (role, tool name, state, error, conversation) are
@@ -36,7 +35,7 @@ from toolspan.bridge.readers import ReadReport
 from toolspan.server._rows.codec import proto_header
 from toolspan.server._rows.spans import INDEX_KEYS, MAX_STORED_NS, Row, row_of
 
-__all__ = ["bad_id_or_time", "plain_rows_of_body", "rows_of_body", "rows_of_request"]
+__all__ = ["bad_id_or_time", "rows_of_body", "rows_of_request"]
 
 _ID_BYTES: Final = (("trace_id", 16), ("span_id", 8), ("parent_span_id", 8))
 _KEY_SET: Final = frozenset(INDEX_KEYS)
@@ -312,8 +311,8 @@ def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
     return [new(Row, values) for values in _rows(request, ctx, None, None)]
 
 
-def plain_rows_of_body(body: bytes, ctx: Ctx) -> list[tuple[Any, ...]]:
-    """``rows_of_body`` as plain tuples (``Row``'s fields, in order): what a parse worker hands back."""
+def _plain_rows_of_body(body: bytes, ctx: Ctx) -> list[tuple[Any, ...]]:
+    """``rows_of_body`` as plain tuples (``Row``'s fields, in order)."""
     from google.protobuf.message import DecodeError
 
     twin, span_type = _index_types()
@@ -343,4 +342,4 @@ def rows_of_body(body: bytes, ctx: Ctx) -> list[Row]:
     """The rows of an ``ExportTraceServiceRequest`` body (``rows_of_request`` of it, each span stored as the
     bytes it came in); ``[]`` after ``ctx.fail`` when the body is no valid request."""
     new = tuple.__new__
-    return [new(Row, values) for values in plain_rows_of_body(body, ctx)]
+    return [new(Row, values) for values in _plain_rows_of_body(body, ctx)]
