@@ -246,3 +246,25 @@ def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: 
         ]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("rejected", "message"), [(0, ""), (2, "2 span(s) without a trace id or span id")])
+def test_an_export_is_answered_with_the_bytes_of_the_otlp_response_types(rejected: int, message: str) -> None:
+    # Nothing rejected: the empty message, without the protobuf runtime in the server process.
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    from toolspan.server._ingest.otlp import PROTOBUF, logs_response_body, response_body
+
+    traces = ExportTraceServiceResponse()
+    logs = ExportLogsServiceResponse()
+    if rejected:
+        traces.partial_success.rejected_spans = rejected
+        traces.partial_success.error_message = message
+        logs.partial_success.rejected_log_records = rejected
+        logs.partial_success.error_message = message
+    assert response_body(PROTOBUF, rejected, message) == traces.SerializeToString()
+    assert logs_response_body(PROTOBUF, rejected, message) == logs.SerializeToString()
+    parsed = ExportTraceServiceResponse.FromString(response_body(PROTOBUF, rejected, message))
+    assert parsed.HasField("partial_success") == bool(rejected)
+    assert parsed.partial_success.rejected_spans == rejected

@@ -218,12 +218,13 @@ def logs_response_body(kind: str, rejected: int, message: str) -> bytes:
         if rejected:
             doc["partialSuccess"] = {"rejectedLogRecords": str(rejected), "errorMessage": message}
         return json.dumps(doc).encode()
+    if not rejected:
+        return b""  # an empty message (as ``response_body``)
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 
     response = ExportLogsServiceResponse()
-    if rejected:
-        response.partial_success.rejected_log_records = rejected
-        response.partial_success.error_message = message
+    response.partial_success.rejected_log_records = rejected
+    response.partial_success.error_message = message
     return bytes(response.SerializeToString())
 
 
@@ -242,12 +243,15 @@ def response_body(kind: str, rejected: int, message: str) -> bytes:
         if rejected:
             doc["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
         return json.dumps(doc).encode()
+    if not rejected:
+        # An empty message is no bytes: the server process answers without the protobuf runtime (which it
+        # would otherwise import on its first export, in the parse workers' place).
+        return b""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
     response = ExportTraceServiceResponse()
-    if rejected:
-        response.partial_success.rejected_spans = rejected
-        response.partial_success.error_message = message
+    response.partial_success.rejected_spans = rejected
+    response.partial_success.error_message = message
     return bytes(response.SerializeToString())
 
 
