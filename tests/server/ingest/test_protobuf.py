@@ -82,6 +82,21 @@ def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:
     assert protobuf._SHAPES == {}
 
 
+@pytest.mark.parametrize("chars", [100, 5_000, 20_000])
+def test_a_span_is_found_in_the_body_whatever_the_size_of_its_length(chars: int) -> None:
+    # A span's length before its bytes takes one, two or three bytes (past 127 and 16,383 bytes).
+    span = replace(SETS["scenario"][0], attributes={**SETS["scenario"][0].attributes, "big": "x" * chars})
+    request = otlp_proto_request([span, SETS["scenario"][1]])
+    body = request.SerializeToString()
+    spans = request.resource_spans[0].scope_spans[0].spans
+    twin, _ = protobuf._index_types()
+    assert protobuf._span_bytes(body, twin.FromString(body)) == [[[s.SerializeToString() for s in spans]]]
+    [first, second] = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert first.data.endswith(spans[0].SerializeToString())
+    assert second.data.endswith(spans[1].SerializeToString())
+    assert [first, second] == rows_of_request(request, Ctx("b", False, ReadReport()))
+
+
 def test_a_body_not_plainly_laid_out_is_read_as_the_otlp_type_reads_it() -> None:
     spans = SETS["scenario"]
     request = otlp_proto_request(spans)

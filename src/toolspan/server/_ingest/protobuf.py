@@ -144,7 +144,11 @@ def _fields(data: bytes, start: int, end: int, number: int) -> list[tuple[int, i
             size = data[i]
             i += 1
             if size >= 0x80:
-                size, i = _varint(data, i - 1)
+                if data[i] < 0x80:  # two bytes: a span's length, mostly
+                    size = (size & 0x7F) | data[i] << 7
+                    i += 1
+                else:
+                    size, i = _varint(data, i - 1)
             if key >> 3 == number:
                 found.append((i, i + size))
             i += size
