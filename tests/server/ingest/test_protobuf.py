@@ -97,6 +97,28 @@ def test_a_span_is_found_in_the_body_whatever_the_size_of_its_length(chars: int)
     assert [first, second] == rows_of_request(request, Ctx("b", False, ReadReport()))
 
 
+def test_an_index_attribute_not_a_string_is_never_taken_for_an_empty_string() -> None:
+    # The same tool span with a conversation id that is an empty string (none), then the number 7: the shape
+    # of the first is known when the second is read, and each gets the columns of its full span, through the
+    # map and walked alike.
+    tool = next(
+        s for s in SETS["scenario"] if row_of_span(s).is_tool and s.end_ns is not None and not s.events
+    )
+    empty = replace(tool, attributes={**tool.attributes, "gen_ai.conversation.id": ""})
+    number = replace(tool, span_id="f" * 16, attributes={**tool.attributes, "gen_ai.conversation.id": 7})
+    protobuf._SHAPES.clear()
+    for read in (
+        lambda span: rows_of_body(
+            otlp_proto_request([span]).SerializeToString(), Ctx("b", False, ReadReport())
+        ),
+        lambda span: rows_of_request(otlp_proto_request([span]), Ctx("b", False, ReadReport())),
+    ):
+        rows = [row for span in (empty, number) for row in read(span)]
+        full = [row_of_span(decode(r.data))._replace(data=b"") for r in rows]
+        assert [r._replace(data=b"") for r in rows] == full
+        assert [r.conversation_id for r in rows] == [None, "7"]
+
+
 def test_a_body_not_plainly_laid_out_is_read_as_the_otlp_type_reads_it() -> None:
     spans = SETS["scenario"]
     request = otlp_proto_request(spans)

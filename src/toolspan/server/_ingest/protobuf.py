@@ -284,9 +284,10 @@ def _walked_shape(sp: Any, ended: bool, attributes: Any, keys: frozenset[str]) -
         key = kv.key
         if key in keys:
             value = kv.value
-            if value.WhichOneof("value") != "string_value":
+            text = value.string_value
+            if not text and value.WhichOneof("value") != "string_value":
                 return None
-            found[key] = value.string_value
+            found[key] = text
     status = sp.status
     shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
     for key in sorted(found):
@@ -301,9 +302,11 @@ def _mapped_shape(sp: Any, ended: bool, attributes: Any, keys: frozenset[str]) -
     shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
     for key in sorted(keys.intersection(attributes)):
         value = attributes[key]
-        if value.WhichOneof("value") != "string_value":
+        text = value.string_value
+        # (A value of another type has no string: the oneof is asked only then.)
+        if not text and value.WhichOneof("value") != "string_value":
             return None
-        shape += (key, value.string_value)
+        shape += (key, text)
     return tuple(shape)
 
 
