@@ -7,7 +7,7 @@ commit, the read path of the 1k-span trace's ``/tree``, and the trace page's fir
    the other on the same requests as ``bench_vs_jaeger.py``, as ``POST /v1/traces`` calls them: in the parse
    worker the rows (``rows_of_body``: the protobuf parse, each span's bytes and shape, split by
    ``cProfile``) and their preparation for the store (``prepare``), their trip to the server process
-   (``pickle``), then ``store.ingest_prepared`` on a fresh SQLite file, split into its SQL statements, its
+   (``marshal``), then ``store.ingest_prepared`` on a fresh SQLite file, split into its SQL statements, its
    commits and the Python around them. Next to them, in the same run: the real ``toolspan serve`` (its
    process and parse worker, ``/proc``) and a bare Starlette + uvicorn endpoint that only parses the
    protobuf (the web stack's floor); what neither accounts for is the hand-offs (event loop, thread pool,
@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import marshal
 import os
-import pickle
 import platform
 import pstats
 import statistics
@@ -69,7 +69,7 @@ from toolspan.server._ingest.protobuf import rows_of_body, rows_of_request  # no
 from toolspan.server._rows.codec import decode  # noqa: E402
 from toolspan.server._store import sql  # noqa: E402
 from toolspan.server._store.engines import open_store  # noqa: E402
-from toolspan.server._store.writes import prepare  # noqa: E402
+from toolspan.server._store.writes import Prepared, prepare  # noqa: E402
 
 CPU = time.process_time
 
@@ -155,10 +155,11 @@ def ingest_phases(bodies: list[bytes], work: Path) -> dict[str, Any]:
             phases["rows"] += t
             prepared, t = timed(lambda: prepare(*split_valid(rows)))  # noqa: B023
             phases["worker: merged, events and summaries folded, parameters (prepare)"] += t
-            sent, t = timed(lambda: pickle.dumps(prepared, pickle.HIGHEST_PROTOCOL))  # noqa: B023
-            phases["worker: the prepared rows pickled"] += t
-            prepared, t = timed(lambda: pickle.loads(sent))  # noqa: B023
-            phases["server: the prepared rows unpickled"] += t
+            # As the parse worker hands them over (``parsers``): marshal bytes.
+            sent, t = timed(lambda: marshal.dumps(tuple(prepared)))  # noqa: B023
+            phases["worker: the prepared rows marshalled"] += t
+            prepared, t = timed(lambda: Prepared._make(marshal.loads(sent)))  # noqa: B023
+            phases["server: the prepared rows read back (marshal)"] += t
             _, t = timed(lambda: store.ingest_prepared(prepared))  # noqa: B023
             phases["store"] += t
             spans += prepared.accepted
