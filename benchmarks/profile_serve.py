@@ -4,13 +4,14 @@ commit, the read path of the 1k-span trace's ``/tree``, and the trace page's fir
     python benchmarks/profile_serve.py [--spans 41472] [--calls 10000] [--output FILE]
 
 1. **Ingest, by phase** (CPU time of this process, one thread): the server's own functions called one after
-   the other on the same requests as ``bench_vs_jaeger.py``, as ``POST /v1/traces`` calls them: the protobuf
-   parse (``parse_request``), the rows (``rows_of_request``: index columns and attribute conversion of each
-   span, its bytes written again), the rows' trip from the parse worker (``pickle``), then
-   ``store.ingest_rows`` on a fresh SQLite file, split by ``cProfile`` into its SQL statements, its commits
-   and the Python around them. Next to them, in the same run: the real ``toolspan serve`` (its process and
-   parse worker, ``/proc``) and a bare Starlette + uvicorn endpoint that only parses the protobuf (the web
-   stack's floor); what neither accounts for is the hand-offs (event loop, thread pool, worker).
+   the other on the same requests as ``bench_vs_jaeger.py``, as ``POST /v1/traces`` calls them: in the parse
+   worker the rows (``rows_of_body``: the protobuf parse, each span's bytes and shape, split by
+   ``cProfile``) and their preparation for the store (``prepare``), their trip to the server process
+   (``marshal``), then ``store.ingest_prepared`` on a fresh SQLite file, split into its SQL statements, its
+   commits and the Python around them. Next to them, in the same run: the real ``toolspan serve`` (its
+   process and parse worker, ``/proc``) and a bare Starlette + uvicorn endpoint that only parses the
+   protobuf (the web stack's floor); what neither accounts for is the hand-offs (event loop, thread pool,
+   worker).
 2. **Read path of ``/api/traces/{id}/tree``** of the 1k-span trace, by phase: the SQL read, decoding the
    stored spans, building the tree, encoding the JSON; against the real server's answer time.
 3. **The trace page's first frame** in Chromium (the run of ``--calls`` tool calls): the navigation and
@@ -23,8 +24,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import marshal
 import os
-import pickle
 import platform
 import pstats
 import statistics
@@ -64,10 +65,11 @@ from toolspan.bridge.views.registry import VIEWS  # noqa: E402
 from toolspan.page import page_json  # noqa: E402
 from toolspan.server._http.render import document_bytes  # noqa: E402
 from toolspan.server._ingest.otlp import split_valid  # noqa: E402
-from toolspan.server._ingest.protobuf import rows_of_request  # noqa: E402
+from toolspan.server._ingest.protobuf import rows_of_body, rows_of_request  # noqa: E402
 from toolspan.server._rows.codec import decode  # noqa: E402
 from toolspan.server._store import sql  # noqa: E402
 from toolspan.server._store.engines import open_store  # noqa: E402
+from toolspan.server._store.writes import Prepared, prepare  # noqa: E402
 
 CPU = time.process_time
 
@@ -129,12 +131,13 @@ def cumulative(profile: pstats.Stats, names: dict[str, str]) -> dict[str, float]
     return out
 
 
-# What ``rows_of_request`` calls per span, by what it does.
+# What the parse worker's ``rows_of_body`` calls per span, by what it does.
 ROW_PARTS = {
+    "<built-in method FromString>": "protobuf parse: the request (twin type) and partial spans' bytes",
+    "protobuf.py:_span_bytes": "each span's bytes found in the body (_span_bytes)",
     "_otlp_proto.py:span_of": "partial span: ids, times, the index keys' attributes converted (span_of)",
     "spans.py:row_of": "index columns from the facts: tool, state, error, conversation (row_of)",
-    "protobuf.py:bad_id_or_time": "id and time checks (bad_id_or_time)",
-    "<method 'SerializeToString' of 'google._upb._message.Message' objects>": "span bytes written again",
+    "protobuf.py:_mapped_shape": "the span's shape: its index keys' values (_mapped_shape)",
 }
 
 
@@ -148,28 +151,30 @@ def ingest_phases(bodies: list[bytes], work: Path) -> dict[str, Any]:
     try:
         for body in bodies:
             ctx = Ctx("request body", False, ReadReport())
-            request, t = timed(lambda: parse_request(body, ctx))  # noqa: B023
-            phases["protobuf parse"] += t
-            rows, t = timed(lambda: rows_of_request(request, ctx))  # noqa: B023
+            rows, t = timed(lambda: rows_of_body(body, ctx))  # noqa: B023
             phases["rows"] += t
-            rows, t = timed(lambda: pickle.loads(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL)))  # noqa: B023
-            phases["rows from the parse worker (pickle)"] += t
-            good, _, _ = split_valid(rows)
-            _, t = timed(lambda: store.ingest_rows(good))  # noqa: B023
+            prepared, t = timed(lambda: prepare(*split_valid(rows)))  # noqa: B023
+            phases["worker: merged, events and summaries folded, parameters (prepare)"] += t
+            # As the parse worker hands them over (``parsers``): marshal bytes.
+            sent, t = timed(lambda: marshal.dumps(tuple(prepared)))  # noqa: B023
+            phases["worker: the prepared rows marshalled"] += t
+            prepared, t = timed(lambda: Prepared._make(marshal.loads(sent)))  # noqa: B023
+            phases["server: the prepared rows read back (marshal)"] += t
+            _, t = timed(lambda: store.ingest_prepared(prepared))  # noqa: B023
             phases["store"] += t
-            spans += len(good)
+            spans += prepared.accepted
         # Profiled apart (cProfile slows what it watches): the shares within each phase.
         with tempfile.TemporaryDirectory() as again:
             other = open_store(str(Path(again) / "profiled.db"))
             try:
                 for body in bodies:
                     ctx = Ctx("request body", False, ReadReport())
-                    request = parse_request(body, ctx)
                     rows_profile.enable()
-                    rows = rows_of_request(request, ctx)
+                    rows = rows_of_body(body, ctx)
                     rows_profile.disable()
+                    prepared = prepare(*split_valid(rows))
                     store_profile.enable()
-                    other.ingest_rows(rows)
+                    other.ingest_prepared(prepared)
                     store_profile.disable()
             finally:
                 other.close()
@@ -178,19 +183,17 @@ def ingest_phases(bodies: list[bytes], work: Path) -> dict[str, Any]:
         store.close()
     per_span = {k: v / spans * 1e6 for k, v in phases.items()}
     rows_stats = pstats.Stats(rows_profile)
-    rows_total = cumulative(rows_stats, {"protobuf.py:rows_of_request": "all"})["all"]
+    rows_total = cumulative(rows_stats, {"protobuf.py:rows_of_body": "all"})["all"]
     parts = cumulative(rows_stats, ROW_PARTS)
     rows_us = per_span.pop("rows")
     for label, seconds in parts.items():
-        per_span[label] = rows_us * seconds / rows_total
-    per_span["rows: the loop around them"] = rows_us * (1 - sum(parts.values()) / rows_total)
+        per_span[f"worker rows: {label}"] = rows_us * seconds / rows_total
+    per_span["worker rows: the loop around them"] = rows_us * (1 - sum(parts.values()) / rows_total)
     store_us = per_span.pop("store")
     sql_us = {k: v / spans * 1e6 for k, v in timed_db.cpu.items()}
     for kind, us in sorted(sql_us.items(), key=lambda kv: -kv[1]):
         per_span[f"SQLite: {kind}"] = us
-    per_span["store: Python around the statements (merge, parameters, summaries)"] = store_us - sum(
-        sql_us.values()
-    )
+    per_span["store: Python around the statements"] = store_us - sum(sql_us.values())
     return {
         "spans": spans,
         "us_per_span": {k: round(v, 2) for k, v in per_span.items()},

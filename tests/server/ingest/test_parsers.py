@@ -16,6 +16,7 @@ import toolspan
 from tests.support.server import otlp_body, running_server
 from toolspan.server._ingest import otlp as _ingest
 from toolspan.server._ingest.parsers import Parsers
+from toolspan.server._store.writes import Prepared
 from toolspan.testing import capture_spans
 
 
@@ -75,57 +76,58 @@ def _worker(server_pid: int) -> int:
 def test_a_worker_parses_exactly_what_the_server_parses_in_process() -> None:
     body = _body()
 
-    async def run() -> tuple[list[int], list[object], object, list[object]]:
+    async def run() -> tuple[list[int], Prepared, object, Prepared]:
         parsers = Parsers(1)
         await parsers.start()
         try:
             pids = list(parsers.pids)
-            rows = await parsers.parse(body, _ingest.PROTOBUF)
+            rows = await parsers.prepare(body, _ingest.PROTOBUF)
             with pytest.raises(_ingest.IngestError) as refused:
-                await parsers.parse(b"\xff\x00 not protobuf", _ingest.PROTOBUF)
-            json_rows = await parsers.parse(b'{"resourceSpans": []}', _ingest.JSON)
+                await parsers.prepare(b"\xff\x00 not protobuf", _ingest.PROTOBUF)
+            json_rows = await parsers.prepare(b'{"resourceSpans": []}', _ingest.JSON)
         finally:
             parsers.close()
         assert parsers.pids == []
-        return pids, list(rows), refused.value, list(json_rows)
+        return pids, rows, refused.value, json_rows
 
     pids, rows, refused, json_rows = asyncio.run(run())
     assert len(pids) == 1
     assert pids[0] != os.getpid()
-    assert rows == _ingest.parse_body(body, _ingest.PROTOBUF)
-    assert len(rows) == 3
+    assert rows == _ingest.prepare_body(body, _ingest.PROTOBUF)
+    assert rows.accepted == 3
     with pytest.raises(_ingest.IngestError) as local:
-        _ingest.parse_body(b"\xff\x00 not protobuf", _ingest.PROTOBUF)
+        _ingest.prepare_body(b"\xff\x00 not protobuf", _ingest.PROTOBUF)
     assert isinstance(refused, _ingest.IngestError)
     assert (
         (refused.status, refused.message)
         == (local.value.status, local.value.message)
         == (400, str(local.value))
     )
-    assert json_rows == []
+    assert json_rows == _ingest.prepare_body(b'{"resourceSpans": []}', _ingest.JSON)
+    assert json_rows.accepted == 0
     assert _wait_gone(pids) == []
 
 
 def test_no_workers_parses_in_process() -> None:
     body = _body()
 
-    async def run() -> tuple[list[int], list[object]]:
+    async def run() -> tuple[list[int], Prepared]:
         parsers = Parsers(0)
         await parsers.start()
-        rows = await parsers.parse(body, _ingest.PROTOBUF)
+        rows = await parsers.prepare(body, _ingest.PROTOBUF)
         parsers.close()
-        return parsers.pids, list(rows)
+        return parsers.pids, rows
 
     pids, rows = asyncio.run(run())
     assert pids == []
-    assert rows == _ingest.parse_body(body, _ingest.PROTOBUF)
+    assert rows == _ingest.prepare_body(body, _ingest.PROTOBUF)
 
 
 @pytest.mark.processes
 def test_a_worker_that_dies_fails_its_request_with_503_and_is_started_again() -> None:
     body = _body()
 
-    async def run() -> tuple[list[int], _ingest.IngestError, list[int], list[object]]:
+    async def run() -> tuple[list[int], _ingest.IngestError, list[int], Prepared]:
         parsers = Parsers(1)
         await parsers.start()
         try:
@@ -133,18 +135,18 @@ def test_a_worker_that_dies_fails_its_request_with_503_and_is_started_again() ->
             os.kill(first[0], signal.SIGKILL)
             assert _wait_gone(first) == []
             with pytest.raises(_ingest.IngestError) as failed:
-                await parsers.parse(body, _ingest.PROTOBUF)
+                await parsers.prepare(body, _ingest.PROTOBUF)
             second = list(parsers.pids)
-            rows = await parsers.parse(body, _ingest.PROTOBUF)
+            rows = await parsers.prepare(body, _ingest.PROTOBUF)
         finally:
             parsers.close()
-        return first, failed.value, second, list(rows)
+        return first, failed.value, second, rows
 
     first, failed, second, rows = asyncio.run(run())
     assert (failed.status, failed.message) == (503, RETRY)
     assert len(second) == 1
     assert second != first
-    assert rows == _ingest.parse_body(body, _ingest.PROTOBUF)
+    assert rows == _ingest.prepare_body(body, _ingest.PROTOBUF)
 
 
 @pytest.mark.processes

@@ -15,7 +15,7 @@ from tests.support.formats import otlp_proto_request, parity_trace
 from tests.support.paths import TESTS
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
-from toolspan.bridge.readers._otlp_proto import iter_proto_request
+from toolspan.bridge.readers._otlp_proto import iter_proto_request, parse_request
 from toolspan.bridge.readers._report import Ctx, ReadReport
 from toolspan.server._ingest import protobuf
 from toolspan.server._ingest.protobuf import rows_of_body, rows_of_request
@@ -80,6 +80,43 @@ def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:
     assert row.name == span.name
     assert row._replace(data=b"") == row_of_span(decode(row.data))._replace(data=b"")
     assert protobuf._SHAPES == {}
+
+
+@pytest.mark.parametrize("chars", [100, 5_000, 20_000])
+def test_a_span_is_found_in_the_body_whatever_the_size_of_its_length(chars: int) -> None:
+    # A span's length before its bytes takes one, two or three bytes (past 127 and 16,383 bytes).
+    span = replace(SETS["scenario"][0], attributes={**SETS["scenario"][0].attributes, "big": "x" * chars})
+    request = otlp_proto_request([span, SETS["scenario"][1]])
+    body = request.SerializeToString()
+    spans = request.resource_spans[0].scope_spans[0].spans
+    twin, _ = protobuf._index_types()
+    assert protobuf._span_bytes(body, twin.FromString(body)) == [[[s.SerializeToString() for s in spans]]]
+    [first, second] = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert first.data.endswith(spans[0].SerializeToString())
+    assert second.data.endswith(spans[1].SerializeToString())
+    assert [first, second] == rows_of_request(request, Ctx("b", False, ReadReport()))
+
+
+def test_an_index_attribute_not_a_string_is_never_taken_for_an_empty_string() -> None:
+    # The same tool span with a conversation id that is an empty string (none), then the number 7: the shape
+    # of the first is known when the second is read, and each gets the columns of its full span, through the
+    # map and walked alike.
+    tool = next(
+        s for s in SETS["scenario"] if row_of_span(s).is_tool and s.end_ns is not None and not s.events
+    )
+    empty = replace(tool, attributes={**tool.attributes, "gen_ai.conversation.id": ""})
+    number = replace(tool, span_id="f" * 16, attributes={**tool.attributes, "gen_ai.conversation.id": 7})
+    protobuf._SHAPES.clear()
+    for read in (
+        lambda span: rows_of_body(
+            otlp_proto_request([span]).SerializeToString(), Ctx("b", False, ReadReport())
+        ),
+        lambda span: rows_of_request(otlp_proto_request([span]), Ctx("b", False, ReadReport())),
+    ):
+        rows = [row for span in (empty, number) for row in read(span)]
+        full = [row_of_span(decode(r.data))._replace(data=b"") for r in rows]
+        assert [r._replace(data=b"") for r in rows] == full
+        assert [r.conversation_id for r in rows] == [None, "7"]
 
 
 def test_a_body_not_plainly_laid_out_is_read_as_the_otlp_type_reads_it() -> None:
@@ -193,6 +230,27 @@ def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_doe
     assert "spans[1].end_time_unix_nano: before the start time (5 < 10)" in from_server.value.message
 
 
+def test_an_event_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_types_message() -> None:
+    # The twin reads a span's events as bytes; an event whose name is no UTF-8 is refused when the span
+    # is read from its bytes, with the message the OTLP type gives the whole body.
+    from toolspan.bridge.readers import BridgeReadError
+    from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
+
+    request = otlp_proto_request(SETS["scenario"][:2])
+    rs = request.resource_spans[0]
+    ss = rs.scope_spans[0]
+    bad = ss.spans[1].SerializeToString() + _field(11, _field(2, b"\xff\xfe not UTF-8"))
+    scope = _field(1, ss.scope.SerializeToString()) + _field(2, ss.spans[0].SerializeToString())
+    body = _field(1, _field(1, rs.resource.SerializeToString()) + _field(2, scope + _field(2, bad)))
+    with pytest.raises(BridgeReadError) as from_reader:
+        parse_request(body, Ctx("request body", False, ReadReport()))
+    with pytest.raises(IngestError) as from_server:
+        parse_body(body, PROTOBUF)
+    assert from_server.value.status == 400
+    assert from_server.value.message == str(from_reader.value).replace("\n", " ")
+    assert "not a valid OTLP protobuf request" in from_server.value.message
+
+
 def _proto_rows(spans: list[Span]) -> list[Row]:
     return rows_of_request(otlp_proto_request(spans), Ctx("b", False, ReadReport()))
 
@@ -225,3 +283,25 @@ def test_protobuf_records_of_one_span_merge_as_the_bridge_merges_them(tmp_path: 
         ]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("rejected", "message"), [(0, ""), (2, "2 span(s) without a trace id or span id")])
+def test_an_export_is_answered_with_the_bytes_of_the_otlp_response_types(rejected: int, message: str) -> None:
+    # Nothing rejected: the empty message, without the protobuf runtime in the server process.
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    from toolspan.server._ingest.otlp import PROTOBUF, logs_response_body, response_body
+
+    traces = ExportTraceServiceResponse()
+    logs = ExportLogsServiceResponse()
+    if rejected:
+        traces.partial_success.rejected_spans = rejected
+        traces.partial_success.error_message = message
+        logs.partial_success.rejected_log_records = rejected
+        logs.partial_success.error_message = message
+    assert response_body(PROTOBUF, rejected, message) == traces.SerializeToString()
+    assert logs_response_body(PROTOBUF, rejected, message) == logs.SerializeToString()
+    parsed = ExportTraceServiceResponse.FromString(response_body(PROTOBUF, rejected, message))
+    assert parsed.HasField("partial_success") == bool(rejected)
+    assert parsed.partial_success.rejected_spans == rejected

@@ -159,3 +159,69 @@ def test_an_open_tool_is_running_until_its_root_ended_then_sealed(store: StoreAp
     assert states() == [("SEALED", 1, 2)]
     assert [r["trace_id"] for r in list_traces(store, {"state": "SEALED"}, 3600)["traces"]] == [TRACE]
     assert list_traces(store, {"state": "RUNNING"}, 3600)["traces"] == []
+
+
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.processes)])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_prepared_request_stores_what_its_rows_store(
+    engine: str, seed: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The parse worker's hand-off (``prepare``, then ``ingest_prepared``) against the rows stored one by one
+    # (``ingest_rows``): requests of new traces, of traces stored already, resent records, a pending record
+    # and its ended span in one request or in two, roots after their children.
+    import random
+
+    from toolspan.server._rows.spans import row_of_span
+    from toolspan.server._store.writes import prepare
+
+    rng = random.Random(seed)
+    # The scenario, and its spans again as a trace whose spans failed (errors) and whose tool calls run on.
+    failed = [
+        replace(s, trace_id="e" * 32, status="ERROR", end_ns=None if i % 2 else s.end_ns)
+        for i, s in enumerate(scenario())
+    ]
+    spans = scenario() + failed
+    records = [replace(s, end_ns=None) for s in rng.sample(spans, len(spans) // 3) if s.end_ns is not None]
+    records += spans + rng.sample(spans, len(spans) // 4)
+    rng.shuffle(records)
+    requests, i = [], 0
+    while i < len(records):
+        size = rng.randint(1, 16)
+        requests.append([row_of_span(s) for s in records[i : i + size]])
+        i += size
+    if engine == "sqlite":
+        rows_db, prepared_db = open_store(str(tmp_path / "rows.db")), open_store(str(tmp_path / "prep.db"))
+    else:
+        from toolspan.server._store.postgres import PostgresStore
+
+        server = request.getfixturevalue("postgres")
+        rows_db = PostgresStore(server.fresh_url(), prune_every_s=0)
+        prepared_db = PostgresStore(server.fresh_url(), prune_every_s=0)
+    try:
+        results = [
+            (rows_db.ingest_rows(rows), prepared_db.ingest_prepared(prepare(rows))) for rows in requests
+        ]
+        assert [r for r, _ in results] == [p for _, p in results]
+        assert sum(r.duplicates for r, _ in results) >= len(spans) // 4
+
+        def tables(db: StoreApi) -> list[list[tuple[object, ...]]]:
+            return [
+                [tuple(r) for r in db._rows("SELECT * FROM spans ORDER BY trace_id, span_id")],  # type: ignore[attr-defined]
+                [tuple(r[:7]) + tuple(r[8:]) for r in db._rows("SELECT * FROM traces ORDER BY trace_id")],  # type: ignore[attr-defined]
+                [
+                    tuple(r[1:4])
+                    for r in db._rows("SELECT * FROM events ORDER BY ns, trace_id, span_id, phase")
+                ],  # type: ignore[attr-defined]
+            ]
+
+        stored = tables(rows_db)
+        assert tables(prepared_db) == stored
+        assert len(stored[0]) == len({(s.trace_id, s.span_id) for s in spans})
+        assert any(phase == OBSERVE for _, _, phase in stored[2])
+        # (errors, open tool calls) of the failed trace: both counted.
+        [(errors, running)] = [(r[9], r[10]) for r in stored[1] if r[0] == "e" * 32]
+        assert errors > 0
+        assert running > 0
+    finally:
+        rows_db.close()
+        prepared_db.close()

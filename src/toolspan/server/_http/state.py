@@ -19,6 +19,7 @@ from toolspan.server._ingest.parsers import Parsers
 from toolspan.server._rows.spans import IngestResult, Row
 from toolspan.server._store.api import StoreApi
 from toolspan.server._store.remote import TraceSource
+from toolspan.server._store.writes import Prepared
 from toolspan.server._streams.deltas import DeltaHub, split_deltas
 from toolspan.server._streams.page import PageDocs
 from toolspan.server._streams.sse import EventStreamResponse
@@ -101,6 +102,15 @@ class ServerState:
         if loop is not None and good:
             traces = {r.trace_id for r in good}
             self._wake(loop, traces, {r.conversation_id for r in good if r.conversation_id is not None})
+        return result
+
+    def ingest_prepared(self, prepared: Prepared) -> IngestResult:
+        """Store a request's rows made ready by its parse (``Parsers.prepare``) and wake the streams they
+        concern; returns the counts."""
+        result = self.store.ingest_prepared(prepared)
+        loop = self.loop
+        if loop is not None and prepared.sums:
+            self._wake(loop, set(prepared.sums), set(prepared.conversations))
         return result
 
     def ingest_logs(self, records: list[LogRecord], rejected: int, message: str) -> IngestResult:

@@ -21,6 +21,7 @@ from toolspan.bridge.readers import BridgeReadError, ReadReport, spans_from_docu
 from toolspan.errors import ToolspanError
 from toolspan.server._ingest.protobuf import rows_of_body
 from toolspan.server._rows.spans import MAX_STORED_NS, Row, row_of_span
+from toolspan.server._store.writes import Prepared, prepare
 
 __all__ = [
     "JSON",
@@ -33,6 +34,7 @@ __all__ = [
     "parse_logs",
     "parse_logs_request",
     "parse_body",
+    "prepare_body",
     "response_body",
     "split_valid",
     "status_body",
@@ -148,6 +150,14 @@ def parse_body(body: bytes, kind: str) -> list[Row]:
         raise IngestError(400, str(e).replace("\n", " ")) from None
 
 
+def prepare_body(body: bytes, kind: str) -> Prepared:
+    """The span rows of one ``ExportTraceServiceRequest`` body made ready to store (``writes.prepare``): its
+    usable rows, with the rejected count and message of the others (``split_valid``); what a parse worker
+    hands back. 400 as ``parse_body``."""
+    good, rejected, message = split_valid(parse_body(body, kind))
+    return prepare(good, rejected, message)
+
+
 def _tied(records: Sequence[LogRecord], total: int) -> tuple[list[LogRecord], int, str]:
     good = [r for r in records if r.trace_id != ZERO_TRACE and r.span_id != ZERO_SPAN]
     untied = total - len(good)
@@ -208,12 +218,13 @@ def logs_response_body(kind: str, rejected: int, message: str) -> bytes:
         if rejected:
             doc["partialSuccess"] = {"rejectedLogRecords": str(rejected), "errorMessage": message}
         return json.dumps(doc).encode()
+    if not rejected:
+        return b""  # an empty message (as ``response_body``)
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 
     response = ExportLogsServiceResponse()
-    if rejected:
-        response.partial_success.rejected_log_records = rejected
-        response.partial_success.error_message = message
+    response.partial_success.rejected_log_records = rejected
+    response.partial_success.error_message = message
     return bytes(response.SerializeToString())
 
 
@@ -232,12 +243,15 @@ def response_body(kind: str, rejected: int, message: str) -> bytes:
         if rejected:
             doc["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
         return json.dumps(doc).encode()
+    if not rejected:
+        # An empty message is no bytes: the server process answers without the protobuf runtime (which it
+        # would otherwise import on its first export, in the parse workers' place).
+        return b""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
     response = ExportTraceServiceResponse()
-    if rejected:
-        response.partial_success.rejected_spans = rejected
-        response.partial_success.error_message = message
+    response.partial_success.rejected_spans = rejected
+    response.partial_success.error_message = message
     return bytes(response.SerializeToString())
 
 

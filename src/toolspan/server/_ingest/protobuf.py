@@ -3,12 +3,14 @@ span's columns come from its index attributes (``INDEX_KEYS`` only), and it is s
 it came in, behind its resource and scope (``codec.proto_header``).
 
 A request body (``rows_of_body``) is parsed with a twin of the OTLP request type (``_index_types``) whose
-spans hold their attributes as a map, which the protobuf runtime builds in C: the few index attributes are
-looked up, not walked one by one in Python. The twin reads exactly the bytes the OTLP type reads (a map
-field is on the wire what a repeated ``KeyValue`` is; every other field is the OTLP one), so a body it
-refuses is refused with the OTLP type's own message. Each span is stored as the bytes it came in
-(``_span_bytes`` finds them in the body), never encoded again. A request parsed already (gRPC) is read
-the same way, its attributes walked (``rows_of_request``).
+spans hold their attributes as a map, which the protobuf runtime builds in C: the index keys a span holds
+are found by one set intersection with the map's keys and only those read, not walked one by one in Python.
+The twin reads exactly the bytes the OTLP type reads (a map field is on the wire what a repeated
+``KeyValue`` is; a span's events, only counted here, are read as bytes; every other field is the OTLP
+one), so a body it refuses is refused with the OTLP type's own message; a span whose events the OTLP type
+refuses (when it is read from its bytes) sends the whole body to the OTLP type, for that message. Each
+span is stored as the bytes it came in (``_span_bytes`` finds them in the body), never encoded again. A
+request parsed already (gRPC) is read the same way, its attributes walked (``rows_of_request``).
 
 Most spans of an agent share their shape: the same name, kind, status and index attributes, only ids and
 times differ. The columns that depend on the shape alone (role, tool name, state, error, conversation) are
@@ -21,7 +23,7 @@ on the whole corpus.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any, Final
 
@@ -29,13 +31,16 @@ from toolspan import semconv as sc
 from toolspan.bridge.internal import ZERO_SPAN, ZERO_TRACE, Ctx, bad_times, parse_trace_request
 from toolspan.bridge.internal import proto_resource_attributes as resource_attributes
 from toolspan.bridge.internal import proto_span as span_of
+from toolspan.bridge.readers import ReadReport
 from toolspan.server._rows.codec import proto_header
 from toolspan.server._rows.spans import INDEX_KEYS, MAX_STORED_NS, Row, row_of
 
 __all__ = ["bad_id_or_time", "rows_of_body", "rows_of_request"]
 
 _ID_BYTES: Final = (("trace_id", 16), ("span_id", 8), ("parent_span_id", 8))
-_KEYS: Final = tuple(sorted(INDEX_KEYS))
+_KEY_SET: Final = frozenset(INDEX_KEYS)
+# The fields of ``Span`` the twin reads as bytes: its events (11).
+_AS_BYTES: Final = (11,)
 _PACKAGE: Final = "toolspan.server.ingest"
 # Shapes kept at most (per process: a parse worker's, or the server's own); past it they are met again.
 _MAX_SHAPES: Final = 4096
@@ -87,6 +92,12 @@ def _index_types() -> tuple[Any, Any]:
         return copy
 
     span = twin(trace_pb2.Span, 9, "Span.AttributesEntry")
+    for f in span.field:
+        if f.number in _AS_BYTES:
+            # Read as the bytes they came in, only counted: a span with events is read as a partial
+            # span from its bytes, which checks them.
+            f.type = field.TYPE_BYTES
+            f.ClearField("type_name")
     entry = span.nested_type.add(name="AttributesEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", json_name="key", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
@@ -133,7 +144,11 @@ def _fields(data: bytes, start: int, end: int, number: int) -> list[tuple[int, i
             size = data[i]
             i += 1
             if size >= 0x80:
-                size, i = _varint(data, i - 1)
+                if data[i] < 0x80:  # two bytes: a span's length, mostly
+                    size = (size & 0x7F) | data[i] << 7
+                    i += 1
+                else:
+                    size, i = _varint(data, i - 1)
             if key >> 3 == number:
                 found.append((i, i + size))
             i += size
@@ -185,17 +200,18 @@ def _keep(shape: tuple[Any, ...] | None, row: Row) -> Row:
 
 
 def _rows(
-    request: Any,
-    ctx: Ctx,
-    data_of: Callable[[int, int, int, Any], bytes],
-    shape_of: Callable[[Any, bool], tuple[Any, ...] | None],
-    partial: Callable[[int, int, int, Any], Any],
-) -> list[Row]:
-    """The rows of a parsed request: each span's stored bytes from ``data_of(r, s, i, span)``, its shape
-    from ``shape_of(span, ended)``, and an OTLP ``Span`` to read a partial span from, ``partial(r, s, i,
-    span)``, when its shape is not known."""
-    rows: list[Row] = []
+    request: Any, ctx: Ctx, stored: list[list[list[bytes]]] | None, span_type: Any
+) -> list[tuple[Any, ...]]:
+    """The rows of a parsed request, as plain tuples (``Row``'s fields, in order). With ``stored`` (the
+    bytes of each span as received, by resource and scope: ``_span_bytes``) the request is of the twin type
+    (``_index_types``): each span is stored as its bytes and a partial span read from them with
+    ``span_type`` when its shape is not known; without, it is an OTLP request, each span written again."""
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
     shapes = _SHAPES
+    keys = _KEY_SET
+    max_ns = MAX_STORED_NS
+    twin = stored is not None
     for r, rs in enumerate(request.resource_spans):
         resource = resource_attributes(rs)
         service = _service(resource)
@@ -203,6 +219,7 @@ def _rows(
         for s, ss in enumerate(rs.scope_spans):
             scope = ss.scope.name
             header = proto_header(resource_bytes, ss.scope.SerializeToString())
+            of_scope = stored[r][s] if stored is not None else None
             for i, sp in enumerate(ss.spans):
                 start = sp.start_time_unix_nano
                 end = sp.end_time_unix_nano
@@ -213,26 +230,33 @@ def _rows(
                 span_id = sp.span_id
                 parent = sp.parent_span_id
                 if (
-                    len(trace_id) not in (0, 16)
-                    or len(span_id) not in (0, 8)
-                    or len(parent) not in (0, 8)
-                    or start > MAX_STORED_NS
-                    or end > MAX_STORED_NS
+                    len(trace_id) != 16
+                    or len(span_id) != 8
+                    or (parent and len(parent) != 8)
+                    or start > max_ns
+                    or end > max_ns
                 ):
                     bad = bad_id_or_time(sp)
                     if bad is not None:
                         ctx.fail(f"resource_spans[{r}].scope_spans[{s}].spans[{i}].{bad[0]}", bad[1])
                         continue
-                data = header + data_of(r, s, i, sp)
-                shape = None if sp.events else shape_of(sp, bool(end))
+                data = header + (of_scope[i] if of_scope is not None else bytes(sp.SerializeToString()))
+                shape = None
+                if not sp.events:
+                    attributes = sp.attributes
+                    if twin:
+                        shape = _mapped_shape(sp, bool(end), attributes, keys)
+                    else:
+                        shape = _walked_shape(sp, bool(end), attributes, keys)
                 columns = None if shape is None else shapes.get(shape)
                 if columns is None:
-                    span = span_of(partial(r, s, i, sp), resource, scope, "", INDEX_KEYS)
-                    rows.append(_keep(shape, row_of(span, data)))
+                    full = span_type.FromString(of_scope[i]) if of_scope is not None else sp
+                    span = span_of(full, resource, scope, "", INDEX_KEYS)
+                    append(tuple(_keep(shape, row_of(span, data))))
                     continue
                 parent_hex = parent.hex() if parent else None
-                rows.append(
-                    Row(
+                append(
+                    (
                         trace_id.hex() if trace_id else ZERO_TRACE,
                         span_id.hex() if span_id else ZERO_SPAN,
                         None if parent_hex == ZERO_SPAN else parent_hex,
@@ -246,39 +270,43 @@ def _rows(
                         service,
                         columns[4],
                         data,
+                        0,
                     )
                 )
     return rows
 
 
-def _walked_shape(sp: Any, ended: bool) -> tuple[Any, ...] | None:
-    """The shape of an OTLP ``Span``: its name, kind, status, whether it ended, and its index attributes
-    (strings only, else ``None``), in order."""
-    status = sp.status
-    shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
-    keys = INDEX_KEYS
-    for kv in sp.attributes:
+def _walked_shape(sp: Any, ended: bool, attributes: Any, keys: frozenset[str]) -> tuple[Any, ...] | None:
+    """The shape of an OTLP ``Span``: its name, kind, status, whether it ended, and its index
+    attributes (strings only, else ``None``; the last of a key repeated, as the reader keeps it), by key."""
+    found: dict[str, str] = {}
+    for kv in attributes:
         key = kv.key
         if key in keys:
             value = kv.value
-            if value.WhichOneof("value") != "string_value":
+            text = value.string_value
+            if not text and value.WhichOneof("value") != "string_value":
                 return None
-            shape += (key, value.string_value)
+            found[key] = text
+    status = sp.status
+    shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
+    for key in sorted(found):
+        shape += (key, found[key])
     return tuple(shape)
 
 
-def _mapped_shape(sp: Any, ended: bool) -> tuple[Any, ...] | None:
-    """The shape of a span of the twin type, its index attributes (strings only, else ``None``) in the
-    order of ``_KEYS``."""
+def _mapped_shape(sp: Any, ended: bool, attributes: Any, keys: frozenset[str]) -> tuple[Any, ...] | None:
+    """The shape of a span of the twin type: as ``_walked_shape``, its index attributes those of the keys
+    its map holds."""
     status = sp.status
     shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
-    attributes = sp.attributes
-    for key in _KEYS:
-        if key in attributes:
-            value = attributes[key]
-            if value.WhichOneof("value") != "string_value":
-                return None
-            shape += (key, value.string_value)
+    for key in sorted(keys.intersection(attributes)):
+        value = attributes[key]
+        text = value.string_value
+        # (A value of another type has no string: the oneof is asked only then.)
+        if not text and value.WhichOneof("value") != "string_value":
+            return None
+        shape += (key, text)
     return tuple(shape)
 
 
@@ -286,16 +314,12 @@ def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
     """The rows of a parsed ``ExportTraceServiceRequest``, each span stored as its protobuf bytes; a span
     that ends before it starts fails ``ctx`` as the bridge reader does, and so does one with an id of the
     wrong length or a time past what SQLite stores (``bad_id_or_time``)."""
-
-    def serialized(r: int, s: int, i: int, sp: Any) -> bytes:
-        return bytes(sp.SerializeToString())
-
-    return _rows(request, ctx, serialized, _walked_shape, lambda r, s, i, sp: sp)
+    new = tuple.__new__
+    return [new(Row, values) for values in _rows(request, ctx, None, None)]
 
 
-def rows_of_body(body: bytes, ctx: Ctx) -> list[Row]:
-    """The rows of an ``ExportTraceServiceRequest`` body (``rows_of_request`` of it, each span stored as the
-    bytes it came in); ``[]`` after ``ctx.fail`` when the body is no valid request."""
+def _plain_rows_of_body(body: bytes, ctx: Ctx) -> list[tuple[Any, ...]]:
+    """``rows_of_body`` as plain tuples (``Row``'s fields, in order)."""
     from google.protobuf.message import DecodeError
 
     twin, span_type = _index_types()
@@ -304,14 +328,25 @@ def rows_of_body(body: bytes, ctx: Ctx) -> list[Row]:
     except DecodeError:
         request = None
     spans = None if request is None else _span_bytes(body, request)
-    if request is None or spans is None:
-        # Refused, or not plainly laid out: read as the OTLP type reads it (its message when refused).
-        parsed = parse_trace_request(body, ctx)
-        return [] if parsed is None else rows_of_request(parsed, ctx)
-    return _rows(
-        request,
-        ctx,
-        lambda r, s, i, sp: spans[r][s][i],
-        _mapped_shape,
-        lambda r, s, i, sp: span_type.FromString(spans[r][s][i]),
-    )
+    if request is not None and spans is not None:
+        # What the twin reads as bytes (a span's status and events) is checked when a span is read from
+        # its bytes: a span that fails there sends the whole body to the OTLP type, for its message.
+        scratch = Ctx(ctx.source, ctx.lenient, ReadReport(), ctx.line)
+        try:
+            rows = _rows(request, scratch, spans, span_type)
+        except DecodeError:
+            pass
+        else:
+            for issue in scratch.report.issues:
+                ctx.report.add(issue)
+            return rows
+    # Refused, or not plainly laid out: read as the OTLP type reads it (its message when refused).
+    parsed = parse_trace_request(body, ctx)
+    return [] if parsed is None else _rows(parsed, ctx, None, None)
+
+
+def rows_of_body(body: bytes, ctx: Ctx) -> list[Row]:
+    """The rows of an ``ExportTraceServiceRequest`` body (``rows_of_request`` of it, each span stored as the
+    bytes it came in); ``[]`` after ``ctx.fail`` when the body is no valid request."""
+    new = tuple.__new__
+    return [new(Row, values) for values in _plain_rows_of_body(body, ctx)]

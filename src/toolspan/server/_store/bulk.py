@@ -14,7 +14,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any, Final
 
-__all__ = ["insert_rows"]
+__all__ = ["insert_flat", "insert_rows"]
 
 _DEFAULT_LIMIT: Final = 999  # SQLite's compile-time default before 3.32
 
@@ -45,6 +45,21 @@ def insert_rows(
         if count < per:
             count = 1 << (count.bit_length() - 1)
         params = list(chain.from_iterable(rows[done : done + count]))
+        written += db.execute(_statement(head, width, count, tail), params).rowcount
+        done += count
+    return written
+
+
+def insert_flat(db: sqlite3.Connection, head: str, values: list[Any], width: int, tail: str = "") -> int:
+    """``insert_rows`` of rows given as one list of their values, row after row (``width`` each): each
+    chunk's parameters are a slice of it, no row is looked at in Python."""
+    per = max(1, _limit(db) // width)
+    done, total, written = 0, len(values) // width, 0
+    while done < total:
+        count = min(per, total - done)
+        if count < per:
+            count = 1 << (count.bit_length() - 1)
+        params = values[done * width : (done + count) * width]
         written += db.execute(_statement(head, width, count, tail), params).rowcount
         done += count
     return written

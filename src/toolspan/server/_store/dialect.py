@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from toolspan.server._store.bulk import insert_rows
+from toolspan.server._store.bulk import insert_flat, insert_rows
 from toolspan.server._store.sql.tables import Table
 
 __all__ = ["DIALECTS", "POSTGRES", "SQLITE", "Connection", "Dialect"]
@@ -68,6 +68,11 @@ class Dialect(ABC):
         conflict clause ``conflict`` (``table.upsert``, ``tables.DO_NOTHING``), in as few statements as the
         engine allows; returns how many rows were written."""
 
+    @abstractmethod
+    def insert_flat(self, conn: Connection, table: Table, values: list[Any], conflict: str) -> int:
+        """``insert`` of rows given as one list of their values, row after row (as many as ``table`` has
+        columns each)."""
+
     def all_rows(
         self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
     ) -> list[Any]:
@@ -82,6 +87,10 @@ class _Sqlite(Dialect):
     def insert(self, conn: Connection, table: Table, rows: Sequence[Sequence[Any]], conflict: str) -> int:
         head = f"INSERT INTO {table.name} ({table.listed})"
         return insert_rows(conn.raw, head, rows, len(table.names), conflict)
+
+    def insert_flat(self, conn: Connection, table: Table, values: list[Any], conflict: str) -> int:
+        head = f"INSERT INTO {table.name} ({table.listed})"
+        return insert_flat(conn.raw, head, values, len(table.names), conflict)
 
     def all_rows(
         self, conn: Connection, sql: str, params: Sequence[Any], columns: Sequence[str]
@@ -110,10 +119,19 @@ class _Postgres(Dialect):
     def insert(self, conn: Connection, table: Table, rows: Sequence[Sequence[Any]], conflict: str) -> int:
         if not rows:
             return 0
+        return self._unnest(conn, table, list(zip(*rows, strict=True)), conflict)
+
+    def insert_flat(self, conn: Connection, table: Table, values: list[Any], conflict: str) -> int:
+        if not values:
+            return 0
+        width = len(table.names)
+        return self._unnest(conn, table, [values[i::width] for i in range(width)], conflict)
+
+    def _unnest(self, conn: Connection, table: Table, columns: Sequence[Sequence[Any]], conflict: str) -> int:
         # One array per column, of the column's type (``Column.array``).
         arrays = table.arrays
         values: list[list[Any]] = []
-        for kind, column in zip(arrays, zip(*rows, strict=True), strict=True):
+        for kind, column in zip(arrays, columns, strict=True):
             if kind == "bytea[]":
                 values.append([v.encode("utf-8") if isinstance(v, str) else v for v in column])
             elif kind == "text[]":

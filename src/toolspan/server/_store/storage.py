@@ -54,7 +54,7 @@ from toolspan.server._store.sql.tables import (
     trace_row,
 )
 from toolspan.server._store.tx import Tx
-from toolspan.server._store.writes import merge_batch, put_rows
+from toolspan.server._store.writes import Prepared, merge_batch, put_prepared, put_rows
 
 __all__ = ["Storage"]
 
@@ -121,6 +121,20 @@ class Storage(ABC):
             result = IngestResult(accepted=len(rows), duplicates=len(rows) - len(batch))
             put_rows(tx, batch, result)
             return result
+
+        return self._write(write)
+
+    def ingest_prepared(self, prepared: Prepared) -> IngestResult:
+        """Store a request's rows made ready by ``writes.prepare`` in one transaction (committed when this
+        returns): what ``ingest_rows`` of the same rows stores, with the same counts."""
+        result = IngestResult(prepared.accepted, prepared.rejected, prepared.duplicates, prepared.message)
+        if not prepared.sums:
+            return result
+
+        def write(tx: Tx) -> IngestResult:
+            done = IngestResult(result.accepted, result.rejected, result.duplicates, result.message)
+            put_prepared(tx, prepared, done)
+            return done
 
         return self._write(write)
 

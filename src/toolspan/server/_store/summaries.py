@@ -18,7 +18,16 @@ from toolspan.server._store.sql import RECOMPUTE_SUMMARIES, SUMMARIES
 from toolspan.server._store.sql.tables import TRACES, TraceRow
 from toolspan.server._store.tx import Tx
 
-__all__ = ["recompute_summaries", "stored_summaries", "summary_rows", "update_summaries"]
+__all__ = [
+    "Sum",
+    "fold",
+    "folded_rows",
+    "recompute_summaries",
+    "stored_summaries",
+    "summary_rows",
+    "update_folded",
+    "update_summaries",
+]
 
 
 def _greater(a: Any, b: Any) -> Any:
@@ -30,35 +39,50 @@ def _greater(a: Any, b: Any) -> Any:
     return a if a >= b else b
 
 
-class _Sum:
-    """The summary of a trace's new rows."""
+# A trace's new rows, folded (``fold``): a list, which pickles in C (a parse worker folds a request's rows).
+SERVICE, CONVERSATION, ROOT, START, END, SPANS, TOOLS, ERRORS, OPEN = range(9)
+# Its root (the parentless row that starts first, then the smaller span id): (start, span id, name, ended).
+Sum = list[Any]
 
-    __slots__ = ("conversation", "end", "errors", "open", "root", "service", "spans", "start", "tools")
 
-    def __init__(self, row: Row) -> None:
-        self.service = row.service
-        self.conversation = row.conversation_id
-        self.root: Row | None = row if row.parent is None else None
-        self.start = row.start_ns
-        self.end = row.end_ns
-        self.spans = 1
-        self.tools = row.is_tool
-        self.errors = row.is_error
-        self.open = int(row.is_tool and row.end_ns is None)
-
-    def add(self, row: Row) -> None:
-        self.service = _greater(self.service, row.service)
-        self.conversation = _greater(self.conversation, row.conversation_id)
-        if row.parent is None and (
-            self.root is None or (row.start_ns, row.span_id) < (self.root.start_ns, self.root.span_id)
-        ):
-            self.root = row
-        self.start = min(self.start, row.start_ns)
-        self.end = _greater(self.end, row.end_ns)
-        self.spans += 1
-        self.tools += row.is_tool
-        self.errors += row.is_error
-        self.open += int(row.is_tool and row.end_ns is None)
+def fold(rows: Iterable[Sequence[Any]]) -> dict[str, Sum]:
+    """The summary of each trace's rows (``Row``s, or their plain tuples), by trace id, in one pass."""
+    sums: dict[str, Sum] = {}
+    for row in rows:
+        trace_id, span_id, parent, name, start, end = row[0], row[1], row[2], row[3], row[4], row[5]
+        tool, error, service, conversation = row[6], row[9], row[10], row[11]
+        found = sums.get(trace_id)
+        if found is None:
+            sums[trace_id] = [
+                service,
+                conversation,
+                (start, span_id, name, end is not None) if parent is None else None,
+                start,
+                end,
+                1,
+                tool,
+                error,
+                int(tool and end is None),
+            ]
+            continue
+        if service is not None and (found[SERVICE] is None or service > found[SERVICE]):
+            found[SERVICE] = service
+        if conversation is not None and (found[CONVERSATION] is None or conversation > found[CONVERSATION]):
+            found[CONVERSATION] = conversation
+        if parent is None:
+            root = found[ROOT]
+            if root is None or (start, span_id) < (root[0], root[1]):
+                found[ROOT] = (start, span_id, name, end is not None)
+        found[START] = min(found[START], start)
+        if end is not None and (found[END] is None or end > found[END]):
+            found[END] = end
+        found[SPANS] += 1
+        if tool:
+            found[TOOLS] += 1
+            if end is None:
+                found[OPEN] += 1
+        found[ERRORS] += error
+    return sums
 
 
 def summary_rows(
@@ -72,34 +96,37 @@ def summary_rows(
     a second root). ``stamp(old row or None)`` is each row's ``last_seen_ns``. Pure: the same on every
     engine."""
     recompute = set(changed)
-    sums: dict[str, _Sum] = {}
-    for row in inserts:
-        if row.trace_id in recompute:
-            continue
-        found = sums.get(row.trace_id)
-        if found is None:
-            sums[row.trace_id] = _Sum(row)
-        else:
-            found.add(row)
+    sums = fold(row for row in inserts if row.trace_id not in recompute)
+    return folded_rows(sums, old_rows, stamp, recompute)
+
+
+def folded_rows(
+    sums: Mapping[str, Sum],
+    old_rows: Mapping[str, TraceRow],
+    stamp: Callable[[TraceRow | None], int],
+    recompute: set[str],
+) -> tuple[list[TraceRow], set[str]]:
+    """``summary_rows`` of the new rows' summaries (``fold``): the traces that gain a second root are added to
+    ``recompute``, which is returned."""
     rows: list[TraceRow] = []
     for trace_id, new in sums.items():
-        root = new.root
+        root = new[ROOT]
         old = old_rows.get(trace_id)
         if old is None:
             rows.append(
                 TraceRow(
                     trace_id,
-                    new.service,
-                    new.conversation,
-                    None if root is None else root.name,
-                    int(root is not None and root.end_ns is not None),
-                    new.start,
-                    new.end,
+                    new[SERVICE],
+                    new[CONVERSATION],
+                    None if root is None else root[2],
+                    int(root is not None and root[3]),
+                    new[START],
+                    new[END],
                     stamp(None),
-                    new.spans,
-                    new.tools,
-                    new.errors,
-                    new.open,
+                    new[SPANS],
+                    new[TOOLS],
+                    new[ERRORS],
+                    new[OPEN],
                 )
             )
         elif root is not None and old.root_name is not None:
@@ -108,17 +135,17 @@ def summary_rows(
             rows.append(
                 TraceRow(
                     trace_id,
-                    _greater(old.service, new.service),
-                    _greater(old.conversation_id, new.conversation),
-                    old.root_name if root is None else root.name,
-                    old.root_ended if root is None else int(root.end_ns is not None),
-                    min(old.start_ns, new.start),
-                    _greater(old.end_ns, new.end),
+                    _greater(old.service, new[SERVICE]),
+                    _greater(old.conversation_id, new[CONVERSATION]),
+                    old.root_name if root is None else root[2],
+                    old.root_ended if root is None else int(root[3]),
+                    min(old.start_ns, new[START]),
+                    _greater(old.end_ns, new[END]),
                     stamp(old),
-                    old.spans + new.spans,
-                    old.tools + new.tools,
-                    old.errors + new.errors,
-                    old.open_tools + new.open,
+                    old.spans + new[SPANS],
+                    old.tools + new[TOOLS],
+                    old.errors + new[ERRORS],
+                    old.open_tools + new[OPEN],
                 )
             )
     return rows, recompute
@@ -145,13 +172,27 @@ def update_summaries(
     changed = set(changed)
     conn, ns = tx.conn, tx.ns
     old_rows = stored_summaries(tx, {r.trace_id for r in inserts} - changed) if stored is None else stored
-    rows, recompute = summary_rows(
-        inserts, changed, old_rows, lambda old: ns if old is None else max(ns, int(old.last_seen_ns) + 1)
-    )
+    rows, recompute = summary_rows(inserts, changed, old_rows, lambda old: _stamp(ns, old))
     if rows:
         tx.dialect.insert(conn, TRACES, rows, TRACES.upsert)
     if recompute:
         recompute_summaries(conn, recompute, ns)
+
+
+def _stamp(ns: int, old: TraceRow | None) -> int:
+    """A summary row's ``last_seen_ns`` written at ``ns``: never back."""
+    return ns if old is None else max(ns, int(old.last_seen_ns) + 1)
+
+
+def update_folded(tx: Tx, sums: Mapping[str, Sum], stored: Mapping[str, TraceRow]) -> None:
+    """``update_summaries`` of new spans only, from their summaries (``fold``) and the stored rows of their
+    traces (``stored_summaries``)."""
+    ns = tx.ns
+    rows, recompute = folded_rows(sums, stored, lambda old: _stamp(ns, old), set())
+    if rows:
+        tx.dialect.insert(tx.conn, TRACES, rows, TRACES.upsert)
+    if recompute:
+        recompute_summaries(tx.conn, recompute, ns)
 
 
 def recompute_summaries(conn: Connection, trace_ids: Iterable[str], ns: int) -> None:

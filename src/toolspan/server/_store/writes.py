@@ -4,12 +4,18 @@ trace summaries, in one transaction (``Tx``).
 A row whose key is not stored yet is inserted as it is (the common case: no span is decoded); a row whose
 key is stored is compared with the stored form and, when it differs, both are decoded and merged as the
 bridge merges records of one span (``toolspan.bridge._coalesce``), a pending record then its ended record.
+
+An OTLP/HTTP request's rows are made ready in its parse worker (``prepare``: merged within the request,
+their columns as one list of statement parameters, the events of their tool spans and each trace's summary
+folded), so the server process, which bounds the ingest rate, runs the statements without a step per row
+in Python (``put_prepared``) when none of the spans is stored yet; otherwise they are stored as above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from itertools import chain
+from typing import Any, Final, NamedTuple
 
 from toolspan.bridge.internal import act_status
 from toolspan.bridge.model import Span
@@ -17,11 +23,11 @@ from toolspan.server._rows.codec import decode, encode
 from toolspan.server._rows.cursor import ACT, OBSERVE
 from toolspan.server._rows.spans import IngestResult, Row, merge, row_of_span
 from toolspan.server._store.sql import STORED_SPANS
-from toolspan.server._store.sql.tables import DO_NOTHING, EVENTS, SPANS, EventRow
-from toolspan.server._store.summaries import stored_summaries, update_summaries
+from toolspan.server._store.sql.tables import DO_NOTHING, EVENTS, SPANS, EventRow, TraceRow
+from toolspan.server._store.summaries import Sum, fold, stored_summaries, update_folded, update_summaries
 from toolspan.server._store.tx import Tx
 
-__all__ = ["Plan", "merge_batch", "plan_rows", "put_rows"]
+__all__ = ["Plan", "Prepared", "merge_batch", "plan_rows", "prepare", "put_prepared", "put_rows"]
 
 
 class Plan(NamedTuple):
@@ -102,6 +108,86 @@ def merge_batch(rows: Sequence[Row], result: IngestResult) -> dict[tuple[str, st
     return batch
 
 
+class Prepared(NamedTuple):
+    """One request's span rows made ready to store (``prepare``), in the parse worker: all the server process
+    does with them then is its statements, in the common case of spans not stored yet. Plain lists, dicts
+    and tuples, which pickle in C."""
+
+    accepted: int  # the usable rows received (``ingest_rows``' accepted)
+    rejected: int  # rows refused (no trace id or span id), with ``message``
+    message: str
+    duplicates: int  # records of one span within the request, merged (``merge_batch``)
+    values: list[Any]  # the merged rows' columns, row after row (``SPANS``' width each)
+    events: list[Any]  # the events of the tool spans as new rows: None (its time), trace, span, phase each
+    sums: dict[str, Sum]  # each trace's summary of the rows (``summaries.fold``)
+    conversations: list[str]  # the conversation ids the rows name
+
+
+_WIDTH: Final = len(SPANS.names)
+_EVENT_WIDTH: Final = len(EVENTS.names)
+
+
+def prepare(rows: Sequence[Row], rejected: int = 0, message: str = "") -> Prepared:
+    """``rows`` (usable: each with a trace id and span id) made ready to store. Pure."""
+    result = IngestResult()
+    batch = merge_batch(rows, result)
+    merged = batch.values()
+    events: list[Any] = []
+    for row in merged:
+        if row[6]:  # is_tool: as ``plan_rows`` of new rows
+            events += (None, row[0], row[1], ACT)
+            if row[5] is not None:
+                events += (None, row[0], row[1], OBSERVE)
+    return Prepared(
+        len(rows),
+        rejected,
+        message,
+        result.duplicates,
+        list(chain.from_iterable(merged)),
+        events,
+        fold(merged),
+        sorted({row[11] for row in merged if row[11] is not None}),
+    )
+
+
+def _batch(values: list[Any]) -> dict[tuple[str, str], Row]:
+    new = tuple.__new__
+    rows = (new(Row, values[i : i + _WIDTH]) for i in range(0, len(values), _WIDTH))
+    return {(row.trace_id, row.span_id): row for row in rows}
+
+
+def put_prepared(tx: Tx, prepared: Prepared, result: IngestResult) -> None:
+    """``put_rows`` of a prepared request: its rows go in as they are, unless some of them are stored
+    already (then as ``put_rows`` stores them)."""
+    sums, values = prepared.sums, prepared.values
+    if not sums:
+        return
+    tx.lock_traces(sums)
+    conn, dialect = tx.conn, tx.dialect
+    stored = stored_summaries(tx, sums)
+    if stored:
+        keys = [values[i] + values[i + 1] for i in range(0, len(values), _WIDTH) if values[i] in stored]
+        existing = _existing(tx, keys)
+        if existing:
+            _put(tx, _batch(values), existing, stored, result)
+            return
+    dialect.insert_flat(conn, SPANS, values, SPANS.upsert)
+    update_folded(tx, sums, stored)
+    tx.committed(sums, prepared.conversations)
+    events = prepared.events
+    if events:
+        events[::_EVENT_WIDTH] = [tx.tick()] * (len(events) // _EVENT_WIDTH)
+        dialect.insert_flat(conn, EVENTS, events, DO_NOTHING)
+
+
+def _existing(tx: Tx, keys: list[str]) -> dict[tuple[str, str], tuple[str | bytes, int | None]]:
+    """The stored ``(data, end_ns)`` of the spans ``keys`` (trace id and span id, joined) that are stored."""
+    if not keys:
+        return {}
+    record = tx.dialect.record
+    return {(r[0], r[1]): (record(r[2]), r[3]) for r in tx.conn.execute(STORED_SPANS, (keys,))}
+
+
 def put_rows(tx: Tx, batch: dict[tuple[str, str], Row], result: IngestResult) -> None:
     """Store one request's rows (keyed by trace and span id, merged within the request) in the transaction
     ``tx``; duplicates are counted in ``result``."""
@@ -109,15 +195,21 @@ def put_rows(tx: Tx, batch: dict[tuple[str, str], Row], result: IngestResult) ->
         return
     traces = {trace_id for trace_id, _ in batch}
     tx.lock_traces(traces)
-    conn, dialect = tx.conn, tx.dialect
     stored = stored_summaries(tx, traces)
     # A span is stored with its trace's summary row, and dropped with it: only the spans of traces that
     # have one can be stored already (none, for a request of new traces).
-    keys = [t + s for t, s in batch if t in stored]
-    existing = {
-        (r[0], r[1]): (dialect.record(r[2]), r[3])
-        for r in (conn.execute(STORED_SPANS, (keys,)) if keys else ())
-    }
+    existing = _existing(tx, [t + s for t, s in batch if t in stored])
+    _put(tx, batch, existing, stored, result)
+
+
+def _put(
+    tx: Tx,
+    batch: dict[tuple[str, str], Row],
+    existing: Mapping[tuple[str, str], tuple[str | bytes, int | None]],
+    stored: Mapping[str, TraceRow],
+    result: IngestResult,
+) -> None:
+    conn, dialect = tx.conn, tx.dialect
     inserts, replaces, events = plan_rows(batch, existing, result)
     if not inserts and not replaces:
         return

@@ -73,8 +73,8 @@ async def traces(state: ServerState, request: Request) -> Response:
     """``POST /v1/traces``."""
     try:
         kind, body = await _body(state, request)
-        rows = await state.parsers.parse(body, kind)
-        result = await _stored(state.ingest_rows, rows)
+        prepared = await state.parsers.prepare(body, kind)
+        result = await _stored(state.ingest_prepared, prepared)
     except IngestError as e:
         return _refused(request, e)
     return Response(otlp.response_body(kind, result.rejected, result.message), media_type=kind)
