@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -43,12 +42,12 @@ from bench_vs_jaeger import (  # noqa: E402
     JaegerSide,
     Side,
     ToolspanSide,
-    cpu_model,
     fmt,
-    git_commit,
     hwm_kib,
     load,
     protobuf,
+    run_facts,
+    save,
 )
 from tests.e2e.otel_stack import go_binaries, jaeger_ui  # noqa: E402
 
@@ -246,15 +245,11 @@ def main(argv: list[str] | None = None) -> int:
         "attribute_bytes": size,
         "count": count,
         "servers": {"toolspan": ToolspanSide.name, "jaeger": JaegerSide.name},
-        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version()},
-        "commit": git_commit(),
-        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_before_after": [list(load_before), list(os.getloadavg())],
+        **run_facts(load_before),
         "figures": rows,
         "rounds_results": results,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+    save(doc, args.output)
     print(table(rows))
     print(
         f"\n{rounds} round(s) per server, interleaved; {count} requests of a {args.mib:g} MiB attribute"

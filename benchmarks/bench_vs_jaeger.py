@@ -520,6 +520,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def run_facts(load_before: tuple[float, float, float]) -> dict[str, Any]:
+    """What a result file says of the run: the machine, the commit, when, and the load before and after."""
+    return {
+        "machine": {
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "commit": git_commit(),
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_before_after": [list(load_before), list(os.getloadavg())],
+    }
+
+
+def save(doc: dict[str, Any], output: Path) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+
+
 def git_commit() -> str:
     done = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
@@ -576,20 +596,11 @@ def main(argv: list[str] | None = None) -> int:
         "big_run": {"calls": big_calls, "spans": spans_big},
         "query_repeats": repeats,
         "servers": {"toolspan": ToolspanSide.name, "jaeger": JaegerSide.name},
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "commit": git_commit(),
-        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_before_after": [list(load_before), list(os.getloadavg())],
+        **run_facts(load_before),
         "figures": rows,
         "rounds_results": results,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+    save(doc, args.output)
     print(table(rows))
     before, after = ([round(x, 2) for x in la] for la in doc["load_before_after"])
     print(

@@ -4,32 +4,19 @@ attribute was read back whole (the benchmark refuses otherwise). No timing or si
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = [pytest.mark.e2e, pytest.mark.processes]
-
-SCRIPT = REPO / "benchmarks" / "bench_memory.py"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     out = tmp_path_factory.mktemp("bench") / "memory.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--count", "2", "--mib", "0.5", "--output", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text()), proc.stdout
+    return run_benchmark("bench_memory.py", out, "--quick", "--count", "2", "--mib", "0.5")
 
 
 def test_quick_run_is_one_round_of_each_server_with_the_asked_attribute(

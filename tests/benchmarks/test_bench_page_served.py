@@ -4,32 +4,19 @@ the round's own measurements. No timing assertions."""
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = [pytest.mark.e2e, pytest.mark.processes]
-
-SCRIPT = REPO / "benchmarks" / "bench_page_served.py"
 
 
 def test_one_round_measures_rows_the_whole_document_and_the_long_tasks(tmp_path: Path) -> None:
     out = tmp_path / "page_served.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--calls", "300", "--rounds", "1", "--output", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
+    doc, stdout = run_benchmark("bench_page_served.py", out, "--calls", "300", "--rounds", "1")
     assert doc["calls"] == 300
     assert doc["spans"] > 300
     (round_,) = doc["rounds"]
@@ -37,4 +24,4 @@ def test_one_round_measures_rows_the_whole_document_and_the_long_tasks(tmp_path:
     assert doc["whole_s_median"] == round_["whole_s"] > 0
     assert doc["longest_task_loading_ms"] == max(round_["load_long_ms"], default=0)
     assert doc["longest_task_scrolling_ms"] == max(round_["scroll_long_ms"], default=0)
-    assert "300 calls: rows visible, cold" in proc.stdout
+    assert "300 calls: rows visible, cold" in stdout

@@ -5,14 +5,12 @@ server stored and gave back. No timing assertions."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import statistics
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
+from tests.support.benchmarks import run_benchmark
 from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.processes]
@@ -35,15 +33,7 @@ FIGURES = [
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     out = tmp_path_factory.mktemp("bench") / "vs_jaeger.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--output", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text()), proc.stdout
+    return run_benchmark("bench_vs_jaeger.py", out, "--quick")
 
 
 def test_quick_run_is_one_round_of_each_server(run: tuple[dict[str, Any], str]) -> None:
