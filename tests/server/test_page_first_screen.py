@@ -100,8 +100,8 @@ def test_a_long_run_is_served_with_its_first_screen_then_its_whole_document(
             scrolled = page.evaluate(_SCROLL_TOP)
             assert page.evaluate("window.toolspanPage.selected()") == chosen
             # The whole document arrives: it replaces the first screen, the selection and the scroll kept.
-            while not held:  # (each call into the browser lets the route's handler run)
-                page.evaluate("0")
+            # (each call into the browser lets the route's handler run)
+            wait_for(lambda: held or page.evaluate("[]"), "the page stream's request")
             released.set()
             held.pop().continue_()
             wait_for(lambda: page.evaluate(_WHOLE), "the whole document")
