@@ -17,6 +17,9 @@ commit, the read path of the 1k-span trace's ``/tree``, and the trace page's fir
 3. **The trace page's first frame** in Chromium (the run of ``--calls`` tool calls): the navigation and
    resource timings of the HTML and ``/api/traces/{id}/page``, the page's own marks, the server's time to make
    the page data, and a CPU profile of the page (Chrome DevTools Protocol ``Profiler``) by function.
+4. **First reads, 1,000 and 10,000 spans**: ``/tree`` and ``/otlp`` of a 1,000-span and a 10,000-span trace,
+   each read once from a fresh real server (3 rounds): whether the first read grows in proportion to the
+   spans.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from toolspan.server._store.engines import open_store  # noqa: E402
 from toolspan.server._store.writes import Prepared, prepare  # noqa: E402
 
 CPU = time.process_time
+TRACE_10K = "e" * 28 + "0003"
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -287,6 +291,27 @@ def read_phases(
     }
 
 
+def first_reads(runs: dict[str, tuple[list[bytes], int]], work: Path, rounds: int) -> dict[str, Any]:
+    """The first ``/tree`` and ``/otlp`` read of each trace from the real server (a fresh one each round:
+    nothing kept yet), connect to last byte, in ms; each answer checked to hold every span."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    for r in range(rounds):
+        server = Server(work / f"first-{r}.db", 0, 0, (), work / f"first-{r}.log")
+        server.start()
+        try:
+            for trace_id, (bodies, spans) in runs.items():
+                post_all(server.port, bodies)
+                for view in ("tree", "otlp"):
+                    status, body, seconds = http_get(server.port, f"/api/traces/{trace_id}/{view}")
+                    assert status == 200, (view, status)
+                    if view == "otlp":
+                        assert otlp_span_count(json.loads(body)) == spans, (view, spans)
+                    samples[f"{spans} spans /{view}"].append(seconds * 1e3)
+        finally:
+            server.stop()
+    return {name: round(statistics.median(v), 1) for name, v in samples.items()}
+
+
 # --- 3. the page -----------------------------------------------------------------------------------------
 
 TIMINGS = """() => {
@@ -368,12 +393,14 @@ def main(argv: list[str] | None = None) -> int:
         spans = sum(per_trace.values())
         run_1k, spans_1k = run_requests(run_of_spans(1_000), TRACE_1K)
         run_big, spans_big = run_requests(args.calls, TRACE_BIG)
+        run_10k = run_requests(run_of_spans(10_000), TRACE_10K)
         doc: dict[str, Any] = {
             "ingest": ingest_phases(bodies, work),
             "server_cpu_us_per_span": server_cpu(bodies, spans, work),
             "read_1k_tree": read_phases(run_1k, TRACE_1K, spans_1k, build_tree, document_bytes, work, 7),
             "read_page_data": read_phases(run_big, TRACE_BIG, spans_big, build_page, page_json, work, 3),
             "page": page_phases(run_big, spans_big, work),
+            "first_read_ms": first_reads({TRACE_1K: (run_1k, spans_1k), TRACE_10K: run_10k}, work, 3),
         }
         # The real /tree answer, for the read phases' total.
         server = Server(work / "tree.db", 0, 0, (), work / "tree.log")
@@ -406,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:70} {value:8.2f}")
     answer = doc["read_1k_tree"]["server_answer_ms_median"]
     print(f"  {'the real server, connect to last byte':70} {answer:8.2f}")
+    print("first reads from the real server (a fresh one each round), ms:")
+    for name, value in doc["first_read_ms"].items():
+        print(f"  {name:70} {value:8.1f}")
     calls = f"{args.calls:,}"
     print(f"page data of the {calls}-call run (to_pages: /traces/{{id}}, /api/traces/{{id}}/page), ms:")
     for name, value in doc["read_page_data"]["ms"].items():

@@ -5,6 +5,7 @@ failing."""
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tests.support.server import running_server
-from toolspan.server._http.serve import uvicorn_gaps
+from toolspan.server._http.serve import tune_collector, uvicorn_gaps
 
 
 def test_the_installed_uvicorn_has_everything_serve_builds_on() -> None:
@@ -71,3 +72,15 @@ def test_a_uvicorn_without_them_serves_plainly_and_says_so(
         assert "plain protocol and server" in line
     assert server.proc is not None
     assert server.proc.poll() is not None  # stopped by SIGTERM, as uvicorn's own server stops
+
+
+def test_the_server_keeps_start_up_objects_out_of_collections_and_collects_fully_less_often() -> None:
+    threshold = gc.get_threshold()
+    gc.unfreeze()
+    try:
+        tune_collector()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (threshold[0], threshold[1], 100)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
