@@ -29,7 +29,7 @@ stream starts with the delta from it; else with the whole document. The stream w
 trace (on this replica, or another's through the store's change feed) and sends one event for all that was
 committed since it last read: a burst coalesces. Documents are built once per version of the trace however
 many pages follow it (``PageDocs``: the current document per trace, a few before it, the deltas between
-them).
+them, the parts of the last documents sent in parts).
 """
 
 from __future__ import annotations
