@@ -1,6 +1,7 @@
 """A long run's trace page served by a real ``toolspan serve`` in headless Chromium: the first screen (its
 first ``HEAD_STEPS`` steps, marked as loading) at once, then the whole document from the page stream, which
-replaces it and keeps what the person selected and where they scrolled."""
+replaces it and keeps what the person selected and where they scrolled; a large document comes in parts
+(``event: page-part``), and a connection cut among them starts them over."""
 
 from __future__ import annotations
 
@@ -15,20 +16,23 @@ from opentelemetry.sdk.trace import ReadableSpan
 from playwright.sync_api import Browser, Route
 
 import toolspan
-from tests.support.server import otlp_body, running_server, wait_for
+from tests.support.server import otlp_body, running_server, sse_stream, wait_for
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_pages
 from toolspan.server._http.routes.pages import HEAD_STEPS
+from toolspan.server._streams.page import PART_BYTES
 
 pytestmark = pytest.mark.processes
 
 CALLS = HEAD_STEPS + 40  # more steps than a first screen holds
 
 
-def _long_run() -> list[ReadableSpan]:
+def _long_run(notes: int = 0) -> list[ReadableSpan]:
+    """A run of ``CALLS`` tool calls, each answering ``notes`` characters more."""
+
     @toolspan.tool
     def lookup(city: str) -> dict[str, Any]:
-        return {"city": city}
+        return {"city": city, "notes": "n" * notes}
 
     with toolspan.testing.capture_spans() as finished:
         with toolspan.agent("tour", input="every city"):
@@ -111,6 +115,75 @@ def test_a_long_run_is_served_with_its_first_screen_then_its_whole_document(
             assert page.evaluate("window.toolspanPage.selected()") == chosen
             assert page.evaluate(_SCROLL_TOP) == scrolled
             assert page.get_attribute("#live", "data-pages") == "1"
+            assert problems == []
+        finally:
+            ctx.close()
+
+
+def test_a_large_document_comes_in_parts_and_a_connection_cut_among_them_starts_them_over(
+    tmp_path: Path, browser: Browser
+) -> None:
+    spans = _long_run(notes=2 * PART_BYTES // CALLS)  # a document of more than PART_BYTES: sent in parts
+    body = otlp_body(spans)
+    trace_id = format(spans[0].context.trace_id, "032x")
+    (whole,) = to_pages(read_spans(body)[0], live=True)
+    path = f"/api/traces/{trace_id}/page/stream"
+    with running_server(tmp_path) as server:
+        assert server.post_otlp(body)[0] == 200
+        stream = sse_stream(server, path)
+        sent = []
+        for event in stream:
+            sent.append(event)
+            if event.event == "page":
+                break
+        stream.close()
+        parts = len(sent) - 1
+        assert parts >= 2
+        assert [e.event for e in sent[:parts]] == ["page-part"] * parts
+        # The page's first connection is cut after the first part (its response ends there): its EventSource
+        # connects again, and that connection reaches the server.
+        cut = b"retry: 1000\n: connected\n\nevent: page-part\ndata: %s\n\n" % sent[0].data.encode("utf-8")
+        held: list[Route] = []
+        connections = []
+
+        def hold(route: Route) -> None:
+            connections.append(route.request.url)
+            if len(connections) == 1:
+                held.append(route)
+            else:
+                route.continue_()
+
+        ctx = browser.new_context(viewport={"width": 1200, "height": 800})
+        page = ctx.new_page()
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        # Every state the live badge's stream goes through.
+        page.add_init_script(
+            "new MutationObserver(() => { const s = document.getElementById('live').dataset.stream;"
+            " (window.__states = window.__states || []).push(s); })"
+            ".observe(document, { subtree: true, attributes: true, attributeFilter: ['data-stream'] });"
+        )
+        page.route(re.compile(r".*/page/stream.*"), hold)
+        try:
+            page.goto(f"{server.url}/traces/{trace_id}")
+            page.wait_for_selector("body[data-ready='1']")
+            chosen = whole["steps"][HEAD_STEPS - 10]["id"]
+            page.evaluate("(id) => window.toolspanPage.goTo(id)", chosen)
+            wait_for(lambda: page.evaluate(_SCROLL_TOP), "the timeline scrolled to the step")
+            scrolled = page.evaluate(_SCROLL_TOP)
+            wait_for(lambda: held or page.evaluate("[]"), "the page stream's request")
+            held.pop().fulfill(status=200, headers={"Content-Type": "text/event-stream"}, body=cut)
+            wait_for(lambda: page.evaluate(_WHOLE), "the whole document")
+            assert len(connections) == 2
+            assert "version=" not in connections[1]  # it held no document: nothing to resume from
+            assert page.text_content("#count") == f"{len(whole['steps'])} steps"
+            assert page.get_attribute("#live", "data-parts") == str(1 + parts)  # all of them again
+            assert page.get_attribute("#live", "data-pages") == "1"
+            assert "failed" not in page.evaluate("window.__states || []")  # the parts added up at once
+            assert page.evaluate("window.toolspanPage.selected()") == chosen
+            assert page.evaluate(_SCROLL_TOP) == scrolled
+            assert not page.is_disabled("#download")
             assert problems == []
         finally:
             ctx.close()

@@ -3,7 +3,8 @@ socket. ``AsgiClient`` runs the application on an event loop of its own, in a th
 its lifespan as uvicorn does (streams and long polls need both); ``request`` sends one request and returns
 the answer once the response is complete. A stream still open after ``within`` seconds is answered as far as
 it got (its client then hangs up), so a test never hangs on it; a request with no answer at all by then fails
-the test. ``head_only`` hangs up once the request is sent, and takes only the status."""
+the test. ``head_only`` hangs up once the request is sent, and takes only the status; ``until`` hangs up as
+soon as the body so far says it has what the test wants."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -53,11 +54,18 @@ def _scope(method: str, path: str, headers: Iterable[tuple[str, str]], client: s
 
 
 async def _exchange(
-    app: Any, scope: dict[str, Any], body: bytes, within: float, head_only: bool, stalls: bool = False
+    app: Any,
+    scope: dict[str, Any],
+    body: bytes,
+    within: float,
+    head_only: bool,
+    stalls: bool = False,
+    until: Callable[[bytes], bool] | None = None,
 ) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     done = asyncio.Event()
     delivered = False
+    got = bytearray()
 
     async def receive() -> dict[str, Any]:
         nonlocal delivered
@@ -74,12 +82,18 @@ async def _exchange(
             done.set()
         if head_only and message["type"] == "http.response.start":
             done.set()
+        if until is not None and message["type"] == "http.response.body":
+            got.extend(message.get("body", b""))
+            if until(bytes(got)):
+                done.set()
 
     task = asyncio.ensure_future(app(scope, receive, send))
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(done.wait()), within)
     done.set()  # the client hangs up
-    if head_only:  # and the stream is stopped where it is (its heartbeat could be a while)
+    if (
+        head_only or until is not None
+    ):  # and the stream is stopped where it is (its heartbeat could be a while)
         task.cancel()
     try:
         await asyncio.wait_for(task, 10)
@@ -145,14 +159,16 @@ class AsgiClient:
         within: float = 30.0,
         head_only: bool = False,
         stalls: bool = False,
+        until: Callable[[bytes], bool] | None = None,
     ) -> AsgiAnswer:
         """``method path`` (with its query) from the address ``client``; ``head_only``: a client that hangs
         up once its request is sent (a long poll answers at once) and takes the status when it comes (a
         stream is stopped there), with the body as far as it got; ``stalls``: a client that sends ``body``,
-        says more is coming, and sends nothing more until it is answered."""
+        says more is coming, and sends nothing more until it is answered; ``until``: a client that hangs up
+        once the body so far satisfies it (a stream read as far as a test needs)."""
         pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
         sent = self._run(
-            _exchange(self.app, _scope(method, path, pairs, client), body, within, head_only, stalls),
+            _exchange(self.app, _scope(method, path, pairs, client), body, within, head_only, stalls, until),
             within + 30,
         )
         started = [m for m in sent if m["type"] == "http.response.start"]

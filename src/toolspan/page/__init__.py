@@ -126,8 +126,9 @@ class LiveOptions:
     # The inbox page the top bar leads to (beside ``list_url``).
     inbox_url: str | None = None
     # The trace's page stream (``toolspan serve``'s ``/api/traces/{id}/page/stream``: ``event: page``, the
-    # whole document, then ``event: delta``, what changed, schema ``page-delta``; ``id:`` the tag of the
-    # document the client then holds, resumed from with ``?version=``). Given, the page follows it instead
+    # whole document, a large one after its steps and conversation in parts, ``event: page-part``, then
+    # ``event: delta``, what changed, schema ``page-delta``; ``id:`` the tag of the document the client
+    # then holds, resumed from with ``?version=``). Given, the page follows it instead
     # of ``stream_url`` and reads ``data_url`` only when served without its data. ``version``: the tag of
     # the document embedded (``data_url``'s ``ETag``).
     page_stream_url: str | None = None

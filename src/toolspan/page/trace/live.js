@@ -2,13 +2,16 @@
 // to the trace's page stream: event "page" is the whole document (at the start, or when the stream cannot
 // resume from the document the page holds), event "delta" what changed (model.js's applyDelta), each named
 // by the tag of the document it gives, which the stream resumes from (the page reads data_url only when it
-// was served without its data, once). Else it listens to the trace's event stream (stream_url) and, on each
+// was served without its data, once). A large document comes in parts: events "page-part" (no tag), each a
+// slice of its steps or conversation parsed as it comes (a task each, so the tab never parses the whole at
+// once), then event "page" with the rest, which puts them together (model.js's wholePage) and is applied as
+// one; a connection that drops among the parts starts them over (the next one sends them all again). Else it listens to the trace's event stream (stream_url) and, on each
 // burst of events, reads the trace's data again (data_url: one fetch at a time). Either way the selection,
 // the collapsed steps and the scroll positions stay. "live" says the run is still running (a step has not
 // ended) and the page follows it; a run that ended says nothing (the page still follows its trace: a late
 // span shows). A failed update always says so. The stream's state is also in the badge's data-stream (open,
 // reconnecting, failed), and the number of updates applied in its data-updates (of which, from a page
-// stream, whole documents in data-pages and deltas in data-deltas).
+// stream, whole documents in data-pages and deltas in data-deltas; the parts received in data-parts).
 
 /** The events that change a trace: unnamed ones, and the names a trace's event stream uses (act/observe,
  * the progress stream). */
@@ -77,18 +80,50 @@ function followPages(l, url) {
   let tag = l.version || null;
   /** @type {EventSource | null} */
   let es = null;
+  /** @type {unknown[]} the parts of a whole document on their way (event page-part), each parsed as it came */
+  let parts = [];
   const updated = () => {
     badge.dataset.updates = String(Number(badge.dataset.updates || "0") + 1);
     if (streamState === "failed") streamState = "open";
     liveBadge();
     if (l.list_url) C.refreshInboxCount(); // the run changed: maybe a call began or stopped waiting
   };
+  /**
+   * What the stream sent does not fit what the page holds: say so, and follow a new stream from ``from``.
+   * @param {EventSource} stream
+   * @param {unknown} err
+   * @param {string | null} from
+   */
+  const restart = (stream, err, from) => {
+    streamState = "failed";
+    streamProblem = err instanceof Error ? err.message : String(err);
+    liveBadge();
+    stream.close();
+    tag = from;
+    open();
+  };
   const open = () => {
     const stream = new EventSource(C.streamUrl(tag ? url + (url.indexOf("?") >= 0 ? "&" : "?") + "version=" + tag : url));
     es = stream;
-    stream.onopen = () => { streamState = "open"; liveBadge(); };
+    parts = [];
+    // Each connection sends a document's parts from its first: those of a connection that dropped are dropped.
+    stream.onopen = () => { parts = []; streamState = "open"; liveBadge(); };
+    stream.addEventListener("page-part", (e) => {
+      parts.push(JSON.parse(e.data));
+      badge.dataset.parts = String(Number(badge.dataset.parts || "0") + 1);
+    });
     stream.addEventListener("page", (e) => {
-      setData(/** @type {PageDoc} */ (JSON.parse(e.data)), true);
+      const got = parts;
+      parts = [];
+      /** @type {PageDoc | PageDoc[]} */
+      let whole;
+      try {
+        whole = wholePage(/** @type {PageDoc} */ (JSON.parse(e.data)), got);
+      } catch (err) {
+        restart(stream, err, tag); // parts lost or doubled: the page still holds its document
+        return;
+      }
+      setData(whole, true);
       tag = e.lastEventId;
       badge.dataset.pages = String(Number(badge.dataset.pages || "0") + 1);
       updated();
@@ -100,13 +135,7 @@ function followPages(l, url) {
       try {
         next = applyDelta(P, /** @type {PageDelta} */ (JSON.parse(e.data)));
       } catch (err) {
-        // Not a delta of what the page holds: the whole document again, from a new stream.
-        streamState = "failed";
-        streamProblem = err instanceof Error ? err.message : String(err);
-        liveBadge();
-        stream.close();
-        tag = null;
-        open();
+        restart(stream, err, null); // not a delta of what the page holds: the whole document again
         return;
       }
       pages[cur] = next;

@@ -97,7 +97,8 @@ function notice() {
   const box = $("notice");
   box.textContent = "";
   /** @type {[Step, number][]} */
-  const waiting = P.live ? steps.map((s, k) => /** @type {[Step, number]} */ ([s, k])).filter(([s]) => s.state === "AWAITING_APPROVAL") : [];
+  const waiting = [];
+  if (P.live) steps.forEach((s, k) => { if (s.state === "AWAITING_APPROVAL") waiting.push([s, k]); });
   box.hidden = !waiting.length;
   if (!waiting.length) return;
   const said = waiting.length === 1 ? "1 call waits for approval: " : waiting.length + " calls wait for approval: ";

@@ -294,6 +294,40 @@ function applyDelta(doc, delta) {
   return /** @type {PageDoc} */ (/** @type {unknown} */ (out));
 }
 
+/** The members of a page document the page stream sends in parts, in this order (server/_streams/page.py). */
+const PARTED = /** @type {const} */ (["steps", "conversation"]);
+
+/**
+ * A whole document the page stream sent in parts (events "page-part", then "page"): ``rest`` is the document
+ * with each of its long lists (PARTED) as ``{parts: N}``, ``parts`` the parts as they came (each a JSON
+ * array, already parsed); each such list is the next N parts' items, in order. Without parts, ``rest`` is
+ * the whole document. Throws when the parts do not add up to the document (one lost or doubled).
+ * @param {PageDoc | PageDoc[]} rest
+ * @param {unknown[]} parts
+ * @returns {PageDoc | PageDoc[]}
+ */
+function wholePage(rest, parts) {
+  if (!parts.length && (Array.isArray(rest) || PARTED.every((key) => Array.isArray(rest[key]) || rest[key] === undefined))) return rest;
+  if (Array.isArray(rest)) throw new Error("page parts: " + parts.length + " parts for a list of documents");
+  /** @type {Record<string, unknown>} */
+  const doc = Object.assign({}, rest); // the members in the document's order
+  let next = 0;
+  for (const key of PARTED) {
+    const ref = /** @type {unknown} */ (doc[key]);
+    if (Array.isArray(ref) || ref === undefined) continue;
+    const n = ref !== null && typeof ref === "object" ? /** @type {{parts?: unknown}} */ (ref).parts : undefined;
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || next + n > parts.length) {
+      throw new Error("page parts: " + key + " wants " + JSON.stringify(ref) + ", " + (parts.length - next) + " parts left");
+    }
+    const mine = parts.slice(next, next + n);
+    if (!mine.every(Array.isArray)) throw new Error("page parts: a part is not a list");
+    doc[key] = /** @type {unknown[]} */ ([]).concat(...mine);
+    next += n;
+  }
+  if (next !== parts.length) throw new Error("page parts: " + (parts.length - next) + " parts more than the document holds");
+  return /** @type {PageDoc} */ (/** @type {unknown} */ (doc));
+}
+
 /** @type {PageDoc[]} every trace the page holds */
 let pages = [];
 /** index of the shown trace */

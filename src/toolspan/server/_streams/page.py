@@ -10,13 +10,26 @@ which gives the same tag as its ``ETag``), so it means the same on every replica
     event: delta       what changed since the previous event's document (schema ``page-delta``,
                        ``toolspan.bridge.views.page_delta``)
 
+A whole document of more than ``PART_BYTES`` of JSON text (a run of some thousands of steps) is sent in
+parts, so that no one task of the page parses it all (issue 36: 100,000 calls are 54 MB):
+
+    event: page-part   no id: a JSON array of the next items of the document's ``steps``, then of its
+                       ``conversation`` (each part about ``PART_BYTES`` of JSON text at most)
+    id: <tag>
+    event: page        the rest of the document, in which ``steps`` and ``conversation`` are each
+                       ``{"parts": N}``: the next N parts' items, concatenated, in order
+
+The parts carry no ``id``: a client that hangs up among them resumes from the document it held before, and
+drops the parts it had (each connection sends a document's parts again from its first). Put together, the
+document is exactly the one ``/api/traces/{id}/page`` answers, with the tag of its JSON text.
+
 A client resumes with ``Last-Event-ID`` (or ``?version=<tag>``, the tag of a document it read): when that
 document is the current one nothing is sent until the trace changes; when the server still keeps it the
 stream starts with the delta from it; else with the whole document. The stream wakes on each commit of the
 trace (on this replica, or another's through the store's change feed) and sends one event for all that was
 committed since it last read: a burst coalesces. Documents are built once per version of the trace however
 many pages follow it (``PageDocs``: the current document per trace, a few before it, the deltas between
-them).
+them, the parts of the last documents sent in parts).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -36,11 +49,25 @@ from toolspan.page import page_json
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, within
 from toolspan.server._streams.wakeups import Notifier
 
-__all__ = ["TAG_DIGITS", "PageDocs", "PageVersion", "page_chunks", "page_tag", "valid_tag"]
+__all__ = [
+    "PART_BYTES",
+    "TAG_DIGITS",
+    "PageDocs",
+    "PageVersion",
+    "page_chunks",
+    "page_tag",
+    "valid_tag",
+    "whole_events",
+]
 
 # A tag is as many hex digits as a trace id (a SHA-256 cut short), spelled as ids are.
 TAG_DIGITS: Final = 32
 _REMOTE_POLL_S: Final = 1.0
+# A whole document of more JSON text than this goes in parts of at most about this much (one item more than
+# this is a part of its own): the page parses each in a task of its own, a few milliseconds each.
+PART_BYTES: Final = 1 << 20
+# The members of a page document sent in parts, in this order: its long lists.
+_PARTED: Final = ("steps", "conversation")
 
 
 def page_tag(body: bytes) -> str:
@@ -73,9 +100,17 @@ class PageDocs:
     one trace that wake together wait for the one build, which goes on when one of them hangs up), the last
     ``per_trace`` of each trace kept by tag to resume from, at most ``max_bytes`` of JSON text in all, the
     least recently built first out (a stream holds its own last document whatever is kept), and the deltas
-    between them (at most ``deltas``). Event loop only."""
+    between them (at most ``deltas``), and the parts of the last ``wholes`` documents sent in parts
+    (``whole_events``, ``part_bytes``). Event loop only."""
 
-    def __init__(self, per_trace: int = 3, max_bytes: int = 32 << 20, deltas: int = 64) -> None:
+    def __init__(
+        self,
+        per_trace: int = 3,
+        max_bytes: int = 32 << 20,
+        deltas: int = 64,
+        wholes: int = 2,
+        part_bytes: int = PART_BYTES,
+    ) -> None:
         self._per_trace = per_trace
         self._max_bytes = max_bytes
         self._max_deltas = deltas
@@ -84,6 +119,9 @@ class PageDocs:
         self._current: dict[str, tuple[Hashable, PageVersion]] = {}
         self._building: dict[tuple[str, Hashable], asyncio.Future[PageVersion | None]] = {}
         self._deltas: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._max_wholes = wholes
+        self._wholes: OrderedDict[str, list[bytes]] = OrderedDict()
+        self.part_bytes = part_bytes
         self.built = 0  # documents built (a test counts them)
 
     def by_tag(self, trace_id: str, tag: str) -> PageVersion | None:
@@ -149,9 +187,55 @@ class PageDocs:
         self._deltas.move_to_end(key)
         return made
 
+    async def whole(self, page: PageVersion) -> list[bytes]:
+        """The events that give a client ``page`` whole (``whole_events``), a document sent in parts made
+        once."""
+        if len(page.body) <= self.part_bytes:
+            return [_event("page", page.tag, page.body)]
+        made = self._wholes.get(page.tag)
+        if made is None:
+            made = await run_in_threadpool(whole_events, page, self.part_bytes)
+            self._wholes[page.tag] = made
+            while len(self._wholes) > self._max_wholes:
+                self._wholes.popitem(last=False)
+        self._wholes.move_to_end(page.tag)
+        return made
+
 
 def _event(kind: str, tag: str, body: bytes) -> bytes:
     return b"id: %s\nevent: %s\ndata: %s\n\n" % (tag.encode(), kind.encode(), body)
+
+
+def _parts(items: list[Any], part_bytes: int) -> Iterator[bytes]:
+    """``items`` as JSON arrays of consecutive items, each of at most about ``part_bytes`` of JSON text."""
+    part: list[bytes] = []
+    size = 0
+    for item in items:
+        text = page_json(item).encode("utf-8")
+        if part and size + len(text) > part_bytes:
+            yield b"[%s]" % b",".join(part)
+            part, size = [], 0
+        part.append(text)
+        size += len(text) + 1
+    if part:
+        yield b"[%s]" % b",".join(part)
+
+
+def whole_events(page: PageVersion, part_bytes: int = PART_BYTES) -> list[bytes]:
+    """The events that give a client ``page`` whole: ``event: page``, or for a document of more than
+    ``part_bytes`` of JSON text, its long lists in parts (``event: page-part``) then the rest of it."""
+    if len(page.body) <= part_bytes or not isinstance(page.doc, dict):
+        return [_event("page", page.tag, page.body)]
+    events: list[bytes] = []
+    rest = dict(page.doc)
+    for key in _PARTED:
+        items = rest.get(key)
+        if isinstance(items, list):
+            parts = [b"event: page-part\ndata: %s\n\n" % part for part in _parts(items, part_bytes)]
+            events += parts
+            rest[key] = {"parts": len(parts)}
+    events.append(_event("page", page.tag, page_json(rest).encode("utf-8")))
+    return events
 
 
 # What a page stream reads when it wakes: the trace's document now (``None``: not held yet), and whether
@@ -179,7 +263,8 @@ async def page_chunks(
             held = page  # the client holds the current document (read just before, or embedded in the page)
         if page is not None and (held is None or page.tag != held.tag):
             if held is None:
-                yield _event("page", page.tag, page.body)
+                for event in await docs.whole(page):
+                    yield event
             else:
                 yield _event("delta", page.tag, await docs.delta(trace_id, held, page))
             held = page

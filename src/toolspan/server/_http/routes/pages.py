@@ -14,7 +14,8 @@ live trace page of one run (``toolspan.page``).
   data, and asks for the token. A stored trace of more than ``HEAD_STEPS`` spans is served at once with its
   first screen (``page_head`` of its first ``HEAD_STEPS`` spans by start, shown marked as loading), without
   waiting for its whole document: the page stream, opened without a version, sends that next (``event:
-  page``), and it replaces the first screen, the selection and the scroll kept.
+  page``, a large one in parts first, ``event: page-part``), and it replaces the first screen, the
+  selection and the scroll kept.
 - ``/`` leads to ``/traces``.
 
 Every page's Content-Security-Policy allows its own scripts and style (by hash) and requests to this
