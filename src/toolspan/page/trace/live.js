@@ -5,11 +5,11 @@
 // was served without its data, once). A large document comes in parts: events "page-part" (no tag), each a
 // slice of its steps or conversation parsed as it comes (a task each, so the tab never parses the whole at
 // once), then event "page" with the rest, which puts them together (model.js's wholePage) and is applied as
-// one; a connection that drops among the parts starts them over (the next one sends them all again). Else it listens to the trace's event stream (stream_url) and, on each
-// burst of events, reads the trace's data again (data_url: one fetch at a time). Either way the selection,
-// the collapsed steps and the scroll positions stay. "live" says the run is still running (a step has not
-// ended) and the page follows it; a run that ended says nothing (the page still follows its trace: a late
-// span shows). A failed update always says so. The stream's state is also in the badge's data-stream (open,
+// one; a connection that drops among the parts starts them over (the next one sends them all again). Else
+// it listens to the trace's event stream (stream_url) and, on each burst of events, reads the trace's data
+// again (data_url: one fetch at a time). Either way the selection, the collapsed steps and the scroll
+// positions stay. "live" says the run is still running (a step has not ended) and the page follows it; a
+// run that ended says nothing (the page still follows its trace: a late span shows). A failed update always says so. The stream's state is also in the badge's data-stream (open,
 // reconnecting, failed), and the number of updates applied in its data-updates (of which, from a page
 // stream, whole documents in data-pages and deltas in data-deltas; the parts received in data-parts).
 
