@@ -139,3 +139,39 @@ def test_jaeger_typed_tags() -> None:
     assert tag_value({"key": "k", "value": "untyped means string"}) == "untyped means string"
     with pytest.raises(FieldError, match="unknown tag type: 'complex'"):
         tag_value({"key": "k", "type": "complex", "value": 1})
+
+
+def test_every_protobuf_any_value_kind() -> None:
+    # The protobuf reader reads a non-empty text without asking which value is set: an empty text, another
+    # kind of value (whose text reads as "") and no value at all must each still read as what they are.
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+
+    from toolspan.bridge.readers._otlp_proto import attributes as proto_attributes
+
+    items = [
+        KeyValue(key="text", value=AnyValue(string_value="s")),
+        KeyValue(key="empty", value=AnyValue(string_value="")),
+        KeyValue(key="unset"),
+        KeyValue(key="false", value=AnyValue(bool_value=False)),
+        KeyValue(key="int", value=AnyValue(int_value=0)),
+        KeyValue(key="double", value=AnyValue(double_value=2.5)),
+        KeyValue(key="nan", value=AnyValue(double_value=float("nan"))),
+        KeyValue(key="bytes", value=AnyValue(bytes_value=b"\x01\x02\x03")),
+        KeyValue(
+            key="array", value=AnyValue(array_value=ArrayValue(values=[AnyValue(int_value=1), AnyValue()]))
+        ),
+        KeyValue(key="kvlist", value=AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key="a")]))),
+        KeyValue(key="text", value=AnyValue(string_value="last")),  # a key repeated: the last one
+    ]
+    assert proto_attributes(items) == {
+        "text": "last",
+        "empty": "",
+        "unset": None,
+        "false": False,
+        "int": 0,
+        "double": 2.5,
+        "nan": "NaN",
+        "bytes": "AQID",
+        "array": [1, None],
+        "kvlist": {"a": None},
+    }

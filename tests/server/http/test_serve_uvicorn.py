@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,20 @@ def test_the_server_keeps_start_up_objects_out_of_collections_and_collects_fully
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+@pytest.mark.processes
+def test_preload_loads_the_types_a_first_read_decodes_with() -> None:
+    # In a fresh interpreter: the store's decoder alone does not import the OTLP protobuf types (a server
+    # without gRPC would import them on its first read); ``preload``, called as the server starts, does.
+    code = (
+        "import sys\n"
+        "from toolspan.server._rows.codec import preload\n"
+        "name = 'opentelemetry.proto.trace.v1.trace_pb2'\n"
+        "before = name in sys.modules\n"
+        "preload()\n"
+        "print(before, name in sys.modules)\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"]

@@ -51,9 +51,13 @@ def attributes(items: Any) -> dict[str, Any]:
     out = {}
     for kv in items:
         value = kv.value
+        text = value.string_value
+        if text:  # most attributes: a text, read without asking which value the oneof holds
+            out[kv.key] = text
+            continue
         which = value.WhichOneof("value")
-        if which == "string_value":  # most attributes: read here, without ``_value``'s call
-            out[kv.key] = value.string_value
+        if which == "string_value":
+            out[kv.key] = text
         elif which == "int_value":
             out[kv.key] = value.int_value
         else:

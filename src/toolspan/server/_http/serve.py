@@ -40,6 +40,7 @@ from toolspan.server._http.listen import (
     grpc_error,
 )
 from toolspan.server._http.state import ServerState
+from toolspan.server._rows.codec import preload
 from toolspan.server._rows.errors import StoreError
 from toolspan.server._store.api import StoreApi, shown
 from toolspan.server._store.engines import open_store
@@ -423,6 +424,7 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: Listener) 
             " TOOLSPAN_SERVER_TOKEN)\n"
         )
     sys.stderr.flush()
+    preload()  # before the collector freezes what start-up made: the types a first read decodes with
     tune_collector()
     try:
         asyncio.run(main())

@@ -21,7 +21,7 @@ from toolspan.bridge.internal import proto_attributes as attributes
 from toolspan.bridge.internal import proto_span as span_of
 from toolspan.bridge.model import Span, span_fields, span_from_fields
 
-__all__ = ["decode", "encode", "proto_header"]
+__all__ = ["decode", "encode", "preload", "proto_header"]
 
 _LENGTHS: Final = struct.Struct(">II")
 _HEADERS: Final = 256
@@ -40,6 +40,12 @@ def _types() -> tuple[Any, Any, Any]:
     from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
     return Resource, InstrumentationScope, ProtoSpan
+
+
+def preload() -> None:
+    """Load the protobuf types a stored span decodes with (about 11 ms of imports): a server calls this as it
+    starts, so its first read of a trace does not pay for them."""
+    _types()
 
 
 @lru_cache(maxsize=_HEADERS)
