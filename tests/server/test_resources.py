@@ -180,8 +180,7 @@ def test_reading_a_decision_decodes_no_waiting_call(tmp_path: Path, monkeypatch:
     call resumes by) reads the decision tables only: no stored span is decoded."""
     from toolspan.server import ServerConfig, build_app, open_store
     from toolspan.server._rows.spans import IngestResult  # noqa: F401
-    from toolspan.server._store import storage as db
-    from toolspan.server._store import storage as postgres
+    from toolspan.server._store import decoded as db  # where both engines' reads decode a stored span
 
     store = open_store(str(tmp_path / "store.db"))
     try:
@@ -213,7 +212,6 @@ def test_reading_a_decision_decodes_no_waiting_call(tmp_path: Path, monkeypatch:
             return real(data)
 
         monkeypatch.setattr(db, "decode", counting)
-        monkeypatch.setattr(postgres, "decode", counting)
         status, body = _asgi_get(
             app,
             f"/api/control/decisions/exec_{7:016x}?trace_id={7:032x}&wait=0&call_id=c7&tool=transfer&shown=x",

@@ -176,6 +176,7 @@ def test_unknown_ids_are_json_404_and_health_and_openapi_answer(demo: tuple[Serv
         )
     health = server.get_json("/healthz")
     renders = health.pop("renders")  # what the reads above kept (``test_renders``)
+    decoded = health.pop("decoded_spans")  # the spans they decoded, kept (``store/test_decoded``)
     assert health == {
         "status": "ok",
         "spans": 9,
@@ -185,7 +186,7 @@ def test_unknown_ids_are_json_404_and_health_and_openapi_answer(demo: tuple[Serv
         "dropped_stream_clients": 0,
         "relayed_text_deltas": 0,
     }
-    assert set(renders) == {"kept", "bytes", "hits", "misses"}
+    assert set(renders) == set(decoded) == {"kept", "bytes", "hits", "misses"}
     doc = server.get_json("/openapi.json")
     assert doc["openapi"] == "3.1.0"
     assert "/api/traces/{trace_id}/events" in doc["paths"]

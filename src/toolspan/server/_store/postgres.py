@@ -45,6 +45,7 @@ from toolspan.server._store import sql
 from toolspan.server._store.api import shown
 from toolspan.server._store.changes import COMMITS, PostgresChanges, commit_payload
 from toolspan.server._store.control import ControlRows
+from toolspan.server._store.decoded import DecodedSpans
 from toolspan.server._store.dialect import DIALECTS, POSTGRES, Connection
 from toolspan.server._store.schema import migrate
 from toolspan.server._store.sql import engines
@@ -110,6 +111,7 @@ class PostgresStore(Storage):
         self._no_connection: tuple[type[BaseException], ...] = (psycopg_pool.PoolTimeout,)
         self.changes = PostgresChanges(url, psycopg, self._notify)
         self.control = ControlRows(self.transaction)
+        self.decoded = DecodedSpans()
         # One connection first: a database that cannot be reached is one line now, not the pool's retries.
         try:
             with psycopg.connect(url, connect_timeout=int(_CONNECT_TIMEOUT_S)):

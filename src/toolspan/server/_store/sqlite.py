@@ -24,6 +24,7 @@ from toolspan.server._rows.errors import StoreError
 from toolspan.server._store import sql
 from toolspan.server._store.changes import LocalChanges
 from toolspan.server._store.control import ControlRows
+from toolspan.server._store.decoded import DecodedSpans
 from toolspan.server._store.dialect import DIALECTS, SQLITE, Connection
 from toolspan.server._store.schema import migrate
 from toolspan.server._store.sql import engines
@@ -54,6 +55,7 @@ class SqliteStore(Storage):
         self.path = path
         self.changes = LocalChanges()
         self.control = ControlRows(self.transaction)
+        self.decoded = DecodedSpans()
         self._lock = threading.Lock()
         if os.path.isdir(path):
             raise StoreError(f"{path}: is a directory, not a database file")

@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 
 from toolspan.bridge.internal import LogRecord, attach_logs
 from toolspan.bridge.model import Span
-from toolspan.server._rows.codec import decode
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._rows.spans import IngestResult, Row, row_of_span
 from toolspan.server._store import sql
 from toolspan.server._store.changes import ChangeFeed
 from toolspan.server._store.control import ControlRows
+from toolspan.server._store.decoded import DecodedSpans
 from toolspan.server._store.dialect import Connection, Dialect
 from toolspan.server._store.listing import tool_state_counts
 from toolspan.server._store.logs import log_record, log_rows
@@ -71,6 +71,7 @@ class Storage(ABC):
     path: str
     changes: ChangeFeed
     control: ControlRows
+    decoded: DecodedSpans  # the spans its reads decoded, kept for the next read (``decoded``)
 
     @property
     def engine(self) -> str:
@@ -188,7 +189,7 @@ class Storage(ABC):
 
         rows, logs = self._read(read)
         record = self.dialect.record
-        spans = [decode(record(r[0])) for r in rows]
+        spans = self.decoded.decode([record(r[0]) for r in rows])
         if not logs:
             return spans
         return attach_logs(spans, [log_record(r[0]) for r in logs])[0]
@@ -288,15 +289,9 @@ class Storage(ABC):
             return rows, logs
 
         rows, logs = self._read(read)
-        # An act and an observe of one span in one page share one decoded span.
+        # An act and an observe of one span in one page share one decoded span (``DecodedSpans.decode``).
         record = self.dialect.record
-        decoded: dict[tuple[str, str], Span] = {}
-        spans = []
-        for r in rows:
-            span = decoded.get((r[1], r[2]))
-            if span is None:
-                span = decoded[r[1], r[2]] = decode(record(r[4]))
-            spans.append(span)
+        spans = self.decoded.decode([record(r[4]) for r in rows])
         if logs:
             # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
             spans = attach_logs(spans, [log_record(r[0]) for r in logs])[0]

@@ -76,6 +76,7 @@ async def healthz(state: ServerState, request: Request) -> Response:
             "dropped_stream_clients": state.dropped_clients,
             "relayed_text_deltas": state.deltas.relayed,
             "renders": state.renders.stats(),
+            "decoded_spans": state.store.decoded.stats(),
         }
     )
 

@@ -1,0 +1,90 @@
+"""Spans decoded from their stored form, kept for the next read (``DecodedSpans``).
+
+A stored form decodes to the same span every time (``codec.decode`` is a function of the form alone), so a
+read that meets a form it decoded before takes the span decoded then, and decodes only the forms it has not
+met. A live trace's streams, woken by each commit, read the whole trace again and decode only its new and
+changed spans (a changed span is a new form); a page's whole document decodes none of its first screen's
+spans again; another view of a trace just read decodes nothing. Spans are immutable and the bridge never
+changes the values they hold, so one span serves every reader.
+
+Bounded by an estimate of the memory kept: ``COST`` times the size of each stored form (the form, kept as
+the key, and its decoded span), at most ``max_bytes`` in all, the least recently read going first (0: none
+kept). Thread-safe: reads run in the thread pool; a form is decoded outside the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Final, cast
+
+from toolspan.bridge.model import Span
+from toolspan.server._rows.codec import decode
+
+__all__ = ["COST", "DECODED_BYTES", "DecodedSpans"]
+
+# The memory a kept span is counted as, per byte of its stored form: the form (1) and the decoded span
+# (about 3.8 times the form on the agent workload of ``benchmarks/gen_agent_spans.py``: its attribute dict,
+# their texts and the span's own fields).
+COST: Final = 5
+# How much a store keeps by default: about 16,000 spans of that workload.
+DECODED_BYTES: Final = 64 * 1024 * 1024
+
+
+class DecodedSpans:
+    """Decoded spans by stored form, at most ``max_bytes`` of estimated memory (``COST``). ``hits``,
+    ``misses``, ``size`` and how many are kept are what ``/healthz`` shows (``stats``)."""
+
+    __slots__ = ("_kept", "_lock", "hits", "max_bytes", "misses", "size")
+
+    def __init__(self, max_bytes: int = DECODED_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+        self._kept: OrderedDict[str | bytes, Span] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def decode(self, forms: Sequence[str | bytes]) -> list[Span]:
+        """The span of each stored form, in order: those kept taken as they are, the others decoded (once
+        each, and kept). A form that cannot be decoded raises as ``codec.decode`` does."""
+        keep = self.max_bytes > 0
+        kept = self._kept
+        out: list[Span | None] = [None] * len(forms)
+        missing: list[int] = []
+        if keep:
+            with self._lock:
+                get, touch = kept.get, kept.move_to_end
+                for i, form in enumerate(forms):
+                    span = get(form)
+                    if span is None:
+                        missing.append(i)
+                    else:
+                        touch(form)
+                        out[i] = span
+                self.hits += len(forms) - len(missing)
+                self.misses += len(missing)
+        else:
+            missing = list(range(len(forms)))
+        made: dict[str | bytes, Span] = {}  # a form met twice in one read decodes once
+        for i in missing:
+            form = forms[i]
+            span = made.get(form)
+            if span is None:
+                span = made[form] = decode(form)
+            out[i] = span
+        if keep and made:
+            with self._lock:
+                for form, span in made.items():
+                    if form not in kept:
+                        kept[form] = span
+                        self.size += len(form) * COST
+                while self.size > self.max_bytes and kept:
+                    dropped, _ = kept.popitem(last=False)
+                    self.size -= len(dropped) * COST
+        return cast("list[Span]", out)  # every one filled in: kept, or decoded above
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"kept": len(self._kept), "bytes": self.size, "hits": self.hits, "misses": self.misses}

@@ -1,0 +1,120 @@
+"""The decoded spans a store keeps for its next read (``_store.decoded``): exact, decoded once, bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolspan.bridge.model import Span
+from toolspan.server import open_store
+from toolspan.server._rows.codec import decode, encode
+from toolspan.server._store import decoded as module
+from toolspan.server._store.decoded import COST, DecodedSpans
+
+TRACE = "ab" * 16
+
+
+def _span(n: int, end: int | None = 20, **attributes: Any) -> Span:
+    return Span(TRACE, f"{n:016x}", None, f"s{n}", 10, end, attributes=attributes)
+
+
+@pytest.fixture
+def decodes(monkeypatch: pytest.MonkeyPatch) -> list[str | bytes]:
+    """Every form the module decodes, in order."""
+    seen: list[str | bytes] = []
+
+    def counting(form: str | bytes) -> Span:
+        seen.append(form)
+        return decode(form)
+
+    monkeypatch.setattr(module, "decode", counting)
+    return seen
+
+
+def test_a_form_read_again_is_not_decoded_again_and_reads_as_decoded(decodes: list[str | bytes]) -> None:
+    forms = [encode(_span(n, tool="x" * n)) for n in range(1, 4)]
+    kept = DecodedSpans()
+    first = kept.decode(forms)
+    assert first == [decode(f) for f in forms]
+    assert decodes == forms
+    decodes.clear()
+    again = kept.decode(list(reversed(forms)))
+    assert decodes == []
+    assert again == list(reversed(first))
+    assert all(a is b for a, b in zip(again, reversed(first), strict=True))
+    assert kept.stats() == {"kept": 3, "bytes": sum(len(f) for f in forms) * COST, "hits": 3, "misses": 3}
+
+
+def test_a_changed_span_is_a_new_form_and_only_it_is_decoded(decodes: list[str | bytes]) -> None:
+    kept = DecodedSpans()
+    running = encode(_span(1, end=None))
+    other = encode(_span(2))
+    kept.decode([running, other])
+    decodes.clear()
+    ended = encode(_span(1, end=30))
+    spans = kept.decode([ended, other])
+    assert decodes == [ended]
+    assert [s.end_ns for s in spans] == [30, 20]
+
+
+def test_a_form_met_twice_in_one_read_decodes_once_even_when_nothing_is_kept(
+    decodes: list[str | bytes],
+) -> None:
+    form = encode(_span(1))
+    for kept in (DecodedSpans(), DecodedSpans(0)):
+        decodes.clear()
+        act, observe = kept.decode([form, form])
+        assert act is observe  # an act and an observe of one span share it
+        assert decodes == [form]
+    assert DecodedSpans(0).stats() == {"kept": 0, "bytes": 0, "hits": 0, "misses": 0}
+
+
+def test_nothing_is_kept_at_zero_bytes(decodes: list[str | bytes]) -> None:
+    kept = DecodedSpans(0)
+    form = encode(_span(1))
+    kept.decode([form])
+    kept.decode([form])
+    assert decodes == [form, form]
+    assert kept.stats()["kept"] == 0
+
+
+def test_the_least_recently_read_go_first_past_the_bound(decodes: list[str | bytes]) -> None:
+    a, b, c = (encode(_span(n)) for n in (1, 2, 3))
+    assert len(a) == len(b) == len(c)
+    kept = DecodedSpans(2 * len(a) * COST)  # room for two
+    kept.decode([a, b])
+    kept.decode([a])  # a is now read more recently than b
+    kept.decode([c])  # b goes
+    decodes.clear()
+    kept.decode([a, c])
+    assert decodes == []
+    kept.decode([b])
+    assert decodes == [b]
+    assert kept.stats()["bytes"] == 2 * len(a) * COST
+    # A form larger than the whole bound is decoded, and not kept.
+    big = encode(_span(4, tool="x" * (2 * len(a))))
+    assert kept.decode([big]) == [decode(big)]
+    assert kept.stats()["kept"] <= 2
+    assert kept.stats()["bytes"] <= 2 * len(a) * COST
+
+
+def test_a_store_reads_a_trace_again_decoding_only_what_changed(
+    tmp_path: Path, decodes: list[str | bytes]
+) -> None:
+    store = open_store(str(tmp_path / "store.db"))
+    try:
+        store.ingest([_span(1, end=None), _span(2), _span(3)])
+        first = store.trace_spans(TRACE)
+        assert len(decodes) == 3
+        decodes.clear()
+        assert store.trace_spans(TRACE) == first
+        assert decodes == []
+        store.ingest([_span(1, end=40)])  # the running span ends: its stored form changes
+        spans = {s.span_id: s for s in store.trace_spans(TRACE)}
+        assert len(decodes) == 1
+        assert spans[f"{1:016x}"].end_ns == 40
+        assert store.decoded.stats()["hits"] == 5
+    finally:
+        store.close()
