@@ -2,9 +2,11 @@
 
 A stored form decodes to the same span every time (``codec.decode`` is a function of the form alone), so a
 read that meets a form it decoded before takes the span decoded then, and decodes only the forms it has not
-met. A live trace's streams, woken by each commit, read the whole trace again and decode only its new and
-changed spans (a changed span is a new form); a page's whole document decodes none of its first screen's
-spans again; another view of a trace just read decodes nothing. Spans are immutable and the bridge never
+met. What a live page or stream reads again at each commit is kept (``keep``): a live trace read again
+decodes only its new and changed spans (a changed span is a new form), and its page's whole document none of
+its first screen's spans. Any read takes what is kept, but other reads (a view, a lookup) keep nothing: a
+trace read once, as most are, costs no memory after its read, and reading many traces (a client polling
+each one while it ingests) does not push out a live trace's spans. Spans are immutable and the bridge never
 changes the values they hold, so one span serves every reader.
 
 Bounded by an estimate of the memory kept: ``COST`` times the size of each stored form (the form, kept as
@@ -28,7 +30,7 @@ __all__ = ["COST", "DECODED_BYTES", "DecodedSpans"]
 # (about 3.8 times the form on the agent workload of ``benchmarks/gen_agent_spans.py``: its attribute dict,
 # their texts and the span's own fields).
 COST: Final = 5
-# How much a store keeps by default: about 16,000 spans of that workload.
+# How much a store keeps by default: about 16,000 spans of that workload (a live 10,000-call run's page).
 DECODED_BYTES: Final = 64 * 1024 * 1024
 
 
@@ -46,14 +48,14 @@ class DecodedSpans:
         self._kept: OrderedDict[str | bytes, Span] = OrderedDict()
         self._lock = threading.Lock()
 
-    def decode(self, forms: Sequence[str | bytes]) -> list[Span]:
+    def decode(self, forms: Sequence[str | bytes], keep: bool = False) -> list[Span]:
         """The span of each stored form, in order: those kept taken as they are, the others decoded (once
-        each, and kept). A form that cannot be decoded raises as ``codec.decode`` does."""
-        keep = self.max_bytes > 0
+        each), and kept with ``keep``. A form that cannot be decoded raises as ``codec.decode`` does."""
+        look = self.max_bytes > 0
         kept = self._kept
         out: list[Span | None] = [None] * len(forms)
         missing: list[int] = []
-        if keep:
+        if look:
             with self._lock:
                 get, touch = kept.get, kept.move_to_end
                 for i, form in enumerate(forms):
@@ -74,7 +76,7 @@ class DecodedSpans:
             if span is None:
                 span = made[form] = decode(form)
             out[i] = span
-        if keep and made:
+        if keep and look and made:
             with self._lock:
                 for form, span in made.items():
                     if form not in kept:

@@ -179,8 +179,10 @@ class Storage(ABC):
 
     # --- reads ----------------------------------------------------------------------------------------
 
-    def _spans(self, statement: str, args: Sequence[Any]) -> list[Span]:
-        """The spans ``statement`` selects (``data``, ``trace_id``), with their stored log records joined."""
+    def _spans(self, statement: str, args: Sequence[Any], keep: bool = False) -> list[Span]:
+        """The spans ``statement`` selects (``data``, ``trace_id``), with their stored log records joined;
+        those decoded are kept for the next read with ``keep`` (``decoded``: what a live page or stream reads
+        again at each commit)."""
 
         def read(conn: Connection) -> tuple[list[Any], list[Any]]:
             rows = conn.execute(statement, args).fetchall()
@@ -189,7 +191,7 @@ class Storage(ABC):
 
         rows, logs = self._read(read)
         record = self.dialect.record
-        spans = self.decoded.decode([record(r[0]) for r in rows])
+        spans = self.decoded.decode([record(r[0]) for r in rows], keep=keep)
         if not logs:
             return spans
         return attach_logs(spans, [log_record(r[0]) for r in logs])[0]
@@ -201,13 +203,14 @@ class Storage(ABC):
         """The stored log records of a trace, in the order they arrived."""
         return [log_record(r[0]) for r in self._rows(sql.LOGS_OF_TRACE, (trace_id,))]
 
-    def trace_spans(self, trace_id: str) -> list[Span]:
-        return self._spans(sql.SPANS_OF_TRACE, (trace_id,))
+    def trace_spans(self, trace_id: str, *, keep: bool = False) -> list[Span]:
+        """The trace's spans; ``keep``: those decoded are kept for the next read (a live page, a stream)."""
+        return self._spans(sql.SPANS_OF_TRACE, (trace_id,), keep)
 
     def first_spans(self, trace_id: str, limit: int) -> list[Span]:
         """The first ``limit`` spans of a trace by start time (then span id), in no order: the first steps of
         its views (a view sorts them)."""
-        return self._spans(sql.SPANS_OF_TRACE_FIRST, (trace_id, trace_id, limit))
+        return self._spans(sql.SPANS_OF_TRACE_FIRST, (trace_id, trace_id, limit), keep=True)
 
     def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
         """``trace_spans`` of each of ``trace_ids``, in one read (a stream page's traces)."""
@@ -216,8 +219,9 @@ class Storage(ABC):
             out.setdefault(span.trace_id, []).append(span)
         return out
 
-    def conversation_spans(self, conversation_id: str) -> list[Span]:
-        return self._spans(sql.SPANS_OF_CONVERSATION, (conversation_id, conversation_id))
+    def conversation_spans(self, conversation_id: str, *, keep: bool = False) -> list[Span]:
+        """The spans of the conversation's traces; ``keep`` as ``trace_spans``."""
+        return self._spans(sql.SPANS_OF_CONVERSATION, (conversation_id, conversation_id), keep)
 
     def waiting_tool_spans(
         self, after: tuple[int, str, str], live_since_ns: int, seen_since_ns: int, limit: int

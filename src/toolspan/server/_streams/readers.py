@@ -1,9 +1,11 @@
 """What a view stream reads each time it wakes (``Reader``): a trace's spans from the store (read again only
-once the trace changed), final once idle, else from Tempo/Jaeger (polled); or the spans of a conversation's
-traces. The progress and frontend streams read through them."""
+once the trace changed, its spans decoded kept for the next read: ``keep``), final once idle, else from
+Tempo/Jaeger (polled); or the spans of a conversation's traces. The progress and frontend streams read
+through them."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -37,7 +39,8 @@ def trace_reader(store: StoreApi, trace_id: str, idle_timeout_s: float, remote: 
         row = await run_in_threadpool(store.trace_row, trace_id)
         if row is not None:
             if held[0] != row.last_seen_ns:
-                held[:] = [row.last_seen_ns, await run_in_threadpool(store.trace_spans, trace_id)]
+                spans = await run_in_threadpool(functools.partial(store.trace_spans, trace_id, keep=True))
+                held[:] = [row.last_seen_ns, spans]
             return held[1], time.time_ns() - row.last_seen_ns > idle_timeout_s * 1e9, True
         if remote is None:
             return [], False, True
@@ -56,7 +59,9 @@ def conversation_reader(store: StoreApi, conversation_id: str, idle_timeout_s: f
         rows = await run_in_threadpool(store.list_traces, where, (conversation_id, conversation_id), 10_000)
         seen = sorted((r.trace_id, r.last_seen_ns) for r in rows)
         if held[0] != seen:
-            held[:] = [seen, await run_in_threadpool(store.conversation_spans, conversation_id)]
+            read_all = functools.partial(store.conversation_spans, conversation_id, keep=True)
+            spans = await run_in_threadpool(read_all)
+            held[:] = [seen, spans]
         newest = max((r.last_seen_ns for r in rows), default=None)
         idle = newest is not None and time.time_ns() - newest > idle_timeout_s * 1e9
         return held[1], idle, True
