@@ -332,6 +332,7 @@ def serve(config: ServerConfig) -> int:
         sock.close()
         sys.stderr.write(f"toolspan serve: error: cannot use the store {e}\n")
         return 2
+    preload()  # the types a first read decodes with, loaded now (and frozen out of collections with the rest)
     try:
         return _serve(config, store, uvicorn, sock)
     except KeyboardInterrupt:  # Ctrl-C before the server took over the signals
@@ -424,7 +425,6 @@ def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: Listener) 
             " TOOLSPAN_SERVER_TOKEN)\n"
         )
     sys.stderr.flush()
-    preload()  # before the collector freezes what start-up made: the types a first read decodes with
     tune_collector()
     try:
         asyncio.run(main())
