@@ -435,11 +435,13 @@ def link_tool_calls(
     kinds: Sequence[str],
     parent: Sequence[int | None],
     legs: Mapping[int, int] | None = None,
+    read: Mapping[int, ToolCallRecord] | None = None,
 ) -> dict[int, ToolCallRecord]:
     """The tool call of every tool span of one trace (by index), linked to the model call that asked.
 
     ``legs``: ``{inner: outer}`` of calls recorded twice (``tool_legs``; the inner ones are no tool in
-    ``kinds``): a failure the inner record shows is the outer call's.
+    ``kinds``): a failure the inner record shows is the outer call's. ``read``: the calls as recorded
+    (``tool_call`` of each tool span, by index) when the caller read them already.
     """
     index = RequestIndex()
     for i, span in enumerate(spans):
@@ -458,7 +460,8 @@ def link_tool_calls(
         p = parent[i]
         if p is not None and p not in dispatched:
             dispatched[p] = dispatch_id(spans[p])
-        call = index.link(tool_call(spans[i]), None if p is None else dispatched[p])
+        recorded = read[i] if read is not None else tool_call(spans[i])
+        call = index.link(recorded, None if p is None else dispatched[p])
         out[i] = _with_leg_error(call, errors.get(i))
     return out
 

@@ -366,3 +366,26 @@ def test_page_head_takes_the_first_records_of_one_trace_only() -> None:
     validate("page", empty)
     assert empty["steps"] == []
     assert empty["partial"] is True
+
+
+def test_a_page_reads_each_tool_call_once_for_its_steps_and_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The steps show a call as it recorded it; the conversation links the same records: one read for both.
+    from toolspan.bridge import link
+    from toolspan.bridge.facts import TOOL, classify, tool_call
+    from toolspan.bridge.views import _common, _page
+
+    spans = scenario()
+    read: list[str] = []
+
+    def counting(record: Any) -> Any:
+        read.append(record.span_id)
+        return tool_call(record)
+
+    for module in (link, _common, _page):  # wherever the page and the linking could read a call
+        monkeypatch.setattr(module, "tool_call", counting, raising=False)
+    pages = to_pages(spans)
+    tools = [s.span_id for s in spans if classify(s) == TOOL]
+    assert sorted(read) == sorted(tools)
+    assert len(set(read)) == len(read) > 0
+    monkeypatch.undo()
+    assert pages == to_pages(spans)

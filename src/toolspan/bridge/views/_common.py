@@ -19,6 +19,7 @@ from toolspan.bridge.facts import (
     ToolCallRecord,
     classify,
     model_call,
+    tool_call,
     tool_name,
 )
 from toolspan.bridge.internal import (
@@ -146,6 +147,7 @@ class TraceIndex:
         for i in requests_only:
             self.convention_kinds[i] = LLM
         self._chain_runs()
+        self._read: dict[int, ToolCallRecord] | None = None
         self._calls: dict[int, ToolCallRecord] | None = None
         self._models: dict[int, ModelCall] | None = None
 
@@ -237,10 +239,18 @@ class TraceIndex:
             stack.extend(c for c in self.children[j] if c in self.inner_model_calls)
         return out
 
+    def recorded_calls(self) -> dict[int, ToolCallRecord]:
+        """The tool call of every tool record as it recorded it (``tool_call``, not linked; read once)."""
+        if self._read is None:
+            kinds, spans = self.convention_kinds, self.spans
+            self._read = {i: tool_call(spans[i]) for i in range(len(spans)) if kinds[i] == TOOL}
+        return self._read
+
     def tool_calls(self) -> dict[int, ToolCallRecord]:
         """The tool call of every tool record, linked to the model call that asked for it (computed once)."""
         if self._calls is None:
-            self._calls = link_tool_calls(self.spans, self.convention_kinds, self.parent, self.legs)
+            read = self.recorded_calls()
+            self._calls = link_tool_calls(self.spans, self.convention_kinds, self.parent, self.legs, read)
         return self._calls
 
     def _break_cycles(self) -> None:

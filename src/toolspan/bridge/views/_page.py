@@ -66,7 +66,6 @@ from toolspan.bridge.facts import (
     parse_json,
     plan_name,
     thoughts,
-    tool_call,
 )
 from toolspan.bridge.internal import (
     CONVERSATION_KEYS,
@@ -319,8 +318,11 @@ def _span_step(step: dict[str, Any], span: Span, kind: str, hidden: set[str]) ->
     return (span.status_message or "failed") if span.status == "ERROR" else None
 
 
-def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str, Any]:
-    """The step of one span (``parent``, and the flags of its place in the trace, are the caller's)."""
+def _step(
+    span: Span, kind: str, t0: int, start_us: int, live: bool, *, tc: ToolCallRecord | None
+) -> dict[str, Any]:
+    """The step of one span (``parent``, and the flags of its place in the trace, are the caller's); ``tc``:
+    a tool span's call as it recorded it (``TraceIndex.recorded_calls``: its state and its step's fields)."""
     end_us = None if span.end_ns is None else max(start_us, _us(span.end_ns, t0))
     step: dict[str, Any] = {
         "id": span.span_id,
@@ -333,7 +335,6 @@ def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str
     }
     approval_list, wait = _approval_fields(span, t0, end_us)
     waiting = bool(approval_list) and approval_list[-1]["decision"] is None
-    tc = tool_call(span) if kind == TOOL else None  # read once: its state and its step's fields
     step["state"] = _step_state(span, tc, live, waiting)
     attrs = span.attributes
     hidden: set[str] = {k for k, v in _KIND_MARKS.get(kind, {}).items() if attrs.get(k) == v}
@@ -366,6 +367,7 @@ def _step(span: Span, kind: str, t0: int, start_us: int, live: bool) -> dict[str
 def _trace_page(trace: Sequence[Span], live: bool, whole: bool = True) -> dict[str, Any]:
     """The page document of one trace (``whole=False``: its conversation not read, ``page_head``'s)."""
     index = TraceIndex(trace)
+    recorded = index.recorded_calls()  # read once, for the steps and the linking alike
     dup = duplicate_flags(trace)
     t0 = min((s.start_ns for s in trace), default=0)
     # An end recorded before its start counts as the start (a clock step): no negative time anywhere.
@@ -376,7 +378,7 @@ def _trace_page(trace: Sequence[Span], live: bool, whole: bool = True) -> dict[s
     by_exec: dict[str, int] = {}
     counts = dict.fromkeys(_STATES, 0)
     for i, span in enumerate(trace):
-        step = _step(span, index.convention_kinds[i], t0, starts[i], live)
+        step = _step(span, index.convention_kinds[i], t0, starts[i], live, tc=recorded.get(i))
         step["parent"] = index.parent[i]
         for flag, values in (("orphan", index.orphan), ("cycle", index.cycle), ("duplicate", dup)):
             if values[i]:
