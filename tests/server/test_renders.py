@@ -199,3 +199,28 @@ def test_the_trace_page_is_kept_per_token_kind_and_follows_the_trace(tmp_path: P
         assert b"fetch_page" in again
         assert b"fetch_page" not in first
     store.close()
+
+
+def test_a_live_page_keeps_the_spans_it_decoded_and_a_view_read_keeps_none(served: Served) -> None:
+    """The page's first screen and its data keep what they decoded (``_store.decoded``), so the next version
+    of a live page decodes only what changed; the other views' reads keep nothing."""
+    from toolspan.server._http.routes.pages import HEAD_STEPS
+
+    def decoded() -> tuple[int, int, int]:
+        stats = served.client.request("GET", "/healthz").json()["decoded_spans"]
+        return stats["kept"], stats["hits"], stats["misses"]
+
+    calls = [tool(f"{n:016x}", "search", 10_000 + n, 20_000 + n) for n in range(1, HEAD_STEPS)]
+    served.store.ingest(calls)  # HEAD_STEPS + 1 spans: the page opens on its first screen
+    total = HEAD_STEPS + 1
+    for view in ("tree", "otlp", "events"):
+        served.get(f"/api/traces/{TRACE}/{view}")
+    assert decoded() == (0, 0, 0)
+    served.get(f"/traces/{TRACE}")  # the first screen: its spans decoded and kept
+    assert decoded() == (HEAD_STEPS, 0, HEAD_STEPS)
+    served.get(f"/api/traces/{TRACE}/page")  # the whole document: only the rest decoded
+    assert decoded() == (total, HEAD_STEPS, HEAD_STEPS + 1)
+    served.store.ingest([tool("b2b2b2b2b2b2b2b2", "fetch", 90_000, None)])
+    page = served.get(f"/api/traces/{TRACE}/page")  # the next version: only the new span decoded
+    assert decoded() == (total + 1, HEAD_STEPS + total, HEAD_STEPS + 2)
+    assert page == served.fresh("page")

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -103,3 +104,22 @@ def test_preload_loads_the_types_a_first_read_decodes_with() -> None:
     command = [sys.executable, "-c", code]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_the_server_loads_the_decode_types_before_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolspan.server import ServerConfig
+    from toolspan.server._http import serve as module
+
+    done: list[str] = []
+
+    def serving(config: object, store: object, uvicorn: object, sock: Any) -> int:
+        sock.close()
+        done.append("serve")
+        return 0
+
+    monkeypatch.setattr(module, "preload", lambda: done.append("preload"))
+    monkeypatch.setattr(module, "_serve", serving)
+    assert module.serve(ServerConfig(db=str(tmp_path / "store.db"), port=0, grpc_port=None)) == 0
+    assert done == ["preload", "serve"]

@@ -60,16 +60,40 @@ def test_a_changed_span_is_a_new_form_and_only_it_is_decoded(decodes: list[str |
     assert [s.end_ns for s in spans] == [30, 20]
 
 
-def test_a_form_met_twice_in_one_read_decodes_once_even_when_nothing_is_kept(
+def test_a_read_with_nothing_to_take_or_keep_decodes_every_form_and_counts_nothing(
     decodes: list[str | bytes],
 ) -> None:
-    form = encode(_span(1))
-    for kept in (DecodedSpans(), DecodedSpans(0)):
-        decodes.clear()
-        act, observe = kept.decode([form, form], keep=True)
-        assert act is observe  # an act and an observe of one span share it
-        assert decodes == [form]
-    assert DecodedSpans(0).stats() == {"kept": 0, "bytes": 0, "hits": 0, "misses": 0}
+    forms = [encode(_span(n)) for n in (1, 2)]
+    kept = DecodedSpans()
+    assert kept.decode(forms) == [decode(f) for f in forms]
+    assert decodes == forms
+    assert kept.stats() == {"kept": 0, "bytes": 0, "hits": 0, "misses": 0}
+
+
+def test_an_events_page_decodes_a_span_once_for_its_act_and_its_observe_and_keeps_it_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolspan.server._rows.cursor import Cursor
+    from toolspan.server._store import storage
+
+    seen: list[str | bytes] = []
+
+    def counting(form: str | bytes) -> Span:
+        seen.append(form)
+        return decode(form)
+
+    monkeypatch.setattr(storage, "decode", counting)
+    store = open_store(str(tmp_path / "store.db"))
+    try:
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+        store.ingest([_span(1, **tool)])
+        (act, observe) = store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
+        assert (act[1], observe[1]) == (0, 1)
+        assert act[2] is observe[2]
+        assert len(seen) == 1
+        assert store.decoded.stats()["kept"] == 0
+    finally:
+        store.close()
 
 
 def test_nothing_is_kept_at_zero_bytes(decodes: list[str | bytes]) -> None:

@@ -36,7 +36,8 @@ DECODED_BYTES: Final = 64 * 1024 * 1024
 
 class DecodedSpans:
     """Decoded spans by stored form, at most ``max_bytes`` of estimated memory (``COST``). ``hits``,
-    ``misses``, ``size`` and how many are kept are what ``/healthz`` shows (``stats``)."""
+    ``misses`` (of the forms looked up: none while nothing is kept and a read keeps nothing), ``size`` and
+    how many are kept are what ``/healthz`` shows (``stats``)."""
 
     __slots__ = ("_kept", "_lock", "hits", "max_bytes", "misses", "size")
 
@@ -49,38 +50,34 @@ class DecodedSpans:
         self._lock = threading.Lock()
 
     def decode(self, forms: Sequence[str | bytes], keep: bool = False) -> list[Span]:
-        """The span of each stored form, in order: those kept taken as they are, the others decoded (once
-        each), and kept with ``keep``. A form that cannot be decoded raises as ``codec.decode`` does."""
-        look = self.max_bytes > 0
+        """The span of each stored form, in order: those kept taken as they are, the others decoded, and
+        kept with ``keep``. A form that cannot be decoded raises as ``codec.decode`` does."""
         kept = self._kept
+        if self.max_bytes <= 0 or not (keep or kept):
+            # Nothing to take and nothing to keep (a read of a store no live page follows): no form is
+            # hashed. (A read racing a first keep decodes what it could have taken: the same spans.)
+            return [decode(form) for form in forms]
         out: list[Span | None] = [None] * len(forms)
         missing: list[int] = []
-        if look:
-            with self._lock:
-                get, touch = kept.get, kept.move_to_end
-                for i, form in enumerate(forms):
-                    span = get(form)
-                    if span is None:
-                        missing.append(i)
-                    else:
-                        touch(form)
-                        out[i] = span
-                self.hits += len(forms) - len(missing)
-                self.misses += len(missing)
-        else:
-            missing = list(range(len(forms)))
-        made: dict[str | bytes, Span] = {}  # a form met twice in one read decodes once
+        with self._lock:
+            get, touch = kept.get, kept.move_to_end
+            for i, form in enumerate(forms):
+                span = get(form)
+                if span is None:
+                    missing.append(i)
+                else:
+                    touch(form)
+                    out[i] = span
+            self.hits += len(forms) - len(missing)
+            self.misses += len(missing)
         for i in missing:
-            form = forms[i]
-            span = made.get(form)
-            if span is None:
-                span = made[form] = decode(form)
-            out[i] = span
-        if keep and look and made:
+            out[i] = decode(forms[i])
+        if keep and missing:
             with self._lock:
-                for form, span in made.items():
+                for i in missing:
+                    form = forms[i]
                     if form not in kept:
-                        kept[form] = span
+                        kept[form] = cast(Span, out[i])
                         self.size += len(form) * COST
                 while self.size > self.max_bytes and kept:
                     dropped, _ = kept.popitem(last=False)

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from toolspan.bridge.internal import LogRecord, attach_logs
 from toolspan.bridge.model import Span
+from toolspan.server._rows.codec import decode
 from toolspan.server._rows.cursor import Cursor
 from toolspan.server._rows.spans import IngestResult, Row, row_of_span
 from toolspan.server._store import sql
@@ -293,9 +294,16 @@ class Storage(ABC):
             return rows, logs
 
         rows, logs = self._read(read)
-        # An act and an observe of one span in one page share one decoded span (``DecodedSpans.decode``).
+        # An act and an observe of one span in one page share one decoded span. (Nothing is kept: the events
+        # are read from a cursor on, each once.)
         record = self.dialect.record
-        spans = self.decoded.decode([record(r[4]) for r in rows])
+        decoded: dict[tuple[str, str], Span] = {}
+        spans = []
+        for r in rows:
+            span = decoded.get((r[1], r[2]))
+            if span is None:
+                span = decoded[r[1], r[2]] = decode(record(r[4]))
+            spans.append(span)
         if logs:
             # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
             spans = attach_logs(spans, [log_record(r[0]) for r in logs])[0]

@@ -5,7 +5,6 @@ through them."""
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -39,7 +38,7 @@ def trace_reader(store: StoreApi, trace_id: str, idle_timeout_s: float, remote: 
         row = await run_in_threadpool(store.trace_row, trace_id)
         if row is not None:
             if held[0] != row.last_seen_ns:
-                spans = await run_in_threadpool(functools.partial(store.trace_spans, trace_id, keep=True))
+                spans = await run_in_threadpool(store.trace_spans, trace_id, keep=True)
                 held[:] = [row.last_seen_ns, spans]
             return held[1], time.time_ns() - row.last_seen_ns > idle_timeout_s * 1e9, True
         if remote is None:
@@ -59,8 +58,7 @@ def conversation_reader(store: StoreApi, conversation_id: str, idle_timeout_s: f
         rows = await run_in_threadpool(store.list_traces, where, (conversation_id, conversation_id), 10_000)
         seen = sorted((r.trace_id, r.last_seen_ns) for r in rows)
         if held[0] != seen:
-            read_all = functools.partial(store.conversation_spans, conversation_id, keep=True)
-            spans = await run_in_threadpool(read_all)
+            spans = await run_in_threadpool(store.conversation_spans, conversation_id, keep=True)
             held[:] = [seen, spans]
         newest = max((r.last_seen_ns for r in rows), default=None)
         idle = newest is not None and time.time_ns() - newest > idle_timeout_s * 1e9

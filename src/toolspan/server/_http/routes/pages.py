@@ -234,7 +234,7 @@ async def _stored_page(state: ServerState, trace_id: str, version: Version) -> P
         if kept is not None:
             return await run_in_threadpool(lambda: version_of(json.loads(kept), kept))
         # A live page reads its trace again at each commit: the spans decoded are kept, for the next.
-        spans = await run_in_threadpool(functools.partial(state.store.trace_spans, trace_id, keep=True))
+        spans = await run_in_threadpool(state.store.trace_spans, trace_id, keep=True)
         if not spans:
             return None
         page = await run_in_threadpool(_version_of, spans)
