@@ -177,6 +177,10 @@ def test_unknown_ids_are_json_404_and_health_and_openapi_answer(demo: tuple[Serv
     health = server.get_json("/healthz")
     renders = health.pop("renders")  # what the reads above kept (``test_renders``)
     decoded = health.pop("decoded_spans")  # the spans they decoded, kept (``store/test_decoded``)
+    # The parse workers' two pipes (``ingest/test_parsers``), none on a machine of one core.
+    pipes = health.pop("parse_pipe_bytes")
+    assert len(pipes) in (0, 2)
+    assert all(isinstance(size, int) and size >= 4096 for size in pipes)
     assert health == {
         "status": "ok",
         "spans": 9,

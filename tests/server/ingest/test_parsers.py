@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import toolspan
 from tests.support.server import otlp_body, running_server
 from toolspan.server._ingest import otlp as _ingest
-from toolspan.server._ingest.parsers import Parsers
+from toolspan.server._ingest.parsers import Parsers, _widen_pipes
 from toolspan.server._store.writes import Prepared
 from toolspan.testing import capture_spans
 
@@ -106,6 +107,56 @@ def test_a_worker_parses_exactly_what_the_server_parses_in_process() -> None:
     assert json_rows == _ingest.prepare_body(b'{"resourceSpans": []}', _ingest.JSON)
     assert json_rows.accepted == 0
     assert _wait_gone(pids) == []
+
+
+def _big_body(spans: int, text_bytes: int) -> bytes:
+    """A request of ``spans`` tool spans, each with a ``text_bytes`` argument (captured up to its limit)."""
+
+    @toolspan.tool
+    def write(text: str) -> int:
+        return len(text)
+
+    with capture_spans() as finished, toolspan.agent("writer"):
+        for n in range(spans):
+            write(f"{n:04d}" + "x" * text_bytes)
+    return otlp_body(finished())
+
+
+def _pipe_max() -> int:
+    return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+
+
+@pytest.mark.processes
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or _pipe_max() < 1 << 20, reason="Linux's pipe sizes, up to 1 MiB"
+)
+def test_the_pools_pipes_are_widened_and_a_body_larger_than_them_parses_the_same() -> None:
+    body = _big_body(40, 64 * 1024)
+    assert len(body) > 1 << 20  # larger than the widened pipe too: it crosses in several writes
+
+    async def run() -> tuple[list[int], Prepared]:
+        parsers = Parsers(1)
+        await parsers.start()
+        try:
+            widened = list(parsers.pipe_bytes)
+            rows = await parsers.prepare(body, _ingest.PROTOBUF)
+        finally:
+            parsers.close()
+        assert parsers.pipe_bytes == []
+        return widened, rows
+
+    widened, rows = asyncio.run(run())
+    # Bodies to the worker and rows back: a request of 512 spans (about 350 KiB, its rows 520) in one write.
+    assert widened == [1 << 20, 1 << 20]
+    assert rows == _ingest.prepare_body(body, _ingest.PROTOBUF)
+    assert rows.accepted == 41
+
+
+def test_an_executor_whose_pipes_cannot_be_reached_keeps_them() -> None:
+    class Other:  # another Python's executor: its queues under other names
+        pass
+
+    assert _widen_pipes(Other()) == []
 
 
 def test_no_workers_parses_in_process() -> None:

@@ -77,6 +77,7 @@ async def healthz(state: ServerState, request: Request) -> Response:
             "relayed_text_deltas": state.deltas.relayed,
             "renders": state.renders.stats(),
             "decoded_spans": state.store.decoded.stats(),
+            "parse_pipe_bytes": state.parsers.pipe_bytes,
         }
     )
 
