@@ -224,3 +224,32 @@ def test_a_live_page_keeps_the_spans_it_decoded_and_a_view_read_keeps_none(serve
     page = served.get(f"/api/traces/{TRACE}/page")  # the next version: only the new span decoded
     assert decoded() == (total + 1, HEAD_STEPS + total, HEAD_STEPS + 2)
     assert page == served.fresh("page")
+
+
+def test_a_trace_held_here_is_read_and_made_in_one_hand_off_to_the_thread_pool(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each hand-off to the pool costs about what a small trace's view does: its version, spans and bytes
+    # are read in one, made or kept. A trace held nowhere is then looked up (in Tempo or Jaeger when the
+    # server names one: ``lookup``) before its 404.
+    from toolspan.server._http.routes import traces
+
+    handed: list[str] = []
+    real = traces.run_in_threadpool
+
+    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+        handed.append(getattr(func, "__name__", repr(func)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(traces, "run_in_threadpool", counted)
+    for view in ("tree", "otlp"):
+        before = served.renders()
+        for _ in range(2):  # made, then kept
+            handed.clear()
+            assert served.get(f"/api/traces/{TRACE}/{view}") == served.fresh(view)
+            assert handed == ["_held"], view
+        after = served.renders()
+        assert (after["hits"], after["misses"]) == (before["hits"] + 1, before["misses"] + 1)
+    handed.clear()
+    assert served.client.request("GET", f"/api/traces/{'0' * 31}1/otlp").status == 404
+    assert handed == ["_held"]

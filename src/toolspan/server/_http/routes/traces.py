@@ -44,24 +44,40 @@ async def rendered(
     state: ServerState, request: Request, param: str, what: Hashable, make: Callable[[Sequence[Span]], bytes]
 ) -> tuple[str, bytes] | Response:
     """``(trace id, make(spans))`` of the trace named by path parameter ``param`` (``lookup``'s 404 or 502
-    otherwise): the bytes kept for ``what`` when the trace has not changed since they were made. The version
-    is read before the spans, so bytes are never kept under a version newer than the spans they were made
-    of."""
+    otherwise): the bytes kept for ``what`` when the trace has not changed since they were made. A trace held
+    here is read and made in one trip to the thread pool (``_held``); one held elsewhere is read through
+    ``lookup`` (Tempo or Jaeger), never kept."""
     trace_id = trace_id_param(request.path_params[param])
-    version = None
-    if trace_id is not None and state.renders.max_bytes:
-        version = await run_in_threadpool(state.store.trace_version, trace_id)
-        if version is not None:
-            kept = state.renders.get((trace_id, what), version)
-            if kept is not None:
-                return trace_id, kept
+    if trace_id is not None:
+        made = await run_in_threadpool(_held, state, trace_id, what, make)
+        if made is not None:
+            return trace_id, made
     found = await lookup(state, request, param)
     if isinstance(found, Response):
         return found
-    body = await run_in_threadpool(make, found[1])
+    return found[0], await run_in_threadpool(make, found[1])
+
+
+def _held(
+    state: ServerState, trace_id: str, what: Hashable, make: Callable[[Sequence[Span]], bytes]
+) -> bytes | None:
+    """In the thread pool: the bytes of ``what`` of a trace held here, kept or made (``None`` when the store
+    holds none of its spans). Each hand-off to the pool costs about as much as making a small trace's view,
+    so its version, spans and bytes are read together. The version is read before the spans, so bytes are
+    never kept under a version newer than the spans they were made of."""
+    renders, store = state.renders, state.store
+    version = store.trace_version(trace_id) if renders.max_bytes else None
     if version is not None:
-        state.renders.put((found[0], what), version, body)
-    return found[0], body
+        kept = renders.get((trace_id, what), version)
+        if kept is not None:
+            return kept
+    spans = store.trace_spans(trace_id)
+    if not spans:
+        return None
+    body = make(spans)
+    if version is not None:
+        renders.put((trace_id, what), version, body)
+    return body
 
 
 async def healthz(state: ServerState, request: Request) -> Response:
