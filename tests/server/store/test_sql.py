@@ -117,6 +117,10 @@ def test_every_read_gives_the_same_answer_on_both_engines(stores: dict[str, Stor
     assert counted == {TRACE_1: {sc.STATE_DENIED: 1}, TRACE_3: {sc.STATE_AWAITING_APPROVAL: 1}}
     naming = _both(stores, lambda s: _by_span(s.listing_details([TRACE_1, TRACE_2, TRACE_3])[1]))
     assert [s.parent_span_id for s in naming] == [None, None, None]
+    for store in stores.values():  # each engine's own clock in its versions: compared within one
+        held = (TRACE_1, TRACE_2, TRACE_3)
+        versions = store.trace_versions([*held, "f" * 32])
+        assert versions == {t: store.trace_version(t) for t in held}
     assert [s.span_id for s in _both(stores, lambda s: s.span(None, WAITING))] == [WAITING]
     assert _both(stores, lambda s: s.span(TRACE_1, WAITING)) == []
     now = time.time_ns()

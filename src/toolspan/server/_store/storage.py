@@ -249,6 +249,12 @@ class Storage(ABC):
         rows = self._rows(sql.TRACE_VERSION, (trace_id,))
         return tuple(int(v or 0) for v in rows[0]) if rows else None
 
+    def trace_versions(self, trace_ids: Sequence[str]) -> dict[str, tuple[int, ...]]:
+        """``trace_version`` of each of ``trace_ids`` held here, in one read (the traces a stream may read
+        again)."""
+        rows = self._rows(sql.TRACE_VERSIONS, (list(trace_ids),))
+        return {str(r[0]): tuple(int(v or 0) for v in r[1:]) for r in rows}
+
     def trace_row(self, trace_id: str) -> TraceRow | None:
         rows = self._rows(sql.TRACE_ROW, (trace_id,))
         return trace_row(rows[0]) if rows else None

@@ -7,7 +7,9 @@ chunks of the all-traces and conversation streams (``event_chunks``). Every even
     data: <the bridge's act/observe event, JSON>
 
 Each event is linked to the model call that asked for it as the trace's ``/events`` view links it (the
-model's call id, ``requested_by``): the trace's spans are read once per page of events that has them.
+model's call id, ``requested_by``): the trace's spans are read once per page of events that has them. A call
+sent before the model call that asked for it was stored is remembered (``Unrequested``) and sent again once
+linked; its trace is read again only when it changed.
 
 A client reconnecting with ``Last-Event-ID`` (or ``?cursor=``) older than the retained events first gets
 ``event: reset`` and then every event still kept (a snapshot) before the live tail.
@@ -100,11 +102,16 @@ def linked_calls(spans: Iterable[Span]) -> Links:
     return Links(calls, frozenset(legs), frozenset(withheld), last_model_call)
 
 
-def trace_links(store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]], also: Iterable[str] = ()) -> Links:
-    """The linked tool calls of the traces of ``rows`` and of ``also`` (one read of each trace)."""
+def trace_links(
+    store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]], unrequested: Unrequested | None = None
+) -> Links:
+    """The linked tool calls of the traces of ``rows``, and of the traces of the calls ``unrequested``
+    remembers that changed since it last read them (``Unrequested.changed``): one read of each trace."""
     out = Links()
-    traces = sorted({span.trace_id for _, _, span in rows} | set(also))
-    for spans in store.spans_by_trace(traces).values():
+    traces = {span.trace_id for _, _, span in rows}
+    if unrequested is not None:
+        traces |= unrequested.changed(store)
+    for spans in store.spans_by_trace(sorted(traces)).values():
         out = out.update(linked_calls(spans))
     return out
 
@@ -159,15 +166,31 @@ class Unrequested:
 
     def __init__(self) -> None:
         self._calls: dict[Key, Span] = {}
+        # Each remembered call's trace: its version when its links were last read (``None``: not held).
+        self._read_at: dict[str, tuple[int, ...] | None] = {}
 
     def note(self, span: Span, data: Any) -> None:
         """Remember ``span`` if its event ``data`` was sent with no model call."""
         key = (span.trace_id, span.span_id)
         if isinstance(data, dict) and data.get("requested_by") is None and len(self._calls) < self.MAX:
             self._calls[key] = span if span.end_ns is not None or key not in self._calls else self._calls[key]
+            self._read_at.pop(span.trace_id, None)  # its trace read again: ``corrected`` judges it once read
 
     def traces(self) -> list[str]:
         return sorted({trace for trace, _ in self._calls})
+
+    def changed(self, store: StoreApi) -> set[str]:
+        """The traces of the remembered calls to read again: those changed since they were last read, or
+        never read since a call of theirs was remembered. A trace that has not changed links its calls as
+        it did, and ``corrected`` kept them then: reading it again on every page made a stream's catch-up
+        grow with the remembered calls (up to ``MAX`` traces read again per page). Each counts as read at
+        the version read here, before its spans: a commit between the two is read at the next page."""
+        held = self.traces()
+        versions = store.trace_versions(held) if held else {}
+        read_at = self._read_at
+        out = {t for t in held if t not in read_at or read_at[t] != versions.get(t)}
+        self._read_at = {t: versions.get(t) for t in held}
+        return out
 
     def corrected(self, links: Links) -> list[tuple[int, Span]]:
         """The act (and observe) of each remembered call ``links`` (which hold its trace) now links to a
@@ -273,7 +296,7 @@ async def event_chunks(
             if not rows and not unrequested.traces():
                 continue
             chunk = bytearray()
-            links = await run_in_threadpool(trace_links, store, rows, unrequested.traces())
+            links = await run_in_threadpool(trace_links, store, rows, unrequested)
             entries = list(rows)
             for _, phase, span in rows:
                 if (span.trace_id, span.span_id) in links.withheld:

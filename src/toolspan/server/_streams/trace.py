@@ -137,7 +137,7 @@ async def trace_chunks(
             if not rows and not unrequested.traces():
                 continue
             out = bytearray()
-            links = await run_in_threadpool(trace_links, store, rows, unrequested.traces())
+            links = await run_in_threadpool(trace_links, store, rows, unrequested)
             # The page's events, then those withheld that its links release, under its last cursor.
             entries = [(row_cursor, phase, span) for row_cursor, phase, span in rows]
             for _, phase, span in rows:

@@ -45,6 +45,7 @@ __all__ = [
     "TRACES_SEEN_BEFORE",
     "TRACES_WHERE",
     "TRACE_VERSION",
+    "TRACE_VERSIONS",
     "TRACE_CONVERSATIONS",
     "TRACE_ROW",
     "WAITING_SPANS",
@@ -108,9 +109,14 @@ TRACE_ROW: Final = f"SELECT {TRACES.listed} FROM traces WHERE trace_id = ?"
 # What a trace's spans and log records are now (``Storage.trace_version``): its summary's ``last_seen_ns``
 # (moved forward, never back, by every transaction that adds or changes one of its spans) and span count,
 # and how many log records it has and the newest one's time (records are added, and dropped by age).
-TRACE_VERSION: Final = (
-    "SELECT t.last_seen_ns, t.spans, (SELECT count(*) FROM logs l WHERE l.trace_id = t.trace_id),"
-    " (SELECT max(l.ns) FROM logs l WHERE l.trace_id = t.trace_id) FROM traces t WHERE t.trace_id = ?"
+# What changes whenever a trace's spans or log records do (``Storage.trace_version``).
+_VERSION: Final = (
+    "t.last_seen_ns, t.spans, (SELECT count(*) FROM logs l WHERE l.trace_id = t.trace_id),"
+    " (SELECT max(l.ns) FROM logs l WHERE l.trace_id = t.trace_id)"
+)
+TRACE_VERSION: Final = f"SELECT {_VERSION} FROM traces t WHERE t.trace_id = ?"
+TRACE_VERSIONS: Final = (
+    f"SELECT t.trace_id, {_VERSION} FROM {{ids}} {{join}} traces AS t ON t.trace_id = j.value"
 )
 # Followed by the caller's condition (fixed fragments and ``?`` only) and ``TRACES_LISTED``.
 TRACES_WHERE: Final = f"SELECT {TRACES.listed} FROM traces WHERE "
