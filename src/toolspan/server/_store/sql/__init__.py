@@ -106,10 +106,10 @@ COUNT_LOGS: Final = "SELECT count(*) FROM logs"
 # --- trace summaries -----------------------------------------------------------------------------------
 
 TRACE_ROW: Final = f"SELECT {TRACES.listed} FROM traces WHERE trace_id = ?"
-# What a trace's spans and log records are now (``Storage.trace_version``): its summary's ``last_seen_ns``
-# (moved forward, never back, by every transaction that adds or changes one of its spans) and span count,
-# and how many log records it has and the newest one's time (records are added, and dropped by age).
-# What changes whenever a trace's spans or log records do (``Storage.trace_version``).
+# What a trace's spans and log records are now (``Storage.trace_version``, ``trace_versions``): its summary's
+# ``last_seen_ns`` (moved forward, never back, by every transaction that adds or changes one of its spans)
+# and span count, and how many log records it has and the newest one's time (records are added, and dropped
+# by age).
 _VERSION: Final = (
     "t.last_seen_ns, t.spans, (SELECT count(*) FROM logs l WHERE l.trace_id = t.trace_id),"
     " (SELECT max(l.ns) FROM logs l WHERE l.trace_id = t.trace_id)"
