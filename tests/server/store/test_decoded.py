@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.decodes import count_decodes
 from toolspan.bridge.model import Span
 from toolspan.server import open_store
 from toolspan.server._rows.codec import decode, encode
@@ -24,14 +25,7 @@ def _span(n: int, end: int | None = 20, **attributes: Any) -> Span:
 @pytest.fixture
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[str | bytes]:
     """Every form the module decodes, in order."""
-    seen: list[str | bytes] = []
-
-    def counting(form: str | bytes) -> Span:
-        seen.append(form)
-        return decode(form)
-
-    monkeypatch.setattr(module, "decode", counting)
-    return seen
+    return count_decodes(monkeypatch, module)
 
 
 def test_a_form_read_again_is_not_decoded_again_and_reads_as_decoded(decodes: list[str | bytes]) -> None:
@@ -76,13 +70,7 @@ def test_an_events_page_decodes_a_span_once_for_its_act_and_its_observe_and_keep
     from toolspan.server._rows.cursor import Cursor
     from toolspan.server._store import storage
 
-    seen: list[str | bytes] = []
-
-    def counting(form: str | bytes) -> Span:
-        seen.append(form)
-        return decode(form)
-
-    monkeypatch.setattr(storage, "decode", counting)
+    seen = count_decodes(monkeypatch, storage)
     store = open_store(str(tmp_path / "store.db"))
     try:
         tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}

@@ -1,13 +1,19 @@
 """The act/observe event streams (``toolspan.server._streams.events``): the calls a stream sent with no model
 call that asked for them are remembered, and their traces read again for their links only when they changed
-(``Unrequested.changed``), not on every page of a stream's catch-up."""
+(``Unrequested.changed``), not on every page of a stream's catch-up; a trace read again for its links decodes
+only its new spans."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests.support.decodes import count_decodes
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span
+from toolspan.server._rows.cursor import ACT, Cursor
+from toolspan.server._store import decoded as decoded_module
 from toolspan.server._store.engines import open_store
 from toolspan.server._streams.events import Unrequested, trace_links
 
@@ -49,3 +55,30 @@ def test_a_remembered_calls_trace_is_read_again_only_once_it_changed(tmp_path: P
         assert set(trace_links(store, [], unrequested).calls) == set()
     finally:
         store.close()
+
+
+def test_a_live_streams_links_decode_only_the_spans_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each page of a live stream reads its traces again for their links: a growing trace decodes its new
+    # spans only (those decoded are kept: ``spans_by_trace``'s ``keep``), not all of them at every page.
+    decoded = count_decodes(monkeypatch, decoded_module)
+    store = open_store(str(tmp_path / "store.db"))
+    try:
+        agent = _span(TRACE, "a" * 16, "invoke_agent planner", 1_000)
+        calls = [_span(TRACE, f"{n:016x}", "execute_tool search", 2_000 + n, agent.span_id) for n in range(3)]
+        store.ingest([agent, *calls])
+        assert len(trace_links(store, [_row(calls[0])]).calls) == 3
+        assert len(decoded) == 4
+        decoded.clear()
+        more = _span(TRACE, f"{9:016x}", "execute_tool fetch", 9_000, agent.span_id)
+        store.ingest([more])
+        assert len(trace_links(store, [_row(more)]).calls) == 4
+        assert len(decoded) == 1
+    finally:
+        store.close()
+
+
+def _row(span: Span) -> tuple[Cursor, int, Span]:
+    """An event-log entry of ``span``'s act, as a stream's page holds it."""
+    return Cursor(1, span.trace_id, span.span_id, ACT), ACT, span

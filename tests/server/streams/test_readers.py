@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.decodes import count_decodes
 from toolspan.bridge.model import Span
 from toolspan.server import open_store
-from toolspan.server._rows.codec import decode
 from toolspan.server._store import decoded as module
 from toolspan.server._streams.readers import conversation_reader, trace_reader
 
@@ -26,13 +26,7 @@ def _span(n: int, end: int | None = 20) -> Span:
 def test_a_stream_woken_by_a_commit_decodes_only_the_spans_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
 ) -> None:
-    decoded: list[object] = []
-
-    def counting(form: str | bytes) -> Span:
-        decoded.append(form)
-        return decode(form)
-
-    monkeypatch.setattr(module, "decode", counting)
+    decoded = count_decodes(monkeypatch, module)
     store = open_store(str(tmp_path / "store.db"))
     try:
         store.ingest([_span(1, end=None), _span(2), _span(3)])

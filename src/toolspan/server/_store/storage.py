@@ -213,10 +213,11 @@ class Storage(ABC):
         its views (a view sorts them)."""
         return self._spans(sql.SPANS_OF_TRACE_FIRST, (trace_id, trace_id, limit), keep=True)
 
-    def spans_by_trace(self, trace_ids: Sequence[str]) -> dict[str, list[Span]]:
-        """``trace_spans`` of each of ``trace_ids``, in one read (a stream page's traces)."""
+    def spans_by_trace(self, trace_ids: Sequence[str], *, keep: bool = False) -> dict[str, list[Span]]:
+        """``trace_spans`` of each of ``trace_ids``, in one read (a stream page's traces); ``keep`` as
+        ``trace_spans``."""
         out: dict[str, list[Span]] = {trace_id: [] for trace_id in trace_ids}
-        for span in self._spans(sql.SPANS_OF_TRACES, (list(trace_ids),)):
+        for span in self._spans(sql.SPANS_OF_TRACES, (list(trace_ids),), keep):
             out.setdefault(span.trace_id, []).append(span)
         return out
 

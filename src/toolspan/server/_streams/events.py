@@ -106,12 +106,14 @@ def trace_links(
     store: StoreApi, rows: Sequence[tuple[Cursor, int, Span]], unrequested: Unrequested | None = None
 ) -> Links:
     """The linked tool calls of the traces of ``rows``, and of the traces of the calls ``unrequested``
-    remembers that changed since it last read them (``Unrequested.changed``): one read of each trace."""
+    remembers that changed since it last read them (``Unrequested.changed``): one read of each trace. A live
+    stream reads a trace again at each page that has its events: the spans it decodes are kept
+    (``spans_by_trace``'s ``keep``), so a growing trace decodes only its new and changed spans."""
     out = Links()
     traces = {span.trace_id for _, _, span in rows}
     if unrequested is not None:
         traces |= unrequested.changed(store)
-    for spans in store.spans_by_trace(sorted(traces)).values():
+    for spans in store.spans_by_trace(sorted(traces), keep=True).values():
         out = out.update(linked_calls(spans))
     return out
 
