@@ -28,7 +28,9 @@ def _span(trace_id: str, span_id: str, name: str, start: int, parent: str | None
     return Span(trace_id, span_id, parent, name, start, start + 1_000, attributes=attrs)
 
 
-def test_a_remembered_calls_trace_is_read_again_only_once_it_changed(tmp_path: Path) -> None:
+def test_a_remembered_calls_trace_is_read_again_only_once_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = open_store(str(tmp_path / "store.db"))
     try:
         agent = _span(TRACE, "a" * 16, "invoke_agent planner", 1_000)
@@ -52,7 +54,16 @@ def test_a_remembered_calls_trace_is_read_again_only_once_it_changed(tmp_path: P
         store.ingest([_span(TRACE, "f" * 16, "chat model", 6_000, agent.span_id)])
         links = trace_links(store, [], unrequested)
         assert {trace for trace, _ in links.calls} == {TRACE}
+        read: list[list[str]] = []
+        real = store.spans_by_trace
+
+        def reading(trace_ids: list[str], *, keep: bool = False) -> dict[str, list[Span]]:
+            read.append(list(trace_ids))
+            return real(trace_ids, keep=keep)
+
+        monkeypatch.setattr(store, "spans_by_trace", reading)
         assert set(trace_links(store, [], unrequested).calls) == set()
+        assert read == []  # nothing changed: no trace read at all
     finally:
         store.close()
 

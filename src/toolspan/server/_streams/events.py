@@ -113,6 +113,8 @@ def trace_links(
     traces = {span.trace_id for _, _, span in rows}
     if unrequested is not None:
         traces |= unrequested.changed(store)
+    if not traces:  # a commit of other traces, no remembered call's trace changed: nothing to read
+        return out
     for spans in store.spans_by_trace(sorted(traces), keep=True).values():
         out = out.update(linked_calls(spans))
     return out
