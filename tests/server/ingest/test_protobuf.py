@@ -82,6 +82,17 @@ def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:
     assert protobuf._SHAPES == {}
 
 
+def test_a_span_of_a_long_status_message_is_read_but_its_shape_not_kept() -> None:
+    # The twin holds a span's status as its bytes: they count towards the texts a kept shape may hold.
+    span = replace(SETS["scenario"][0], status="ERROR", status_message="x" * 5000, events=())
+    body = otlp_proto_request([span]).SerializeToString()
+    protobuf._SHAPES.clear()
+    [row] = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert row._replace(data=b"") == row_of_span(decode(row.data))._replace(data=b"")
+    assert decode(row.data).status_message == span.status_message
+    assert protobuf._SHAPES == {}
+
+
 @pytest.mark.parametrize("chars", [100, 5_000, 20_000])
 def test_a_span_is_found_in_the_body_whatever_the_size_of_its_length(chars: int) -> None:
     # A span's length before its bytes takes one, two or three bytes (past 127 and 16,383 bytes).
@@ -230,18 +241,21 @@ def test_a_span_that_ends_before_it_starts_refuses_the_request_as_the_reader_doe
     assert "spans[1].end_time_unix_nano: before the start time (5 < 10)" in from_server.value.message
 
 
-def test_an_event_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_types_message() -> None:
-    # The twin reads a span's events as bytes; an event whose name is no UTF-8 is refused when the span
-    # is read from its bytes, with the message the OTLP type gives the whole body.
-    from toolspan.bridge.readers import BridgeReadError
-    from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
-
+def _second_span_not_utf8(field: int) -> bytes:
+    """A body of two scenario spans, the second with one more ``field`` (a message) whose field 2 (an
+    event's name, a status's message) is no UTF-8."""
     request = otlp_proto_request(SETS["scenario"][:2])
     rs = request.resource_spans[0]
     ss = rs.scope_spans[0]
-    bad = ss.spans[1].SerializeToString() + _field(11, _field(2, b"\xff\xfe not UTF-8"))
+    bad = ss.spans[1].SerializeToString() + _field(field, _field(2, b"\xff\xfe not UTF-8"))
     scope = _field(1, ss.scope.SerializeToString()) + _field(2, ss.spans[0].SerializeToString())
-    body = _field(1, _field(1, rs.resource.SerializeToString()) + _field(2, scope + _field(2, bad)))
+    return _field(1, _field(1, rs.resource.SerializeToString()) + _field(2, scope + _field(2, bad)))
+
+
+def _refused_as_the_reader_refuses(body: bytes) -> None:
+    from toolspan.bridge.readers import BridgeReadError
+    from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
+
     with pytest.raises(BridgeReadError) as from_reader:
         parse_request(body, Ctx("request body", False, ReadReport()))
     with pytest.raises(IngestError) as from_server:
@@ -249,6 +263,27 @@ def test_an_event_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_ty
     assert from_server.value.status == 400
     assert from_server.value.message == str(from_reader.value).replace("\n", " ")
     assert "not a valid OTLP protobuf request" in from_server.value.message
+
+
+def test_an_event_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_types_message() -> None:
+    # The twin reads a span's events as bytes; an event whose name is no UTF-8 is refused when the span
+    # is read from its bytes, with the message the OTLP type gives the whole body.
+    _refused_as_the_reader_refuses(_second_span_not_utf8(11))
+
+
+@pytest.mark.parametrize("shape_known", [False, True])
+def test_a_status_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_types_message(
+    shape_known: bool,
+) -> None:
+    # The twin reads a span's status as bytes; a status message that is no UTF-8 is refused when the span
+    # is read from its bytes, with the OTLP type's message, even when a span of the same shape is known.
+    protobuf._SHAPES.clear()
+    if shape_known:
+        rows_of_body(
+            otlp_proto_request(SETS["scenario"][:2]).SerializeToString(), Ctx("b", False, ReadReport())
+        )
+        assert protobuf._SHAPES
+    _refused_as_the_reader_refuses(_second_span_not_utf8(15))
 
 
 def _proto_rows(spans: list[Span]) -> list[Row]:

@@ -6,18 +6,21 @@ A request body (``rows_of_body``) is parsed with a twin of the OTLP request type
 spans hold their attributes as a map, which the protobuf runtime builds in C: the index keys a span holds
 are found by one set intersection with the map's keys and only those read, not walked one by one in Python.
 The twin reads exactly the bytes the OTLP type reads (a map field is on the wire what a repeated
-``KeyValue`` is; a span's events, only counted here, are read as bytes; every other field is the OTLP
-one), so a body it refuses is refused with the OTLP type's own message; a span whose events the OTLP type
-refuses (when it is read from its bytes) sends the whole body to the OTLP type, for that message. Each
-span is stored as the bytes it came in (``_span_bytes`` finds them in the body), never encoded again. A
-request parsed already (gRPC) is read the same way, its attributes walked (``rows_of_request``).
+``KeyValue`` is; a span's events, only counted here, and its status, a part of its shape, are read as
+bytes; every other field is the OTLP one), so a body it refuses is refused with the OTLP type's own
+message; a span whose events or status the OTLP type refuses (when it is read from its bytes) sends the
+whole body to the OTLP type, for that message. Each span is stored as the bytes it came in
+(``_span_bytes`` finds them in the body), never encoded again. A request parsed already (gRPC) is read the
+same way, its attributes walked (``rows_of_request``).
 
 Most spans of an agent share their shape: the same name, kind, status and index attributes, only ids and
 times differ. The columns that depend on the shape alone (role, tool name, state, error, conversation) are
 kept per shape (``_SHAPES``), so a span of a shape met before is not built as a partial span: its ids and
 times are read and its shape looked up. A span with events, an index attribute that is not a string, or a
 shape not met yet is read as a partial span through the bridge reader (``row_of``), as ``toolspan convert``
-reads it, and its shape kept. ``tests/server/ingest/test_protobuf.py`` checks every way gives the same rows
+reads it, and its shape kept. A shape's status is the bytes it came in: a shape is kept only once a span
+of it was read whole from its bytes, so a status of the same bytes is one the OTLP type reads.
+``tests/server/ingest/test_protobuf.py`` checks every way gives the same rows
 on the whole corpus.
 """
 
@@ -39,8 +42,8 @@ __all__ = ["bad_id_or_time", "rows_of_body", "rows_of_request"]
 
 _ID_BYTES: Final = (("trace_id", 16), ("span_id", 8), ("parent_span_id", 8))
 _KEY_SET: Final = frozenset(INDEX_KEYS)
-# The fields of ``Span`` the twin reads as bytes: its events (11).
-_AS_BYTES: Final = (11,)
+# The fields of ``Span`` the twin reads as bytes: its events (11) and its status (15).
+_AS_BYTES: Final = (11, 15)
 _PACKAGE: Final = "toolspan.server.ingest"
 # Shapes kept at most (per process: a parse worker's, or the server's own); past it they are met again.
 _MAX_SHAPES: Final = 4096
@@ -94,8 +97,8 @@ def _index_types() -> tuple[Any, Any]:
     span = twin(trace_pb2.Span, 9, "Span.AttributesEntry")
     for f in span.field:
         if f.number in _AS_BYTES:
-            # Read as the bytes they came in, only counted: a span with events is read as a partial
-            # span from its bytes, which checks them.
+            # Read as the bytes they came in: a span with events, or of a shape not met yet, is read
+            # as a partial span from its bytes, which checks them.
             f.type = field.TYPE_BYTES
             f.ClearField("type_name")
     entry = span.nested_type.add(name="AttributesEntry")
@@ -192,7 +195,7 @@ def _service(resource: Mapping[str, Any]) -> str | None:
 def _keep(shape: tuple[Any, ...] | None, row: Row) -> Row:
     # A shape of long texts (a huge name or attribute: a hostile client's) is not kept, so the shapes kept
     # hold at most ``_MAX_SHAPES`` times ``_MAX_SHAPE_CHARS`` characters.
-    if shape is not None and sum(len(v) for v in shape if isinstance(v, str)) <= _MAX_SHAPE_CHARS:
+    if shape is not None and sum(len(v) for v in shape if isinstance(v, (str, bytes))) <= _MAX_SHAPE_CHARS:
         if len(_SHAPES) >= _MAX_SHAPES:
             _SHAPES.clear()
         _SHAPES[shape] = (row.is_tool, row.tool_name, row.tool_state, row.is_error, row.conversation_id)
@@ -296,10 +299,9 @@ def _walked_shape(sp: Any, ended: bool, attributes: Any, keys: frozenset[str]) -
 
 
 def _mapped_shape(sp: Any, ended: bool, attributes: Any, keys: frozenset[str]) -> tuple[Any, ...] | None:
-    """The shape of a span of the twin type: as ``_walked_shape``, its index attributes those of the keys
-    its map holds."""
-    status = sp.status
-    shape: list[Any] = [sp.name, sp.kind, status.code, status.message, ended]
+    """The shape of a span of the twin type: as ``_walked_shape``, its status the bytes it came in (never
+    equal to the code of a walked shape) and its index attributes those of the keys its map holds."""
+    shape: list[Any] = [sp.name, sp.kind, sp.status, ended]
     for key in sorted(keys.intersection(attributes)):
         value = attributes[key]
         text = value.string_value
