@@ -55,6 +55,7 @@ TREE_SPANS = 1000
 PEERS = {"prepare": "parse", "store": "insert", "decode": "records"}
 PHASES = ("parse", "prepare", "insert", "store", "records", "decode", "tree")
 READS = ("records", "decode", "tree")
+SERVER_PHASES = ("store", "decode", "tree")
 # The span rows' columns (``Row``), the bare peer's table.
 _COLUMNS = (
     "trace_id TEXT, span_id TEXT, parent TEXT, name TEXT, start_ns INTEGER, end_ns INTEGER, is_tool INTEGER,"
@@ -136,9 +137,15 @@ def _read_phase(phase: str, work: Path, count: int) -> tuple[Callable[[], Any], 
 
 
 def child(phase: str, work: Path, count: int) -> None:
-    """Run ``phase`` on the first ``count`` requests (or traces) and print the spans it covered."""
+    """Run ``phase`` on the first ``count`` requests (or traces) and print the spans it covered; the garbage
+    collector tuned as ``toolspan serve``'s process tunes it for the phases it runs (the store, the reads),
+    left as it is for the parse worker's."""
     make = _read_phase if phase in READS else _ingest_phase
     run, spans = make(phase, work, count)
+    if phase in SERVER_PHASES:
+        from toolspan.server._http.serve import tune_collector
+
+        tune_collector()
     run()
     print(json.dumps({"spans": spans}))
 

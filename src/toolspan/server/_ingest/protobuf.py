@@ -20,8 +20,7 @@ times are read and its shape looked up. A span with events, an index attribute t
 shape not met yet is read as a partial span through the bridge reader (``row_of``), as ``toolspan convert``
 reads it, and its shape kept. A shape's status is the bytes it came in: a shape is kept only once a span
 of it was read whole from its bytes, so a status of the same bytes is one the OTLP type reads.
-``tests/server/ingest/test_protobuf.py`` checks every way gives the same rows
-on the whole corpus.
+``tests/server/ingest/test_protobuf.py`` checks every way gives the same rows on the whole corpus.
 """
 
 from __future__ import annotations
