@@ -72,6 +72,26 @@ def test_a_body_gives_the_rows_of_its_request_whatever_shapes_are_known(name: st
     assert [r._replace(data=b"") for r in warm] == full
 
 
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_a_body_prepared_from_its_plain_rows_is_what_its_rows_prepare(name: str) -> None:
+    # A parse worker prepares a protobuf body's rows as plain tuples, never a ``Row`` of each: the same
+    # values, events, summaries and counts as from the rows ``parse_body`` gives, with a span without a span
+    # id rejected and the pending and ended records of one tool span merged alike.
+    from toolspan.server._ingest.otlp import PROTOBUF, parse_body, prepare_body, split_valid
+    from toolspan.server._store.writes import prepare
+
+    spans = SETS[name]
+    tool = next(s for s in scenario() if row_of_span(s).is_tool and s.end_ns is not None)
+    pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})
+    nameless = replace(spans[0], span_id="0" * 16)
+    body = otlp_proto_request([*spans, pending, tool, nameless]).SerializeToString()
+    prepared = prepare_body(body, PROTOBUF)
+    assert prepared == prepare(*split_valid(parse_body(body, PROTOBUF)))
+    again = any((s.trace_id, s.span_id) == (tool.trace_id, tool.span_id) for s in spans)  # the scenario's
+    assert (prepared.rejected, prepared.duplicates) == (1, 1 + again)
+    assert prepared.accepted == len(spans) + 2
+
+
 def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:
     span = replace(SETS["scenario"][0], name="x" * 5000, events=())
     body = otlp_proto_request([span]).SerializeToString()

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from toolspan.bridge.internal import ZERO_SPAN, ZERO_TRACE, Ctx, LogRecord, is_logs_document
 from toolspan.bridge.internal import logs_from_json as _from_json
 from toolspan.bridge.internal import logs_from_proto as _from_proto
 from toolspan.bridge.readers import BridgeReadError, ReadReport, spans_from_document
 from toolspan.errors import ToolspanError
-from toolspan.server._ingest.protobuf import rows_of_body
+from toolspan.server._ingest.protobuf import plain_rows_of_body, rows_of_body
 from toolspan.server._rows.spans import MAX_STORED_NS, Row, row_of_span
-from toolspan.server._store.writes import Prepared, prepare
+from toolspan.server._store.writes import Prepared, R, prepare
 
 __all__ = [
     "JSON",
@@ -39,6 +39,8 @@ __all__ = [
     "split_valid",
     "status_body",
 ]
+
+T = TypeVar("T")
 
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
@@ -139,9 +141,14 @@ def _json_rows(doc: Any) -> list[Row]:
 
 def parse_body(body: bytes, kind: str) -> list[Row]:
     """The span rows of one ``ExportTraceServiceRequest`` body; 400 with the reader's reason if malformed."""
+    return _parsed(body, kind, rows_of_body)
+
+
+def _parsed(body: bytes, kind: str, of_protobuf: Callable[[bytes, Ctx], list[T]]) -> list[T] | list[Row]:
+    """``parse_body``, a protobuf body's rows made by ``of_protobuf``."""
     try:
         if kind == PROTOBUF:
-            return rows_of_body(body, Ctx("request body", False, ReadReport()))
+            return of_protobuf(body, Ctx("request body", False, ReadReport()))
         doc = load_json(body)
         if not isinstance(doc, dict) or not (set(doc) <= {"resourceSpans", "resource_spans"}):
             raise IngestError(400, "request body is not an OTLP ExportTraceServiceRequest (resourceSpans)")
@@ -153,8 +160,10 @@ def parse_body(body: bytes, kind: str) -> list[Row]:
 def prepare_body(body: bytes, kind: str) -> Prepared:
     """The span rows of one ``ExportTraceServiceRequest`` body made ready to store (``writes.prepare``): its
     usable rows, with the rejected count and message of the others (``split_valid``); what a parse worker
-    hands back. 400 as ``parse_body``."""
-    good, rejected, message = split_valid(parse_body(body, kind))
+    hands back. A protobuf body's rows stay plain tuples (``plain_rows_of_body``: a ``Row`` made of each
+    span costs the worker about 6% of its instructions). 400 as ``parse_body``."""
+    rows: Sequence[tuple[Any, ...]] = _parsed(body, kind, plain_rows_of_body)
+    good, rejected, message = split_valid(rows)
     return prepare(good, rejected, message)
 
 
@@ -228,9 +237,10 @@ def logs_response_body(kind: str, rejected: int, message: str) -> bytes:
     return bytes(response.SerializeToString())
 
 
-def split_valid(rows: Sequence[Row]) -> tuple[list[Row], int, str]:
-    """``(usable rows, rejected count, message)``: a span without a trace id or span id is rejected."""
-    good = [s for s in rows if s.trace_id != ZERO_TRACE and s.span_id != ZERO_SPAN]
+def split_valid(rows: Sequence[R]) -> tuple[list[R], int, str]:
+    """``(usable rows, rejected count, message)`` of ``Row``s or their plain tuples: a span without a trace id
+    or span id is rejected."""
+    good = [s for s in rows if s[0] != ZERO_TRACE and s[1] != ZERO_SPAN]  # its trace id, its span id
     rejected = len(rows) - len(good)
     message = f"{rejected} span(s) without a trace id or span id" if rejected else ""
     return good, rejected, message

@@ -37,7 +37,7 @@ from toolspan.bridge.readers import ReadReport
 from toolspan.server._rows.codec import proto_header
 from toolspan.server._rows.spans import INDEX_KEYS, MAX_STORED_NS, Row, row_of
 
-__all__ = ["bad_id_or_time", "rows_of_body", "rows_of_request"]
+__all__ = ["bad_id_or_time", "plain_rows_of_body", "rows_of_body", "rows_of_request"]
 
 _ID_BYTES: Final = (("trace_id", 16), ("span_id", 8), ("parent_span_id", 8))
 _KEY_SET: Final = frozenset(INDEX_KEYS)
@@ -319,8 +319,9 @@ def rows_of_request(request: Any, ctx: Ctx) -> list[Row]:
     return [new(Row, values) for values in _rows(request, ctx, None, None)]
 
 
-def _plain_rows_of_body(body: bytes, ctx: Ctx) -> list[tuple[Any, ...]]:
-    """``rows_of_body`` as plain tuples (``Row``'s fields, in order)."""
+def plain_rows_of_body(body: bytes, ctx: Ctx) -> list[tuple[Any, ...]]:
+    """``rows_of_body`` as plain tuples (``Row``'s fields, in order): what a parse worker makes ready to
+    store, without a ``Row`` of each."""
     from google.protobuf.message import DecodeError
 
     twin, span_type = _index_types()
@@ -350,4 +351,4 @@ def rows_of_body(body: bytes, ctx: Ctx) -> list[Row]:
     """The rows of an ``ExportTraceServiceRequest`` body (``rows_of_request`` of it, each span stored as the
     bytes it came in); ``[]`` after ``ctx.fail`` when the body is no valid request."""
     new = tuple.__new__
-    return [new(Row, values) for values in _plain_rows_of_body(body, ctx)]
+    return [new(Row, values) for values in plain_rows_of_body(body, ctx)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 from toolspan.bridge.internal import act_status
 from toolspan.bridge.model import Span
@@ -28,6 +28,10 @@ from toolspan.server._store.summaries import Sum, fold, stored_summaries, update
 from toolspan.server._store.tx import Tx
 
 __all__ = ["Plan", "Prepared", "merge_batch", "plan_rows", "prepare", "put_prepared", "put_rows"]
+
+# A request's rows: ``Row``s, or their plain tuples (a parse worker's, which never makes a ``Row`` of each).
+R = TypeVar("R", bound=Sequence[Any])
+_DATA: Final = Row._fields.index("data")
 
 
 class Plan(NamedTuple):
@@ -90,19 +94,21 @@ def plan_rows(
     return Plan(inserts, replaces, events)
 
 
-def merge_batch(rows: Sequence[Row], result: IngestResult) -> dict[tuple[str, str], Row]:
-    """The rows of one request keyed by trace and span id, records of one span within the request merged
-    first (a pending record next to its ended span); repeats are counted in ``result``."""
-    batch: dict[tuple[str, str], Row] = {}
+def merge_batch(rows: Sequence[R], result: IngestResult) -> dict[tuple[str, str], R | Row]:
+    """The rows of one request (``Row``s, or their plain tuples) keyed by trace and span id, records of one
+    span within the request merged first (a pending record next to its ended span, into a ``Row``); repeats
+    are counted in ``result``."""
+    batch: dict[tuple[str, str], R | Row] = {}
     for row in rows:
-        key = (row.trace_id, row.span_id)
+        key = (row[0], row[1])  # trace id, span id
         known = batch.get(key)
         if known is None:
             batch[key] = row
         else:
             result.duplicates += 1
-            if known.data != row.data:
-                merged = merge(decode(known.data), decode(row.data))
+            old, new = cast("str | bytes", known[_DATA]), cast("str | bytes", row[_DATA])
+            if old != new:
+                merged = merge(decode(old), decode(new))
                 if merged is not None:
                     batch[key] = row_of_span(merged)
     return batch
@@ -127,8 +133,9 @@ _WIDTH: Final = len(SPANS.names)
 _EVENT_WIDTH: Final = len(EVENTS.names)
 
 
-def prepare(rows: Sequence[Row], rejected: int = 0, message: str = "") -> Prepared:
-    """``rows`` (usable: each with a trace id and span id) made ready to store. Pure."""
+def prepare(rows: Sequence[Sequence[Any]], rejected: int = 0, message: str = "") -> Prepared:
+    """``rows`` (usable: each with a trace id and span id; ``Row``s, or their plain tuples) made ready to
+    store. Pure."""
     result = IngestResult()
     batch = merge_batch(rows, result)
     merged = batch.values()
