@@ -73,10 +73,13 @@ def test_a_body_gives_the_rows_of_its_request_whatever_shapes_are_known(name: st
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
-def test_a_body_prepared_from_its_plain_rows_is_what_its_rows_prepare(name: str) -> None:
+def test_a_body_prepared_from_its_plain_rows_is_what_its_rows_prepare(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A parse worker prepares a protobuf body's rows as plain tuples, never a ``Row`` of each: the same
     # values, events, summaries and counts as from the rows ``parse_body`` gives, with a span without a span
     # id rejected and the pending and ended records of one tool span merged alike.
+    from toolspan.server._ingest import otlp
     from toolspan.server._ingest.otlp import PROTOBUF, parse_body, prepare_body, split_valid
     from toolspan.server._store.writes import prepare
 
@@ -85,7 +88,10 @@ def test_a_body_prepared_from_its_plain_rows_is_what_its_rows_prepare(name: str)
     pending = replace(tool, end_ns=None, attributes={**tool.attributes, "only.pending": "kept"})
     nameless = replace(spans[0], span_id="0" * 16)
     body = otlp_proto_request([*spans, pending, tool, nameless]).SerializeToString()
-    prepared = prepare_body(body, PROTOBUF)
+    assert all(type(row) is tuple for row in protobuf.plain_rows_of_body(body, Ctx("b", False, ReadReport())))
+    with monkeypatch.context() as patched:  # the worker's way never makes the body's Rows
+        patched.setattr(otlp, "rows_of_body", None)
+        prepared = prepare_body(body, PROTOBUF)
     assert prepared == prepare(*split_valid(parse_body(body, PROTOBUF)))
     again = any((s.trace_id, s.span_id) == (tool.trace_id, tool.span_id) for s in spans)  # the scenario's
     assert (prepared.rejected, prepared.duplicates) == (1, 1 + again)
@@ -272,7 +278,8 @@ def _second_span_not_utf8(field: int) -> bytes:
     return _field(1, _field(1, rs.resource.SerializeToString()) + _field(2, scope + _field(2, bad)))
 
 
-def _refused_as_the_reader_refuses(body: bytes) -> None:
+def _refusals(body: bytes) -> tuple[int, str, str]:
+    """``(status, message)`` the server refuses ``body`` with, and the bridge reader's message for it."""
     from toolspan.bridge.readers import BridgeReadError
     from toolspan.server._ingest.otlp import PROTOBUF, IngestError, parse_body
 
@@ -280,15 +287,15 @@ def _refused_as_the_reader_refuses(body: bytes) -> None:
         parse_request(body, Ctx("request body", False, ReadReport()))
     with pytest.raises(IngestError) as from_server:
         parse_body(body, PROTOBUF)
-    assert from_server.value.status == 400
-    assert from_server.value.message == str(from_reader.value).replace("\n", " ")
-    assert "not a valid OTLP protobuf request" in from_server.value.message
+    return from_server.value.status, from_server.value.message, str(from_reader.value).replace("\n", " ")
 
 
 def test_an_event_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_types_message() -> None:
     # The twin reads a span's events as bytes; an event whose name is no UTF-8 is refused when the span
     # is read from its bytes, with the message the OTLP type gives the whole body.
-    _refused_as_the_reader_refuses(_second_span_not_utf8(11))
+    status, message, readers = _refusals(_second_span_not_utf8(11))
+    assert (status, message) == (400, readers)
+    assert "not a valid OTLP protobuf request" in message
 
 
 @pytest.mark.parametrize("shape_known", [False, True])
@@ -303,7 +310,9 @@ def test_a_status_that_is_no_valid_protobuf_refuses_the_request_with_the_otlp_ty
             otlp_proto_request(SETS["scenario"][:2]).SerializeToString(), Ctx("b", False, ReadReport())
         )
         assert protobuf._SHAPES
-    _refused_as_the_reader_refuses(_second_span_not_utf8(15))
+    status, message, readers = _refusals(_second_span_not_utf8(15))
+    assert (status, message) == (400, readers)
+    assert "not a valid OTLP protobuf request" in message
 
 
 def _proto_rows(spans: list[Span]) -> list[Row]:
