@@ -40,6 +40,7 @@ _.rejected_spans  # OTLP's partial_success, read by the exporter that sent the r
 _.rejected_log_records  # same
 
 # The public API: read by toolspan's users, not by src/.
+_.set_input  # Run.set_input: an agent's or a plan's input learned after its start (docs/instrumenting.md)
 _.forget  # ApprovalBook.forget (docs/approvals.md)
 _.duration_ns  # toolspan.bridge.model.Span.duration_ns
 _.sources_read  # ReadReport.sources_read: what read_spans read (toolspan.bridge.readers)

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import toolspan
 from tests.support.instrumentation import tool_attrs
+from toolspan import semconv
 from toolspan.bridge.readers import from_readable_spans
 from toolspan.bridge.views import act_event
 from toolspan.cli import _main as cli
@@ -193,3 +194,25 @@ def test_the_record_refreshed_at_an_edit_carries_it_and_so_does_the_act_a_live_s
     )
     assert (decided["status"], decided["tool_input"]) == ("running", {"city": "oslo"})
     assert (decided["edited"]["by"], decided["edited"]["model_input"]) == ("alice", {"city": "paris"})
+
+
+def test_an_agent_is_exported_once_at_its_start_with_its_input() -> None:
+    """The input is a start attribute: the one record at the start has it (a second record would reach a
+    server after the run's tools, and change what a live stream already sent)."""
+    exporter = _Recording()
+    provider = TracerProvider()
+    provider.add_span_processor(PendingSpanProcessor(exporter, tools_only=False))
+    with installed_tracer_provider(provider):
+        with toolspan.agent("helper", input="What is the weather?", conversation_id="c1"):
+            pass
+
+        @toolspan.agent
+        def planner(question: str) -> str:
+            return question
+
+        planner("Where?")
+    provider.shutdown()
+    records = [(s.name, dict(s.attributes or {})) for s in exporter.spans]
+    assert [name for name, _ in records] == ["invoke_agent helper", "invoke_agent planner"]
+    inputs = [attrs[semconv.GEN_AI_INPUT_MESSAGES] for _, attrs in records]
+    assert ['"What is the weather?"' in inputs[0], '"Where?"' in inputs[1]] == [True, True]

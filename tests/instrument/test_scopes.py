@@ -80,6 +80,13 @@ def test_agent_context_manager_records_messages_and_conversation(spans: Spans) -
     assert dict(span.attributes or {}) == expected
 
 
+def test_agent_input_learned_after_its_start_is_recorded_by_set_input(spans: Spans) -> None:
+    with toolspan.agent("planner") as run:
+        run.set_input("question?")
+    (span,) = spans()
+    assert dict(span.attributes or {}) == with_input(agent_attrs("planner"), user("question?"))
+
+
 def test_agent_decorator_takes_first_string_argument_and_return_value(spans: Spans) -> None:
     @toolspan.agent(name="helper", conversation_id="c2")
     def helper(question: str, depth: int = 1) -> str:

@@ -25,7 +25,7 @@ from toolspan.config import Config, get_config
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["Active", "Kind", "Run", "parent_tool_ids", "value_attributes"]
+__all__ = ["Active", "Kind", "Run", "content_attributes", "parent_tool_ids", "value_attributes"]
 
 
 class Kind:
@@ -102,19 +102,26 @@ class Run:
         self._set(value, output=True)
 
     def _set(self, value: Any, *, output: bool) -> None:
-        try:
-            span = self.span
-            config = get_config()
-            if value is None or not config.capture_content or not span.is_recording():
-                return
-            span.set_attributes(self._kind.content_attributes(value, output, config))
-        except Exception:
-            _logger.warning(
-                "toolspan: could not record the %s of a %s",
-                "output" if output else "input",
-                self._kind.name,
-                exc_info=True,
-            )
+        if self.span.is_recording():
+            self.span.set_attributes(content_attributes(self._kind, value, output=output))
+
+
+def content_attributes(kind: Kind, value: Any, *, output: bool) -> dict[str, Any]:
+    """The attributes recording ``value`` as a run's input or output (none when ``value`` is ``None`` or
+    content capture is off, or when it cannot be recorded: logged)."""
+    try:
+        config = get_config()
+        if value is None or not config.capture_content:
+            return {}
+        return kind.content_attributes(value, output, config)
+    except Exception:
+        _logger.warning(
+            "toolspan: could not record the %s of a %s",
+            "output" if output else "input",
+            kind.name,
+            exc_info=True,
+        )
+        return {}
 
 
 class Active:

@@ -20,10 +20,9 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 
 from toolspan import semconv
-from toolspan._instrument import hooks
 from toolspan._instrument.context import TaskStack, suppressed, with_agent
 from toolspan._instrument.generators import drive_async, drive_sync
-from toolspan._instrument.handle import Active, Kind, Run, parent_tool_ids
+from toolspan._instrument.handle import Active, Kind, Run, content_attributes, parent_tool_ids
 from toolspan._instrument.params import Parameters
 from toolspan._instrument.tracer import get_tracer
 from toolspan._instrument.wrappers import PicklableWrapper, Rebuild
@@ -76,7 +75,11 @@ class Scope:
             return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
         span_name = self._kind.span_prefix + name
         try:
-            attrs = self._kind.attributes(name, self._attributes)
+            # The input is known at the start: a sampler and a pending record of the start see it.
+            attrs = {
+                **self._kind.attributes(name, self._attributes),
+                **content_attributes(self._kind, input_value, output=False),
+            }
             links = None
             parent_span = trace_api.get_current_span(parent)
             parent_context = parent_span.get_span_context()
@@ -99,12 +102,7 @@ class Scope:
         if not span.is_recording() and span.get_span_context() == parent_context:
             # A tracer disabled by the SDK's configurator hands back the parent's span: no span, no ids.
             return Active(Run(self._kind, trace_api.INVALID_SPAN), parent)
-        run = Run(self._kind, span)
-        run.set_input(input_value)
-        if input_value is not None:
-            # A pending record exported at the start lacks the input: export it again with it.
-            hooks.refresh(span)
-        return Active(run, trace_api.set_span_in_context(span, parent))
+        return Active(Run(self._kind, span), trace_api.set_span_in_context(span, parent))
 
     # -- context manager --------------------------------------------------------------------------
 

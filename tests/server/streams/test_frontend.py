@@ -5,22 +5,27 @@ stream of the same run. Hostile tool output passes through both streams unchange
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import shutil
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import toolspan
 from tests.bridge.views.test_frontends import check_ag_ui, check_run_structure
 from tests.support.page_data import big_run, hostile_payloads, hostile_run
 from tests.support.paths import APPS, REPO, TESTS
 from tests.support.server import Server, SseEvent, running_server, sdk_env, sse_stream, wait_for
 from toolspan.bridge._otlp_write import to_otlp_json
+from toolspan.bridge.readers import from_readable_spans as read_spans_of
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.views import to_ag_ui, to_ai_sdk
 from toolspan.cli import main
@@ -371,6 +376,73 @@ def test_settled_events_hold_back_what_open_spans_can_still_change() -> None:
     assert [r["metadata"]["toolspan"]["state"] for r in sealed] == ["COMPLETED", "SEALED"]
     chunks = settled_events(AI_SDK, [agent, ended_llm, first, second], final=False)
     assert [c[0]["type"] for c in chunks][-2:] == ["tool-input-start", "tool-input-available"]
+
+
+def _run_records(tools_only: bool) -> tuple[list[Any], list[Any]]:
+    """A run of three tools as two exporters send it: the pending records (``PendingSpanProcessor``) and
+    the ended spans (the application's own processor)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from toolspan.exporters.pending import PendingSpanProcessor
+    from toolspan.testing import installed_tracer_provider
+
+    starts, ends = InMemorySpanExporter(), InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(PendingSpanProcessor(starts, tools_only=tools_only))
+    provider.add_span_processor(SimpleSpanProcessor(ends))
+
+    @toolspan.tool
+    def work(i: int) -> int:
+        return i
+
+    with installed_tracer_provider(provider), toolspan.agent("bench", input="go", conversation_id="c1"):
+        for i in range(3):
+            work(i)
+    provider.force_flush()
+    return read_spans_of(starts.get_finished_spans()), read_spans_of(ends.get_finished_spans())
+
+
+def _arrivals(first: list[Any], second: list[Any]) -> Iterator[list[Any]]:
+    """Every order in which the records of two exporters can reach a server (each exporter's in order)."""
+    n = len(first) + len(second)
+    for picks in itertools.combinations(range(n), len(first)):
+        a, b = iter(first), iter(second)
+        yield [next(a) if k in picks else next(b) for k in range(n)]
+
+
+@pytest.mark.parametrize("tools_only", [False, True], ids=["all", "tools-only"])
+def test_a_stream_never_takes_back_an_event_whatever_order_two_exporters_records_arrive_in(
+    tools_only: bool,
+) -> None:
+    """A tool's end may reach the server before its agent's start (the pending records have their own
+    queue): the run is held back until its agent is there, never sent as a run without an agent and then
+    taken back (which ends the stream). Read after every record, each stream sends the whole view once."""
+    from toolspan.bridge import coalesce
+    from toolspan.server._streams.frontend import AG_UI, AI_SDK, _line, _View, settled_events
+
+    starts, ends = _run_records(tools_only)
+    assert len(starts) == (3 if tools_only else 4)
+    assert len(ends) == 4
+
+    async def sent(protocol: Any, arrival: list[Any]) -> list[str]:
+        view = _View(protocol, 0, frozenset(), True)
+        out: list[str] = []
+        for k in range(1, len(arrival) + 1):
+            chunks = await view.chunks(coalesce(arrival[:k]), final=False)
+            assert chunks is not None, (protocol.name, [(s.name, s.end_ns) for s in arrival[:k]])
+            lines = [line for chunk in chunks for line in chunk.decode().splitlines()]
+            out += [line.removeprefix("data: ") for line in lines if line.startswith("data: ")]
+        return out
+
+    orders = 0
+    for arrival in _arrivals(starts, ends):
+        orders += 1
+        for protocol in (AG_UI, AI_SDK):
+            whole = [_line(e[0]) for e in settled_events(protocol, coalesce(arrival), final=True)]
+            assert sorted(asyncio.run(sent(protocol, arrival))) == sorted(whole)
+    assert orders == (35 if tools_only else 70)
 
 
 @pytest.mark.processes

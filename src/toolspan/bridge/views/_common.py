@@ -296,6 +296,12 @@ class TraceIndex:
             p = self.parent[p]
         return None
 
+    def unplaced(self, i: int) -> bool:
+        """Whether a span not (yet) in the trace may put ``i`` in another run: its line of parents is cut
+        below any agent (an agent's or a model call's record still on its way, or a parent in another
+        service)."""
+        return self.nearest(i, AGENTS) is None and self.orphan[self._top(i)]
+
     def trace_end_ns(self) -> int:
         """The latest time recorded in the trace (an end, or a start when nothing ended later)."""
         return max((s.end_ns if s.end_ns is not None else s.start_ns) for s in self.spans)

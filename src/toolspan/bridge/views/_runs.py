@@ -23,11 +23,13 @@ The run's end: ``status`` ``completed``, ``error`` (the agent span failed), ``wa
 tool waits for an approval) or ``interrupted`` (it never ended, or left a tool that never ended).
 
 Items made up for spans that never ended (a tool's ``SEALED`` outcome, a step's end, the run's end while the
-agent span is open), and the start of an MCP record whose parents are not all in the trace yet (maybe a
-transport leg of a call above it: ``TraceIndex.undecided``), are *provisional*: a live stream holds them
-back until the trace is final (or, for the MCP record, until its parents come). ``open_key``
-names the span an item belongs to while it is still open (tools, model calls), so a live stream can cut
-before anything whose place that span's end could still change.
+agent span is open) are *provisional*: a live stream holds them back until the trace is final. Items of
+a span whose run is not known yet are *unplaced*: the start of an MCP record whose parents are not all in
+the trace (maybe a transport leg of a call above it: ``TraceIndex.undecided``), and a tool call, step or
+model call whose line of parents is cut below any agent (its agent's record may still be on its way:
+``TraceIndex.unplaced``). A live stream holds back their run until their parents come, or the trace is
+final. ``open_key`` names the span an item belongs to while it is still open (tools, model calls), so a
+live stream can cut before anything whose place that span's end could still change.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class Item:
     kind: str
     data: dict[str, Any]
     provisional: bool = False
+    # Its run is not known yet: its line of parents is cut below any agent (``TraceIndex.unplaced``), or
+    # it is an MCP record whose parents are not all here (``TraceIndex.undecided``).
+    unplaced: bool = False
     # The execution id of the span this item belongs to while that span is open, else None.
     open_key: str | None = None
     # While that span is open, the earliest time its end can have (its start or its latest event).
@@ -143,8 +148,8 @@ def _tool_items(index: TraceIndex, i: int, trace_end: int) -> list[Item]:
             {"call_id": tc.call_id, "name": tc.name, "input": asked, "parent": parent},
             open_key=key,
             open_bound=bound,
-            # Maybe an MCP call's transport leg, its parents not all here yet: a live stream waits.
-            provisional=i in index.undecided,
+            # Maybe an MCP call's transport leg, or in another run: a live stream waits for its parents.
+            unplaced=i in index.undecided or index.unplaced(i),
         )
     ]
     for n, mark in enumerate(marks):
@@ -191,18 +196,22 @@ def _span_items(index: TraceIndex, i: int, turn: int | None, trace_end: int) -> 
         if span.end_ns is None:
             at, rank = max(trace_end, span.start_ns), 6
         end = Item(at, rank, i, 101, "step_end", step, provisional=span.end_ns is None)
-        return [Item(span.start_ns, 2, i, 0, "step_start", step), end]
+        return [Item(span.start_ns, 2, i, 0, "step_start", step, unplaced=index.unplaced(i)), end]
     if kind != LLM or not index.is_model_call(i) or index.nearest(i, AGENTS) != turn:
         return []
     if span.end_ns is None:
         # Its output comes at its end: nothing after its start is settled before that.
         key = f"exec_{span.span_id}"
-        return [Item(span.start_ns, 3, i, 0, "llm_open", {}, open_key=key, open_bound=span.start_ns)]
+        bound = span.start_ns
+        return [
+            Item(bound, 3, i, 0, "llm_open", {}, open_key=key, open_bound=bound, unplaced=index.unplaced(i))
+        ]
     output = index.model_output_text(i)
     if not output:
         return []
     at, rank = _end_at(span, span.start_ns)
-    return [Item(at, rank, i, 102, "text", {"id": message_id(span.span_id), "text": output})]
+    text = {"id": message_id(span.span_id), "text": output}
+    return [Item(at, rank, i, 102, "text", text, unplaced=index.unplaced(i))]
 
 
 def _status(items: list[Item], failed: bool, ended: bool) -> tuple[str, list[str]]:

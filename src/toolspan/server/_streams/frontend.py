@@ -109,10 +109,20 @@ def _entries(protocol: UiProtocol, runs: list[Run]) -> list[Entry]:
 
 def settled_events(protocol: UiProtocol, spans: Sequence[Span], *, final: bool) -> list[Entry]:
     """The events of the view that later spans cannot change (all of them when ``final``)."""
+    entries, settled = _view_events(protocol, spans, final=final)
+    return entries[:settled]
+
+
+def _view_events(protocol: UiProtocol, spans: Sequence[Span], *, final: bool) -> tuple[list[Entry], int]:
+    """``(the view's events, how many of them are settled)``."""
     runs = to_runs(spans)
     entries = _entries(protocol, runs)
-    if final or complete(spans):
-        return entries
+    return entries, _settled(entries, runs, final or complete(spans))
+
+
+def _settled(entries: list[Entry], runs: list[Run], final: bool) -> int:
+    if final:
+        return len(entries)
     bounds: dict[str, int] = {}
     for it in (it for run in runs for it in run.items):
         if it.open_key is not None:
@@ -121,20 +131,20 @@ def settled_events(protocol: UiProtocol, spans: Sequence[Span], *, final: bool) 
     run_starts: dict[int, int] = {}
     for n, (_event, item, run, run_end) in enumerate(entries):
         run_starts.setdefault(id(run), n)
-        if item is not None and item.provisional and item.kind == "tool_start":
-            # An MCP record whose parents are not here yet: the run it is in may not be this one at all.
-            return entries[: run_starts[id(run)]]
+        if item is not None and item.unplaced:
+            # Its parents are not all here yet: the run it is in may not be this one at all.
+            return run_starts[id(run)]
         if item is not None and item.provisional:
-            return entries[:n]
+            return n
         if run_end and not run.ended:
-            return entries[:n]
+            return n
         # Nothing at or after the earliest time a span still open (other than the item's own) can end.
         own = item.open_key if item is not None else None
         bound = next((b for key, b in first if key != own), None)
         at = run.end_ns if run_end else (item.time_ns if item is not None else run.start_ns)
         if bound is not None and at >= bound:
-            return entries[:n]
-    return entries
+            return n
+    return len(entries)
 
 
 def _line(event: dict[str, Any]) -> str:
@@ -263,23 +273,25 @@ class _View:
         self.quiet_since = time.monotonic()
         return True
 
-    def _unknown(self, entries: list[Entry]) -> list[Entry]:
-        """``entries`` without the runs the client holds (every message id of an ended run is ``known``)."""
-        for run in {id(r): r for _, _, r, _ in entries}.values():
+    def _unknown(self, entries: list[Entry], settled: int) -> tuple[list[Entry], int]:
+        """``entries`` without the runs the client holds (every message id of an ended run is ``known``), and
+        how many of those left are settled (of the first ``settled``)."""
+        for run in {id(r): r for _, _, r, _ in entries[:settled]}.values():
             if (
                 run.ended
                 and run.run_id not in self.skipped
                 and _run_message_ids(self.protocol, run) <= self.known
             ):
                 self.skipped.add(run.run_id)
-        return [e for e in entries if e[2].run_id not in self.skipped]
+        kept = [e for e in entries[:settled] if e[2].run_id not in self.skipped]
+        return kept + [e for e in entries[settled:] if e[2].run_id not in self.skipped], len(kept)
 
     async def chunks(self, spans: list[Span], final: bool) -> list[bytes] | None:
         """The chunks of what the view now has beyond what was sent (``None``: it took back an event sent,
         the stream ends)."""
-        entries = await asyncio.to_thread(settled_events, self.protocol, spans, final=final)
+        entries, settled = await asyncio.to_thread(_view_events, self.protocol, spans, final=final)
         if self.known:
-            entries = self._unknown(entries)
+            entries, settled = self._unknown(entries, settled)
         out: list[bytes] = []
         since = self.since
         if self.snapshot_due and len(entries) >= since:
@@ -289,8 +301,8 @@ class _View:
                 "messages": messages_snapshot([e[0] for e in entries[:since]]),
             }
             out.append(_frame(None, snapshot))
-        lines = [_line(e[0]) for e in entries[since:]]
-        fresh, gone = _fresh(lines, self.sent)
+        lines = [_line(e[0]) for e in entries[since:settled]]
+        fresh, gone = _fresh(lines, self.sent, lambda: [_line(e[0]) for e in entries[since:]])
         if gone is not None:
             _logger.warning(
                 "toolspan serve: late spans took back an event a %s stream sent (%s); it ends",
@@ -312,13 +324,14 @@ class _View:
         return b"".join(_frame(None, e) for e in self.live.delta(_delta_data(chunk)))
 
 
-def _fresh(lines: list[str], sent: list[str]) -> tuple[list[int], str | None]:
-    """``(the positions in lines not yet sent, an event sent that lines no longer hold or None)``. Spans that
-    arrive late (an open agent's thoughts come with its end) may put events before ones already sent: those
-    are sent now, in view order."""
+def _fresh(lines: list[str], sent: list[str], view: Callable[[], list[str]]) -> tuple[list[int], str | None]:
+    """``(the positions in the settled lines not yet sent, an event sent that the whole view no longer holds
+    or None)``. Spans that arrive late (an open agent's thoughts come with its end, a tool's end before its
+    agent's start) may put events before ones already sent, or hold back again part of what was settled:
+    the events new are sent now, in view order; an event sent stays sent while the view holds it."""
     if lines[: len(sent)] == sent:
         return list(range(len(sent), len(lines))), None
-    have = Counter(lines)
+    have = Counter(view())
     have.subtract(sent)
     gone = [line for line, n in have.items() if n < 0]
     if gone:
