@@ -63,8 +63,12 @@ LAZY_KERNEL = {"toolspan._util", "toolspan._util.lazy"}  # how every package's n
     [
         ("toolspan", {"toolspan", *LAZY_KERNEL}),
         ("toolspan.semconv", {"toolspan", "toolspan.semconv", *LAZY_KERNEL}),
-        # The neutral model stands alone: no instrumentation, no views, no policy.
-        ("toolspan.bridge.model", {"toolspan", "toolspan.bridge", "toolspan.bridge.model", *LAZY_KERNEL}),
+        # The neutral model stands alone: no instrumentation, no views, no policy (its records' quick
+        # __init__ is the kernel's).
+        (
+            "toolspan.bridge.model",
+            {"toolspan", "toolspan.bridge", "toolspan.bridge.model", "toolspan._util.records", *LAZY_KERNEL},
+        ),
         ("toolspan.server", {"toolspan", "toolspan.server", *LAZY_KERNEL}),
         ("toolspan.bridge", {"toolspan", "toolspan.bridge", *LAZY_KERNEL}),
     ],

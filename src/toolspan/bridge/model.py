@@ -16,12 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from toolspan._util.records import quick_init
+
 SPAN_KINDS: Final = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 STATUS_CODES: Final = ("UNSET", "OK", "ERROR")
 
 _EMPTY: Final[Mapping[str, Any]] = {}
 
 
+@quick_init  # one per event read
 @dataclass(frozen=True, slots=True)
 class SpanEvent:
     name: str
@@ -36,6 +39,7 @@ class SpanLink:
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
 
+@quick_init  # a Span per span read
 @dataclass(frozen=True, slots=True)
 class Span:
     trace_id: str

@@ -9,6 +9,7 @@ from typing import Any, Final, cast
 
 from toolspan import semconv as sc
 from toolspan._util import ids
+from toolspan._util.records import quick_init
 from toolspan._util.words import ALLOW, DECISIONS, DENY, Decision
 from toolspan.bridge.facts._dialects import (
     DIALECTS,
@@ -297,6 +298,7 @@ def parent_tool_ids(span: Span) -> tuple[str | None, str | None]:
     )
 
 
+@quick_init  # two per tool call a view shows (read, then linked)
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
     """Everything the views need about one tool span."""

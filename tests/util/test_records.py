@@ -1,0 +1,104 @@
+"""``quick_init``: a frozen, slotted dataclass's ``__init__`` that sets each slot through its descriptor."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from toolspan._util.records import quick_init
+
+
+@dataclass(frozen=True, slots=True)
+class Plain:
+    name: str
+    count: int
+    note: str | None = None
+    tags: dict[str, Any] = field(default_factory=dict)
+    items: tuple[int, ...] = ()
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class Quick:  # Plain's fields, made by quick_init's __init__
+    name: str
+    count: int
+    note: str | None = None
+    tags: dict[str, Any] = field(default_factory=dict)
+    items: tuple[int, ...] = ()
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class QuickPicklable:  # at module level: pickle finds it by name
+    name: str
+    count: int = 0
+
+
+def _fields(obj: Any) -> list[Any]:
+    return [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [(("a", 1), {}), (("a", 1, "n"), {"items": (1, 2)}), ((), {"count": 2, "name": "b", "tags": {"k": 1}})],
+)
+def test_an_instance_holds_what_the_dataclass_init_would_have_set(args: Any, kwargs: Any) -> None:
+    assert _fields(Quick(*args, **kwargs)) == _fields(Plain(*args, **kwargs))
+
+
+def test_the_signature_defaults_and_factories_are_the_dataclass_ones() -> None:
+    assert str(inspect.signature(Quick)) == str(inspect.signature(Plain))
+    first, second = Quick("a", 1), Quick("a", 1)
+    assert first.tags == {}
+    assert first.tags is not second.tags  # a fresh dict each time, as the factory makes
+    with pytest.raises(TypeError, match="count"):
+        Quick("a")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        Quick("a", 1, colour="red")
+
+
+def test_instances_stay_frozen_equal_hashable_copyable_and_picklable() -> None:
+    one = Quick("a", 1, items=(3,))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.name = "b"  # type: ignore[misc]
+    assert one == Quick("a", 1, items=(3,))
+    assert one != Quick("a", 2, items=(3,))
+    assert dataclasses.replace(one, count=5) == Quick("a", 5, items=(3,))
+    assert copy.copy(one) == one
+    assert pickle.loads(pickle.dumps(QuickPicklable("x", 2))) == QuickPicklable("x", 2)
+
+
+def test_only_a_frozen_slotted_dataclass_of_plain_arguments_is_taken() -> None:
+    @dataclass(slots=True)
+    class Unfrozen:
+        name: str
+
+    @dataclass(frozen=True)
+    class Unslotted:
+        name: str
+
+    @dataclass(frozen=True, slots=True)
+    class Posted:
+        name: str
+
+        def __post_init__(self) -> None:
+            pass
+
+    @dataclass(frozen=True, slots=True)
+    class KeywordOnly:
+        name: str = field(kw_only=True)
+
+    @dataclass(frozen=True, slots=True)
+    class Derived:
+        name: str
+        size: int = field(init=False, default=0)
+
+    for cls in (Unfrozen, Unslotted, Posted, KeywordOnly, Derived, int):
+        with pytest.raises(TypeError, match="quick_init"):
+            quick_init(cls)
