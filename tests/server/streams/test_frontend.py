@@ -445,6 +445,23 @@ def test_a_stream_never_takes_back_an_event_whatever_order_two_exporters_records
     assert orders == (35 if tools_only else 70)
 
 
+def test_a_resumed_stream_snapshots_only_settled_messages() -> None:
+    """A client resuming after event 3 gets the messages before it as a snapshot once those are settled:
+    not while its tools' agent is not stored yet (the run they are in is not known)."""
+    from toolspan.bridge import coalesce
+    from toolspan.server._streams.frontend import AG_UI, _View
+
+    starts, ends = _run_records(tools_only=True)
+    tools_only = coalesce([*starts, *ends[:3]])  # every tool, not its agent yet
+    view = _View(AG_UI, 3, frozenset(), True)
+    assert asyncio.run(view.chunks(tools_only, final=False)) == []
+    chunks = asyncio.run(view.chunks(coalesce([*starts, *ends]), final=False))
+    assert chunks is not None
+    snapshot = json.loads(chunks[0].decode().removeprefix("data: "))
+    assert snapshot["type"] == "MESSAGES_SNAPSHOT"
+    assert b"id: 4\n" in chunks[1]
+
+
 @pytest.mark.processes
 def test_the_frontends_benchmark_runs(tmp_path: Path) -> None:
     """A tiny run of ``benchmarks/bench_frontends.py`` writes every figure (no timing asserted)."""

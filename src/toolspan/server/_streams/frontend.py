@@ -294,7 +294,7 @@ class _View:
             entries, settled = self._unknown(entries, settled)
         out: list[bytes] = []
         since = self.since
-        if self.snapshot_due and len(entries) >= since:
+        if self.snapshot_due and settled >= since:
             self.snapshot_due = False
             snapshot = {
                 "type": "MESSAGES_SNAPSHOT",
