@@ -102,8 +102,13 @@ class Run:
         self._set(value, output=True)
 
     def _set(self, value: Any, *, output: bool) -> None:
-        if self.span.is_recording():
-            self.span.set_attributes(content_attributes(self._kind, value, output=output))
+        try:
+            if self.span.is_recording():
+                self.span.set_attributes(content_attributes(self._kind, value, output=output))
+        except Exception:
+            _logger.warning(
+                "toolspan: could not record a value on a %s's span", self._kind.name, exc_info=True
+            )
 
 
 def content_attributes(kind: Kind, value: Any, *, output: bool) -> dict[str, Any]:
