@@ -6,7 +6,7 @@ import functools
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from toolspan.bridge.facts import (
     AGENT,
@@ -53,8 +53,12 @@ def _second(seconds: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
+@overload
+def iso(ns: int) -> str: ...
+@overload
+def iso(ns: int | None) -> str | None: ...
 def iso(ns: int | None) -> str | None:
-    """ISO 8601 UTC with microseconds, e.g. ``2023-11-14T22:13:20.000001Z``."""
+    """ISO 8601 UTC with microseconds, e.g. ``2023-11-14T22:13:20.000001Z`` (``None`` for ``None``)."""
     if ns is None:
         return None
     seconds, rest = divmod(ns, 1_000_000_000)

@@ -57,16 +57,6 @@ def _node_output(span: Span, kind: str) -> Any:
     return text if text is not None else tool_output(span)
 
 
-def _duration(span: Span) -> dict[str, Any]:
-    end = span.end_ns
-    return {
-        "node_id": span.span_id,
-        "started_at": iso(span.start_ns),
-        "finished_at": iso(end),
-        "duration_ms": None if end is None else duration_ms(span.start_ns, end),
-    }
-
-
 class _TraceDoc:
     """The trace document of one trace's spans (coalesced, in start order)."""
 
@@ -80,6 +70,27 @@ class _TraceDoc:
         self.all_ended = bool(trace) and all(s.end_ns is not None for s in trace)
         self.last_end = max((s.end_ns or 0 for s in trace), default=self.first_start)
         self._node_ids: dict[int, str | None] = {}
+        self._times: dict[int, str] = {}
+
+    def iso(self, ns: int | None) -> str | None:
+        """``iso(ns)``, each time of the trace formatted once (a span's start and end are read by its events
+        and its node)."""
+        if ns is None:
+            return None
+        text = self._times.get(ns)
+        if text is None:
+            text = self._times[ns] = iso(ns)
+        return text
+
+    def duration(self, i: int) -> dict[str, Any]:
+        span = self.trace[i]
+        end = span.end_ns
+        return {
+            "node_id": span.span_id,
+            "started_at": self.iso(span.start_ns),
+            "finished_at": self.iso(end),
+            "duration_ms": None if end is None else duration_ms(span.start_ns, end),
+        }
 
     def parent_ref(self, i: int) -> str:
         p = self.index.parent[i]
@@ -167,7 +178,7 @@ class _TraceDoc:
         timeline = []
         for step, (time_ns, etype, payload) in enumerate(events, start=1):
             payload["step_index"] = step  # each payload is the event's own dict, made above
-            timeline.append({"type": etype, "created_at": iso(time_ns), "payload": payload})
+            timeline.append({"type": etype, "created_at": self.iso(time_ns), "payload": payload})
         return timeline, step_of
 
     def node(self, i: int, step: int, duplicate: bool) -> dict[str, Any]:
@@ -179,8 +190,8 @@ class _TraceDoc:
             "type": t,
             "node_id": self.node_id(i),
             "tool_name": None,
-            "start_time": iso(span.start_ns),
-            "end_time": iso(span.end_ns),
+            "start_time": self.iso(span.start_ns),
+            "end_time": self.iso(span.end_ns),
             "step_index": step,
             "input": None,
             "output": None,
@@ -247,7 +258,7 @@ class _TraceDoc:
             "schema_version": SCHEMA_VERSION,
             "job_id": trace[0].trace_id if trace else "",
             "timeline": timeline,
-            "node_durations": [_duration(trace[i]) for i, t in enumerate(self.types) if t == "node"],
+            "node_durations": [self.duration(i) for i, t in enumerate(self.types) if t == "node"],
             "execution_tree": self.tree(step_of),
         }
         if self.models:
