@@ -218,3 +218,23 @@ def test_hostile_text_passes_through_both_views_as_data() -> None:
     assert [c["toolName"] for c in chunks if c["type"] == "tool-input-available"] == payloads
     assert [c["errorText"] for c in chunks if c["type"] == "tool-output-error"] == errors
     assert [c["messageMetadata"]["userMessage"] for c in chunks if c["type"] == "start"] == payloads
+
+
+def test_a_record_is_unplaced_while_its_line_of_parents_is_cut_below_any_agent() -> None:
+    """What a live AG-UI or AI SDK stream waits on: a span whose agent may still be on its way."""
+    from tests.support.bridge_data import agent_attrs, span, tool_attrs
+    from toolspan.bridge.views._common import TraceIndex
+
+    spans = [
+        span(1, None, "invoke_agent a", 0, 9, agent_attrs("a", "hi", None)),
+        span(2, 1, "execute_tool t", 1, 2, tool_attrs(2, "t", {}, "ok")),  # under its agent
+        span(3, 99, "execute_tool t", 1, 2, tool_attrs(3, "t", {}, "ok")),  # its parent not here
+        span(4, 98, "step", 1, 5, {}),  # a plain span whose parent is not here ...
+        span(5, 4, "execute_tool t", 2, 3, tool_attrs(5, "t", {}, "ok")),  # ... and a tool under it
+        span(6, 97, "invoke_agent b", 1, 5, agent_attrs("b", "hi", None)),  # an agent, parent elsewhere
+        span(7, 6, "execute_tool t", 2, 3, tool_attrs(7, "t", {}, "ok")),  # under that agent
+        span(8, None, "execute_tool t", 1, 2, tool_attrs(8, "t", {}, "ok")),  # a root of its own
+    ]
+    index = TraceIndex(spans)
+    by_id = {span.span_id: index.unplaced(i) for i, span in enumerate(spans)}
+    assert [by_id[s.span_id] for s in spans] == [False, False, True, True, True, True, False, False]

@@ -152,6 +152,7 @@ class TraceIndex:
             self.convention_kinds[i] = LLM
         self._chain_runs()
         self._read: dict[int, ToolCallRecord] | None = None
+        self._unplaced: list[bool] | None = None
         self._calls: dict[int, ToolCallRecord] | None = None
         self._models: dict[int, ModelCall] | None = None
 
@@ -303,8 +304,14 @@ class TraceIndex:
     def unplaced(self, i: int) -> bool:
         """Whether a span not (yet) in the trace may put ``i`` in another run: its line of parents is cut
         below any agent (an agent's or a model call's record still on its way, or a parent in another
-        service)."""
-        return self.nearest(i, AGENTS) is None and self.orphan[self._top(i)]
+        service). Found for every record in one walk, the first time it is asked."""
+        if self._unplaced is None:
+            cut = [False] * len(self.spans)  # the line from the record up is cut, with no agent above the cut
+            for j in self.order:  # parents first
+                p = self.parent[j]
+                cut[j] = self.orphan[j] if p is None else cut[p] and self.kinds[p] not in AGENTS
+            self._unplaced = cut
+        return self._unplaced[i]
 
     def trace_end_ns(self) -> int:
         """The latest time recorded in the trace (an end, or a start when nothing ended later)."""
