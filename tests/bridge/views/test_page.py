@@ -355,6 +355,13 @@ def test_a_first_screen_is_the_first_steps_of_the_whole_page(data: tuple[list[An
         # A parent that starts after its child is not among the first records yet: no parent so far.
         p = step["parent"]
         expected["parent"] = p if p is None or p < len(first) else None
+        if step.get("cycle"):
+            # The whole trace cut this record's link to break a cycle, which the first records may not
+            # close: so far its parent is the one it recorded (if among them), or none where they do.
+            ids = [r.span_id for r in first]
+            recorded = first[i].parent_span_id
+            assert shown["parent"] in {None, ids.index(recorded) if recorded in ids else None}, i
+            expected["parent"] = shown["parent"]
         assert shown == expected, i
         assert not set(_WHOLE_TRACE_FLAGS) & set(shown)
 
