@@ -106,3 +106,15 @@ def test_only_a_frozen_slotted_dataclass_of_plain_arguments_is_taken() -> None:
     for cls in (Unfrozen, Unslotted, Posted, KeywordOnly, Derived, int):
         with pytest.raises(TypeError, match="quick_init"):
             quick_init(cls)
+
+
+def test_the_quick_init_sets_slots_through_their_descriptors_where_it_is_applied() -> None:
+    """What makes it quicker, on the records toolspan makes per span: no ``object.__setattr__`` by name
+    (which the dataclass's own ``__init__`` calls for each field)."""
+    from toolspan.bridge.facts import ToolCallRecord
+    from toolspan.bridge.model import Span, SpanEvent
+
+    assert "__setattr__" in Plain.__init__.__code__.co_names
+    for cls in (Quick, QuickPicklable, Span, SpanEvent, ToolCallRecord):
+        assert "__setattr__" not in cls.__init__.__code__.co_names, cls
+        assert "_set0" in cls.__init__.__code__.co_names, cls

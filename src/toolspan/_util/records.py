@@ -57,7 +57,7 @@ def quick_init(cls: type[T]) -> type[T]:
         scope[f"_set{n}"] = cls.__dict__[name].__set__  # the slot's member descriptor
         body.append(f"    _set{n}(self, {name})")
     source = f"def __init__(self, {', '.join(args)}) -> None:\n" + "\n".join(body or ["    pass"]) + "\n"
-    exec(source, scope)
+    exec(source, scope)  # code made from the field names, as dataclasses makes its own __init__
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
