@@ -1,6 +1,8 @@
 """A trace's views read again while it has not changed come from what the server kept (``_http.renders``),
 and are exactly what reading it afresh gives; any change to the trace (a new span, a pending record ended, a
-log record, a trace dropped and sent again) is in the next read. In process, through the application."""
+log record, a trace dropped and sent again) is in the next read. Only the renderings of traces of at least
+``render_min_spans`` spans are kept: the tests of what is kept set it to 1, for traces of a few spans. In
+process, through the application."""
 
 from __future__ import annotations
 
@@ -60,11 +62,12 @@ def tool(span_id: str, name: str, start: int, end: int | None) -> Span:
 
 
 class Served:
-    def __init__(self, tmp_path: Path, cache_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, tmp_path: Path, cache_bytes: int = 64 * 1024 * 1024, min_spans: int = 1) -> None:
         self.store = open_store(str(tmp_path / "store.db"))
-        app, self.state = build_app(
-            ServerConfig(db=self.store.path, parse_workers=0, render_cache_bytes=cache_bytes), self.store
+        config = ServerConfig(
+            db=self.store.path, parse_workers=0, render_cache_bytes=cache_bytes, render_min_spans=min_spans
         )
+        app, self.state = build_app(config, self.store)
         self.client = AsgiClient(app)
 
     def get(self, path: str) -> bytes:
@@ -170,6 +173,31 @@ def test_nothing_is_kept_when_the_bound_is_zero(tmp_path: Path) -> None:
     served.store.close()
 
 
+def tools(count: int) -> list[Span]:
+    return [tool(f"{i + 1:016x}", "search", 2_000 + i, 3_000 + i) for i in range(count)]
+
+
+@pytest.mark.parametrize("what", ["tree", "otlp", "page"])
+def test_only_the_renderings_of_traces_of_the_kept_size_are_kept(tmp_path: Path, what: str) -> None:
+    served = Served(tmp_path, min_spans=ServerConfig().render_min_spans)
+    size = served.state.renders.min_spans
+    assert size > 2
+    small, large = f"{1:032x}", f"{2:032x}"
+    served.store.ingest([dataclasses.replace(s, trace_id=small) for s in [agent(), *tools(size - 2)]])
+    served.store.ingest([dataclasses.replace(s, trace_id=large) for s in [agent(), *tools(size - 1)]])
+    with served.client:
+        for trace_id, kept in ((small, 0), (large, 1)):
+            first = served.get(f"/api/traces/{trace_id}/{what}")
+            assert served.get(f"/api/traces/{trace_id}/{what}") == first
+            # A trace one span short of the size is made afresh at each read, and nothing of it kept; a
+            # trace of the size is kept at its first read (and its tree and OTLP JSON answered from it at
+            # the second: the page document is then the one its page streams keep).
+            renders = served.renders()
+            assert renders["kept"] == kept, trace_id
+            assert renders["hits"] == (0 if what == "page" else kept), trace_id
+    served.store.close()
+
+
 def test_the_job_routes_and_the_replay_document_are_kept_apart(served: Served) -> None:
     tree = served.get(f"/api/jobs/{TRACE}/trace")
     replay = served.get(f"/api/jobs/{TRACE}/replay")
@@ -182,7 +210,7 @@ def test_the_job_routes_and_the_replay_document_are_kept_apart(served: Served) -
 def test_the_trace_page_is_kept_per_token_kind_and_follows_the_trace(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "store.db"))
     store.ingest([agent(), tool("a1a1a1a1a1a1a1a1", "search", 2_000, 9_000)])
-    app, _ = build_app(ServerConfig(db=store.path, parse_workers=0), store)
+    app, _ = build_app(ServerConfig(db=store.path, parse_workers=0, render_min_spans=1), store)
     with AsgiClient(app) as client:
 
         def page() -> bytes:

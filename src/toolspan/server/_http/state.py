@@ -38,7 +38,7 @@ class ServerState:
         self.store = store
         self.traces = TraceSource(store, config.tempo_url, config.jaeger_url)
         # The views of stored traces, kept for the next read of a trace that has not changed.
-        self.renders = Renders(config.render_cache_bytes)
+        self.renders = Renders(config.render_cache_bytes, config.render_min_spans)
         self.notifier = Notifier()  # streams, after a commit
         self.pages = PageDocs()  # the live pages' documents, built once per version of a trace
         self.decisions = Changes()  # the control channel's long polls, after a decision or cancel request

@@ -238,7 +238,7 @@ async def _stored_page(state: ServerState, trace_id: str, version: Version) -> P
         if not spans:
             return None
         page = await run_in_threadpool(_version_of, spans)
-        state.renders.put((trace_id, "page"), version, page.body)
+        state.renders.put((trace_id, "page"), version, page.body, len(spans))
         return page
 
     return await state.pages.current(trace_id, version, build)

@@ -76,7 +76,7 @@ def _held(
         return None
     body = make(spans)
     if version is not None:
-        renders.put((trace_id, what), version, body)
+        renders.put((trace_id, what), version, body, len(spans))
     return body
 
 
