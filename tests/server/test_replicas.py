@@ -119,7 +119,7 @@ def test_replicas_starting_together_on_an_empty_database_come_up_with_one_schema
         assert [s.get_json("/healthz")["status"] for s in servers] == ["ok", "ok"]
         assert sorted(servers[0].query("SELECT part, version FROM schema_versions")) == [
             ("control", 2),
-            ("core", 2),
+            ("core", 3),
         ]
         tables = servers[1].query(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"

@@ -129,3 +129,27 @@ def test_decisions_of_control_version_1_are_dropped_by_version_2(
             assert conn.execute("SELECT count(*) FROM control_decisions").fetchone()[0] == 0
     finally:
         store.close()
+
+
+def test_a_listing_by_tool_asks_each_trace_in_one_look_up_of_tool_and_trace(tmp_path: Path) -> None:
+    """Version 3 keys the tool name's index by (tool name, trace): a listing filtered by a tool asks of each
+    trace whether it called the tool there, on a store of 0.1.0 migrated as on a new one. (Keyed by the name
+    alone, SQLite walked every call of that name for each trace listed.)"""
+    from toolspan.server._store.sql import listing
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:  # 0.1.0's tables, with its index by tool name alone
+        old.executescript(schema.ddl(schema.CORE.migrations[0][1], schema.SQLITE))
+    for db in (str(path), str(tmp_path / "new.db")):
+        store = open_store(db)
+        try:
+            with store.transaction() as conn:
+                query = f"EXPLAIN QUERY PLAN SELECT trace_id FROM traces WHERE {listing.TOOL_CALLED}"
+                plan = [str(row[-1]) for row in conn.execute(query, ("search",)).fetchall()]
+                indexes = {
+                    str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+                }
+            assert "SEARCH s USING INDEX spans_tool_trace (tool_name=? AND trace_id=?)" in plan, (db, plan)
+            assert "spans_tool" not in indexes
+        finally:
+            store.close()

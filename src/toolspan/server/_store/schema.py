@@ -104,6 +104,15 @@ ALTER TABLE spans ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS spans_waiting ON spans (start_ns, trace_id, span_id) WHERE waiting = 1;
 """
 
+# Version 3: the tool name's index keyed by (tool name, trace), so a listing filtered by a tool (``?tool=``)
+# asks of each trace it lists whether it called the tool in one look-up. Keyed by the name alone, SQLite's
+# planner walked every call of that name for each trace listed: 0.4 to 0.5 s for a page of 50 traces of a
+# tool with 5,000 calls (0.1 ms now), where the span's own key read that trace's spans only.
+_CORE_V3: Final = """
+DROP INDEX IF EXISTS spans_tool;
+CREATE INDEX IF NOT EXISTS spans_tool_trace ON spans (tool_name, trace_id) WHERE is_tool = 1;
+"""
+
 # The control channel's decisions, cancel requests and poll marks (``control``). Version 2 replaced version
 # 1's decisions keyed by the model's call id: they are dropped, and the calls waiting then decided again.
 _CONTROL_V1: Final = """
@@ -134,7 +143,7 @@ CREATE TABLE IF NOT EXISTS control_polls (
 """
 
 # Each part: its steps written above (history), then one per version that adds columns declared ``Added``.
-CORE: Final = SchemaPart("core", ((1, _CORE_V1), (2, _CORE_V2), *added_steps("core", 2)))
+CORE: Final = SchemaPart("core", ((1, _CORE_V1), (2, _CORE_V2), (3, _CORE_V3), *added_steps("core", 3)))
 CONTROL: Final = SchemaPart("control", ((1, _CONTROL_V1), (2, _CONTROL_V2), *added_steps("control", 2)))
 # Every part of the schema, in the order they are applied.
 PARTS: Final[list[SchemaPart]] = [CORE, CONTROL]
