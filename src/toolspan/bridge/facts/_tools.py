@@ -90,7 +90,10 @@ def _absent(value: Any) -> bool:
 
 
 def call_id(span: Span) -> str:
-    attrs = content_attributes(span, is_tool=True)
+    return _call_id(span, content_attributes(span, is_tool=True))
+
+
+def _call_id(span: Span, attrs: Mapping[str, Any]) -> str:
     for key in _CALL_ID_KEYS:
         value = attrs.get(key)
         if not _absent(value) and value != "":
@@ -116,7 +119,10 @@ def tool_name(span: Span) -> str:
 
 def tool_input(span: Span) -> Any:
     """The tool's arguments as a value (``None`` when the span has none)."""
-    attrs = content_attributes(span, is_tool=True)
+    return _tool_input(content_attributes(span, is_tool=True))
+
+
+def _tool_input(attrs: Mapping[str, Any]) -> Any:
     for key in _INPUT_KEYS:
         value = attrs.get(key)
         if not _absent(value):
@@ -166,7 +172,11 @@ def arguments_edit(span: Span) -> tuple[Any, ArgumentsEdit | None]:
     """``(the arguments the body received, the edit)``: the recorded edit when one was recorded and the last
     decision on the call allowed it (with the model's arguments, who decided and when), else the model's
     arguments and ``None``."""
-    model = tool_input(span)
+    return _arguments_edit(span, content_attributes(span, is_tool=True))
+
+
+def _arguments_edit(span: Span, attrs: Mapping[str, Any]) -> tuple[Any, ArgumentsEdit | None]:
+    model = _tool_input(attrs)
     edited = span.attributes.get(sc.TOOLSPAN_TOOL_CALL_EDITED_ARGUMENTS)
     if edited is None:
         return model, None
@@ -184,7 +194,10 @@ def arguments_edit(span: Span) -> tuple[Any, ArgumentsEdit | None]:
 
 def tool_output(span: Span) -> Any:
     """The tool's result as a value (``None`` when the span has none)."""
-    attrs = content_attributes(span, is_tool=True)
+    return _tool_output(span, content_attributes(span, is_tool=True))
+
+
+def _tool_output(span: Span, attrs: Mapping[str, Any]) -> Any:
     for key in _OUTPUT_KEYS:
         value = attrs.get(key)
         if not _absent(value):
@@ -340,14 +353,15 @@ def tool_call(span: Span) -> ToolCallRecord:
     state = tool_state(span)
     error = tool_error(span, state)
     parent_exec, parent_call = parent_tool_ids(span)
-    received, edit = arguments_edit(span)
+    attrs = content_attributes(span, is_tool=True)  # read by three of the readers below: made once
+    received, edit = _arguments_edit(span, attrs)
     return ToolCallRecord(
         span=span,
         name=tool_name(span),
         input=received,
-        output=tool_output(span),
+        output=_tool_output(span, attrs),
         error=error,
-        call_id=call_id(span),
+        call_id=_call_id(span, attrs),
         execution_id=execution_id(span),
         state=state,
         is_error=error is not None,
