@@ -136,7 +136,9 @@ class _TraceDoc:
                 raw.append((span.start_ns, 1, i, "plan_generated", {**base, "goal": plan_name(span)}))
             elif t == "tool":
                 tc, ids = self.calls[i], self.tool_ids(i)
-                called = {**base, **ids, "input": tc.input, **tc.edited_mark()}
+                called = {**base, **ids, "input": tc.input}
+                if tc.edit is not None:
+                    called.update(tc.edited_mark())
                 raw.append((span.start_ns, 1, i, "tool_called", called))
                 if end_t is not None:
                     output = tc.output if tc.error is None else {"error": tc.error}
@@ -204,7 +206,8 @@ class _TraceDoc:
             tc = self.calls[i]
             node["tool_name"] = tc.name
             node["input"] = tc.input
-            node.update(tc.edited_mark())
+            if tc.edit is not None:
+                node.update(tc.edited_mark())
             node["output"] = tc.output if tc.error is None else {"error": tc.error}
             node.update(
                 execution_id=tc.execution_id,
@@ -221,14 +224,16 @@ class _TraceDoc:
         elif index.kinds[i] == AGENT and models:
             own = [m for j, m in models.items() if index.nearest(j, AGENTS) == i]
             node["usage"] = {"model_calls": len(own), **total_usage(own).as_dict()}
+        # The flags a node shows only when set, in this order.
+        if index.orphan[i]:
+            node["orphan"] = True
+        if index.cycle[i]:
+            node["cycle"] = True
+        if duplicate:
+            node["duplicate"] = True
         p = index.parent[i]
-        flags = {
-            "orphan": index.orphan[i],
-            "cycle": index.cycle[i],
-            "duplicate": duplicate,
-            "starts_before_parent": p is not None and span.start_ns < self.trace[p].start_ns,
-        }
-        node.update((flag, True) for flag, on in flags.items() if on)
+        if p is not None and span.start_ns < self.trace[p].start_ns:
+            node["starts_before_parent"] = True
         return node
 
     def tree(self, step_of: dict[int, int]) -> dict[str, Any]:
