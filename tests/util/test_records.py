@@ -1,4 +1,5 @@
-"""``quick_init``: a frozen, slotted dataclass's ``__init__`` that sets each slot through its descriptor."""
+"""``quick_init``: a frozen, slotted dataclass's ``__init__`` that sets each slot through its descriptor; and
+``quick_replace``, ``dataclasses.replace`` for such a class."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolspan._util.records import quick_init
+from toolspan._util.records import quick_init, quick_replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +119,48 @@ def test_the_quick_init_sets_slots_through_their_descriptors_where_it_is_applied
     for cls in (Quick, QuickPicklable, Span, SpanEvent, ToolCallRecord):
         assert "__setattr__" not in cls.__init__.__code__.co_names, cls
         assert "_set0" in cls.__init__.__code__.co_names, cls
+
+
+@pytest.mark.parametrize(
+    "changes", [{}, {"count": 5}, {"name": "b", "tags": {"k": 2}, "items": (4,)}, {"note": None, "count": 0}]
+)
+def test_quick_replace_makes_what_dataclasses_replace_makes(changes: dict[str, Any]) -> None:
+    quick, plain = Quick("a", 1, "n", {"k": 1}, (3,)), Plain("a", 1, "n", {"k": 1}, (3,))
+    made = quick_replace(quick, **changes)
+    assert type(made) is Quick
+    assert _fields(made) == _fields(dataclasses.replace(plain, **changes))
+    assert made == dataclasses.replace(quick, **changes)
+    assert _fields(quick) == _fields(plain)  # the one copied is left as it was
+    if "tags" not in changes:
+        assert (
+            made.tags is quick.tags
+        )  # a field not named is the same object, as dataclasses.replace keeps it
+
+
+def test_quick_replace_refuses_a_field_the_class_lacks_and_a_class_not_given_quick_init() -> None:
+    with pytest.raises(TypeError, match="Quick has no field 'colour'"):
+        quick_replace(Quick("a", 1), count=2, colour="red")
+    with pytest.raises(TypeError, match="quick_replace: Plain was not given quick_init"):
+        quick_replace(Plain("a", 1), count=2)
+
+
+def test_a_linked_tool_call_is_its_record_with_what_linking_changed() -> None:
+    """Where ``quick_replace`` is used: a view's linked call keeps every field of the call as read that
+    linking does not set (a field added to ``ToolCallRecord`` is carried over without naming it)."""
+    from toolspan.bridge.facts import ArgumentsEdit, ToolCallRecord
+    from toolspan.bridge.link import RequestIndex
+    from toolspan.bridge.model import Span
+
+    span = Span("a" * 32, "b" * 16, None, "execute_tool search", 1, 2, attributes={})
+    edit = ArgumentsEdit({"q": "model"}, "alice", 5)
+    values = {f.name: f"value of {f.name}" for f in dataclasses.fields(ToolCallRecord)}
+    read = ToolCallRecord(**{**values, "span": span, "is_error": True, "edit": edit})
+    linked = RequestIndex().link(read)
+    changed = {
+        f.name for f in dataclasses.fields(ToolCallRecord) if getattr(linked, f.name) != getattr(read, f.name)
+    }
+    assert changed <= {"output", "call_id", "input", "edit", "requested_by"}
+    assert linked.name == "value of name"
+    assert linked.parent_call_id == "value of parent_call_id"
+    assert linked.edit is not None
+    assert linked.edit.by == "alice"

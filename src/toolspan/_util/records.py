@@ -5,7 +5,8 @@ and called by name, since its own ``__setattr__`` refuses. toolspan makes one ``
 reads and a few tool-call records for each tool call a view shows, so that cost counts: ``quick_init`` gives
 such a class (with ``slots=True``) an ``__init__`` that sets each slot through its descriptor instead,
 in about half the time. It takes the same arguments with the same defaults; the instances are the same,
-still frozen, equal to and hashed like those the dataclass ``__init__`` made.
+still frozen, equal to and hashed like those the dataclass ``__init__`` made. ``quick_replace`` is
+``dataclasses.replace`` for such a class, the same way (a view copies each tool call it links).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Final, TypeVar
 
-__all__ = ["quick_init"]
+__all__ = ["quick_init", "quick_replace"]
 
 T = TypeVar("T")
 
@@ -57,6 +58,21 @@ def quick_init(cls: type[T]) -> type[T]:
         scope[f"_set{n}"] = cls.__dict__[name].__set__  # the slot's member descriptor
         body.append(f"    _set{n}(self, {name})")
     source = f"def __init__(self, {', '.join(args)}) -> None:\n" + "\n".join(body or ["    pass"]) + "\n"
+    # ``quick_replace``: each slot of a new instance set from the one copied, then the changed ones.
+    names = [field.name for field in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    scope.update(
+        _cls=cls, _new=object.__new__, _setters={name: scope[f"_set{n}"] for n, name in enumerate(names)}
+    )
+    copied = "".join(f"    _set{n}(new, old.{name})\n" for n, name in enumerate(names))
+    source += (
+        "def _quick_replace(old, changes):\n"
+        "    new = _new(_cls)\n" + copied + "    for name, value in changes.items():\n"
+        "        setter = _setters.get(name)\n"
+        "        if setter is None:\n"
+        "            raise TypeError(f'{_cls.__name__} has no field {name!r}')\n"
+        "        setter(new, value)\n"
+        "    return new\n"
+    )
     exec(source, scope)  # code made from the field names, as dataclasses makes its own __init__
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -64,4 +80,16 @@ def quick_init(cls: type[T]) -> type[T]:
     init.__doc__ = cls.__init__.__doc__
     init.__annotations__ = dict(cls.__init__.__annotations__)
     type.__setattr__(cls, "__init__", init)
+    type.__setattr__(cls, "_quick_replace", scope["_quick_replace"])
     return cls
+
+
+def quick_replace(obj: T, /, **changes: Any) -> T:
+    """``dataclasses.replace(obj, **changes)`` for an instance of a class given ``quick_init``: a new
+    instance with the fields ``changes`` names, the others ``obj``'s (``TypeError`` for a field it lacks)."""
+    try:
+        replace = type(obj)._quick_replace  # type: ignore[attr-defined]
+    except AttributeError:
+        raise TypeError(f"quick_replace: {type(obj).__name__} was not given quick_init") from None
+    result: T = replace(obj, changes)
+    return result

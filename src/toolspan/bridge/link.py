@@ -30,6 +30,7 @@ from typing import Any
 
 from toolspan import semconv as sc
 from toolspan._util import ids
+from toolspan._util.records import quick_replace
 from toolspan.bridge.facts import (
     AGENT,
     LLM,
@@ -370,12 +371,7 @@ def _applied(call: ToolCallRecord, match: _Request | None, args: Any, known_id: 
         changes["input"] = args
     else:
         changes["edit"] = dataclasses.replace(call.edit, model_input=args)
-    return ToolCallRecord(*[changes[f] if f in changes else getattr(call, f) for f in _CALL_FIELDS])
-
-
-# ``ToolCallRecord``'s fields in order (``_applied`` copies a record without ``dataclasses.replace``'s look-up
-# of them, once per call of a trace).
-_CALL_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCallRecord) if f.init)
+    return quick_replace(call, **changes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
