@@ -60,6 +60,6 @@ class ServerConfig:
     # Bytes of rendered trace views (tree, events, page data, ...) kept for the next read of a trace that has
     # not changed (0: none kept).
     render_cache_bytes: int = 64 * 1024 * 1024
-    # ... of traces of at least this many spans (``_http.renders``: a smaller one is made again in about what
-    # its look-up saves).
+    # Renderings are kept only for traces of at least this many spans: a smaller one is made again in about
+    # what its look-up saves (``_http.renders``).
     render_min_spans: int = 64

@@ -5,8 +5,8 @@ reading a trace again that has not changed costs one small query instead of read
 span. A trace read from Tempo or Jaeger (not held here) is never kept. Only the renderings of traces of at
 least ``min_spans`` spans are kept: a smaller trace is made again in about what its look-up saves (a trace of
 13 agent spans: 0.3 ms for its OTLP JSON, 0.75 ms for its tree), and a client reading many small traces once
-(a listing's every run, an export checked) would otherwise fill the bound with them, pushing out the large
-traces' renderings, which are worth keeping. Bounded by bytes, least recently read first out; thread-safe
+(checking an export trace by trace) would otherwise fill the bound with them, pushing out the renderings of
+the large traces, which are worth keeping. Bounded by bytes, least recently read first out; thread-safe
 (renderings are made in the thread pool). ``routes.traces.rendered`` reads through it."""
 
 from __future__ import annotations
