@@ -131,10 +131,8 @@ def test_quick_replace_makes_what_dataclasses_replace_makes(changes: dict[str, A
     assert _fields(made) == _fields(dataclasses.replace(plain, **changes))
     assert made == dataclasses.replace(quick, **changes)
     assert _fields(quick) == _fields(plain)  # the one copied is left as it was
-    if "tags" not in changes:
-        assert (
-            made.tags is quick.tags
-        )  # a field not named is the same object, as dataclasses.replace keeps it
+    if "tags" not in changes:  # a field not named is the same object, as dataclasses.replace keeps it
+        assert made.tags is quick.tags
 
 
 def test_quick_replace_refuses_a_field_the_class_lacks_and_a_class_not_given_quick_init() -> None:

@@ -25,7 +25,7 @@ class Renders:
     all (0: none kept), of traces of at least ``min_spans`` spans. ``hits``, ``misses`` and ``size`` are
     what ``/healthz`` shows."""
 
-    def __init__(self, max_bytes: int, min_spans: int = 1) -> None:
+    def __init__(self, max_bytes: int, min_spans: int) -> None:
         self.max_bytes = max_bytes
         self.min_spans = min_spans
         self.size = 0
