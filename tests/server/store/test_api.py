@@ -13,7 +13,7 @@ from tests.support.bridge_data import scenario
 from toolspan import semconv as sc
 from toolspan.bridge.model import Span, SpanEvent
 from toolspan.server._rows.codec import decode, encode
-from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
+from toolspan.server._rows.cursor import ACT, BOTH, OBSERVE, Cursor
 from toolspan.server._store.api import StoreApi, is_postgres_url
 from toolspan.server._store.engines import open_store
 
@@ -63,10 +63,38 @@ def test_a_pending_record_then_its_ended_span_give_one_act_then_one_observe(stor
     again = store.ingest([_tool("1" * 16, 5_000), _tool("1" * 16, None)])
     assert [(r.accepted, r.duplicates) for r in (first, second, again)] == [(1, 0), (1, 0), (2, 2)]
     assert _log(store) == [("1" * 16, ACT, 5_000), ("1" * 16, OBSERVE, 5_000)]
+    assert _phases(store) == [ACT, OBSERVE]  # a row each: the act was stored before the call ended
     [span] = store.trace_spans(TRACE)
     # The ended record keeps what only the pending record had (merged as the bridge merges files).
     assert dict(span.attributes) == {**TOOL_ATTRS, "gen_ai.tool.call.arguments": '{"q": 1}'}
     assert store.counts() == {"spans": 1, "traces": 1}
+
+
+def _phases(store: StoreApi) -> list[int]:
+    """The phases of the event log's rows, in cursor order."""
+    return [int(r[0]) for r in store._rows("SELECT phase FROM events ORDER BY ns, trace_id, span_id, phase")]  # type: ignore[attr-defined]
+
+
+def test_a_call_stored_ended_is_one_row_read_as_its_act_then_its_observe(store: StoreApi) -> None:
+    sid = "9" * 16
+    store.ingest([_tool(sid, 5_000)])
+    assert _phases(store) == [BOTH]
+    log = store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=10)
+    [(act, act_phase, _), (observe, observe_phase, span)] = log
+    assert (act_phase, observe_phase, span.end_ns) == (ACT, OBSERVE, 5_000)
+    assert (act.ns, act.span_id, act.phase) == (observe.ns, sid, ACT)
+    assert (observe.phase, observe.event) == (BOTH, OBSERVE)
+    assert Cursor.parse(str(observe)) == observe
+    # A page of one event ends at the act; the next page is the observe alone; then nothing.
+    assert [c for c, _, _ in store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=1)] == [
+        act
+    ]
+    assert store.events_after(act, trace_id=None, conversation_id=None, limit=1) == log[1:]
+    assert store.events_after(observe, trace_id=None, conversation_id=None, limit=10) == []
+    # The same from a trace's log, and the horizon moves past both once the trace is dropped.
+    assert store.events_after(Cursor(0), trace_id=TRACE, conversation_id=None, limit=10) == log
+    assert store.prune(max_age_ns=0, max_spans=None) == 1
+    assert store.horizon() == observe
 
 
 def test_a_running_call_whose_approval_state_changes_gets_its_act_again(store: StoreApi) -> None:
@@ -108,11 +136,29 @@ def test_cursors_order_commits_and_survive_a_reopen(store: StoreApi, store_url: 
     reopened.close()
 
 
+_IDS = "0" * 32 + "-" + "0" * 16
+
+
 @pytest.mark.parametrize(
-    "text", ["", "1-2-3", "x-" + "0" * 32 + "-" + "0" * 16 + "-0", "1-ab-" + "0" * 16 + "-0"]
+    "text",
+    [
+        "",
+        "1-2-3",
+        "x-" + _IDS + "-0",
+        "1-ab-" + "0" * 16 + "-0",
+        f"1-{_IDS}-3",
+        f"1-{_IDS}-1-1-1-{'0' * 16}-2",
+    ],
 )
 def test_cursor_parse_refuses_what_is_not_a_cursor(text: str) -> None:
     assert Cursor.parse(text) is None
+
+
+@pytest.mark.parametrize(("phase", "event"), [(ACT, ACT), (OBSERVE, OBSERVE), (BOTH, OBSERVE)])
+def test_a_cursor_names_the_event_at_its_position(phase: int, event: int) -> None:
+    cursor = Cursor.parse(f"1-{_IDS}-{phase}")
+    assert cursor is not None
+    assert (cursor.phase, cursor.event) == (phase, event)
 
 
 def test_retention_drops_oldest_traces_and_moves_the_horizon(store: StoreApi) -> None:

@@ -7,6 +7,7 @@ bookmark seq)."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import threading
@@ -22,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 import toolspan
 from tests.support.server import HOST, Server, otlp_body, running_server, sse_stream
 from toolspan.bridge.model import Span
-from toolspan.server._rows.cursor import Cursor
+from toolspan.server._rows.cursor import ACT, BOTH, OBSERVE, Cursor, row_events
 from toolspan.server._streams.trace import _anchor, data_key
 from toolspan.testing import capture_spans
 
@@ -192,3 +193,17 @@ def test_anchor_resumes_a_matching_seen_count_and_resets_a_different_one() -> No
     foreign = Cursor(999, "1" * 32, "b" * 16, 1, 3, (25, "b" * 16, 1))
     assert _anchor(log, foreign, Cursor(0)) == (Cursor(0), 0, None, True)
     assert data_key(0, second) == (20, "b" * 16, 0)
+
+
+def test_anchor_places_a_cursor_of_either_form_of_a_call_stored_ended() -> None:
+    call = _span("c" * 16, 10, 30)
+    # Here the call is one row of the log: its act at -0, its observe at -2.
+    log = [(position, phase, call) for position, phase in row_events(5, "1" * 32, call.span_id, BOTH)]
+    observe = log[1][0]
+    mine = dataclasses.replace(observe, seen=2, key=(30, call.span_id, OBSERVE))
+    assert _anchor(log, mine, Cursor(0)) == (observe, 2, (30, call.span_id, OBSERVE), False)
+    # Another replica stored its act and its observe as two rows: its cursor names the observe as phase 1.
+    foreign = Cursor(999, "1" * 32, call.span_id, OBSERVE, 2, (30, call.span_id, OBSERVE))
+    assert _anchor(log, foreign, Cursor(0)) == (observe, 2, (30, call.span_id, OBSERVE), False)
+    after_act = Cursor(999, "1" * 32, call.span_id, ACT, 1, (10, call.span_id, ACT))
+    assert _anchor(log, after_act, Cursor(0)) == (log[0][0], 1, (10, call.span_id, ACT), False)

@@ -113,6 +113,11 @@ DROP INDEX IF EXISTS spans_tool;
 CREATE INDEX IF NOT EXISTS spans_tool_trace ON spans (tool_name, trace_id) WHERE is_tool = 1;
 """
 
+# Version 4: a row of the event log may hold both events of a tool span (phase 2, ``_rows.cursor.BOTH``:
+# the span was stored ended when first seen), one row written instead of two. No table changes; the version
+# keeps a release that reads each row as one event (it would lose these spans' acts) from opening the store.
+_CORE_V4: Final = ""
+
 # The control channel's decisions, cancel requests and poll marks (``control``). Version 2 replaced version
 # 1's decisions keyed by the model's call id: they are dropped, and the calls waiting then decided again.
 _CONTROL_V1: Final = """
@@ -143,7 +148,9 @@ CREATE TABLE IF NOT EXISTS control_polls (
 """
 
 # Each part: its steps written above (history), then one per version that adds columns declared ``Added``.
-CORE: Final = SchemaPart("core", ((1, _CORE_V1), (2, _CORE_V2), (3, _CORE_V3), *added_steps("core", 3)))
+CORE: Final = SchemaPart(
+    "core", ((1, _CORE_V1), (2, _CORE_V2), (3, _CORE_V3), (4, _CORE_V4), *added_steps("core", 4))
+)
 CONTROL: Final = SchemaPart("control", ((1, _CONTROL_V1), (2, _CONTROL_V2), *added_steps("control", 2)))
 # Every part of the schema, in the order they are applied.
 PARTS: Final[list[SchemaPart]] = [CORE, CONTROL]

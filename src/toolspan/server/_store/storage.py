@@ -10,7 +10,8 @@ of each trace, the log records tied to spans, and the event log of the live stre
   span and a digest of the record (``logs``), so a resend is stored once. They are joined to their spans as
   span events when a trace is read (``attach_logs``, exactly as ``toolspan convert --logs`` joins them), so
   a record that arrives before its span is joined once it does.
-- ``events``: the live stream's log of act/observe events of tool spans. Its key is the event's cursor
+- ``events``: the live stream's log of act/observe events of tool spans, a row per event or one for both
+  (a span stored ended when first seen: ``_rows.cursor.BOTH``). Its key is the event's cursor
   ``(ns, trace_id, span_id, phase)``: ``ns`` is the store's commit clock (wall-clock nanoseconds, kept
   strictly increasing and stored with the data), so a cursor means the same thing after a restart. A
   conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them).
@@ -32,7 +33,7 @@ from typing import Any, TypeVar
 from toolspan.bridge.internal import LogRecord, attach_logs
 from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import decode
-from toolspan.server._rows.cursor import Cursor
+from toolspan.server._rows.cursor import Cursor, row_events
 from toolspan.server._rows.spans import IngestResult, Row, row_of_span
 from toolspan.server._store import sql
 from toolspan.server._store.changes import ChangeFeed
@@ -282,7 +283,8 @@ class Storage(ABC):
     def events_after(
         self, cursor: Cursor, *, trace_id: str | None, conversation_id: str | None, limit: int
     ) -> list[tuple[Cursor, int, Span]]:
-        """Events after ``cursor`` in cursor order: ``(cursor, phase, span)``."""
+        """Events after ``cursor`` in cursor order, at most ``limit``: ``(cursor, phase, span)`` (a ``BOTH``
+        row of the log gives its act and its observe, ``_rows.cursor.row_events``)."""
         statement = sql.EVENTS_AFTER
         args: list[Any] = [cursor.ns, cursor.ns, cursor.trace_id, cursor.span_id, cursor.phase]
         if trace_id is not None:
@@ -314,7 +316,13 @@ class Storage(ABC):
         if logs:
             # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
             spans = attach_logs(spans, [log_record(r[0]) for r in logs])[0]
-        return [(Cursor(r[0], r[1], r[2], r[3]), r[3], span) for r, span in zip(rows, spans, strict=True)]
+        out = [
+            (position, phase, span)
+            for r, span in zip(rows, spans, strict=True)
+            for position, phase in row_events(r[0], r[1], r[2], r[3])
+            if position > cursor  # (a ``BOTH`` row read from its act on: its observe only)
+        ]
+        return out[:limit]
 
     def counts(self) -> dict[str, int]:
         def read(conn: Connection) -> dict[str, int]:

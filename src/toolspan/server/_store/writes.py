@@ -20,7 +20,7 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 from toolspan.bridge.internal import act_status
 from toolspan.bridge.model import Span
 from toolspan.server._rows.codec import decode, encode
-from toolspan.server._rows.cursor import ACT, OBSERVE
+from toolspan.server._rows.cursor import ACT, BOTH, OBSERVE
 from toolspan.server._rows.spans import IngestResult, Row, merge, row_of_span
 from toolspan.server._store.sql import STORED_SPANS
 from toolspan.server._store.sql.tables import DO_NOTHING, EVENTS, SPANS, EventRow, TraceRow
@@ -36,7 +36,7 @@ _DATA: Final = Row._fields.index("data")
 
 class Plan(NamedTuple):
     """What one request writes: new rows, rows replacing stored ones (merged), and the events
-    ``(trace id, span id, phase)`` of the tool spans among them."""
+    ``(trace id, span id, phase)`` of the tool spans among them (``BOTH`` for a new span that ended)."""
 
     inserts: list[Row]
     replaces: list[Row]
@@ -55,9 +55,7 @@ def plan_rows(
         events: list[tuple[str, str, int]] = []
         for row in inserts:
             if row.is_tool:
-                events.append((row.trace_id, row.span_id, ACT))
-                if row.end_ns is not None:
-                    events.append((row.trace_id, row.span_id, OBSERVE))
+                events.append((row.trace_id, row.span_id, ACT if row.end_ns is None else BOTH))
         return Plan(inserts, [], events)
     inserts = []
     replaces: list[Row] = []
@@ -83,14 +81,15 @@ def plan_rows(
             replaces.append(row)
         else:
             inserts.append(row)
-        if row.is_tool:
-            if old is None:
-                events.append((*key, ACT))
-            elif new is not None and new.end_ns is None and act_status(new) != act_status(old):
-                # A running call's act changed (it now waits for its approval, or got it): act again.
-                events.append((*key, ACT))
-            if row.end_ns is not None and not had_end:
-                events.append((*key, OBSERVE))
+        if not row.is_tool:
+            continue
+        if old is None:  # a new call: its act, and its observe with it when it ended already
+            events.append((*key, ACT if row.end_ns is None else BOTH))
+        elif new is not None and new.end_ns is None and act_status(new) != act_status(old):
+            # A running call's act changed (it now waits for its approval, or got it): act again.
+            events.append((*key, ACT))
+        elif row.end_ns is not None and not had_end:
+            events.append((*key, OBSERVE))
     return Plan(inserts, replaces, events)
 
 
@@ -142,9 +141,7 @@ def prepare(rows: Sequence[Sequence[Any]], rejected: int = 0, message: str = "")
     events: list[Any] = []
     for row in merged:
         if row[6]:  # is_tool: as ``plan_rows`` of new rows
-            events += (None, row[0], row[1], ACT)
-            if row[5] is not None:
-                events += (None, row[0], row[1], OBSERVE)
+            events += (None, row[0], row[1], ACT if row[5] is None else BOTH)
     return Prepared(
         len(rows),
         rejected,

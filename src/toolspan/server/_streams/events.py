@@ -30,7 +30,7 @@ from toolspan.bridge.link import RequestIndex
 from toolspan.bridge.model import Span
 from toolspan.bridge.views import act_event, observe_event
 from toolspan.bridge.views.internal import TraceIndex, group_traces
-from toolspan.server._rows.cursor import ACT, OBSERVE, Cursor
+from toolspan.server._rows.cursor import ACT, BOTH, OBSERVE, Cursor
 from toolspan.server._store.api import StoreApi
 from toolspan.server._streams.sse import CONNECTED, HEARTBEAT, format_event, reset_event, within
 from toolspan.server._streams.wakeups import Notifier
@@ -322,4 +322,4 @@ async def event_chunks(
 def live_tail(clock: int) -> Cursor:
     """The cursor of the live tail: past every event committed so far, yet not past the clock (not a cursor
     from the future)."""
-    return Cursor(clock, "f" * 32, "f" * 16, 1)
+    return Cursor(clock, "f" * 32, "f" * 16, BOTH)

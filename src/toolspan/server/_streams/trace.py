@@ -91,7 +91,7 @@ def _anchor(
     if cursor is None:
         return Cursor(0), 0, None, False
     for n, (row_cursor, phase, _) in enumerate(log):
-        if (row_cursor.span_id, phase) == (cursor.span_id, cursor.phase):
+        if (row_cursor.span_id, phase) == (cursor.span_id, cursor.event):
             seen, key = _tally(log[: n + 1], links)
             if cursor.seen >= 0 and (cursor.seen, cursor.key) != (seen, key):
                 return Cursor(0), 0, None, True

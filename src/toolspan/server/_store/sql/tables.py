@@ -184,7 +184,8 @@ SUMMARY_OF_SPANS: Final = {
 
 
 class EventRow(NamedTuple):
-    """A row of ``events``: an act or observe of a tool span, keyed by its cursor (``_rows.cursor``)."""
+    """A row of ``events``: an act or observe of a tool span, or both (``BOTH``), keyed by its cursor
+    (``_rows.cursor``)."""
 
     ns: Int8
     trace_id: Id
