@@ -97,6 +97,20 @@ def test_a_call_stored_ended_is_one_row_read_as_its_act_then_its_observe(store: 
     assert store.horizon() == observe
 
 
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_pages_of_rows_holding_both_events_end_where_the_next_begins(store: StoreApi, limit: int) -> None:
+    store.ingest([_tool(f"{n:016x}", 5_000) for n in range(1, 5)])  # four calls, ended: one row each
+    store.ingest([_tool("f" * 16, None)])  # a running call: its act alone
+    whole = store.events_after(Cursor(0), trace_id=None, conversation_id=None, limit=100)
+    assert [phase for _, phase, _ in whole] == [ACT, OBSERVE] * 4 + [ACT]
+    pages, position = [], Cursor(0)
+    while page := store.events_after(position, trace_id=None, conversation_id=None, limit=limit):
+        assert len(page) <= limit
+        pages += page
+        position = page[-1][0]
+    assert pages == whole
+
+
 def test_a_running_call_whose_approval_state_changes_gets_its_act_again(store: StoreApi) -> None:
     sid = "3" * 16
     required = SpanEvent(sc.PERMISSION_REQUIRED_EVENT, 2_000, {})

@@ -296,19 +296,27 @@ class Storage(ABC):
         statement += sql.EVENTS_ORDER
         args.append(limit)
 
-        def read(conn: Connection) -> tuple[list[Any], list[Any]]:
+        def read(conn: Connection) -> tuple[list[tuple[Cursor, int, Any]], list[Any]]:
             rows = conn.execute(statement, args).fetchall()
-            keys = sorted({r[1] + r[2] for r in rows})
+            # Only the rows of the first ``limit`` events are decoded and joined to their records: a page of
+            # ``BOTH`` rows holds twice its events, and the next page starts at the first event left out.
+            events = [
+                (position, phase, r)
+                for r in rows
+                for position, phase in row_events(r[0], r[1], r[2], r[3])
+                if position > cursor  # (a ``BOTH`` row read from its act on: its observe only)
+            ][:limit]
+            keys = sorted({r[1] + r[2] for _, _, r in events})
             logs = conn.execute(sql.LOGS_OF_SPANS, (keys,)).fetchall() if keys else []
-            return rows, logs
+            return events, logs
 
-        rows, logs = self._read(read)
-        # An act and an observe of one span in one page share one decoded span. (Nothing is kept: the events
-        # are read from a cursor on, each once.)
+        events, logs = self._read(read)
+        # The events of one span in one page share one decoded span. (Nothing is kept: the events are read
+        # from a cursor on, each once.)
         record = self.dialect.record
         decoded: dict[tuple[str, str], Span] = {}
         spans = []
-        for r in rows:
+        for _, _, r in events:
             span = decoded.get((r[1], r[2]))
             if span is None:
                 span = decoded[r[1], r[2]] = decode(record(r[4]))
@@ -316,13 +324,7 @@ class Storage(ABC):
         if logs:
             # Each event is of its own span (as ``convert --to events`` streams them), with its log records.
             spans = attach_logs(spans, [log_record(r[0]) for r in logs])[0]
-        out = [
-            (position, phase, span)
-            for r, span in zip(rows, spans, strict=True)
-            for position, phase in row_events(r[0], r[1], r[2], r[3])
-            if position > cursor  # (a ``BOTH`` row read from its act on: its observe only)
-        ]
-        return out[:limit]
+        return [(position, phase, span) for (position, phase, _), span in zip(events, spans, strict=True)]
 
     def counts(self) -> dict[str, int]:
         def read(conn: Connection) -> dict[str, int]:
