@@ -22,26 +22,36 @@ instrumentation) under distinct trace ids:
 - ``decode``: ``trace_spans`` of a stored trace (the SQL read, each record decoded to a neutral span); its
   peer ``records``: the same records read and parsed as OTLP ``Span`` messages.
 - ``tree``: the ``/tree`` document's bytes from the decoded spans (the view and its JSON); no peer.
+- ``serve``: the real ``toolspan serve`` process under callgrind (its parse worker, a process of its own,
+  not counted: that is ``prepare``), sent the requests over HTTP as ``bench_vs_jaeger.py`` sends them (two
+  keep-alive connections), then stopped with Ctrl-C; each of its threads counted apart (the event loop, and
+  the others: the store's thread pool, the checkpoint thread, the parse pool's hand-offs). Its peer is
+  ``store``: the same rows stored without HTTP.
 
 Between them, ``prepare`` and ``store`` are what ``POST /v1/traces`` costs a span in the parse worker and in
-the server process, without the web stack and the hand-offs (``profile_serve.py`` times those); ``decode``
-and ``tree`` are the first read of ``/api/traces/{id}/tree``.
+the server process, without the web stack and the hand-offs; ``serve`` is the server process with them (so
+``serve`` less ``store`` is the web stack and the hand-offs); ``decode`` and ``tree`` are the first read of
+``/api/traces/{id}/tree``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import marshal
 import os
 import platform
+import re
 import shutil
+import signal
 import sqlite3
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,9 +62,12 @@ HERE = Path(__file__).resolve().parent
 BATCH_SPANS = 512
 READ_TRACES = (1, 3)  # the reads' smaller and larger share: 1 then 3 copies of the 1,000-span trace
 TREE_SPANS = 1000
-PEERS = {"prepare": "parse", "store": "insert", "decode": "records"}
-PHASES = ("parse", "prepare", "insert", "store", "records", "decode", "tree")
+PEERS = {"prepare": "parse", "store": "insert", "serve": "store", "decode": "records"}
+PHASES = ("parse", "prepare", "insert", "store", "serve", "records", "decode", "tree")
+BARE = ("parse", "insert", "records")  # the peers that are no part of toolspan: no row of their own
 READS = ("records", "decode", "tree")
+HOST = "127.0.0.1"
+SERVE_READY_S = 600.0  # the server's start under callgrind (its imports run some fifty times slower)
 SERVER_PHASES = ("store", "decode", "tree")
 # The span rows' columns (``Row``), the bare peer's table.
 _COLUMNS = (
@@ -168,10 +181,72 @@ def _instructions(phase: str, work: Path, count: int) -> tuple[int, int]:
     if proc.returncode != 0:
         raise SystemExit(f"bench_instructions: the {phase} run failed under callgrind: {proc.stderr[-1500:]}")
     spans = int(json.loads(proc.stdout.strip().splitlines()[-1])["spans"])
-    for line in out.read_text().splitlines():
+    return _total(out), spans
+
+
+def _serve_instructions(work: Path, count: int) -> tuple[int, int, dict[str, int]]:
+    """``(instructions, spans, by thread)`` of ``toolspan serve`` under callgrind, sent the first ``count``
+    requests over HTTP and stopped with Ctrl-C; by thread: ``event_loop`` (its main thread) and ``others``."""
+    sys.path[:0] = [str(REPO), str(HERE)]
+    from bench_server import post_all
+
+    bodies = marshal.loads((work / "bodies.marshal").read_bytes())[:count]
+    prepared = marshal.loads((work / "prepared.marshal").read_bytes())[:count]
+    run = work / f"serve-{count}"
+    run.mkdir()
+    out, log_path = run / "callgrind.out", run / "serve.log"
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO / "src")}
+    serve = [sys.executable, "-m", "toolspan", "serve", "--db", str(run / "s.db"), "--port", "0"]
+    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}"]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([*valgrind, *serve, "--grpc-port", "-1"], stdout=log, stderr=log, env=env)
+    try:
+        port = _ready(proc, log_path)
+        post_all(port, bodies)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(SERVE_READY_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode != 0:
+        tail = log_path.read_text(errors="replace")[-1500:]
+        raise SystemExit(
+            f"bench_instructions: toolspan serve under callgrind exited {proc.returncode}: {tail}"
+        )
+    # One file per thread, ``<out>-01`` the main thread (the event loop), in the order they started.
+    counted = {f.name: _total(f) for f in sorted(run.glob("callgrind.out-*"))}
+    if not counted:
+        raise SystemExit("bench_instructions: callgrind wrote no count for toolspan serve")
+    main_thread = counted.pop(f"{out.name}-01", 0)
+    threads = {"event_loop": main_thread, "others": sum(counted.values())}
+    return main_thread + threads["others"], _spans_of(prepared), threads
+
+
+def _ready(proc: subprocess.Popen[bytes], log_path: Path) -> int:
+    """The port ``toolspan serve`` bound, once its ``/healthz`` answers."""
+    deadline = time.monotonic() + SERVE_READY_S
+    port = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"bench_instructions: toolspan serve exited: {log_path.read_text()[-1500:]}")
+        found = re.search(r"OTLP/HTTP http://[^\s/]+:(\d+)/v1/traces", log_path.read_text(errors="replace"))
+        if found is not None:
+            port = int(found.group(1))
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://{HOST}:{port}/healthz", timeout=10),
+            ):
+                return port
+        time.sleep(0.5)
+    raise SystemExit(f"bench_instructions: toolspan serve did not start under callgrind in {SERVE_READY_S} s")
+
+
+def _total(path: Path) -> int:
+    for line in path.read_text().splitlines():
         if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1]), spans
-    raise SystemExit(f"bench_instructions: no instruction total from callgrind for the {phase} run")
+            return int(line.split()[1])
+    raise SystemExit(f"bench_instructions: no instruction total in {path.name}")
 
 
 def prepare_input(work: Path, spans: int) -> dict[str, Any]:
@@ -210,23 +285,44 @@ def measure(work: Path, requests: int, phases: tuple[str, ...]) -> dict[str, dic
     per span."""
     shares = {"ingest": (requests // 2, requests), "read": READ_TRACES}
     runs = [(phase, n) for phase in phases for n in shares["read" if phase in READS else "ingest"]]
+
+    def count(run: tuple[str, int]) -> tuple[int, int, dict[str, int]]:
+        if run[0] == "serve":
+            return _serve_instructions(work, run[1])
+        return (*_instructions(run[0], work, run[1]), {})
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        counted = dict(
-            zip(runs, pool.map(lambda run: _instructions(run[0], work, run[1]), runs), strict=True)
-        )
+        counted = dict(zip(runs, pool.map(count, runs), strict=True))
     results: dict[str, dict[str, Any]] = {}
     for phase in phases:
         low, high = shares["read" if phase in READS else "ingest"]
-        (low_ir, low_spans), (high_ir, high_spans) = counted[phase, low], counted[phase, high]
+        (low_ir, low_spans, low_threads), (high_ir, high_spans, high_threads) = (
+            counted[phase, low],
+            counted[phase, high],
+        )
         spans = high_spans - low_spans
         results[phase] = {
             "runs": [
-                {"count": low, "spans": low_spans, "ir": low_ir},
-                {"count": high, "spans": high_spans, "ir": high_ir},
+                {
+                    "count": low,
+                    "spans": low_spans,
+                    "ir": low_ir,
+                    **({"threads": low_threads} if low_threads else {}),
+                },
+                {
+                    "count": high,
+                    "spans": high_spans,
+                    "ir": high_ir,
+                    **({"threads": high_threads} if high_threads else {}),
+                },
             ],
             "spans": spans,
             "ir_per_span": round((high_ir - low_ir) / spans, 1),
         }
+        if high_threads:
+            results[phase]["threads_ir_per_span"] = {
+                name: round((high_threads[name] - low_threads[name]) / spans, 1) for name in high_threads
+            }
     return results
 
 
@@ -235,7 +331,7 @@ def table(results: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], str
     rows: list[dict[str, Any]] = []
     lines = ["| phase | instructions per span | peer | peer's | ratio |", "|---|---:|---|---:|---:|"]
     for phase in PHASES:
-        if phase not in results or phase in PEERS.values():
+        if phase not in results or phase in BARE:
             continue
         own = results[phase]["ir_per_span"]
         peer = PEERS.get(phase)
@@ -246,6 +342,15 @@ def table(results: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], str
         )
         shown = (f"{theirs:,.0f}", f"{own / theirs:.2f}x") if theirs else ("", "")
         lines.append(f"| {phase} | {own:,.0f} | {peer or ''} | {shown[0]} | {shown[1]} |")
+        threads = results[phase].get("threads_ir_per_span")
+        if threads:
+            rows[-1]["threads_ir_per_span"] = threads
+    serve = results.get("serve", {}).get("threads_ir_per_span")
+    if serve:
+        lines.append(
+            f"\nserve, by thread: the event loop {serve['event_loop']:,.0f},"
+            f" the others {serve['others']:,.0f} instructions a span"
+        )
     return rows, "\n".join(lines)
 
 
