@@ -13,6 +13,7 @@ import pytest
 from tests.support.bridge_data import scenario
 from tests.support.formats import otlp_proto_request, parity_trace
 from tests.support.paths import TESTS
+from toolspan.bridge.internal import ZERO_SPAN, ZERO_TRACE
 from toolspan.bridge.model import Span
 from toolspan.bridge.readers import read_spans
 from toolspan.bridge.readers._otlp_proto import iter_proto_request, parse_request
@@ -96,6 +97,40 @@ def test_a_body_prepared_from_its_plain_rows_is_what_its_rows_prepare(
     again = any((s.trace_id, s.span_id) == (tool.trace_id, tool.span_id) for s in spans)  # the scenario's
     assert (prepared.rejected, prepared.duplicates) == (1, 1 + again)
     assert prepared.accepted == len(spans) + 2
+
+
+def test_spans_of_a_known_shape_share_their_ids_texts_and_each_missing_id_stays_its_own() -> None:
+    # One shape read whole, then known: a request's rows hold one text of a trace id, of a span id and of a
+    # name (the server reads each once); a span without a trace id, or without a span id, has the zero id
+    # of what it lacks, never the other's.
+    tool = replace(
+        next(s for s in SETS["scenario"] if row_of_span(s).is_tool and not s.events), parent_span_id=None
+    )
+    spans = [
+        replace(tool, span_id=f"{n:016x}", parent_span_id=None if n == 1 else f"{1:016x}")
+        for n in range(1, 5)
+    ]
+    request = otlp_proto_request(spans)
+    pb_spans = request.resource_spans[0].scope_spans[0].spans
+    pb_spans[2].trace_id = b""
+    pb_spans[3].span_id = b""
+    body = request.SerializeToString()
+    protobuf._SHAPES.clear()
+    rows_of_body(body, Ctx("b", False, ReadReport()))  # the shapes met
+    rows = rows_of_body(body, Ctx("b", False, ReadReport()))
+    assert [(r.trace_id, r.span_id, r.parent) for r in rows] == [
+        (tool.trace_id, f"{1:016x}", None),
+        (tool.trace_id, f"{2:016x}", f"{1:016x}"),
+        (ZERO_TRACE, f"{3:016x}", f"{1:016x}"),
+        (tool.trace_id, ZERO_SPAN, f"{1:016x}"),
+    ]
+    assert rows[1].trace_id is rows[0].trace_id
+    assert rows[1].parent is rows[2].parent is rows[0].span_id
+    assert rows[3].name is rows[0].name
+    assert rows == rows_of_request(request, Ctx("b", False, ReadReport()))
+    assert [r._replace(data=b"") for r in rows] == [
+        row_of_span(decode(r.data))._replace(data=b"") for r in rows
+    ]
 
 
 def test_a_span_of_long_texts_is_read_but_its_shape_not_kept() -> None:

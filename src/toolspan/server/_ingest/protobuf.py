@@ -47,9 +47,10 @@ _PACKAGE: Final = "toolspan.server.ingest"
 # Shapes kept at most (per process: a parse worker's, or the server's own); past it they are met again.
 _MAX_SHAPES: Final = 4096
 _MAX_SHAPE_CHARS: Final = 1024
-# Shape -> (is_tool, tool_name, tool_state, is_error, conversation_id): the columns of ``row_of`` that
-# depend on the shape only (a span without events never waits for an approval).
-_Columns = tuple[int, str | None, str | None, int, str | None]
+# Shape -> (is_tool, tool_name, tool_state, is_error, conversation_id, name): the columns of ``row_of`` that
+# depend on the shape only (a span without events never waits for an approval). The name is the first span's
+# of the shape: every span of it then holds the same text object, sent to the server once a request.
+_Columns = tuple[int, str | None, str | None, int, str | None, str]
 _SHAPES: dict[tuple[Any, ...], _Columns] = {}
 
 
@@ -197,7 +198,14 @@ def _keep(shape: tuple[Any, ...] | None, row: Row) -> Row:
     if shape is not None and sum(len(v) for v in shape if isinstance(v, (str, bytes))) <= _MAX_SHAPE_CHARS:
         if len(_SHAPES) >= _MAX_SHAPES:
             _SHAPES.clear()
-        _SHAPES[shape] = (row.is_tool, row.tool_name, row.tool_state, row.is_error, row.conversation_id)
+        _SHAPES[shape] = (
+            row.is_tool,
+            row.tool_name,
+            row.tool_state,
+            row.is_error,
+            row.conversation_id,
+            row.name,
+        )
     return row
 
 
@@ -210,6 +218,7 @@ def _rows(
     ``span_type`` when its shape is not known; without, it is an OTLP request, each span written again."""
     rows: list[tuple[Any, ...]] = []
     append = rows.append
+    hexes: dict[bytes, str] = {}
     shapes = _SHAPES
     keys = _KEY_SET
     max_ns = MAX_STORED_NS
@@ -256,13 +265,22 @@ def _rows(
                     span = span_of(full, resource, scope, "", INDEX_KEYS)
                     append(tuple(_keep(shape, row_of(span, data))))
                     continue
-                parent_hex = parent.hex() if parent else None
+                # Each id's text made once a request (a trace's, a parent's): one object the rows share.
+                trace_hex = hexes.get(trace_id) if trace_id else ZERO_TRACE
+                if trace_hex is None:
+                    trace_hex = hexes[trace_id] = trace_id.hex()
+                span_hex = hexes.get(span_id) if span_id else ZERO_SPAN
+                if span_hex is None:
+                    span_hex = hexes[span_id] = span_id.hex()
+                parent_hex = hexes.get(parent) if parent else None
+                if parent and parent_hex is None:
+                    parent_hex = hexes[parent] = parent.hex()
                 append(
                     (
-                        trace_id.hex() if trace_id else ZERO_TRACE,
-                        span_id.hex() if span_id else ZERO_SPAN,
+                        trace_hex,
+                        span_hex,
                         None if parent_hex == ZERO_SPAN else parent_hex,
-                        sp.name,
+                        columns[5],
                         start,
                         end or None,
                         columns[0],
