@@ -20,7 +20,8 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Mapping
+import sys
+from collections.abc import Mapping
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -66,28 +67,44 @@ class Refused(ToolspanError):
 async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     """The body of ``request``, at most ``limit`` bytes (413 beyond: a declared ``Content-Length`` is refused
     before anything is read, a body without one as soon as it passes the limit), each piece arriving within
-    ``timeout_s`` seconds (408 otherwise)."""
+    ``timeout_s`` seconds (408 otherwise).
+
+    The deadline is one timer, moved at each piece, that cancels the reading task when it fires: it can fire
+    only while the task waits for a piece, so its cancellation always lands here, and is told from any other
+    by the timer's own mark. (A task and a wait per piece cost the event loop a tenth of an ingest's work:
+    a body of 350 KiB arrives in some twenty pieces.)"""
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise Refused(413, f"body of {declared} bytes is over the size limit of {limit} bytes")
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("read_body reads in a task")
+    loop = asyncio.get_running_loop()
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
     body = bytearray()
-    chunks: AsyncIterator[bytes] = request.stream()
-    while True:
-        following = asyncio.ensure_future(anext(chunks, None))
-        try:
-            done, _ = await asyncio.wait({following}, timeout=timeout_s)
-        except BaseException:  # the request itself was cancelled: so is the read
-            following.cancel()
-            raise
-        if not done:
-            following.cancel()
-            raise Refused(408, f"no body bytes for {timeout_s:g} s: request timed out")
-        chunk = following.result()
-        if chunk is None:
-            return bytes(body)
-        body += chunk
-        if len(body) > limit:
-            raise Refused(413, f"body is over the size limit of {limit} bytes")
+    deadline = loop.call_later(timeout_s, expire)
+    try:
+        async for chunk in request.stream():
+            deadline.cancel()
+            deadline = loop.call_later(timeout_s, expire)
+            body += chunk
+            if len(body) > limit:
+                raise Refused(413, f"body is over the size limit of {limit} bytes")
+    except asyncio.CancelledError:
+        if not expired:
+            raise  # the request itself was cancelled
+        if sys.version_info >= (3, 11):
+            task.uncancel()  # (the task goes on: it answers 408)
+        raise Refused(408, f"no body bytes for {timeout_s:g} s: request timed out") from None
+    finally:
+        deadline.cancel()
+    return bytes(body)
 
 
 class _Constant:

@@ -192,6 +192,15 @@ def _service(resource: Mapping[str, Any]) -> str | None:
     return None if found is None else str(found)
 
 
+class _Hexes(dict[bytes, str]):
+    """Each id's text, made once a request (a trace's, a parent's): one object the rows share, which the
+    server process then reads once."""
+
+    def __missing__(self, raw: bytes) -> str:
+        text = self[raw] = raw.hex()
+        return text
+
+
 def _keep(shape: tuple[Any, ...] | None, row: Row) -> Row:
     # A shape of long texts (a huge name or attribute: a hostile client's) is not kept, so the shapes kept
     # hold at most ``_MAX_SHAPES`` times ``_MAX_SHAPE_CHARS`` characters.
@@ -218,7 +227,7 @@ def _rows(
     ``span_type`` when its shape is not known; without, it is an OTLP request, each span written again."""
     rows: list[tuple[Any, ...]] = []
     append = rows.append
-    hexes: dict[bytes, str] = {}
+    hexes = _Hexes()
     shapes = _SHAPES
     keys = _KEY_SET
     max_ns = MAX_STORED_NS
@@ -265,20 +274,11 @@ def _rows(
                     span = span_of(full, resource, scope, "", INDEX_KEYS)
                     append(tuple(_keep(shape, row_of(span, data))))
                     continue
-                # Each id's text made once a request (a trace's, a parent's): one object the rows share.
-                trace_hex = hexes.get(trace_id) if trace_id else ZERO_TRACE
-                if trace_hex is None:
-                    trace_hex = hexes[trace_id] = trace_id.hex()
-                span_hex = hexes.get(span_id) if span_id else ZERO_SPAN
-                if span_hex is None:
-                    span_hex = hexes[span_id] = span_id.hex()
-                parent_hex = hexes.get(parent) if parent else None
-                if parent and parent_hex is None:
-                    parent_hex = hexes[parent] = parent.hex()
+                parent_hex = hexes[parent] if parent else None
                 append(
                     (
-                        trace_hex,
-                        span_hex,
+                        hexes[trace_id] if trace_id else ZERO_TRACE,
+                        hexes[span_id] if span_id else ZERO_SPAN,
                         None if parent_hex == ZERO_SPAN else parent_hex,
                         columns[5],
                         start,
