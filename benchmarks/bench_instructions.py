@@ -8,7 +8,7 @@ most changes to it. An instruction count does not: each phase runs in a child Py
 input, and the difference of the two counts is divided by the spans between them. What both runs share
 (starting Python, the imports, reading the input, the first request's set-up: the shapes met first, the
 statements prepared) cancels out; what is left is the steady cost of a span. Only the thread running the
-phase is counted (the store's checkpoint thread is not).
+phase is counted (the store's checkpoint thread is not), but in ``serve``, which counts every thread.
 
 Phases, on ``gen_agent_spans.py``'s requests of 512 agent spans (as ``bench_vs_jaeger.py`` sends them) and,
 for the reads, on copies of ``bench_vs_jaeger.py``'s 1,000-span trace (a run recorded by the real
@@ -226,7 +226,6 @@ def _serve_instructions(work: Path, count: int) -> tuple[int, int, dict[str, int
 def _ready(proc: subprocess.Popen[bytes], log_path: Path) -> int:
     """The port ``toolspan serve`` bound, once its ``/healthz`` answers."""
     deadline = time.monotonic() + SERVE_READY_S
-    port = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"bench_instructions: toolspan serve exited: {log_path.read_text()[-1500:]}")
