@@ -37,12 +37,10 @@ the server process, without the web stack and the hand-offs; ``serve`` is the se
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import marshal
 import os
 import platform
-import re
 import shutil
 import signal
 import sqlite3
@@ -51,7 +49,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,8 +63,8 @@ PEERS = {"prepare": "parse", "store": "insert", "serve": "store", "decode": "rec
 PHASES = ("parse", "prepare", "insert", "store", "serve", "records", "decode", "tree")
 BARE = ("parse", "insert", "records")  # the peers that are no part of toolspan: no row of their own
 READS = ("records", "decode", "tree")
-HOST = "127.0.0.1"
-SERVE_READY_S = 600.0  # the server's start under callgrind (its imports run some fifty times slower)
+# The server's start and stop under callgrind (its imports run some fifty times slower).
+SERVE_TIMEOUT_S = 600.0
 SERVER_PHASES = ("store", "decode", "tree")
 # The span rows' columns (``Row``), the bare peer's table.
 _COLUMNS = (
@@ -185,34 +182,39 @@ def _instructions(phase: str, work: Path, count: int) -> tuple[int, int]:
 
 
 def _serve_instructions(work: Path, count: int) -> tuple[int, int, dict[str, int]]:
-    """``(instructions, spans, by thread)`` of ``toolspan serve`` under callgrind, sent the first ``count``
-    requests over HTTP and stopped with Ctrl-C; by thread: ``event_loop`` (its main thread) and ``others``."""
-    sys.path[:0] = [str(REPO), str(HERE)]
+    """``(instructions, spans, by thread)`` of ``toolspan serve`` under callgrind (started as the server
+    tests start it), sent the first ``count`` requests over HTTP and stopped with Ctrl-C; by thread:
+    ``event_loop`` (its main thread) and ``others``. (``prepare_input`` put the repository on the path.)"""
     from bench_server import post_all
+    from tests.support.server import Server
 
     bodies = marshal.loads((work / "bodies.marshal").read_bytes())[:count]
     prepared = marshal.loads((work / "prepared.marshal").read_bytes())[:count]
     run = work / f"serve-{count}"
     run.mkdir()
-    out, log_path = run / "callgrind.out", run / "serve.log"
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO / "src")}
-    serve = [sys.executable, "-m", "toolspan", "serve", "--db", str(run / "s.db"), "--port", "0"]
-    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}"]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([*valgrind, *serve, "--grpc-port", "-1"], stdout=log, stderr=log, env=env)
+    out = run / "callgrind.out"
+    server = Server(
+        run / "s.db",
+        0,
+        -1,  # no OTLP/gRPC
+        (),
+        run / "serve.log",
+        launcher=("valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}"),
+        env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO / "src")},
+        ready_timeout_s=SERVE_TIMEOUT_S,
+    )
+    server.start()
+    assert server.proc is not None
     try:
-        port = _ready(proc, log_path)
-        post_all(port, bodies)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(SERVE_READY_S)
+        post_all(server.port, bodies)
+        server.proc.send_signal(signal.SIGINT)
+        server.proc.wait(SERVE_TIMEOUT_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if proc.returncode != 0:
-        tail = log_path.read_text(errors="replace")[-1500:]
+        server.kill()  # (only if it is still running)
+    if server.proc.returncode != 0:
+        tail = server.log.read_text(errors="replace")[-1500:]
         raise SystemExit(
-            f"bench_instructions: toolspan serve under callgrind exited {proc.returncode}: {tail}"
+            f"bench_instructions: toolspan serve under callgrind exited {server.proc.returncode}: {tail}"
         )
     # One file per thread, ``<out>-01`` the main thread (the event loop), in the order they started.
     counted = {f.name: _total(f) for f in sorted(run.glob("callgrind.out-*"))}
@@ -221,24 +223,6 @@ def _serve_instructions(work: Path, count: int) -> tuple[int, int, dict[str, int
     main_thread = counted.pop(f"{out.name}-01", 0)
     threads = {"event_loop": main_thread, "others": sum(counted.values())}
     return main_thread + threads["others"], _spans_of(prepared), threads
-
-
-def _ready(proc: subprocess.Popen[bytes], log_path: Path) -> int:
-    """The port ``toolspan serve`` bound, once its ``/healthz`` answers."""
-    deadline = time.monotonic() + SERVE_READY_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"bench_instructions: toolspan serve exited: {log_path.read_text()[-1500:]}")
-        found = re.search(r"OTLP/HTTP http://[^\s/]+:(\d+)/v1/traces", log_path.read_text(errors="replace"))
-        if found is not None:
-            port = int(found.group(1))
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"http://{HOST}:{port}/healthz", timeout=10),
-            ):
-                return port
-        time.sleep(0.5)
-    raise SystemExit(f"bench_instructions: toolspan serve did not start under callgrind in {SERVE_READY_S} s")
 
 
 def _total(path: Path) -> int:

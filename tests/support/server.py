@@ -69,6 +69,11 @@ class Server:
     new_session: bool = False
     # The server's limit on open files, soft and hard (``None``: this process's).
     open_files: int | None = None
+    # A command the server runs under (``valgrind ...``), its environment (``None``: this process's) and how
+    # long it may take to answer (longer under such a command).
+    launcher: Sequence[str] = ()
+    env: dict[str, str] | None = None
+    ready_timeout_s: float = READY_TIMEOUT_S
 
     @property
     def url(self) -> str:
@@ -76,6 +81,7 @@ class Server:
 
     def start(self) -> None:
         cmd = [
+            *self.launcher,
             sys.executable,
             "-m",
             "toolspan",
@@ -94,11 +100,12 @@ class Server:
                 cmd,
                 stdout=log,
                 stderr=log,
+                env=self.env,
                 start_new_session=self.new_session,
                 # (Only setrlimit runs between fork and exec: safe with the test's threads.)
                 preexec_fn=None if self.open_files is None else _limit_files(self.open_files),  # noqa: PLW1509
             )
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"toolspan serve exited: {self.log.read_text()}")
