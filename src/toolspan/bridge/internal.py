@@ -35,6 +35,7 @@ from toolspan.bridge.facts.internal import (
     result_call_id,
     sent_responses,
     total_usage,
+    unwrapped_result,
 )
 from toolspan.bridge.readers.internal import (
     ZERO_SPAN,
@@ -97,4 +98,5 @@ __all__ = [
     "result_call_id",
     "sent_responses",
     "total_usage",
+    "unwrapped_result",
 ]

@@ -53,8 +53,8 @@ from toolspan.bridge.internal import (
     is_transport_record,
     normal_arguments,
     normal_result,
-    result_call_id,
     sent_responses,
+    unwrapped_result,
 )
 from toolspan.bridge.model import Span
 
@@ -313,10 +313,10 @@ class RequestIndex:
     ) -> tuple[ToolCallRecord, _Request | None]:
         """``link``, and the request it used up (``None`` when none matched); ``consume=False``: matched
         but left for a later call."""
-        args, known_id = _call_facts(call, dispatched)
+        args, known_id, output = _call_facts(call, dispatched)
         span = call.span
         if not self._requests and not self._unrecorded:  # a trace with no model call's requests
-            return self.answered(call, _applied(call, None, args, known_id)), None
+            return self.answered(call, _applied(call, None, args, known_id, output)), None
         agent = self._agents(span.span_id)[0]
         scopes: dict[str, list[str | None]] = {}
         candidates = []
@@ -333,10 +333,10 @@ class RequestIndex:
         if match is None:
             # Never used up: a model call asks for any number of calls it does not record.
             unrecorded = self._unrecorded_request(span, agent)
-            return self.answered(call, _applied(call, unrecorded, args, known_id)), None
+            return self.answered(call, _applied(call, unrecorded, args, known_id, output)), None
         if consume:
             self._requests.remove(match)
-        return self.answered(call, _applied(call, match, args, known_id)), match
+        return self.answered(call, _applied(call, match, args, known_id, output)), match
 
     def _unrecorded_request(self, span: Span, agent: str | None) -> _Request | None:
         """The latest model call started before ``span``, under ``agent``, whose requests are unrecorded, as
@@ -349,14 +349,19 @@ class RequestIndex:
         return None if found is None else _Request(found[0], found[1], 0, Requested(None, "", None))
 
 
-def _call_facts(call: ToolCallRecord, dispatched: str | None) -> tuple[Any, str | None]:
-    """The arguments the model asked ``call`` with, unwrapped, and the model's id for it if known."""
-    return normal_arguments(call.model_input), _own_id(call) or result_call_id(call.output) or dispatched
+def _call_facts(call: ToolCallRecord, dispatched: str | None) -> tuple[Any, str | None, Any]:
+    """The arguments the model asked ``call`` with, unwrapped, the model's id for it if known, and its
+    result unwrapped (its output read once for both: a ToolMessage holds the result and the id)."""
+    output, answered_id = unwrapped_result(call.output)
+    return normal_arguments(call.model_input), _own_id(call) or answered_id or dispatched, output
 
 
-def _applied(call: ToolCallRecord, match: _Request | None, args: Any, known_id: str | None) -> ToolCallRecord:
-    """``call`` unwrapped (``args``: its ``_call_facts``), with what the request ``match`` fills in."""
-    changes: dict[str, Any] = {"output": normal_result(call.output)}
+def _applied(
+    call: ToolCallRecord, match: _Request | None, args: Any, known_id: str | None, output: Any
+) -> ToolCallRecord:
+    """``call`` unwrapped (``args``, ``known_id``, ``output``: its ``_call_facts``), with what the request
+    ``match`` fills in."""
+    changes: dict[str, Any] = {"output": output}
     if match is not None:
         req = match.request
         changes["requested_by"] = match.llm

@@ -77,13 +77,13 @@ def test_a_uvicorn_without_them_serves_plainly_and_says_so(
     assert server.proc.poll() is not None  # stopped by SIGTERM, as uvicorn's own server stops
 
 
-def test_the_server_keeps_start_up_objects_out_of_collections_and_collects_fully_less_often() -> None:
+def test_the_server_keeps_start_up_objects_out_of_collections_and_collects_less_often() -> None:
     threshold = gc.get_threshold()
     gc.unfreeze()
     try:
         tune_collector()
         assert gc.get_freeze_count() > 0
-        assert gc.get_threshold() == (threshold[0], threshold[1], 100)
+        assert gc.get_threshold() == (50_000, threshold[1], 100)
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)

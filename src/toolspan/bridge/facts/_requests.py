@@ -18,7 +18,7 @@ attributes are read as GenAI ones (``_dialects``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from toolspan import semconv as sc
 from toolspan.bridge.facts._dialects import Requested, first, hooks, keys
@@ -34,6 +34,7 @@ __all__ = [
     "normal_result",
     "requested_calls",
     "result_call_id",
+    "unwrapped_result",
 ]
 
 _MAX_DEPTH: Final = 8
@@ -188,19 +189,25 @@ def normal_arguments(value: Any) -> Any:
     return value
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, a dict and ``None`` told without asking the ABC (a Python call of its
+    own: four a tool call's output, in a view)."""
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
+
+
 def _tool_message(value: Any) -> Mapping[str, Any] | None:
     """A LangChain ``ToolMessage`` as a dict (plain, ``{"type": "tool", "data": ...}`` or serialised)."""
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         return None
-    if isinstance(value.get("output"), Mapping) and value.keys() <= {"output", "kwargs"}:
+    if _is_mapping(value.get("output")) and value.keys() <= {"output", "kwargs"}:
         value = value["output"]
-    if value.get("lc") == 1 and isinstance(value.get("kwargs"), Mapping):
+    if value.get("lc") == 1 and _is_mapping(value.get("kwargs")):
         ident = value.get("id")
         if isinstance(ident, list) and ident and ident[-1] == "ToolMessage":
             kwargs: Mapping[str, Any] = value["kwargs"]
             return kwargs
         return None
-    if value.get("type") == "tool" and isinstance(value.get("data"), Mapping):
+    if value.get("type") == "tool" and _is_mapping(value.get("data")):
         data: Mapping[str, Any] = value["data"]
         return data
     if value.get("type") == "tool" and "tool_call_id" in value:
@@ -211,7 +218,10 @@ def _tool_message(value: Any) -> Mapping[str, Any] | None:
 
 def result_call_id(value: Any) -> str | None:
     """The ``tool_call_id`` of a ToolMessage a tool span recorded as its output, if it is one."""
-    message = _tool_message(value)
+    return _message_call_id(_tool_message(value))
+
+
+def _message_call_id(message: Mapping[str, Any] | None) -> str | None:
     cid = message.get("tool_call_id") if message is not None else None
     return None if cid in (None, "") else str(cid)
 
@@ -220,7 +230,8 @@ _TOOL_OUTPUT: Final = frozenset({"tool_name", "raw_input", "raw_output"})
 
 
 def _text_block(value: Mapping[str, Any]) -> bool:
-    return set(value) == {"type", "text"} and value.get("type") == "text"
+    # Its keys are "type" and "text" alone (a set of them not made).
+    return len(value) == 2 and "text" in value and value.get("type") == "text"
 
 
 def normal_result(value: Any) -> Any:
@@ -229,19 +240,29 @@ def normal_result(value: Any) -> Any:
     block alone (``{"type": "text", "text": ...}``, as the OpenAI Agents SDK records an MCP tool's result);
     a convention's own wrapper (``Dialect.results_of``: OpenLLMetry's MCP server's ``[{"type": "text",
     "content": ...}]``); its text read as JSON."""
-    if isinstance(value, Mapping) and value.keys() >= _TOOL_OUTPUT:
-        return value["raw_output"]
+    return _normal_result(value, _tool_message(value))
+
+
+def unwrapped_result(value: Any) -> tuple[Any, str | None]:
+    """``(normal_result(value), result_call_id(value))``, the ToolMessage (if it is one) read once: what a
+    view reads of every tool call's output."""
     message = _tool_message(value)
+    return _normal_result(value, message), _message_call_id(message)
+
+
+def _normal_result(value: Any, message: Mapping[str, Any] | None) -> Any:
+    if _is_mapping(value) and value.keys() >= _TOOL_OUTPUT:
+        return value["raw_output"]
     if message is not None:
         value = message.get("content")
     found = _result_hook(value)
     if found is not None:
         value = found
-    elif isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
+    elif isinstance(value, list) and len(value) == 1 and _is_mapping(value[0]):
         block = value[0]
         if set(block) == {"text"} or _text_block(block):
             value = block["text"]
-    elif isinstance(value, Mapping) and _text_block(value):
+    elif _is_mapping(value) and _text_block(value):
         value = value["text"]
     value = parse_json(value)
     if isinstance(value, str) and value[:1] in ("{", "["):

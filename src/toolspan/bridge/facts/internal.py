@@ -20,6 +20,7 @@ from toolspan.bridge.facts._requests import (
     normal_arguments,
     normal_result,
     result_call_id,
+    unwrapped_result,
 )
 from toolspan.bridge.facts._tools import (
     ACT_AWAITING_APPROVAL,
@@ -54,4 +55,5 @@ __all__ = [
     "result_call_id",
     "sent_responses",
     "total_usage",
+    "unwrapped_result",
 ]

@@ -151,7 +151,9 @@ class _TraceDoc:
                     results = summary(_node_output(span, self.index.kinds[i]))
                     ended = {**base, **nid, "payload_results": results, "status": span.status}
                     raw.append((end_t, end_rank, i, "node_finished", ended))
-        raw.sort(key=lambda item: item[:3])
+        # (time, rank, index) is one event's alone (a span's two events differ in rank): the tuples sort by
+        # it without a key, never comparing their payloads.
+        raw.sort()
         return raw
 
     def goal(self) -> str | None:

@@ -10,8 +10,9 @@
   as it is accepted (``listen.Listener``), idle keep-alive connections closed after ``keep_alive_s``, and a
   connection whose request headers do not arrive within ``read_timeout_s`` closed, so half-open sockets
   cannot lock clients out.
-- The garbage collector (``tune_collector``): the start-up objects frozen out of its scans and full
-  collections ten times rarer, so a large trace's view is built in time proportional to its spans.
+- The garbage collector (``tune_collector``): the start-up objects frozen out of its scans, young
+  collections rarer and full ones ten times rarer, so a large trace's view is built in time proportional
+  to its spans.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ __all__ = ["serve", "tune_collector", "wildcard_host"]
 
 _logger = logging.getLogger(__name__)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Allocations of containers between two young collections (CPython's default: 700): a first read's view
+# of a 1,000-span trace then takes 3% fewer instructions (``bench_instructions.py``), its objects mostly
+# gone before they are scanned, instead of carried into the older generations.
+_YOUNG_COLLECTION_EVERY: Final = 50_000
 # Middle-generation collections between two full ones (CPython's default: 10).
 _FULL_COLLECTION_EVERY: Final = 100
 
@@ -343,13 +348,14 @@ def serve(config: ServerConfig) -> int:
 
 def tune_collector() -> None:
     """The garbage collector of a long-running server: the objects of start-up (modules, the app) kept out
-    of its scans, and full collections ten times rarer. A view of a 10,000-span trace allocates hundreds of
-    thousands of containers that live until its bytes are made; at the default threshold each full
-    collection during the build walks them all again, and the build grows faster than its spans."""
+    of its scans, young collections after 50,000 allocations instead of 700, and full collections ten times
+    rarer. A view of a 10,000-span trace allocates hundreds of thousands of containers that live until its
+    bytes are made; at the default thresholds each full collection during the build walks them all again,
+    and the build grows faster than its spans."""
     gc.collect()
     gc.freeze()
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, _FULL_COLLECTION_EVERY)
+    _, middle, _ = gc.get_threshold()
+    gc.set_threshold(_YOUNG_COLLECTION_EVERY, middle, _FULL_COLLECTION_EVERY)
 
 
 def _serve(config: ServerConfig, store: StoreApi, uvicorn: Any, sock: Listener) -> int:
