@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from toolspan.bridge.facts._requests import (
     normal_result,
     requested_calls,
     result_call_id,
+    unwrapped_result,
 )
 from toolspan.bridge.link import link_tool_calls
 from toolspan.bridge.model import Span, SpanEvent
@@ -207,6 +209,37 @@ def test_text_blocks_give_the_result_and_plain_values_have_no_call_id() -> None:
     assert normal_result([{"type": "text", "text": "done"}]) == "done"
     assert normal_result({"temp": 18}) == {"temp": 18}
     assert result_call_id({"temp": 18}) is None
+
+
+UNWRAPPED_OUTPUTS = [
+    TOOL_MESSAGE_SERIALISED,
+    TOOL_MESSAGE_DATA,
+    {"type": "tool", "tool_call_id": "call_2", "content": "[1, 2]"},
+    {"type": "tool", "tool_call_id": "", "content": "no id"},
+    {"output": {"type": "tool", "tool_call_id": "call_3", "content": "ok"}, "kwargs": {}},
+    {"tool_name": "t", "raw_input": {}, "raw_output": {"x": 1}},
+    [{"type": "text", "text": "done"}],
+    [{"text": '{"temp": 18}'}],
+    {"type": "text", "text": "alone"},
+    {"type": "text", "text": "more", "extra": 1},
+    {"temp": 18},
+    "{'city': 'Paris'}",
+    None,
+    7,
+]
+
+
+@pytest.mark.parametrize("recorded", UNWRAPPED_OUTPUTS)
+def test_an_output_unwrapped_once_gives_its_result_and_call_id(recorded: Any) -> None:
+    assert unwrapped_result(recorded) == (normal_result(recorded), result_call_id(recorded))
+
+
+@pytest.mark.parametrize("recorded", [TOOL_MESSAGE_DATA, {"type": "text", "text": "alone"}, {"temp": 18}])
+def test_a_mapping_that_is_no_dict_is_read_as_the_dict_is(recorded: dict[str, Any]) -> None:
+    frozen = MappingProxyType(
+        {k: MappingProxyType(v) if isinstance(v, dict) else v for k, v in recorded.items()}
+    )
+    assert unwrapped_result(frozen) == unwrapped_result(recorded)
 
 
 def test_tool_content_from_older_genai_events_and_details_events() -> None:

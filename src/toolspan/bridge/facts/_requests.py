@@ -190,8 +190,8 @@ def normal_arguments(value: Any) -> Any:
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """``isinstance(value, Mapping)``, a dict and ``None`` told without asking the ABC (a Python call of its
-    own: four a tool call's output, in a view)."""
+    """``isinstance(value, Mapping)``, a dict and ``None`` told by their type first: the ABC's check is a
+    Python call, and a view asks it four times of each tool call's output."""
     return type(value) is dict or (value is not None and isinstance(value, Mapping))
 
 

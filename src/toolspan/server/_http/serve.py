@@ -50,9 +50,9 @@ __all__ = ["serve", "tune_collector", "wildcard_host"]
 
 _logger = logging.getLogger(__name__)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# Allocations of containers between two young collections (CPython's default: 700): a first read's view
-# of a 1,000-span trace then takes 3% fewer instructions (``bench_instructions.py``), its objects mostly
-# gone before they are scanned, instead of carried into the older generations.
+# Allocations of containers between two young collections (CPython's default: 700): the view of a
+# 1,000-span trace's first read then takes 3% fewer instructions (callgrind), its objects mostly gone
+# before they are scanned instead of carried into the older generations.
 _YOUNG_COLLECTION_EVERY: Final = 50_000
 # Middle-generation collections between two full ones (CPython's default: 10).
 _FULL_COLLECTION_EVERY: Final = 100
