@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 
 from tests.e2e.conftest import HOST, _clean_env, port_open
 from tests.e2e.otel_stack import http_get, jaeger_ui
+from tests.support import terminal
 from tests.support.paths import REPO
 from tests.support.server import free_ports, wait_for
 
@@ -40,16 +40,7 @@ START_TIMEOUT_S = 120
 
 def start(ports: dict[str, int], tmp_path: Path) -> subprocess.Popen[str]:
     env = {**_clean_env(), "TMPDIR": str(tmp_path), **{k: str(v) for k, v in ports.items()}}
-    # A session of its own, as a terminal's foreground job: Ctrl-C is a SIGINT to its process group.
-    return subprocess.Popen(
-        ["bash", str(SCRIPT)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return terminal.start(["bash", str(SCRIPT)], env, cwd=tmp_path)
 
 
 def banner(proc: subprocess.Popen[str]) -> str:
@@ -76,9 +67,7 @@ def running(ports: dict[str, int], tmp_path: Path) -> Iterator[tuple[subprocess.
     try:
         yield proc, banner(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        terminal.stop(proc)
 
 
 def test_it_starts_the_collector_and_jaeger_with_its_ui_says_where_and_stops_both_on_ctrl_c(
@@ -125,7 +114,7 @@ def test_it_starts_the_collector_and_jaeger_with_its_ui_says_where_and_stops_bot
     assert tags["execute_tool get_weather"]["gen_ai.tool.call.id"] == "call_weather_1"
     assert tags["execute_tool divide"]["error"] is True
     # Ctrl-C: both programs stop, and it says so.
-    os.killpg(proc.pid, signal.SIGINT)
+    terminal.ctrl_c(proc)
     assert proc.wait(timeout=30) == 0
     assert proc.stdout is not None
     assert "jaeger.sh: stopped" in proc.stdout.read()

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.support import terminal
 from tests.support.paths import REPO
 from toolspan.bridge.views import load_schema, match_observe
 
@@ -380,7 +381,6 @@ def test_demo_sh_serve_prints_this_run_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     """Run twice on one store: each run lists its own two runs (not every run the store kept), the list
     the browser opens shows them by name and state, and Ctrl-C stops the demo with status 0."""
     import json
-    import signal
     import urllib.request
 
     from tests.support.server import free_port
@@ -390,14 +390,9 @@ def test_demo_sh_serve_prints_this_run_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     base = f"http://127.0.0.1:{port}"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSPAN_", "PORT", "GRPC"))}
     for attempt in (1, 2):
-        proc = subprocess.Popen(
-            ["bash", str(repo / "scripts" / "demo.sh"), "--serve"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**clean, "PORT": str(port), "GRPC_PORT": "-1"},
-            start_new_session=True,  # its own process group: the script, its server and the demo
-        )
+        # Its own process group (the script, its server and the demo), as a terminal's job.
+        env = {**clean, "PORT": str(port), "GRPC_PORT": "-1"}
+        proc = terminal.start(["bash", str(repo / "scripts" / "demo.sh"), "--serve"], env)
         try:
             assert proc.stdout is not None
             lines = []
@@ -421,9 +416,7 @@ def test_demo_sh_serve_prints_this_run_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
             assert len(stored) == 2 * attempt
             with urllib.request.urlopen(f"{base}/", timeout=10) as response:  # / leads to the list page
                 assert response.url == f"{base}/traces"
-            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in its terminal sends
+            terminal.ctrl_c(proc)
             assert proc.wait(30) == 0
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
+            terminal.stop(proc)
