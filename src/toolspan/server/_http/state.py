@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from toolspan.bridge.internal import LogRecord
 from toolspan.server._http.auth import FailureThrottle
 from toolspan.server._http.config import ServerConfig
+from toolspan.server._http.health import StoreCounts
 from toolspan.server._http.renders import Renders
 from toolspan.server._ingest.otlp import split_valid
 from toolspan.server._ingest.parsers import Parsers
@@ -39,6 +40,7 @@ class ServerState:
         self.traces = TraceSource(store, config.tempo_url, config.jaeger_url)
         # The views of stored traces, kept for the next read of a trace that has not changed.
         self.renders = Renders(config.render_cache_bytes, config.render_min_spans)
+        self.counts = StoreCounts(store)  # what /healthz shows of the store, counted once for many probes
         self.notifier = Notifier()  # streams, after a commit
         self.pages = PageDocs()  # the live pages' documents, built once per version of a trace
         self.decisions = Changes()  # the control channel's long polls, after a decision or cancel request

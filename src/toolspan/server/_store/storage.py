@@ -25,6 +25,7 @@ control channel's rows (``control``).
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -61,6 +62,7 @@ from toolspan.server._store.writes import Prepared, merge_batch, put_prepared, p
 __all__ = ["Storage"]
 
 T = TypeVar("T")
+_WRITES_LOCK = threading.Lock()  # (``Storage.writes``: no increment lost between two threads' commits)
 # The tables a retention sweep drops a trace's rows from.
 _PRUNED: tuple[str, ...] = (SPANS.name, EVENTS.name, TRACES.name, LOGS.name)
 
@@ -74,6 +76,9 @@ class Storage(ABC):
     changes: ChangeFeed
     control: ControlRows
     decoded: DecodedSpans  # the spans its reads decoded, kept for the next read (``decoded``)
+    # The write transactions of spans, logs and retention this process has committed (counted after each
+    # commit): a count of rows made after it last changed holds them all.
+    writes: int = 0
 
     @property
     def engine(self) -> str:
@@ -125,7 +130,7 @@ class Storage(ABC):
             put_rows(tx, batch, result)
             return result
 
-        return self._write(write)
+        return self._committed(self._write(write))
 
     def ingest_prepared(self, prepared: Prepared) -> IngestResult:
         """Store a request's rows made ready by ``writes.prepare`` in one transaction (committed when this
@@ -139,7 +144,7 @@ class Storage(ABC):
             put_prepared(tx, prepared, done)
             return done
 
-        return self._write(write)
+        return self._committed(self._write(write))
 
     def ingest_logs(self, records: Sequence[LogRecord]) -> IngestResult:
         """Store span-tied log records in one transaction (committed when this returns); a record already
@@ -155,7 +160,7 @@ class Storage(ABC):
                 tx.committed(sorted({r[0] for r in rows}), ())
             return result
 
-        return self._write(write)
+        return self._committed(self._write(write))
 
     def prune(self, *, max_age_ns: int | None, max_spans: int | None) -> int:
         """Drop whole traces older than ``max_age_ns`` (by last update) and, oldest first, beyond
@@ -177,7 +182,12 @@ class Storage(ABC):
             conn.execute(sql.META_PUT, MetaRow("horizon", str(horizon)))
             return len(doomed)
 
-        return self._sweep(sweep)
+        return self._committed(self._sweep(sweep))
+
+    def _committed(self, result: T) -> T:
+        with _WRITES_LOCK:
+            self.writes += 1
+        return result
 
     # --- reads ----------------------------------------------------------------------------------------
 

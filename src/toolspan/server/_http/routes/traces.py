@@ -82,12 +82,12 @@ def _held(
 
 async def healthz(state: ServerState, request: Request) -> Response:
     """``GET /healthz``: the store's counts and the streams'."""
-    counts = await run_in_threadpool(state.store.counts)
-    counts["log_records"] = await run_in_threadpool(state.store.log_count)
+    counts = await state.counts.get()
     return JSONResponse(
         {
             "status": "ok",
             **counts,
+            "count_scans": state.counts.scans,
             "streams": state.streams,
             "dropped_stream_clients": state.dropped_clients,
             "relayed_text_deltas": state.deltas.relayed,
