@@ -285,3 +285,30 @@ def test_a_prepared_request_stores_what_its_rows_store(
     finally:
         rows_db.close()
         prepared_db.close()
+
+
+def test_counts_do_not_wait_for_a_write_in_progress_and_see_what_was_committed(store: StoreApi) -> None:
+    # ``/healthz``'s counts read every row: a write transaction left open meanwhile (another module's
+    # tables, through ``transaction()``) does not hold them up, nor they it.
+    import threading
+
+    store.ingest([_tool("1" * 16, 2_000)])
+    opened, done, leaving = threading.Event(), threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.transaction():
+            opened.set()
+            done.wait(10)
+            leaving.set()  # (a count that waited for the transaction could only return after this)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert opened.wait(30)
+        assert (store.counts(), store.log_count()) == ({"spans": 1, "traces": 1}, 0)
+        assert not leaving.is_set()
+    finally:
+        done.set()
+        thread.join(30)
+    store.ingest([_tool("2" * 16, 2_000)])
+    assert store.counts() == {"spans": 2, "traces": 1}

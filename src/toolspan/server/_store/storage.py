@@ -90,6 +90,11 @@ class Storage(ABC):
     def _read(self, work: Callable[[Connection], T]) -> T:
         """``work(connection)``: reads of one consistent moment."""
 
+    def _scan(self, work: Callable[[Connection], T]) -> T:
+        """``work(connection)``: a read of every row of a table (a count), which an engine may run beside
+        the writes (SQLite: on a connection of its own); else ``_read``."""
+        return self._read(work)
+
     @abstractmethod
     def _write(self, work: Callable[[Tx], T]) -> T:
         """``work(transaction)`` in one write transaction, committed when this returns (``work`` may run
@@ -342,11 +347,11 @@ class Storage(ABC):
             traces = conn.execute(sql.COUNT_TRACES).fetchone()[0]
             return {"spans": int(spans), "traces": int(traces)}
 
-        return self._read(read)
+        return self._scan(read)
 
     def log_count(self) -> int:
         """The number of stored log records."""
-        return int(self._rows(sql.COUNT_LOGS)[0][0])
+        return int(self._scan(lambda conn: conn.execute(sql.COUNT_LOGS).fetchone()[0]))
 
 
 def _horizon(conn: Connection) -> Cursor:
