@@ -166,6 +166,7 @@ class SqliteStore(Storage):
             if self._scanner is None:
                 raw = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                 raw.execute("PRAGMA query_only=1")
+                raw.execute("PRAGMA busy_timeout=5000")  # (as the writer's: a reader may wait out a recovery)
                 self._scanner = Connection(raw, self.dialect)
             db = self._scanner
             db.execute("BEGIN")

@@ -17,10 +17,11 @@ of each trace, the log records tied to spans, and the event log of the live stre
   conversation's events are those of its traces (``traces.conversation_id``, as its timeline reads them).
 
 Every statement is parameterised and written once (``sql``, in the words of ``dialect``). An engine
-(``sqlite.Store``, ``postgres.PostgresStore``) says how a statement gets a connection (``_read``), how a
-write transaction begins and commits (``_write``, ``Tx``), how a retention sweep is admitted (``_sweep``),
-and keeps the commit clock (``clock``); beside its storage, each has its change feed (``changes``) and the
-control channel's rows (``control``).
+(``sqlite.Store``, ``postgres.PostgresStore``) says how a statement gets a connection (``_read``; and a scan
+of every row, ``_scan``, which may run beside the writes), how a write transaction begins and commits
+(``_write``, ``Tx``), how a retention sweep is admitted (``_sweep``), and keeps the commit clock
+(``clock``); beside its storage, each has its change feed (``changes``) and the control channel's rows
+(``control``).
 """
 
 from __future__ import annotations
