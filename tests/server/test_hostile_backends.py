@@ -27,12 +27,11 @@ from tests.backends.test_hostile import (
     TIMED,
     TRICKLE_DEADLINE_S,
 )
-from tests.support.backend import Backend, backend_server, json_answer
+from tests.support.backend import Backend, backend_server, json_answer, trickled_body
 from tests.support.paths import TESTS
 from tests.support.server import HOST, wait_for
 from toolspan.backends import _client
 from toolspan.server import ServerConfig, SqliteStore, build_app
-from toolspan.server._store import remote
 
 # The routes that read one trace (a view, OTLP JSON, the page's data, a job's tree, the trace page).
 ROUTES: Final = (
@@ -61,10 +60,15 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[float, tu
     with pytest.MonkeyPatch.context() as patch, contextlib.ExitStack() as stack:
         patch.setattr(_client, "MAX_RESPONSE_BYTES", CAP)
         for deadline in (DEADLINE_S, TRICKLE_DEADLINE_S):
-            patch.setattr(remote, "BACKEND_TIMEOUT_S", deadline)  # read as the app is built
             backend = stack.enter_context(backend_server())
             db = str(tmp_path_factory.mktemp("serve") / "serve.db")
-            config = ServerConfig(db=db, parse_workers=0, tempo_url=backend.url, jaeger_url=backend.url)
+            config = ServerConfig(
+                db=db,
+                parse_workers=0,
+                tempo_url=backend.url,
+                jaeger_url=backend.url,
+                backend_timeout_s=deadline,
+            )
             starlette, _ = build_app(config, SqliteStore(db))
             server = uvicorn.Server(uvicorn.Config(starlette, host=HOST, port=0, log_level="critical"))
             thread = threading.Thread(target=server.run, daemon=True)
@@ -139,6 +143,23 @@ def test_a_hostile_answer_to_the_lists_search_is_a_502_naming_jaeger_and_what_wa
     assert says in message
     if kind.startswith("trickled"):
         assert backend.hung_up.wait(HUNG_UP_WITHIN_S)
+
+
+def test_each_server_waits_for_a_backend_as_long_as_its_own_config_says(
+    servers: dict[float, tuple[str, Backend]],
+) -> None:
+    # The deadline is the server's own (``ServerConfig.backend_timeout_s``), read as its app is built: two
+    # servers in one process wait each its own.
+    trace_id, path = READS["Tempo"]
+    for deadline, (base, backend) in servers.items():
+        backend.answers.clear()
+        backend.hung_up.clear()
+        backend.answers[path] = trickled_body()
+        status, body = get(f"{base}/api/traces/{trace_id}/tree")
+        assert status == 502, body
+        assert f"Tempo: {backend.url}{path}: no complete answer within {deadline} s" in body["error"]
+        assert backend.hung_up.wait(HUNG_UP_WITHIN_S)
+        backend.answers.clear()
 
 
 @pytest.mark.parametrize("start", ["1e400", "1" * 31, "-1"])

@@ -258,8 +258,8 @@ def test_a_trace_held_here_is_read_and_made_in_one_hand_off_to_the_thread_pool(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each hand-off to the pool costs about what a small trace's view does: its version, spans and bytes
-    # are read in one, made or kept. A trace held nowhere is then looked up (in Tempo or Jaeger when the
-    # server names one: ``lookup``) before its 404.
+    # are read in one, made or kept. A trace held nowhere is then looked up in Tempo or Jaeger when the
+    # server names one (``TraceSource.elsewhere``) before its 404: this one names none.
     from toolspan.server._http.routes import traces
 
     handed: list[str] = []
@@ -281,3 +281,31 @@ def test_a_trace_held_here_is_read_and_made_in_one_hand_off_to_the_thread_pool(
     handed.clear()
     assert served.client.request("GET", f"/api/traces/{'0' * 31}1/otlp").status == 404
     assert handed == ["_held"]
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_trace_not_held_here_is_looked_for_in_the_store_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: bool
+) -> None:
+    # With renderings kept, a trace's version is read first: a trace without one (no summary row, which
+    # its spans are written and dropped with) is not held, and its spans are not read. Without, its spans
+    # are read, once: not again before its 404.
+    served = Served(tmp_path, cache_bytes=64 * 1024 * 1024 if kept else 0)
+    served.store.ingest([agent(), tool("a1a1a1a1a1a1a1a1", "search", 2_000, 9_000)])
+    reads: list[str] = []
+    for name in ("trace_version", "trace_spans", "trace_logs"):
+        real = getattr(served.store, name)
+
+        def counted(*args: Any, real: Any = real, name: str = name) -> Any:
+            reads.append(name)
+            return real(*args)
+
+        monkeypatch.setattr(served.store, name, counted)
+    with served.client:
+        answer = served.client.request("GET", f"/api/traces/{'0' * 31}1/otlp")
+        assert (answer.status, answer.json()["error"]) == (404, f"no trace '{'0' * 31}1'")
+        assert reads == (["trace_version"] if kept else ["trace_spans"])
+        body = served.get(f"/api/traces/{TRACE}/otlp")
+        assert reads[1:] == (["trace_version", "trace_spans"] if kept else ["trace_spans"])
+        assert body == served.fresh("otlp")
+    served.store.close()

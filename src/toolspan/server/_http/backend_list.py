@@ -53,16 +53,19 @@ def list_traces(
     idle_timeout_s: float,
     tempo_url: str | None,
     jaeger_url: str | None,
+    *,
+    timeout_s: float,
 ) -> dict[str, Any]:
     """One page: ``{"traces": [...], "next_cursor": ...}``, and ``note`` (one line) when the backend's runs
-    are not listed; ``QueryError`` on a bad parameter, ``RemoteError`` when Jaeger failed."""
+    are not listed; ``QueryError`` on a bad parameter, ``RemoteError`` when Jaeger failed (each of its
+    answers comes whole within ``timeout_s``)."""
     local, local_more = trace_list.list_page(store, params, idle_timeout_s)
     limit = trace_list.page_limit(params)
     if jaeger_url is None:
         page = _merged(local, local_more, [], None, limit)
         return {**page, "note": _TEMPO_NOTE.format(url=tempo_url)}
     try:
-        jaeger = Jaeger(jaeger_url, timeout_s=remote.BACKEND_TIMEOUT_S)
+        jaeger = Jaeger(jaeger_url, timeout_s=timeout_s)
         found, boundary, note = _jaeger_page(jaeger, store, params, idle_timeout_s, limit)
     except (BackendError, ValueError) as e:
         raise remote.RemoteError(f"{Jaeger.kind}: {e}") from None

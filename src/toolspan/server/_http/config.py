@@ -45,6 +45,9 @@ class ServerConfig:
     parse_workers: int = field(default_factory=default_parse_workers)
     tempo_url: str | None = None
     jaeger_url: str | None = None
+    # Each answer of Tempo or Jaeger (a trace not held here, Jaeger's runs in the list) comes whole within
+    # this many seconds (connecting, headers, body, redirects), or the read is a 502.
+    backend_timeout_s: float = 10.0
     # Host names served besides IP addresses, localhost and the bound host ("*": any); others get 403.
     allowed_hosts: tuple[str, ...] = ()
     # Open HTTP connections (streams included) served at most; beyond, requests are answered 503.

@@ -37,7 +37,7 @@ class ServerState:
     def __init__(self, config: ServerConfig, store: StoreApi) -> None:
         self.config = config
         self.store = store
-        self.traces = TraceSource(store, config.tempo_url, config.jaeger_url)
+        self.traces = TraceSource(store, config.tempo_url, config.jaeger_url, config.backend_timeout_s)
         # The views of stored traces, kept for the next read of a trace that has not changed.
         self.renders = Renders(config.render_cache_bytes, config.render_min_spans)
         self.counts = StoreCounts(store)  # what /healthz shows of the store, counted once for many probes

@@ -6,6 +6,7 @@ when the server names one (``--tempo``, ``--jaeger``); the list then holds Jaege
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -23,39 +24,35 @@ from toolspan.server._http.render import document_bytes, render, tree_document
 from toolspan.server._http.state import ServerState
 from toolspan.server._store.remote import RemoteError
 
-__all__ = ["conversation", "healthz", "job", "listing", "lookup", "otlp", "rendered"]
+__all__ = ["conversation", "healthz", "job", "listing", "otlp", "rendered"]
 
 
-async def lookup(state: ServerState, request: Request, param: str) -> tuple[str, list[Span]] | Response:
-    """``(trace id, spans)`` of the trace named by path parameter ``param``, or a JSON 404 (a 502 naming the
-    backend and what went wrong when Tempo or Jaeger failed to answer)."""
-    raw = request.path_params[param]
-    trace_id = trace_id_param(raw)
-    try:
-        spans = None if trace_id is None else await state.traces.spans(trace_id)
-    except RemoteError as e:
-        return error(502, f"trace {raw!r}: not held here, and the trace backend failed: {e}")
-    if spans is None or trace_id is None:
-        return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
-    return trace_id, spans
+def _missing(param: str, raw: str) -> Response:
+    return error(404, f"no {'job' if param == 'job_id' else 'trace'} {raw!r}")
 
 
 async def rendered(
     state: ServerState, request: Request, param: str, what: Hashable, make: Callable[[Sequence[Span]], bytes]
 ) -> tuple[str, bytes] | Response:
-    """``(trace id, make(spans))`` of the trace named by path parameter ``param`` (``lookup``'s 404 or 502
-    otherwise): the bytes kept for ``what`` when the trace has not changed since they were made. A trace held
-    here is read and made in one trip to the thread pool (``_held``); one held elsewhere is read through
-    ``lookup`` (Tempo or Jaeger), never kept."""
-    trace_id = trace_id_param(request.path_params[param])
-    if trace_id is not None:
-        made = await run_in_threadpool(_held, state, trace_id, what, make)
-        if made is not None:
-            return trace_id, made
-    found = await lookup(state, request, param)
-    if isinstance(found, Response):
-        return found
-    return found[0], await run_in_threadpool(make, found[1])
+    """``(trace id, make(spans))`` of the trace named by path parameter ``param``, or a JSON 404 (a 502
+    naming the backend and what went wrong when Tempo or Jaeger failed to answer): the bytes kept for
+    ``what`` when the trace has not changed since they were made. A trace held here is read and made in one
+    trip to the thread pool (``_held``); one the store does not hold is read from Tempo or Jaeger when the
+    server names one (``TraceSource.elsewhere``; the store is not read again), never kept."""
+    raw = request.path_params[param]
+    trace_id = trace_id_param(raw)
+    if trace_id is None:
+        return _missing(param, raw)
+    made = await run_in_threadpool(_held, state, trace_id, what, make)
+    if made is not None:
+        return trace_id, made
+    try:
+        spans = await state.traces.elsewhere(trace_id)
+    except RemoteError as e:
+        return error(502, f"trace {raw!r}: not held here, and the trace backend failed: {e}")
+    if not spans:
+        return _missing(param, raw)
+    return trace_id, await run_in_threadpool(make, spans)
 
 
 def _held(
@@ -64,10 +61,14 @@ def _held(
     """In the thread pool: the bytes of ``what`` of a trace held here, kept or made (``None`` when the store
     holds none of its spans). Each hand-off to the pool costs about as much as making a small trace's view,
     so its version, spans and bytes are read together. The version is read before the spans, so bytes are
-    never kept under a version newer than the spans they were made of."""
+    never kept under a version newer than the spans they were made of; a trace without one (no summary row:
+    a trace's spans are written and dropped with it) is not held here, and its spans are not looked for."""
     renders, store = state.renders, state.store
-    version = store.trace_version(trace_id) if renders.max_bytes else None
-    if version is not None:
+    version = None
+    if renders.max_bytes:
+        version = store.trace_version(trace_id)
+        if version is None:
+            return None
         kept = renders.get((trace_id, what), version)
         if kept is not None:
             return kept
@@ -106,7 +107,7 @@ async def listing(state: ServerState, request: Request) -> Response:
     try:
         if config.tempo_url or config.jaeger_url:
             page: dict[str, Any] = await run_in_threadpool(
-                backend_list.list_traces,
+                functools.partial(backend_list.list_traces, timeout_s=config.backend_timeout_s),
                 state.store,
                 params,
                 config.idle_timeout_s,
