@@ -189,6 +189,8 @@ BAD_FLAGS = [
     ("--grpc-port", "-2"),
     ("--max-connections", "0"),
     ("--read-timeout", "0"),
+    ("--backend-timeout", "0"),
+    ("--backend-timeout", "inf"),
     ("--token", ""),
     ("--token", "two words"),
     ("--token", "t\u00f6ken"),
@@ -221,7 +223,14 @@ def _not_a_number(text: str) -> bool:
     return False
 
 
-_SECONDS_FLAGS = ["--heartbeat", "--send-timeout", "--idle-timeout", "--read-timeout", "--retention"]
+_SECONDS_FLAGS = [
+    "--heartbeat",
+    "--send-timeout",
+    "--idle-timeout",
+    "--read-timeout",
+    "--retention",
+    "--backend-timeout",
+]
 _COUNT_FLAGS = ["--max-body-bytes", "--max-spans", "--delta-buffer", "--max-connections"]
 
 
@@ -263,6 +272,18 @@ def test_sane_values_are_taken(capsys: pytest.CaptureFixture[str]) -> None:
         "s3cret-Token_1",
         2048,
     )
+
+
+def test_each_flag_sets_its_field_and_defaults_to_the_configurations_default() -> None:
+    # A flag's default is its field's: ``toolspan serve`` and a server built from ``ServerConfig()`` agree.
+    from toolspan.cli import _serve
+    from toolspan.server import ServerConfig
+
+    defaults = _serve._fields(cli._parser().parse_args(["serve"]))
+    plain = ServerConfig()
+    assert defaults == {field: getattr(plain, field) for field in defaults}
+    given = _serve._fields(cli._parser().parse_args(["serve", "--backend-timeout", "2.5"]))
+    assert given["backend_timeout_s"] == 2.5
 
 
 def test_a_token_from_the_environment_is_checked_too(

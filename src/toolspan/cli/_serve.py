@@ -238,6 +238,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="URL",
         field="jaeger_url",
     ),
+    Option(
+        ("--backend-timeout",),
+        "seconds each answer of --tempo or --jaeger may take to come whole (502 beyond)",
+        _number(float, _MIN_S, what=_SECONDS),
+        10.0,
+        field="backend_timeout_s",
+        metavar="SECONDS",
+    ),
 )
 
 
