@@ -28,6 +28,8 @@ _.http_error_307  # same
 _.http_error_308  # same
 _.accept  # socket.accept: uvicorn's server calls it on the listening socket (server/_http/listen.py)
 _.capture_signals  # uvicorn.Server.capture_signals, overridden (server/_http/serve.py)
+_.pause_writing  # asyncio.Protocol: the event loop's pipe transport calls it (server/_ingest/parsers.py)
+_.resume_writing  # same
 _.Export  # the OTLP gRPC services' method, called by grpcio (server/_ingest/grpc.py)
 
 # Attributes another library reads.

@@ -5,6 +5,7 @@ end with the server, also when it is killed."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import signal
 import sys
@@ -16,7 +17,8 @@ import pytest
 import toolspan
 from tests.support.server import otlp_body, running_server
 from toolspan.server._ingest import otlp as _ingest
-from toolspan.server._ingest.parsers import Parsers, _widen_pipes
+from toolspan.server._ingest import parsers
+from toolspan.server._ingest.parsers import Parsers, _widen
 from toolspan.server._store.writes import Prepared
 from toolspan.testing import capture_spans
 
@@ -152,11 +154,13 @@ def test_the_pools_pipes_are_widened_and_a_body_larger_than_them_parses_the_same
     assert rows.accepted == 41
 
 
-def test_an_executor_whose_pipes_cannot_be_reached_keeps_them() -> None:
-    class Other:  # another Python's executor: its queues under other names
-        pass
-
-    assert _widen_pipes(Other()) == []
+def test_what_is_not_a_pipe_is_left_as_it_is() -> None:
+    ends = multiprocessing.Pipe(duplex=True)  # a socket pair: no pipe size to set or say
+    try:
+        assert _widen(list(ends)) == []
+    finally:
+        for end in ends:
+            end.close()
 
 
 def test_no_workers_parses_in_process() -> None:
@@ -236,3 +240,28 @@ def test_parse_workers_zero_starts_no_process(tmp_path: Path) -> None:
         status, _, _ = server.post_otlp(_body())
         assert status == 200
         assert server.counts() == {"spans": 3, "traces": 1}
+
+
+def test_replies_are_read_whole_however_the_pipe_cuts_them() -> None:
+    # The reply pipe's reader (``parsers._Replies``): replies cut anywhere, several in one read, an empty
+    # one; each handed on whole, in order, and the pipe's end said once.
+    class Heard:
+        def __init__(self) -> None:
+            self.replies: list[tuple[bytes, bytes]] = []
+            self.ends = 0
+
+        def answered(self, tag: bytes, data: bytes) -> None:
+            self.replies.append((tag, data))
+
+        def ended(self) -> None:
+            self.ends += 1
+
+    sent = [(b"R", b"rows" * 1000), (b"E", b""), (b"X", b"why"), (b"R", bytes(range(256)) * 9)]
+    stream = b"".join(parsers._HEADER.pack(tag, len(data)) + data for tag, data in sent)
+    for cut in (1, 2, 5, 4096, len(stream)):
+        heard = Heard()
+        replies = parsers._Replies(heard)  # type: ignore[arg-type]
+        for at in range(0, len(stream), cut):
+            replies.data_received(stream[at : at + cut])
+        replies.connection_lost(None)
+        assert (heard.replies, heard.ends) == (sent, 1), cut
