@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 
+from toolspan.errors import ToolspanError
 from toolspan.server._ingest import otlp as _ingest
 from toolspan.server._store.writes import Prepared
 
@@ -162,7 +163,7 @@ def _work(requests: Connection, replies: Connection, parent: int) -> None:
 # --- in the server process ---------------------------------------------------------------------------
 
 
-class _Stopped(Exception):
+class _Stopped(ToolspanError):
     """The worker stopped before it answered."""
 
 
