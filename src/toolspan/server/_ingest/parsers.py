@@ -272,7 +272,11 @@ class _Worker:
         self.waiting.append(future)  # (in the order the requests go into the pipe: no await between)
         write.write(_HEADER.pack(bytes([_KINDS.index(kind)]), len(body)))
         write.write(body)
-        await self._writable.ready.wait()
+        try:
+            await self._writable.ready.wait()
+        except BaseException:  # (cancelled while its body waits to go: its reply, when it comes, is dropped)
+            future.cancel()
+            raise
         return await future
 
     def stop(self) -> None:
