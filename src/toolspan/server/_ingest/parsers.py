@@ -222,9 +222,10 @@ class _Worker:
     """One worker process, its pipes' transports on the event loop, and the requests it has not answered
     yet, in the order they were sent."""
 
-    def __init__(self, process: Any, requests: Connection, replies: Connection) -> None:
+    def __init__(self, process: Any, requests: Connection, replies: Connection, sizes: list[int]) -> None:
         self.process = process
         self.pid = 0
+        self.pipe_bytes = sizes  # its two pipes' sizes (``_widen``)
         self._requests = requests
         self._replies = replies
         self.waiting: collections.deque[asyncio.Future[tuple[bytes, bytes]]] = collections.deque()
@@ -331,25 +332,24 @@ class Parsers:
         if failed:
             for result in results:
                 if not isinstance(result, BaseException):
-                    result[0].stop()
+                    result.stop()
             _logger.warning(
                 "toolspan serve: parse workers did not start; parsing in-process", exc_info=failed[0]
             )
             return
         for result in results:
             assert not isinstance(result, BaseException)
-            self._add(*result)
+            self._add(result)
         _logger.debug("toolspan serve: parse workers %s, pipes of %s bytes", self.pids, self.pipe_bytes)
 
-    async def _spawn(self) -> tuple[_Worker, list[int]]:
+    async def _spawn(self) -> _Worker:
         context = multiprocessing.get_context("spawn")
         requests_in, requests = context.Pipe(duplex=False)
         replies, replies_out = context.Pipe(duplex=False)
-        sizes = _widen([requests, replies])
         process = context.Process(
             target=_work, args=(requests_in, replies_out, os.getpid()), name="toolspan-parse", daemon=True
         )
-        worker = _Worker(process, requests, replies)
+        worker = _Worker(process, requests, replies, _widen([requests, replies]))
         try:
             try:
                 await asyncio.get_running_loop().run_in_executor(None, process.start)
@@ -360,12 +360,15 @@ class Parsers:
         except BaseException:
             worker.stop()
             raise
-        return worker, sizes
+        return worker
 
-    def _add(self, worker: _Worker, sizes: list[int]) -> None:
+    def _add(self, worker: _Worker) -> None:
         self._live.append(worker)
+        self._listed()
+
+    def _listed(self) -> None:
         self.pids = sorted(w.pid for w in self._live)
-        self.pipe_bytes += sizes
+        self.pipe_bytes = [size for w in self._live for size in w.pipe_bytes]
 
     def close(self) -> None:
         """End the workers (any thread; a second call does nothing)."""
@@ -399,7 +402,7 @@ class Parsers:
             return
         _logger.warning("toolspan serve: a parse worker stopped; starting it again")
         self._live.remove(worker)
-        self.pids = sorted(w.pid for w in self._live)
+        self._listed()
         worker.stop()
         if self._closed:
             return
@@ -409,6 +412,6 @@ class Parsers:
             _logger.warning("toolspan serve: a parse worker did not start again", exc_info=True)
             return
         if self._closed:
-            started[0].stop()
+            started.stop()
             return
-        self._add(*started)
+        self._add(started)
