@@ -207,3 +207,57 @@ def test_each_statement_is_written_once_and_filled_in_per_engine() -> None:
     assert postgres.param("a\x00b") == "a\ufffdb"
     assert postgres.record(b'[1,"x"]') == '[1,"x"]'
     assert postgres.record(memoryview(b"\x00\x01")) == b"\x00\x01"
+
+
+def _span_row(span_id: str, name: str, tool: str | None, data: str | bytes) -> tuple[Any, ...]:
+    """A span row (``Row``'s fields, in order) of trace ``TRACE_3``."""
+    is_tool = int(tool is not None)
+    return (TRACE_3, span_id, None, name, T0, T0 + MS, is_tool, tool, None, 0, "svc", None, data, 0)
+
+
+def test_postgresql_copies_new_rows_and_inserts_what_copy_refuses(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A request's new rows go in by COPY; a row stored already (COPY has no conflict clause) and a text
+    # holding NUL (PostgreSQL's text cannot) make the whole request go in as ``insert`` writes it.
+    from toolspan.server._store.sql.tables import SPANS
+
+    dialect = DIALECTS[POSTGRES]
+    inserted: list[int] = []
+    unnest = dialect._unnest  # type: ignore[attr-defined]
+
+    def counted(*args: Any) -> int:
+        inserted.append(len(args[2][0]))
+        return int(unnest(*args))
+
+    monkeypatch.setattr(dialect, "_unnest", counted)
+    store = open_store(postgres.fresh_url())
+
+    def put(*rows: tuple[Any, ...]) -> int:
+        with store.transaction() as conn:
+            return dialect.insert_flat(conn, SPANS, [v for row in rows for v in row], SPANS.upsert)
+
+    def stored() -> list[tuple[Any, ...]]:
+        rows = store._rows("SELECT span_id, name, tool_name, data FROM spans ORDER BY span_id")  # type: ignore[attr-defined]
+        return [(r[0], r[1], r[2], bytes(r[3])) for r in rows]
+
+    try:
+        # New rows, one of them a record made as JSON text: copied, the text stored as its UTF-8 bytes.
+        first = _span_row("1" * 16, "one", "lookup", b"\x00\x01")
+        assert put(first, _span_row("2" * 16, "two", None, '[1,"é"]')) == 2
+        assert inserted == []
+        # A row stored already, with a new name: the request is inserted, the conflict clause replacing it.
+        again = _span_row("1" * 16, "one again", "lookup", b"\x02")
+        assert put(again, _span_row("3" * 16, "three", None, b"3")) == 2
+        assert inserted == [2]
+        # A tool name holding NUL: inserted, the NUL stored as U+FFFD in the index column.
+        assert put(_span_row("4" * 16, "four", "lo\x00kup", b"\x00")) == 1
+        assert inserted == [2, 1]
+        assert stored() == [
+            ("1" * 16, "one again", "lookup", b"\x02"),
+            ("2" * 16, "two", None, '[1,"é"]'.encode()),
+            ("3" * 16, "three", None, b"3"),
+            ("4" * 16, "four", "lo\ufffdkup", b"\x00"),
+        ]
+    finally:
+        store.close()

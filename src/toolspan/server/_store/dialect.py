@@ -14,8 +14,8 @@ its engine:
 and, in the schema's DDL, ``{id}``, ``{int8}``, ``{data}``, ``{rowid_free}``, ``{any}`` and ``{log_seq}``.
 What differs beyond the text is here too: how a parameter is bound (a list as JSON text for ``json_each``, or
 as an array of each column's type, ``sql.tables``; PostgreSQL's text holds no NUL), how a stored record comes
-back (``record``), how many rows go in one ``INSERT`` (``insert``), and how many rows one read may hand back
-at once (``all_rows``).
+back (``record``), how many rows go in one ``INSERT`` (``insert``; on PostgreSQL a request's new rows go in by
+``COPY``, ``insert_flat``), and how many rows one read may hand back at once (``all_rows``).
 """
 
 from __future__ import annotations
@@ -101,6 +101,10 @@ class _Sqlite(Dialect):
         return list(json.loads(found))
 
 
+# The type ``COPY`` writes a column's values as, by the array type ``_unnest`` binds it as (``Column.array``).
+_COPY_TYPES: Final = {"int[]": "int4", "bigint[]": "int8", "bytea[]": "bytea", "text[]": "text"}
+
+
 def _no_nul(value: Any) -> Any:
     # PostgreSQL's text cannot hold NUL (OTLP strings can): it is stored and looked up as U+FFFD in the index
     # columns (the record itself, in ``data``, keeps it).
@@ -122,10 +126,35 @@ class _Postgres(Dialect):
         return self._unnest(conn, table, list(zip(*rows, strict=True)), conflict)
 
     def insert_flat(self, conn: Connection, table: Table, values: list[Any], conflict: str) -> int:
+        # The rows of a request go in by ``COPY``: PostgreSQL takes them at about two thirds of the cost of
+        # an ``INSERT`` of arrays, and psycopg writes them in C. ``COPY`` has no conflict clause and refuses a
+        # text holding NUL, so it runs in a savepoint: rows it cannot take (one stored already, a NUL) go in
+        # as ``insert`` writes them, the conflict clause and all.
         if not values:
             return 0
+        from psycopg import DataError, IntegrityError
+
         width = len(table.names)
-        return self._unnest(conn, table, [values[i::width] for i in range(width)], conflict)
+        try:
+            with conn.raw.transaction():
+                return self._copy(conn, table, values, width)
+        except (IntegrityError, DataError):
+            return self._unnest(conn, table, [values[i::width] for i in range(width)], conflict)
+
+    def _copy(self, conn: Connection, table: Table, values: list[Any], width: int) -> int:
+        types = [_COPY_TYPES[kind] for kind in table.arrays]
+        records = [i for i, kind in enumerate(table.arrays) if kind == "bytea[]"]
+        if any(str in set(map(type, values[i::width])) for i in records):
+            values = list(values)  # a record made as JSON text, stored as its UTF-8 bytes (as ``_unnest``)
+            for i in records:
+                values[i::width] = [v.encode("utf-8") if isinstance(v, str) else v for v in values[i::width]]
+        statement = f"COPY {table.name} ({table.listed}) FROM STDIN (FORMAT BINARY)"
+        with conn.raw.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.set_types(types)
+            write = copy.write_row
+            for i in range(0, len(values), width):
+                write(values[i : i + width])
+        return len(values) // width
 
     def _unnest(self, conn: Connection, table: Table, columns: Sequence[Sequence[Any]], conflict: str) -> int:
         # One array per column, of the column's type (``Column.array``).

@@ -10,7 +10,8 @@ differs is how concurrent writers stay correct:
   requests never deadlock): the read of the stored records, the merge of a pending record with its
   ended record (``writes.plan_rows``, as on SQLite) and the read-modify-write of the trace's summary row
   are serialized per trace across every replica. A resend to another replica finds the stored record
-  and is a duplicate: stored once.
+  and is a duplicate: stored once. The new rows go in by ``COPY`` (``dialect``), in a savepoint: what it
+  cannot take goes in by ``INSERT ... ON CONFLICT``.
 - **The commit clock.** An event's cursor is ``(ns, trace id, span id, phase)``, and a stream reads every
   event after its cursor. Concurrent transactions commit in any order, so a clock taken at the start of a
   transaction could be seen committed out of order (``ns = 5`` before ``ns = 4``), and a reader past 5
