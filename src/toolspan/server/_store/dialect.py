@@ -103,6 +103,10 @@ class _Sqlite(Dialect):
 
 # The type ``COPY`` writes a column's values as, by the array type ``_unnest`` binds it as (``Column.array``).
 _COPY_TYPES: Final = {"int[]": "int4", "bigint[]": "int8", "bytea[]": "bytea", "text[]": "text"}
+# The SQLSTATE classes of what ``COPY`` refuses and an ``INSERT`` may take: data exceptions (22: a text
+# holding NUL, 22021) and integrity constraint violations (23: a row stored already, 23505, which the
+# ``INSERT``'s conflict clause takes).
+_COPY_REFUSED: Final = ("22", "23")
 
 
 def _no_nul(value: Any) -> Any:
@@ -132,14 +136,14 @@ class _Postgres(Dialect):
         # as ``insert`` writes them, the conflict clause and all.
         if not values:
             return 0
-        from psycopg import DataError, IntegrityError
-
         width = len(table.names)
         try:
             with conn.raw.transaction():
                 return self._copy(conn, table, values, width)
-        except (IntegrityError, DataError):
-            return self._unnest(conn, table, [values[i::width] for i in range(width)], conflict)
+        except Exception as e:  # psycopg's errors, told by their SQLSTATE (psycopg loads with its store only)
+            if str(getattr(e, "sqlstate", None) or "")[:2] not in _COPY_REFUSED:
+                raise
+        return self._unnest(conn, table, [values[i::width] for i in range(width)], conflict)
 
     def _copy(self, conn: Connection, table: Table, values: list[Any], width: int) -> int:
         types = [_COPY_TYPES[kind] for kind in table.arrays]
