@@ -109,6 +109,11 @@ _COPY_TYPES: Final = {"int[]": "int4", "bigint[]": "int8", "bytea[]": "bytea", "
 _COPY_REFUSED: Final = ("22", "23")
 
 
+def _record_bytes(column: Sequence[Any]) -> list[Any]:
+    # Both kinds of record are bytes on PostgreSQL: a record made as JSON text is stored as its UTF-8 bytes.
+    return [v.encode("utf-8") if isinstance(v, str) else v for v in column]
+
+
 def _no_nul(value: Any) -> Any:
     # PostgreSQL's text cannot hold NUL (OTLP strings can): it is stored and looked up as U+FFFD in the index
     # columns (the record itself, in ``data``, keeps it).
@@ -149,9 +154,9 @@ class _Postgres(Dialect):
         types = [_COPY_TYPES[kind] for kind in table.arrays]
         records = [i for i, kind in enumerate(table.arrays) if kind == "bytea[]"]
         if any(str in set(map(type, values[i::width])) for i in records):
-            values = list(values)  # a record made as JSON text, stored as its UTF-8 bytes (as ``_unnest``)
+            values = list(values)
             for i in records:
-                values[i::width] = [v.encode("utf-8") if isinstance(v, str) else v for v in values[i::width]]
+                values[i::width] = _record_bytes(values[i::width])
         statement = f"COPY {table.name} ({table.listed}) FROM STDIN (FORMAT BINARY)"
         with conn.raw.cursor() as cursor, cursor.copy(statement) as copy:
             copy.set_types(types)
@@ -166,7 +171,7 @@ class _Postgres(Dialect):
         values: list[list[Any]] = []
         for kind, column in zip(arrays, columns, strict=True):
             if kind == "bytea[]":
-                values.append([v.encode("utf-8") if isinstance(v, str) else v for v in column])
+                values.append(_record_bytes(column))
             elif kind == "text[]":
                 values.append([_no_nul(v) for v in column])
             else:
