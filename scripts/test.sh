@@ -85,8 +85,9 @@ fi
 grep -h "built in\|already built" .e2e/go-build.log .e2e/ui-build.log || true
 .venv/bin/python -m pytest -q "$@"
 # The server's tests once more with every test server on PostgreSQL (a fresh database each): the store the
-# replicas share keeps every property of the SQLite store.
-.venv/bin/python -m pytest -q -p no:cacheprovider --store postgres \
+# replicas share keeps every property of the SQLite store. Two test workers, each with a PostgreSQL of its
+# own (the session's server), as the run above: half the time of one.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --store postgres \
   tests/server/test_serve.py tests/server/test_live.py tests/server/test_logs.py tests/server/streams/test_deltas.py \
   tests/server/test_hostile.py tests/server/test_pages.py tests/server/test_operator.py \
   tests/server/test_hangups.py tests/server/ingest/test_parsers.py tests/server/streams/test_trace.py \
