@@ -38,8 +38,8 @@ PORT_VARIABLES = (
 START_TIMEOUT_S = 120
 
 
-def start(ports: dict[str, int], tmp_path: Path) -> subprocess.Popen[str]:
-    env = {**_clean_env(), "TMPDIR": str(tmp_path), **{k: str(v) for k, v in ports.items()}}
+def start(ports: dict[str, int], tmp_path: Path, **env: str) -> subprocess.Popen[str]:
+    env = {**_clean_env(), "TMPDIR": str(tmp_path), **{k: str(v) for k, v in ports.items()}, **env}
     return terminal.start(["bash", str(SCRIPT)], env, cwd=tmp_path)
 
 
@@ -62,8 +62,22 @@ def ports() -> dict[str, int]:
 
 
 @pytest.fixture
-def running(ports: dict[str, int], tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = start(ports, tmp_path)
+def otlp_elsewhere() -> Iterator[socket.socket]:
+    """A socket listening where a shell's ``OTEL_EXPORTER_OTLP_ENDPOINT`` points, connected to by nobody."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        sock.listen()
+        sock.setblocking(False)
+        yield sock
+
+
+@pytest.fixture
+def running(
+    ports: dict[str, int], tmp_path: Path, otlp_elsewhere: socket.socket
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    # As from a shell that sends its applications' OTLP somewhere (Jaeger and the Collector inherit it).
+    endpoint = "http://{}:{}".format(*otlp_elsewhere.getsockname())
+    proc = start(ports, tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=endpoint)
     try:
         yield proc, banner(proc)
     finally:
@@ -71,7 +85,10 @@ def running(ports: dict[str, int], tmp_path: Path) -> Iterator[tuple[subprocess.
 
 
 def test_it_starts_the_collector_and_jaeger_with_its_ui_says_where_and_stops_both_on_ctrl_c(
-    running: tuple[subprocess.Popen[str], str], ports: dict[str, int], tmp_path: Path
+    running: tuple[subprocess.Popen[str], str],
+    ports: dict[str, int],
+    tmp_path: Path,
+    otlp_elsewhere: socket.socket,
 ) -> None:
     proc, text = running
     ui = f"http://{HOST}:{ports['JAEGER_QUERY_HTTP_PORT']}"
@@ -120,6 +137,11 @@ def test_it_starts_the_collector_and_jaeger_with_its_ui_says_where_and_stops_bot
     assert "jaeger.sh: stopped" in proc.stdout.read()
     for port in ports.values():
         assert not port_open(port), port
+    # Jaeger sent no traces of its own (its query service's, on by default in Jaeger v2) to the shell's
+    # OTLP endpoint, even as it stopped: they would come back as a service "jaeger", and where nothing
+    # listens its stop would wait 10 s for the export to give up.
+    with pytest.raises(BlockingIOError):
+        otlp_elsewhere.accept()
 
 
 def test_a_port_in_use_stops_it_before_anything_starts_with_one_line_naming_it(
