@@ -132,7 +132,10 @@ def test_it_starts_the_collector_and_jaeger_with_its_ui_says_where_and_stops_bot
     assert tags["execute_tool divide"]["error"] is True
     # Ctrl-C: both programs stop, and it says so.
     terminal.ctrl_c(proc)
-    assert proc.wait(timeout=30) == 0
+    try:
+        assert proc.wait(timeout=30) == 0
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"jaeger.sh still runs 30 s after Ctrl-C; its programs' logs end:\n{_log_tails(text)}")
     assert proc.stdout is not None
     assert "jaeger.sh: stopped" in proc.stdout.read()
     for port in ports.values():
@@ -158,6 +161,19 @@ def test_a_port_in_use_stops_it_before_anything_starts_with_one_line_naming_it(
     assert "Ctrl-C" not in out
     others = [p for v, p in ports.items() if v != "JAEGER_QUERY_HTTP_PORT"]
     assert not any(port_open(p) for p in others)
+
+
+def _log_tails(banner_text: str) -> str:
+    """The last lines of Jaeger's and the Collector's logs, in the folder the banner names."""
+    found = re.search(r"^logs +(\S+)$", banner_text, re.MULTILINE)
+    if found is None:
+        return "(the banner names no logs folder)"
+    tails = []
+    for name in ("jaeger.log", "otelcol.log"):
+        path = Path(found.group(1)) / name
+        lines = path.read_text(errors="replace").splitlines() if path.exists() else ["(none)"]
+        tails.append(f"{name}:\n" + "\n".join(lines[-15:]))
+    return "\n".join(tails)
 
 
 def recipe() -> str:
