@@ -85,8 +85,8 @@ fi
 grep -h "built in\|already built" .e2e/go-build.log .e2e/ui-build.log || true
 .venv/bin/python -m pytest -q "$@"
 # The server's tests once more with every test server on PostgreSQL (a fresh database each): the store the
-# replicas share keeps every property of the SQLite store. Two test workers, each with a PostgreSQL of its
-# own (the session's server), as the run above: half the time of one.
+# replicas share keeps every property of the SQLite store. On two test workers, each starting a PostgreSQL of
+# its own (the session's server): about half the time of one (docs/development.md).
 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --store postgres \
   tests/server/test_serve.py tests/server/test_live.py tests/server/test_logs.py tests/server/streams/test_deltas.py \
   tests/server/test_hostile.py tests/server/test_pages.py tests/server/test_operator.py \

@@ -63,7 +63,8 @@ def ports() -> dict[str, int]:
 
 @pytest.fixture
 def otlp_elsewhere() -> Iterator[socket.socket]:
-    """A socket listening where a shell's ``OTEL_EXPORTER_OTLP_ENDPOINT`` points, connected to by nobody."""
+    """A socket listening where a shell's ``OTEL_EXPORTER_OTLP_ENDPOINT`` points (what connects, if
+    anything, waits in its backlog)."""
     with socket.socket() as sock:
         sock.bind((HOST, 0))
         sock.listen()
